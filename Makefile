@@ -1,0 +1,46 @@
+# cni-multi: one static binary for every CNI plugin.
+#   make               static release binary
+#   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR)
+#   make test          THE test command: installs missing system packages, then
+#                      fmt, clippy, unit + integration tests, static install check
+#   make bench         benchmark (see README)
+
+TARGET  ?= x86_64-unknown-linux-gnu
+BINDIR  ?= /opt/cni/bin
+DESTDIR ?=
+CARGO   ?= cargo
+BIN     := target/$(TARGET)/release/cni-multi
+
+.PHONY: all build install test deps lint unit install-check bench clean
+
+all: build
+
+# +crt-static needs an explicit --target, or proc-macro crates fail to build.
+build:
+	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked --target $(TARGET)
+
+install: build
+	install -d "$(DESTDIR)$(BINDIR)"
+	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/cni-multi"
+	DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" ./symlinks.sh
+
+deps:
+	./tests/install-deps.sh
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --locked
+
+install-check: build
+	./tests/install-check.sh
+
+test: deps lint install-check unit
+
+bench:
+	@echo "make bench: not implemented yet (issue 8)"; exit 1
+
+clean:
+	$(CARGO) clean

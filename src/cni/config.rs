@@ -1,0 +1,215 @@
+//! The network configuration every plugin receives on stdin: the common keys,
+//! typed, plus the raw object for each plugin's own keys.
+
+use crate::cni::error::{CniResult, Error};
+use crate::cni::result::{Dns, NetResult, Versioned};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The keys the spec defines for every plugin configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CommonKeys {
+    #[serde(rename = "cniVersion", default)]
+    pub cni_version: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(rename = "type", default)]
+    pub plugin_type: String,
+    #[serde(default)]
+    pub capabilities: Option<BTreeMap<String, bool>>,
+    #[serde(default)]
+    pub ipam: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub dns: Option<Dns>,
+    #[serde(default)]
+    pub args: Option<Map<String, Value>>,
+    #[serde(rename = "runtimeConfig", default)]
+    pub runtime_config: Option<Map<String, Value>>,
+    #[serde(rename = "prevResult", default)]
+    pub prev_result: Option<Value>,
+}
+
+/// A parsed configuration: common keys plus the whole object.
+#[derive(Debug, Clone)]
+pub struct NetConf {
+    pub common: CommonKeys,
+    pub raw: Map<String, Value>,
+    /// The exact stdin bytes, which delegates receive unchanged.
+    pub bytes: Vec<u8>,
+}
+
+impl NetConf {
+    /// Parses stdin after the skel checks: a JSON object with well-typed common keys.
+    pub fn parse(bytes: &[u8]) -> CniResult<NetConf> {
+        let raw: Map<String, Value> = serde_json::from_slice(bytes)
+            .map_err(|e| Error::decode(format!("error unmarshall network config: {e}")))?;
+        let common: CommonKeys = serde_json::from_value(Value::Object(raw.clone()))
+            .map_err(|e| Error::decode(format!("failed to parse network config: {e}")))?;
+        Ok(NetConf {
+            common,
+            raw,
+            bytes: bytes.to_vec(),
+        })
+    }
+
+    pub fn cni_version(&self) -> &str {
+        &self.common.cni_version
+    }
+
+    pub fn name(&self) -> &str {
+        &self.common.name
+    }
+
+    /// The plugin's own keys, decoded from the whole object. Type errors are decode
+    /// failures (code 6); value checks belong to the plugin (code 7).
+    pub fn plugin_keys<T: DeserializeOwned>(&self) -> CniResult<T> {
+        serde_json::from_value(Value::Object(self.raw.clone()))
+            .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))
+    }
+
+    /// `prevResult` parsed with the config's version (as the reference does) and
+    /// converted to the current layout.
+    pub fn prev_result(&self) -> CniResult<Option<NetResult>> {
+        Ok(self.prev_result_versioned()?.map(|(_, current)| current))
+    }
+
+    /// `prevResult` in its own version's layout and in the current one.
+    pub fn prev_result_versioned(&self) -> CniResult<Option<(Versioned, NetResult)>> {
+        let Some(raw) = &self.common.prev_result else {
+            return Ok(None);
+        };
+        if raw.is_null() {
+            return Ok(None);
+        }
+        let parsed = Versioned::parse(raw.clone(), self.cni_version())
+            .map_err(|e| Error::decode(format!("could not parse prevResult: {e}")))?;
+        let current = parsed
+            .clone()
+            .into_current()
+            .map_err(|e| e.context("failed to convert prevResult to current version"))?;
+        Ok(Some((parsed, current)))
+    }
+
+    /// A `runtimeConfig` entry, decoded.
+    pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
+        decode_entry(self.common.runtime_config.as_ref(), key, "runtimeConfig")
+    }
+
+    /// An `args.cni` entry, decoded.
+    pub fn args_cni<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
+        let cni = self
+            .common
+            .args
+            .as_ref()
+            .and_then(|a| a.get("cni"))
+            .and_then(|c| c.as_object());
+        decode_entry(cni, key, "args.cni")
+    }
+}
+
+fn decode_entry<T: DeserializeOwned>(
+    map: Option<&Map<String, Value>>,
+    key: &str,
+    section: &str,
+) -> CniResult<Option<T>> {
+    match map.and_then(|m| m.get(key)) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| Error::decode(format!("failed to parse {section}.{key}: {e}"))),
+    }
+}
+
+/// CNI_ARGS as the reference's `LoadArgs` reads it: `K=V;K=V`, keys matched
+/// case-sensitively against what the plugin knows, unknown keys fatal unless
+/// `IgnoreUnknown` is true.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CniArgs {
+    pairs: BTreeMap<String, String>,
+}
+
+impl CniArgs {
+    pub fn parse(raw: &str, known: &[&str]) -> CniResult<CniArgs> {
+        let mut pairs = BTreeMap::new();
+        if raw.is_empty() {
+            return Ok(CniArgs { pairs });
+        }
+        let mut unknown = Vec::new();
+        let mut ignore_unknown = false;
+        for pair in raw.split(';') {
+            let kv: Vec<&str> = pair.split('=').collect();
+            let [key, value] = kv[..] else {
+                return Err(Error::invalid_env(format!("ARGS: invalid pair {pair:?}")));
+            };
+            if key == "IgnoreUnknown" {
+                ignore_unknown = parse_go_bool(value).ok_or_else(|| {
+                    Error::invalid_env(format!(
+                        "ARGS: error parsing value of pair {pair:?}: boolean unmarshal error: invalid input {}",
+                        value.to_lowercase()
+                    ))
+                })?;
+            } else if known.contains(&key) {
+                pairs.insert(key.to_string(), value.to_string());
+            } else {
+                unknown.push(pair);
+            }
+        }
+        if !unknown.is_empty() && !ignore_unknown {
+            return Err(Error::invalid_env(format!(
+                "ARGS: unknown args {}",
+                crate::cni::version::go_quoted_list(&unknown)
+            )));
+        }
+        Ok(CniArgs { pairs })
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.get(key).map(String::as_str)
+    }
+}
+
+/// `UnmarshallableBool`: 1/true/0/false in any case.
+fn parse_go_bool(s: &str) -> Option<bool> {
+    match s.to_lowercase().as_str() {
+        "1" | "true" => Some(true),
+        "0" | "false" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cni_args_rules() {
+        let known = ["IP", "MAC"];
+        let a = CniArgs::parse("IP=10.0.0.2;MAC=aa", &known).expect("valid");
+        assert_eq!(a.get("IP"), Some("10.0.0.2"));
+        assert!(CniArgs::parse("", &known).is_ok());
+        let e = CniArgs::parse("IP=1=2", &known).expect_err("bad pair");
+        assert_eq!(e.msg, "ARGS: invalid pair \"IP=1=2\"");
+        let e = CniArgs::parse("IP=1;", &known).expect_err("trailing ;");
+        assert_eq!(e.msg, "ARGS: invalid pair \"\"");
+        let e = CniArgs::parse("ip=1;FOO=2", &known).expect_err("unknown");
+        assert_eq!(e.msg, "ARGS: unknown args [\"ip=1\" \"FOO=2\"]");
+        assert!(CniArgs::parse("FOO=2;IgnoreUnknown=TRUE", &known).is_ok());
+        assert!(CniArgs::parse("FOO=2;IgnoreUnknown=0", &known).is_err());
+        assert!(CniArgs::parse("IgnoreUnknown=yes", &known).is_err());
+    }
+
+    #[test]
+    fn config_typing() {
+        assert_eq!(NetConf::parse(b"[]").expect_err("array").code, 6);
+        assert_eq!(NetConf::parse(b"{\"name\":1}").expect_err("type").code, 6);
+        let c = NetConf::parse(br#"{"name":"n","cniVersion":"1.0.0","runtimeConfig":{"mac":"x"}}"#)
+            .expect("valid");
+        assert_eq!(
+            c.runtime_config::<String>("mac").ok().flatten().as_deref(),
+            Some("x")
+        );
+        assert_eq!(c.args_cni::<String>("mac").ok().flatten(), None);
+    }
+}

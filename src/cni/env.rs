@@ -1,0 +1,217 @@
+//! The CNI_* environment: the per-verb required table and the name checks the
+//! reference's skel performs before any plugin code runs.
+
+use crate::cni::error::{CniResult, Code, Error};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Add,
+    Del,
+    Check,
+    Gc,
+    Status,
+    Version,
+}
+
+impl Command {
+    pub fn parse(s: &str) -> Option<Command> {
+        Some(match s {
+            "ADD" => Command::Add,
+            "DEL" => Command::Del,
+            "CHECK" => Command::Check,
+            "GC" => Command::Gc,
+            "STATUS" => Command::Status,
+            "VERSION" => Command::Version,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::Add => "ADD",
+            Command::Del => "DEL",
+            Command::Check => "CHECK",
+            Command::Gc => "GC",
+            Command::Status => "STATUS",
+            Command::Version => "VERSION",
+        }
+    }
+
+    /// Verbs that act on one attachment (container ID + ifname).
+    pub fn has_attachment(self) -> bool {
+        matches!(self, Command::Add | Command::Del | Command::Check)
+    }
+}
+
+/// Everything the runtime passes through the environment, validated.
+#[derive(Debug, Clone, Default)]
+pub struct CmdArgs {
+    pub container_id: String,
+    /// Empty when the runtime gave none (allowed on DEL).
+    pub netns: String,
+    pub ifname: String,
+    pub args: String,
+    pub path: Vec<PathBuf>,
+    pub netns_override: bool,
+}
+
+/// The variables in the reference's fixed order, with the verbs that require them.
+const VARS: [(&str, &[&str]); 6] = [
+    (
+        "CNI_COMMAND",
+        &["ADD", "CHECK", "DEL", "GC", "STATUS", "VERSION"],
+    ),
+    ("CNI_CONTAINERID", &["ADD", "CHECK", "DEL"]),
+    ("CNI_NETNS", &["ADD", "CHECK"]),
+    ("CNI_IFNAME", &["ADD", "CHECK", "DEL"]),
+    ("CNI_ARGS", &[]),
+    ("CNI_PATH", &["ADD", "CHECK", "DEL", "GC", "STATUS"]),
+];
+
+/// Reads the command and its arguments. An empty value counts as missing.
+pub fn read(getenv: &dyn Fn(&str) -> Option<String>) -> CniResult<(String, CmdArgs)> {
+    let get = |k: &str| getenv(k).unwrap_or_default();
+    let cmd = get("CNI_COMMAND");
+    let missing: Vec<&str> = VARS
+        .iter()
+        .filter(|(name, required)| {
+            get(name).is_empty() && (*name == "CNI_COMMAND" || required.contains(&cmd.as_str()))
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid_env(format!(
+            "required env variables [{}] missing",
+            missing.join(",")
+        )));
+    }
+    let path = get("CNI_PATH");
+    let args = CmdArgs {
+        container_id: get("CNI_CONTAINERID"),
+        netns: get("CNI_NETNS"),
+        ifname: get("CNI_IFNAME"),
+        args: get("CNI_ARGS"),
+        path: split_path(&path),
+        netns_override: matches!(
+            get("CNI_NETNS_OVERRIDE").to_lowercase().as_str(),
+            "1" | "true"
+        ),
+    };
+    Ok((cmd, args))
+}
+
+pub fn split_path(path: &str) -> Vec<PathBuf> {
+    path.split(':')
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`: the rule for container IDs and network names.
+/// It also keeps both out of any path traversal (`..`, `/`, NUL).
+pub fn is_valid_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c.is_ascii_alphanumeric() => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+pub fn validate_container_id(id: &str) -> CniResult<()> {
+    if id.is_empty() {
+        return Err(Error::new(Code::UnknownContainer, "missing containerID"));
+    }
+    if !is_valid_name(id) {
+        return Err(Error::invalid_env("invalid characters in containerID").with_details(id));
+    }
+    Ok(())
+}
+
+pub fn validate_network_name(name: &str) -> CniResult<()> {
+    if name.is_empty() {
+        return Err(Error::invalid_config("missing network name"));
+    }
+    if !is_valid_name(name) {
+        return Err(
+            Error::invalid_config("invalid characters found in network name").with_details(name),
+        );
+    }
+    Ok(())
+}
+
+/// Linux interface names: 1-15 bytes, not `.`/`..`, no `/`, `:` or whitespace.
+pub fn validate_ifname(name: &str) -> CniResult<()> {
+    const MAX: usize = 15;
+    if name.is_empty() {
+        return Err(Error::invalid_env("interface name is empty"));
+    }
+    if name.len() > MAX {
+        return Err(
+            Error::invalid_env("interface name is too long").with_details(format!(
+                "interface name should be less than {} characters",
+                MAX + 1
+            )),
+        );
+    }
+    if name == "." || name == ".." {
+        return Err(Error::invalid_env("interface name is . or .."));
+    }
+    if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c == '\0' || c.is_whitespace())
+    {
+        return Err(Error::invalid_env(
+            "interface name contains / or : or whitespace characters",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn required_table() {
+        let e = read(&env(&[("CNI_COMMAND", "ADD")])).expect_err("missing");
+        assert_eq!(
+            e.msg,
+            "required env variables [CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME,CNI_PATH] missing"
+        );
+        let e = read(&env(&[("CNI_COMMAND", "DEL")])).expect_err("missing");
+        assert_eq!(
+            e.msg,
+            "required env variables [CNI_CONTAINERID,CNI_IFNAME,CNI_PATH] missing"
+        );
+        assert!(read(&env(&[("CNI_COMMAND", "VERSION")])).is_ok());
+        let e = read(&env(&[])).expect_err("no command");
+        assert_eq!(e.msg, "required env variables [CNI_COMMAND] missing");
+        let (_, a) = read(&env(&[("CNI_COMMAND", "GC"), ("CNI_PATH", "/a::/b")])).expect("gc");
+        assert_eq!(a.path, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_valid_name("abc-1.2_x"));
+        for bad in ["", "../x", "-a", ".a", "a/b", "a b", "a\0b", "é"] {
+            assert!(!is_valid_name(bad), "{bad:?}");
+        }
+        assert!(validate_ifname("eth0").is_ok());
+        assert!(validate_ifname("123456789012345").is_ok());
+        assert!(validate_ifname("1234567890123456").is_err());
+        for bad in ["", ".", "..", "a/b", "a:b", "a b", "a\tb"] {
+            assert!(validate_ifname(bad).is_err(), "{bad:?}");
+        }
+    }
+}

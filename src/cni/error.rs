@@ -1,0 +1,130 @@
+//! CNI errors: the spec's codes and the JSON the runtime reads on stdout.
+
+use serde::Serialize;
+use std::fmt;
+
+/// Error codes of the CNI spec (plus libcni's 999 for untyped failures).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    IncompatibleVersion = 1,
+    UnsupportedField = 2,
+    UnknownContainer = 3,
+    InvalidEnv = 4,
+    Io = 5,
+    Decode = 6,
+    InvalidConfig = 7,
+    InvalidNetns = 8,
+    TryAgainLater = 11,
+    NotAvailable = 50,
+    LimitedConnectivity = 51,
+    Internal = 999,
+}
+
+/// A CNI error as printed to the runtime: `{"code":N,"msg":"…","details":"…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Error {
+    pub code: u32,
+    pub msg: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub details: String,
+}
+
+pub type CniResult<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn new(code: Code, msg: impl Into<String>) -> Self {
+        Error {
+            code: code as u32,
+            msg: msg.into(),
+            details: String::new(),
+        }
+    }
+
+    pub fn with_details(mut self, details: impl Into<String>) -> Self {
+        self.details = details.into();
+        self
+    }
+
+    /// An untyped failure: code 999, like the reference's plain Go errors.
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Error::new(Code::Internal, msg)
+    }
+
+    pub fn invalid_config(msg: impl Into<String>) -> Self {
+        Error::new(Code::InvalidConfig, msg)
+    }
+
+    pub fn decode(msg: impl Into<String>) -> Self {
+        Error::new(Code::Decode, msg)
+    }
+
+    pub fn invalid_env(msg: impl Into<String>) -> Self {
+        Error::new(Code::InvalidEnv, msg)
+    }
+
+    /// Prefix the message with what was being done, keeping code and details.
+    pub fn context(mut self, what: impl fmt::Display) -> Self {
+        self.msg = format!("{what}: {}", self.msg);
+        self
+    }
+
+    /// The JSON the reference prints: 4-space indent, key order code, msg, details,
+    /// no `cniVersion`, no trailing newline.
+    pub fn to_json(&self) -> String {
+        crate::cni::result::to_pretty_json(self)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.details.is_empty() {
+            write!(f, "{}", self.msg)
+        } else {
+            write!(f, "{}; {}", self.msg, self.details)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Lets layer errors (netlink, netns, io, anyhow) flow into a CNI error with `?`.
+/// They carry no CNI code of their own, so they become 999 as in the reference.
+impl From<anyhow::Error> for Error {
+    fn from(e: anyhow::Error) -> Self {
+        match e.downcast::<Error>() {
+            Ok(cni) => cni,
+            Err(e) => Error::internal(format!("{e:#}")),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::internal(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_matches_reference_layout() {
+        let e = Error::new(Code::InvalidEnv, "bad").with_details("x");
+        assert_eq!(
+            e.to_json(),
+            "{\n    \"code\": 4,\n    \"msg\": \"bad\",\n    \"details\": \"x\"\n}"
+        );
+        let e = Error::new(Code::Decode, "bad");
+        assert_eq!(e.to_json(), "{\n    \"code\": 6,\n    \"msg\": \"bad\"\n}");
+    }
+
+    #[test]
+    fn anyhow_keeps_a_wrapped_cni_error() {
+        let inner = Error::new(Code::InvalidConfig, "nope");
+        let wrapped: Error = anyhow::Error::new(inner.clone()).into();
+        assert_eq!(wrapped, inner);
+        let plain: Error = anyhow::anyhow!("boom").into();
+        assert_eq!(plain.code, 999);
+    }
+}

@@ -1,0 +1,65 @@
+//! The CNI protocol: environment, configuration, results, errors, versions, and
+//! the dispatcher every plugin plugs into through [`Plugin`].
+
+pub mod config;
+pub mod dispatch;
+pub mod env;
+pub mod error;
+pub mod result;
+pub mod version;
+
+pub use config::{CniArgs, NetConf};
+pub use env::{CmdArgs, Command};
+pub use error::{CniResult, Code, Error};
+pub use result::NetResult;
+
+/// One verb's inputs, parsed and validated before any plugin code runs.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub command: Command,
+    pub env: CmdArgs,
+    pub conf: NetConf,
+    pub cni_args: CniArgs,
+}
+
+/// A plugin implements the verbs; the dispatcher does everything else.
+/// GC and STATUS default to success, as in reference plugins that lack them.
+pub trait Plugin: Sync {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult>;
+    fn del(&self, inv: &Invocation) -> CniResult<()>;
+    fn check(&self, inv: &Invocation) -> CniResult<()>;
+    fn gc(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
+    fn status(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
+}
+
+/// Which CNI_ARGS keys a plugin reads (besides `IgnoreUnknown`).
+#[derive(Debug, Clone, Copy)]
+pub enum ArgsPolicy {
+    /// The reference plugin never parses CNI_ARGS: anything is accepted.
+    Ignored,
+    /// Parsed strictly: keys outside this list fail unless `IgnoreUnknown` is true.
+    Keys(&'static [&'static str]),
+}
+
+/// One entry of the plugin table.
+pub struct PluginInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub cni_args: ArgsPolicy,
+    pub plugin: &'static dyn Plugin,
+}
+
+impl PluginInfo {
+    /// The "about" line printed when CNI_COMMAND is absent.
+    pub fn about(&self) -> String {
+        format!(
+            "CNI {} plugin cni-multi v{}",
+            self.name,
+            env!("CARGO_PKG_VERSION")
+        )
+    }
+}

@@ -1,0 +1,152 @@
+//! Spec versions: parsing, comparison, the supported set and the VERSION reply.
+
+use crate::cni::error::{Code, Error};
+use std::cmp::Ordering;
+
+/// The newest spec version; VERSION always reports it as `cniVersion`.
+pub const CURRENT: &str = "1.1.0";
+
+/// Every spec version cni-multi speaks, oldest first.
+pub const SUPPORTED: [&str; 7] = [
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+/// The result layouts: each spec version prints one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// 0.1.0 and 0.2.0: `ip4`/`ip6`.
+    V020,
+    /// 0.3.0, 0.3.1 and 0.4.0: `interfaces`/`ips` with `version`.
+    V040,
+    /// 1.0.0 and 1.1.0: `ips` without `version`, keys sorted.
+    V100,
+}
+
+impl Family {
+    /// The family of a supported version string (`""` counts as 0.1.0).
+    pub fn of(version: &str) -> Option<Family> {
+        match version {
+            "" | "0.1.0" | "0.2.0" => Some(Family::V020),
+            "0.3.0" | "0.3.1" | "0.4.0" => Some(Family::V040),
+            "1.0.0" | "1.1.0" => Some(Family::V100),
+            _ => None,
+        }
+    }
+
+    pub fn versions(self) -> &'static [&'static str] {
+        match self {
+            Family::V020 => &SUPPORTED[0..2],
+            Family::V040 => &SUPPORTED[2..5],
+            Family::V100 => &SUPPORTED[5..7],
+        }
+    }
+}
+
+/// Parses `major[.minor[.micro]]`; `""` is 0.1.0, as in the reference.
+pub fn parse(version: &str) -> Result<(u64, u64, u64), String> {
+    if version.is_empty() {
+        return Ok((0, 1, 0));
+    }
+    let parts: Vec<&str> = version.split('.').collect();
+    if parts.len() >= 4 {
+        return Err(format!("invalid version {version:?}: too many parts"));
+    }
+    let names = ["major", "minor", "micro"];
+    let mut nums = [0u64; 3];
+    for (i, part) in parts.iter().enumerate() {
+        nums[i] = part.parse().map_err(|_| {
+            format!(
+                "failed to convert {} version part {part:?}: invalid syntax",
+                names[i]
+            )
+        })?;
+    }
+    Ok((nums[0], nums[1], nums[2]))
+}
+
+pub fn compare(a: &str, b: &str) -> Result<Ordering, String> {
+    Ok(parse(a)?.cmp(&parse(b)?))
+}
+
+/// `a >= b`, with a parse failure reported as a decode error (code 6).
+pub fn at_least(a: &str, b: &str) -> Result<bool, Error> {
+    compare(a, b)
+        .map(|o| o != Ordering::Less)
+        .map_err(|e| Error::new(Code::Decode, e))
+}
+
+/// The config's version as the reference reads it: absent means 0.1.0.
+pub fn effective(config_version: &str) -> &str {
+    if config_version.is_empty() {
+        "0.1.0"
+    } else {
+        config_version
+    }
+}
+
+/// The skel version gate: the config's version must be one we support, exactly.
+pub fn check_supported(config_version: &str) -> Result<(), Error> {
+    let v = effective(config_version);
+    if SUPPORTED.contains(&v) {
+        return Ok(());
+    }
+    Err(
+        Error::new(Code::IncompatibleVersion, "incompatible CNI versions").with_details(format!(
+            "config is {v:?}, plugin supports {}",
+            go_quoted_list(&SUPPORTED)
+        )),
+    )
+}
+
+/// Go's `%q` of a string slice: `["a" "b"]`.
+pub fn go_quoted_list<S: AsRef<str>>(items: &[S]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| format!("{:?}", s.as_ref())).collect();
+    format!("[{}]", quoted.join(" "))
+}
+
+/// The VERSION reply: one compact line and a newline.
+pub fn version_reply() -> String {
+    let reply = serde_json::json!({ "cniVersion": CURRENT, "supportedVersions": SUPPORTED });
+    format!("{reply}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_compares() {
+        assert_eq!(parse(""), Ok((0, 1, 0)));
+        assert_eq!(parse("1"), Ok((1, 0, 0)));
+        assert_eq!(parse("0.4"), Ok((0, 4, 0)));
+        assert!(parse("1.2.3.4").is_err());
+        assert!(parse("a.b").is_err());
+        assert_eq!(compare("0.10.0", "0.4.0"), Ok(Ordering::Greater));
+        assert!(at_least("1.1.0", "1.1.0").unwrap_or(false));
+        assert!(!at_least("1.0.0", "1.1.0").unwrap_or(true));
+    }
+
+    #[test]
+    fn families_cover_supported() {
+        for v in SUPPORTED {
+            let fam = Family::of(v).expect("supported version has a family");
+            assert!(fam.versions().contains(&v));
+        }
+        assert_eq!(Family::of("0.5.0"), None);
+    }
+
+    #[test]
+    fn gate_and_reply() {
+        assert!(check_supported("").is_ok());
+        let e = check_supported("9.9.9").expect_err("unsupported");
+        assert_eq!(e.code, 1);
+        assert_eq!(
+            e.details,
+            "config is \"9.9.9\", plugin supports [\"0.1.0\" \"0.2.0\" \"0.3.0\" \"0.3.1\" \"0.4.0\" \"1.0.0\" \"1.1.0\"]"
+        );
+        assert_eq!(
+            version_reply(),
+            "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.1.0\",\"0.2.0\",\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n"
+        );
+    }
+}

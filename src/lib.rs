@@ -1,0 +1,7 @@
+//! cni-multi: the CNI reference plugins as one multicall binary.
+
+pub mod cni;
+pub mod multicall;
+pub mod netlink;
+pub mod netns;
+pub mod plugins;

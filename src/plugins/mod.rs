@@ -1,0 +1,156 @@
+//! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
+//! `--help`, `--list` (and so `symlinks.sh`) and the tests.
+
+mod loopback;
+mod pending;
+
+use crate::cni::{ArgsPolicy, PluginInfo};
+use pending::Pending;
+
+/// CNI_ARGS keys of plugins that read them (the reference's Args structs).
+const ARGS_IP: &[&str] = &["IP"];
+const ARGS_STATIC: &[&str] = &["IP", "GATEWAY"];
+const ARGS_MAC: &[&str] = &["MAC"];
+
+macro_rules! pending {
+    ($name:literal) => {
+        &Pending { name: $name }
+    };
+}
+
+pub static PLUGINS: &[PluginInfo] = &[
+    PluginInfo {
+        name: "bridge",
+        summary: "veth pairs attached to a Linux bridge",
+        cni_args: ArgsPolicy::Keys(ARGS_MAC),
+        plugin: pending!("bridge"),
+    },
+    PluginInfo {
+        name: "ptp",
+        summary: "point-to-point veth pairs with host routes",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("ptp"),
+    },
+    PluginInfo {
+        name: "macvlan",
+        summary: "macvlan interfaces on a host master",
+        cni_args: ArgsPolicy::Keys(ARGS_MAC),
+        plugin: pending!("macvlan"),
+    },
+    PluginInfo {
+        name: "ipvlan",
+        summary: "ipvlan interfaces on a host master",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("ipvlan"),
+    },
+    PluginInfo {
+        name: "vlan",
+        summary: "802.1q VLAN interfaces on a host master",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("vlan"),
+    },
+    PluginInfo {
+        name: "host-device",
+        summary: "moves an existing host device into the container",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("host-device"),
+    },
+    PluginInfo {
+        name: "loopback",
+        summary: "brings up the loopback interface",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: &loopback::Loopback,
+    },
+    PluginInfo {
+        name: "dummy",
+        summary: "dummy interfaces inside the container",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("dummy"),
+    },
+    PluginInfo {
+        name: "tap",
+        summary: "tap devices inside the container",
+        cni_args: ArgsPolicy::Keys(ARGS_MAC),
+        plugin: pending!("tap"),
+    },
+    PluginInfo {
+        name: "host-local",
+        summary: "IPAM: addresses from local ranges, state on disk",
+        cni_args: ArgsPolicy::Keys(ARGS_IP),
+        plugin: pending!("host-local"),
+    },
+    PluginInfo {
+        name: "static",
+        summary: "IPAM: fixed addresses from the config",
+        cni_args: ArgsPolicy::Keys(ARGS_STATIC),
+        plugin: pending!("static"),
+    },
+    PluginInfo {
+        name: "dhcp",
+        summary: "IPAM: addresses from a DHCP server",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("dhcp"),
+    },
+    PluginInfo {
+        name: "portmap",
+        summary: "meta: host port forwarding",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("portmap"),
+    },
+    PluginInfo {
+        name: "bandwidth",
+        summary: "meta: ingress/egress rate limits",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("bandwidth"),
+    },
+    PluginInfo {
+        name: "tuning",
+        summary: "meta: sysctls and link attributes",
+        cni_args: ArgsPolicy::Keys(ARGS_MAC),
+        plugin: pending!("tuning"),
+    },
+    PluginInfo {
+        name: "firewall",
+        summary: "meta: forward rules for container addresses",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("firewall"),
+    },
+    PluginInfo {
+        name: "sbr",
+        summary: "meta: source-based routing",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("sbr"),
+    },
+    PluginInfo {
+        name: "vrf",
+        summary: "meta: puts the interface into a VRF",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("vrf"),
+    },
+    PluginInfo {
+        name: "flannel",
+        summary: "delegates to bridge from flannel's subnet.env",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: pending!("flannel"),
+    },
+];
+
+/// The plugin called `name` exactly (no suffix matching: `vlan` ≠ `macvlan`).
+pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
+    PLUGINS.iter().find(|p| p.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_exact() {
+        for (i, p) in PLUGINS.iter().enumerate() {
+            assert!(PLUGINS[i + 1..].iter().all(|q| q.name != p.name));
+            assert!(std::ptr::eq(lookup(p.name).expect("listed"), p));
+        }
+        assert!(lookup("vla").is_none());
+        assert!(lookup("cni-multi").is_none());
+    }
+}

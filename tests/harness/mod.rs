@@ -1,0 +1,231 @@
+//! Integration test harness: each test gets its own "host" network namespace (the
+//! test thread unshares one) and container namespaces held by parked threads, so
+//! tests run in parallel and never touch the root namespace.
+
+#![allow(dead_code)]
+
+use nix::sched::{CloneFlags, setns, unshare};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_cni-multi");
+pub const VERSIONS: [&str; 7] = [
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+/// Moves the calling test thread into a fresh network namespace: the test's host.
+/// Every process the test spawns starts there.
+pub fn enter_test_host() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "integration tests need root (they create network namespaces)"
+    );
+    unshare(CloneFlags::CLONE_NEWNET).expect("unshare(CLONE_NEWNET) for the test host");
+}
+
+/// A container network namespace, alive as long as this value.
+pub struct Netns {
+    path: PathBuf,
+    stop: Option<mpsc::Sender<()>>,
+    holder: Option<JoinHandle<()>>,
+}
+
+impl Netns {
+    /// A new namespace, created from the calling thread's (the host's).
+    pub fn new() -> Netns {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let made = unshare(CloneFlags::CLONE_NEWNET).map(|_| nix::unistd::gettid());
+            let _ = ready_tx.send(made);
+            let _ = stop_rx.recv();
+        });
+        let tid = ready_rx
+            .recv()
+            .expect("netns holder thread")
+            .expect("unshare for container netns");
+        Netns {
+            path: PathBuf::from(format!("/proc/{}/task/{tid}/ns/net", std::process::id())),
+            stop: Some(stop_tx),
+            holder: Some(holder),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.to_str().unwrap_or_default()
+    }
+
+    /// Runs a command inside this namespace and returns its stdout.
+    pub fn sh(&self, program: &str, args: &[&str]) -> String {
+        run_in(Some(&self.path), program, args)
+    }
+
+    /// Ends the namespace now (as when a container is gone before DEL).
+    pub fn destroy(mut self) {
+        self.stop_holder();
+    }
+
+    fn stop_holder(&mut self) {
+        drop(self.stop.take());
+        if let Some(h) = self.holder.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        self.stop_holder();
+    }
+}
+
+/// Runs a command in the host namespace (or in `netns`) and returns its stdout;
+/// panics on failure, so a test never asserts on an empty string by accident.
+pub fn run_in(netns: Option<&Path>, program: &str, args: &[&str]) -> String {
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if let Some(ns) = netns {
+        let fd = File::open(ns).expect("open netns for command");
+        // SAFETY: between fork and exec only setns(2), an async-signal-safe syscall,
+        // runs; the fd is owned by the parent and outlives the spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                setns(fd.as_fd(), CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
+            });
+        }
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One plugin invocation: environment plus stdin.
+#[derive(Clone, Debug, Default)]
+pub struct Call {
+    pub plugin: String,
+    pub env: BTreeMap<String, String>,
+    pub stdin: String,
+}
+
+/// What a plugin invocation printed and returned.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {:?}", self.stdout))
+    }
+
+    /// Asserts success and returns the parsed stdout (or Null when empty).
+    pub fn ok(&self) -> Value {
+        assert_eq!(
+            self.status, 0,
+            "expected success, got {}: {} {}",
+            self.status, self.stdout, self.stderr
+        );
+        if self.stdout.is_empty() {
+            Value::Null
+        } else {
+            self.json()
+        }
+    }
+
+    /// Asserts a CNI error with this code; returns the error JSON.
+    pub fn err(&self, code: u64) -> Value {
+        assert_eq!(self.status, 1, "expected exit 1: {self:?}");
+        let e = self.json();
+        assert_eq!(e["code"].as_u64(), Some(code), "wrong code: {e}");
+        e
+    }
+}
+
+impl Call {
+    /// ADD/DEL/CHECK with the usual attachment env.
+    pub fn new(plugin: &str, command: &str, netns: &str, stdin: &str) -> Call {
+        let mut env = BTreeMap::new();
+        env.insert("CNI_COMMAND".into(), command.into());
+        env.insert("CNI_CONTAINERID".into(), "ctr-1".into());
+        env.insert("CNI_NETNS".into(), netns.into());
+        env.insert("CNI_IFNAME".into(), "eth0".into());
+        env.insert("CNI_PATH".into(), "/nonexistent".into());
+        Call {
+            plugin: plugin.into(),
+            env,
+            stdin: stdin.into(),
+        }
+    }
+
+    pub fn set(mut self, key: &str, value: &str) -> Call {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn unset(mut self, key: &str) -> Call {
+        self.env.remove(key);
+        self
+    }
+
+    /// Runs `cni-multi <plugin>` with exactly this environment.
+    pub fn run(&self) -> Outcome {
+        let mut cmd = Command::new(BIN);
+        cmd.arg(&self.plugin)
+            .env_clear()
+            .envs(&self.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn cni-multi");
+        if let Some(mut stdin) = child.stdin.take() {
+            // A plugin may exit before reading (VERSION); a broken pipe is fine.
+            let _ = stdin.write_all(self.stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("wait for cni-multi");
+        Outcome {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// A private temporary directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "cni-multi-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
