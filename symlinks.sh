@@ -1,11 +1,12 @@
 #!/bin/sh
-# Makes one symlink per plugin name next to the cni-multi binary.
+# Usage: symlinks.sh [DIR]
+# Makes one symlink per plugin name next to the cni-multi binary in DIR.
 # The names come from the binary itself (`cni-multi --list`), the only list.
-#   DESTDIR, BINDIR (default /opt/cni/bin): where cni-multi is installed.
+#   DIR defaults to $DESTDIR$BINDIR (BINDIR default /opt/cni/bin).
 #   CNI_MULTI: binary to ask for the list (default: the installed one), for
 #   cross builds whose binary cannot run here.
 set -eu
-dir="${DESTDIR:-}${BINDIR:-/opt/cni/bin}"
+dir="${1:-${DESTDIR:-}${BINDIR:-/opt/cni/bin}}"
 bin="${CNI_MULTI:-$dir/cni-multi}"
 [ -x "$dir/cni-multi" ] || { echo "symlinks.sh: $dir/cni-multi not found" >&2; exit 1; }
 names=$("$bin" --list)

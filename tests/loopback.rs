@@ -5,8 +5,12 @@ mod harness;
 use harness::{Call, Netns, VERSIONS, enter_test_host};
 use serde_json::json;
 
+/// The README's example config (testdata/loopback.conf) at `version`.
 fn conf(version: &str) -> String {
-    json!({"cniVersion": version, "name": "lo-net", "type": "loopback"}).to_string()
+    let text = std::fs::read_to_string("testdata/loopback.conf").expect("testdata/loopback.conf");
+    let mut v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    v["cniVersion"] = json!(version);
+    v.to_string()
 }
 
 fn lo_is_up(ns: &Netns) -> bool {

@@ -533,3 +533,7 @@ where
             .map_err(|_| serde::de::Error::custom(format!("invalid IP address: {s}"))),
     }
 }
+
+#[cfg(test)]
+#[path = "result_tests.rs"]
+mod tests;
