@@ -491,8 +491,8 @@ fn cases() -> Vec<Case> {
                 "CNI_ARGS unknown with IgnoreUnknown=1",
                 &[ADD, ("CNI_ARGS", Some("K8S_POD_NAME=x;IgnoreUnknown=1"))],
                 GOOD,
-                999,
-                "the host-local plugin is not implemented",
+                7,
+                "IPAM config missing 'ipam' key",
             )
         },
     ];

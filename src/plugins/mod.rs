@@ -1,6 +1,7 @@
 //! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
+mod host_local;
 mod loopback;
 mod pending;
 
@@ -77,7 +78,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "host-local",
         summary: "IPAM: addresses from local ranges, state on disk",
         cni_args: ArgsPolicy::Keys(ARGS_IP),
-        plugin: pending!("host-local"),
+        plugin: &host_local::HostLocal,
     },
     PluginInfo {
         name: "static",

@@ -1,0 +1,207 @@
+//! The reference's allocation rules: per range set, a requested IP or the next free
+//! one round-robin after `last_reserved_ip.<set>`, skipping gateways.
+
+use super::range::RangeSet;
+use super::store::DiskStore;
+use super::{ip_to_u128, next_ip};
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+/// One allocated address with its range's gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub address: IpNet,
+    pub gateway: IpAddr,
+}
+
+/// Allocates one address from `set` (index `set_index`) for the attachment.
+pub fn allocate(
+    store: &DiskStore,
+    set: &RangeSet,
+    set_index: usize,
+    id: &str,
+    ifname: &str,
+    requested: Option<IpAddr>,
+) -> Result<Allocation, String> {
+    if let Some(ip) = requested {
+        let range = set
+            .range_for(ip)
+            .ok_or_else(|| format!("{ip} not in range set {set}"))?;
+        if ip == range.gateway {
+            return Err(format!("requested ip {ip} is subnet's gateway"));
+        }
+        if !store
+            .reserve(id, ifname, ip, set_index)
+            .map_err(|e| e.to_string())?
+        {
+            return Err(format!(
+                "requested IP address {ip} is not available in range set {set}"
+            ));
+        }
+        return Ok(Allocation {
+            address: with_prefix(ip, range.subnet.prefix_len()),
+            gateway: range.gateway,
+        });
+    }
+    let held = store.get_by_id(id, ifname).map_err(|e| e.to_string())?;
+    if let Some(ip) = held.iter().find(|ip| set.contains(**ip)) {
+        return Err(format!(
+            "{ip} has been allocated to {id}, duplicate allocation is not allowed"
+        ));
+    }
+    for (ip, range_idx) in Candidates::new(set, store.last_reserved_ip(set_index)) {
+        if store
+            .reserve(id, ifname, ip, set_index)
+            .map_err(|e| e.to_string())?
+        {
+            let range = &set.0[range_idx];
+            return Ok(Allocation {
+                address: with_prefix(ip, range.subnet.prefix_len()),
+                gateway: range.gateway,
+            });
+        }
+    }
+    Err(format!("no IP addresses available in range set: {set}"))
+}
+
+fn with_prefix(ip: IpAddr, prefix: u8) -> IpNet {
+    // The prefix comes from a valid subnet of the same family.
+    IpNet::new(ip, prefix).unwrap_or_else(|_| IpNet::from(ip))
+}
+
+/// Every allocatable address of the set once, starting after the last reserved
+/// IP (when it lies in the set) and wrapping across ranges; gateways skipped.
+pub struct Candidates<'a> {
+    set: &'a RangeSet,
+    range_idx: usize,
+    cur: Option<IpAddr>,
+    start: Option<IpAddr>,
+    done: bool,
+}
+
+impl<'a> Candidates<'a> {
+    pub fn new(set: &'a RangeSet, last_reserved: Option<IpAddr>) -> Self {
+        let resume =
+            last_reserved.and_then(|ip| set.0.iter().position(|r| r.contains(ip)).map(|i| (i, ip)));
+        match resume {
+            Some((range_idx, ip)) => Candidates {
+                set,
+                range_idx,
+                cur: Some(ip),
+                start: None,
+                done: false,
+            },
+            None => Candidates {
+                set,
+                range_idx: 0,
+                cur: None,
+                start: set.0.first().map(|r| r.start),
+                done: set.0.is_empty(),
+            },
+        }
+    }
+}
+
+impl Iterator for Candidates<'_> {
+    /// The address and the index of its range.
+    type Item = (IpAddr, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let range = &self.set.0[self.range_idx];
+            let Some(cur) = self.cur else {
+                // First step from a fresh start: the range start is inclusive.
+                self.cur = Some(range.start);
+                self.start = Some(range.start);
+                if range.start == range.gateway {
+                    continue;
+                }
+                return Some((range.start, self.range_idx));
+            };
+            let next = if ip_to_u128(cur) >= ip_to_u128(range.end) {
+                self.range_idx = (self.range_idx + 1) % self.set.0.len();
+                self.set.0[self.range_idx].start
+            } else {
+                next_ip(cur)
+            };
+            self.cur = Some(next);
+            match self.start {
+                None => self.start = Some(next),
+                Some(start) if start == next => {
+                    self.done = true;
+                    return None;
+                }
+                Some(_) => {}
+            }
+            if next == self.set.0[self.range_idx].gateway {
+                continue;
+            }
+            return Some((next, self.range_idx));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ipam::range::Range;
+
+    fn set(ranges: &[(&str, Option<&str>, Option<&str>)]) -> RangeSet {
+        let ranges: Vec<Range> = ranges
+            .iter()
+            .map(|(subnet, start, end)| Range {
+                subnet: subnet.parse().expect("subnet"),
+                range_start: start.map(|s| s.parse().expect("start")),
+                range_end: end.map(|s| s.parse().expect("end")),
+                gateway: None,
+            })
+            .collect();
+        RangeSet::canonicalize(&ranges).expect("valid set")
+    }
+
+    fn ips(c: Candidates) -> Vec<String> {
+        c.map(|(ip, _)| ip.to_string()).collect()
+    }
+
+    #[test]
+    fn fresh_start_skips_network_gateway_and_broadcast() {
+        let s = set(&[("10.0.0.0/29", None, None)]);
+        assert_eq!(
+            ips(Candidates::new(&s, None)),
+            ["10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6"]
+        );
+    }
+
+    #[test]
+    fn resumes_after_last_reserved_and_wraps_across_ranges() {
+        let s = set(&[
+            ("10.0.0.0/29", None, None),
+            ("10.0.1.0/29", Some("10.0.1.4"), None),
+        ]);
+        let last = Some("10.0.0.5".parse().expect("ip"));
+        assert_eq!(
+            ips(Candidates::new(&s, last)),
+            [
+                "10.0.0.6", "10.0.1.4", "10.0.1.5", "10.0.1.6", "10.0.0.2", "10.0.0.3", "10.0.0.4",
+                "10.0.0.5"
+            ]
+        );
+        // A last IP outside the set (ranges changed) restarts from the beginning.
+        let outside = Some("192.168.0.1".parse().expect("ip"));
+        assert_eq!(
+            ips(Candidates::new(&s, outside))
+                .first()
+                .map(String::as_str),
+            Some("10.0.0.2")
+        );
+    }
+
+    #[test]
+    fn v6_ranges_end_at_the_last_address() {
+        let s = set(&[("fd00::/126", None, None)]);
+        assert_eq!(ips(Candidates::new(&s, None)), ["fd00::2", "fd00::3"]);
+    }
+}

@@ -1,0 +1,187 @@
+//! host-local's on-disk store, in the reference's exact format so a node can switch
+//! plugins with live pods: `<dataDir>/<network>/<ip>` holding `<id>\r\n<ifname>`,
+//! `last_reserved_ip.<set>` and a `lock` file held with flock for the whole operation.
+
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
+const LAST_RESERVED: &str = "last_reserved_ip.";
+const LINE_BREAK: &str = "\r\n";
+
+/// One network's store, locked for as long as this value lives.
+pub struct DiskStore {
+    dir: PathBuf,
+    _lock: Flock<File>,
+}
+
+/// A reservation file read back: the IP and the owner it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub ip: IpAddr,
+    pub container_id: String,
+    /// Empty for the legacy format that holds only the container ID.
+    pub ifname: String,
+}
+
+fn owner(id: &str, ifname: &str) -> String {
+    format!("{}{LINE_BREAK}{ifname}", id.trim())
+}
+
+impl DiskStore {
+    /// Opens (creating) `<data_dir>/<network>` and takes its lock. Names must be
+    /// validated by the caller: they become path components.
+    pub fn open(data_dir: &Path, network: &str) -> io::Result<DiskStore> {
+        let dir = data_dir.join(network);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&dir)
+            .map_err(|e| annotate(e, "create", &dir))?;
+        let lock_path = dir.join("lock");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o750)
+            .open(&lock_path)
+            .map_err(|e| annotate(e, "open", &lock_path))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, e)| annotate(io::Error::from(e), "lock", &lock_path))?;
+        Ok(DiskStore { dir, _lock: lock })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Creates the file for `ip` exclusively; false when someone holds it already.
+    pub fn reserve(
+        &self,
+        id: &str,
+        ifname: &str,
+        ip: IpAddr,
+        set_index: usize,
+    ) -> io::Result<bool> {
+        let path = self.dir.join(ip.to_string());
+        let mut file = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(annotate(e, "create", &path)),
+        };
+        if let Err(e) = file.write_all(owner(id, ifname).as_bytes()) {
+            let _ = std::fs::remove_file(&path);
+            return Err(annotate(e, "write", &path));
+        }
+        let last = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
+        write_private(&last, ip.to_string().as_bytes())?;
+        Ok(true)
+    }
+
+    /// The last IP handed out for range set `set_index`, if recorded and readable.
+    pub fn last_reserved_ip(&self, set_index: usize) -> Option<IpAddr> {
+        let path = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    }
+
+    /// Every reservation file in the store (files named by an IP).
+    pub fn reservations(&self) -> io::Result<Vec<Reservation>> {
+        let mut out = Vec::new();
+        let entries = std::fs::read_dir(&self.dir).map_err(|e| annotate(e, "read", &self.dir))?;
+        for entry in entries.flatten() {
+            let Some(ip) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<IpAddr>().ok())
+            else {
+                continue;
+            };
+            let Ok(content) = std::fs::read_to_string(entry.path()) else {
+                continue;
+            };
+            let content = content.trim();
+            let (container_id, ifname) = match content.split_once(LINE_BREAK) {
+                Some((id, ifname)) => (id.to_string(), ifname.to_string()),
+                None => (content.to_string(), String::new()),
+            };
+            out.push(Reservation {
+                ip,
+                container_id,
+                ifname,
+            });
+        }
+        out.sort_by_key(|r| super::ip_to_u128(r.ip));
+        Ok(out)
+    }
+
+    /// IPs held by this attachment (or, legacy, by this container ID alone).
+    pub fn get_by_id(&self, id: &str, ifname: &str) -> io::Result<Vec<IpAddr>> {
+        Ok(self
+            .reservations()?
+            .into_iter()
+            .filter(|r| r.owned_by(id, ifname, true))
+            .map(|r| r.ip)
+            .collect())
+    }
+
+    /// Releases this attachment's IPs; falls back to legacy ID-only files when
+    /// none matched, as the reference does. Returns how many were released.
+    pub fn release_by_id(&self, id: &str, ifname: &str) -> io::Result<usize> {
+        let all = self.reservations()?;
+        let mut mine: Vec<&Reservation> = all
+            .iter()
+            .filter(|r| r.owned_by(id, ifname, false))
+            .collect();
+        if mine.is_empty() {
+            mine = all
+                .iter()
+                .filter(|r| r.ifname.is_empty() && r.container_id == id.trim())
+                .collect();
+        }
+        for r in &mine {
+            self.release_ip(r.ip)?;
+        }
+        Ok(mine.len())
+    }
+
+    pub fn release_ip(&self, ip: IpAddr) -> io::Result<()> {
+        let path = self.dir.join(ip.to_string());
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "remove", &path)),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Reservation {
+    fn owned_by(&self, id: &str, ifname: &str, or_legacy: bool) -> bool {
+        self.container_id == id.trim()
+            && (self.ifname == ifname || (or_legacy && self.ifname.is_empty()))
+    }
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| annotate(e, "open", path))?;
+    f.write_all(bytes).map_err(|e| annotate(e, "write", path))
+}
+
+fn annotate(e: io::Error, op: &str, path: &Path) -> io::Error {
+    io::Error::new(e.kind(), format!("failed to {op} {}: {e}", path.display()))
+}

@@ -1,0 +1,322 @@
+//! host-local IPAM: addresses from configured ranges, one per range set, with the
+//! reservations on disk in the reference's format (see ipam::store).
+
+use crate::cni::result::{IpConfig, Route};
+use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin, version};
+use crate::ipam::allocator::allocate;
+use crate::ipam::parse_requested_ip;
+use crate::ipam::range::{Range, RangeSet};
+use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
+use ipnet::IpNet;
+use serde::Deserialize;
+use std::net::IpAddr;
+use std::path::{Component, Path, PathBuf};
+
+pub struct HostLocal;
+
+impl Plugin for HostLocal {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Settings::load(inv)?;
+        let mut result = NetResult::new();
+        if let Some(path) = &conf.resolv_conf {
+            result.dns = parse_resolv_conf(path)?;
+        }
+        let store = conf.open_store()?;
+        let (id, ifname) = (inv.env.container_id.as_str(), inv.env.ifname.as_str());
+        let mut requested = conf.requested.clone();
+        let release = |store: &DiskStore| {
+            let _ = store.release_by_id(id, ifname);
+        };
+        for (idx, set) in conf.sets.iter().enumerate() {
+            let wanted = requested
+                .iter()
+                .position(|ip| set.contains(*ip))
+                .map(|i| requested.remove(i));
+            match allocate(&store, set, idx, id, ifname, wanted) {
+                Ok(a) => result.ips.push(IpConfig {
+                    interface: None,
+                    address: a.address,
+                    gateway: Some(a.gateway),
+                }),
+                Err(e) => {
+                    release(&store);
+                    return Err(Error::internal(format!(
+                        "failed to allocate for range {idx}: {e}"
+                    )));
+                }
+            }
+        }
+        if !requested.is_empty() {
+            release(&store);
+            let left: Vec<String> = requested.iter().map(ToString::to_string).collect();
+            return Err(Error::internal(format!(
+                "failed to allocate all requested IPs: {}",
+                left.join(" ")
+            )));
+        }
+        result.routes = conf.routes;
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        let store = conf.open_store()?;
+        store
+            .release_by_id(&inv.env.container_id, &inv.env.ifname)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        Ok(())
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        let store = conf.open_store()?;
+        let held = store
+            .get_by_id(&inv.env.container_id, &inv.env.ifname)
+            .map_err(|e| Error::internal(e.to_string()))?;
+        if held.is_empty() {
+            return Err(Error::internal(format!(
+                "host-local: Failed to find address added by container {}",
+                inv.env.container_id
+            )));
+        }
+        Ok(())
+    }
+
+    /// Releases every reservation whose attachment is not in
+    /// `cni.dev/valid-attachments`. Without that key nothing is released: a runtime
+    /// that sends no list (cnitool) must not wipe the store.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = valid_attachments(inv)? else {
+            return Ok(());
+        };
+        let conf = Settings::load(inv)?;
+        let store = conf.open_store()?;
+        let mut errors = Vec::new();
+        for r in store
+            .reservations()
+            .map_err(|e| Error::internal(e.to_string()))?
+        {
+            let alive = valid.iter().any(|a| {
+                a.container_id == r.container_id && (r.ifname.is_empty() || a.ifname == r.ifname)
+            });
+            if !alive && let Err(e) = store.release_ip(r.ip) {
+                errors.push(e.to_string());
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::internal(errors.join("; ")))
+        }
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        conf.open_store().map(drop).map_err(|e| {
+            Error::new(
+                Code::NotAvailable,
+                format!("host-local store is not usable: {}", e.msg),
+            )
+        })
+    }
+}
+
+/// The `ipam` section as the reference reads it.
+#[derive(Debug, Default, Deserialize)]
+struct IpamKeys {
+    #[serde(default)]
+    subnet: Option<IpNet>,
+    #[serde(rename = "rangeStart", default)]
+    range_start: Option<IpAddr>,
+    #[serde(rename = "rangeEnd", default)]
+    range_end: Option<IpAddr>,
+    #[serde(default)]
+    gateway: Option<IpAddr>,
+    #[serde(default)]
+    ranges: Option<Vec<Vec<Range>>>,
+    #[serde(default)]
+    routes: Option<Vec<Route>>,
+    #[serde(rename = "dataDir", default)]
+    data_dir: Option<String>,
+    #[serde(rename = "resolvConf", default)]
+    resolv_conf: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Keys {
+    ipam: Option<IpamKeys>,
+}
+
+/// Everything an operation needs, validated.
+#[derive(Debug)]
+struct Settings {
+    network: String,
+    data_dir: PathBuf,
+    sets: Vec<RangeSet>,
+    routes: Vec<Route>,
+    resolv_conf: Option<String>,
+    requested: Vec<IpAddr>,
+}
+
+impl Settings {
+    fn load(inv: &Invocation) -> CniResult<Settings> {
+        let keys: Keys = inv.conf.plugin_keys()?;
+        let ipam = keys
+            .ipam
+            .ok_or_else(|| Error::invalid_config("IPAM config missing 'ipam' key"))?;
+        let requested = requested_ips(inv)?;
+
+        // Order of range sets: ipRanges capability, legacy single range, `ranges`.
+        let mut raw_sets: Vec<Vec<Range>> = inv
+            .conf
+            .runtime_config::<Vec<Vec<Range>>>("ipRanges")?
+            .unwrap_or_default();
+        if let Some(subnet) = ipam.subnet {
+            raw_sets.push(vec![Range {
+                subnet,
+                range_start: ipam.range_start,
+                range_end: ipam.range_end,
+                gateway: ipam.gateway,
+            }]);
+        }
+        raw_sets.extend(ipam.ranges.unwrap_or_default());
+        if raw_sets.is_empty() {
+            return Err(Error::invalid_config("no IP ranges specified"));
+        }
+        let sets = raw_sets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                RangeSet::canonicalize(s)
+                    .map_err(|e| Error::invalid_config(format!("invalid range set {i}: {e}")))
+            })
+            .collect::<CniResult<Vec<_>>>()?;
+        let v4 = sets.iter().filter(|s| s.is_ipv4()).count();
+        let v6 = sets.len() - v4;
+        if (v4 > 1 || v6 > 1)
+            && !version::at_least(version::effective(inv.conf.cni_version()), "0.3.0")?
+        {
+            return Err(Error::invalid_config(format!(
+                "CNI version {} does not support more than 1 address per family",
+                inv.conf.cni_version()
+            )));
+        }
+        for (i, a) in sets.iter().enumerate() {
+            if let Some(j) = sets[i + 1..].iter().position(|b| a.overlaps(b)) {
+                return Err(Error::invalid_config(format!(
+                    "range set {i} overlaps with {}",
+                    i + j + 1
+                )));
+            }
+        }
+        Ok(Settings {
+            network: inv.conf.name().to_string(),
+            data_dir: validate_data_dir(ipam.data_dir.as_deref())?,
+            sets,
+            routes: ipam.routes.unwrap_or_default(),
+            resolv_conf: ipam.resolv_conf.filter(|s| !s.is_empty()),
+            requested,
+        })
+    }
+
+    fn open_store(&self) -> CniResult<DiskStore> {
+        DiskStore::open(&self.data_dir, &self.network).map_err(|e| Error::internal(e.to_string()))
+    }
+}
+
+/// Requested IPs from CNI_ARGS `IP`, `args.cni.ips` and `runtimeConfig.ips`, all kept.
+fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
+    let mut out = Vec::new();
+    if let Some(ip) = inv.cni_args.get("IP") {
+        out.push(ip.parse().map_err(|_| {
+            Error::invalid_env(format!(
+                "ARGS: error parsing value of pair \"IP={ip}\": invalid IP address: {ip}"
+            ))
+        })?);
+    }
+    let from_args = inv.conf.args_cni::<Vec<String>>("ips")?.unwrap_or_default();
+    let from_runtime = inv
+        .conf
+        .runtime_config::<Vec<String>>("ips")?
+        .unwrap_or_default();
+    for s in from_args.iter().chain(&from_runtime) {
+        out.push(
+            parse_requested_ip(s)
+                .ok_or_else(|| Error::invalid_config(format!("cannot understand ip: {s:?}")))?,
+        );
+    }
+    Ok(out)
+}
+
+/// dataDir becomes a path: it must be absolute, with no `..` and no NUL.
+fn validate_data_dir(dir: Option<&str>) -> CniResult<PathBuf> {
+    let dir = dir.filter(|d| !d.is_empty()).unwrap_or(DEFAULT_DATA_DIR);
+    let path = Path::new(dir);
+    let escapes = path.components().any(|c| c == Component::ParentDir);
+    if dir.contains('\0') || !path.is_absolute() || escapes {
+        return Err(Error::invalid_config(format!(
+            "invalid dataDir {dir:?}: must be an absolute path without '..'"
+        )));
+    }
+    Ok(path.to_path_buf())
+}
+
+#[derive(Debug, Deserialize)]
+struct Attachment {
+    #[serde(rename = "containerID")]
+    container_id: String,
+    #[serde(default)]
+    ifname: String,
+}
+
+fn valid_attachments(inv: &Invocation) -> CniResult<Option<Vec<Attachment>>> {
+    match inv.conf.raw.get("cni.dev/valid-attachments") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone())
+            .map(Some)
+            .map_err(|e| Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))),
+    }
+}
+
+/// resolv.conf → result DNS: nameserver, domain, search, options; `#`/`;` comments.
+fn parse_resolv_conf(path: &str) -> CniResult<crate::cni::result::Dns> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::internal(format!("failed to read resolvConf {path}: {e}")))?;
+    let mut dns = crate::cni::result::Dns::default();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() < 2 {
+            continue;
+        }
+        let rest = fields[1..].iter().map(|s| s.to_string());
+        match fields[0] {
+            "nameserver" => dns.nameservers.push(fields[1].to_string()),
+            "domain" => dns.domain = fields[1].to_string(),
+            "search" => dns.search.extend(rest),
+            "options" => dns.options.extend(rest),
+            _ => {}
+        }
+    }
+    Ok(dns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_dir_must_not_escape() {
+        assert!(validate_data_dir(None).is_ok());
+        assert!(validate_data_dir(Some("/tmp/x")).is_ok());
+        for bad in ["relative", "/a/../b", "/a/b/..", "/a\0b"] {
+            assert_eq!(
+                validate_data_dir(Some(bad)).map_err(|e| e.code),
+                Err(7),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! host-local end to end: allocation order, the on-disk format, concurrency,
+//! dual stack, requested IPs, exhaustion, GC and reference-written stores.
+
+mod harness;
+
+use harness::{Call, Outcome, TempDir, enter_test_host};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn conf(version: &str, data_dir: &Path, ipam: Value) -> String {
+    let mut ipam = ipam;
+    ipam["type"] = json!("host-local");
+    ipam["dataDir"] = json!(data_dir);
+    json!({"cniVersion": version, "name": "hl-net", "type": "bridge", "ipam": ipam}).to_string()
+}
+
+/// IPAM plugins never enter the netns; any path that is not our own will do.
+const NETNS: &str = "/run/netns/cni-multi-ipam-test";
+
+fn call(cmd: &str, id: &str, stdin: &str) -> Call {
+    Call::new("host-local", cmd, NETNS, stdin).set("CNI_CONTAINERID", id)
+}
+
+fn addresses(out: &Value) -> Vec<String> {
+    out["ips"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|ip| ip["address"].as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn store_files(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir.join("hl-net"))
+        .expect("store dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn a_thousand_adds_are_distinct_round_robin_and_in_reference_format() {
+    enter_test_host();
+    let dir = TempDir::new("hl-seq");
+    let stdin = conf(
+        "1.0.0",
+        &dir.0,
+        json!({"subnet": "10.10.0.0/22", "gateway": "10.10.0.1"}),
+    );
+    let mut seen = Vec::new();
+    for i in 0..1000 {
+        let out = call("ADD", &format!("ctr-{i}"), &stdin).run().ok();
+        assert_eq!(out["ips"][0]["gateway"], "10.10.0.1");
+        seen.extend(addresses(&out));
+    }
+    // Round robin from rangeStart, skipping network and gateway.
+    let expected: Vec<String> = (2..1002u32)
+        .map(|n| format!("10.10.{}.{}/22", n / 256, n % 256))
+        .collect();
+    assert_eq!(seen, expected);
+    let store = dir.0.join("hl-net");
+    for i in [0usize, 499, 999] {
+        let ip = expected[i].trim_end_matches("/22");
+        let bytes = std::fs::read(store.join(ip)).expect("reservation file");
+        assert_eq!(bytes, format!("ctr-{i}\r\neth0").into_bytes(), "{ip}");
+    }
+    assert_eq!(
+        std::fs::read(store.join("last_reserved_ip.0")).ok(),
+        Some(b"10.10.3.233".to_vec())
+    );
+    assert!(store.join("lock").exists());
+    // DEL then a new ADD continues after the last reserved IP, not at the hole.
+    call("DEL", "ctr-0", &stdin).run().ok();
+    let out = call("ADD", "ctr-new", &stdin).run().ok();
+    assert_eq!(addresses(&out), ["10.10.3.234/22"]);
+}
+
+fn spawn(c: &Call) -> std::process::Child {
+    let mut child = Command::new(harness::BIN)
+        .arg(&c.plugin)
+        .env_clear()
+        .envs(&c.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        let _ = stdin.write_all(c.stdin.as_bytes());
+    }
+    child
+}
+
+fn wait(child: std::process::Child) -> Outcome {
+    let out = child.wait_with_output().expect("wait");
+    Outcome {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn sixty_four_concurrent_adds_and_dels_are_safe() {
+    enter_test_host();
+    let dir = TempDir::new("hl-par");
+    let stdin = conf(
+        "1.1.0",
+        &dir.0,
+        json!({"ranges": [[{"subnet": "10.20.0.0/24"}]]}),
+    );
+    let children: Vec<_> = (0..64)
+        .map(|i| spawn(&call("ADD", &format!("c{i}"), &stdin)))
+        .collect();
+    let mut ips = BTreeSet::new();
+    for child in children {
+        let out = wait(child).ok();
+        assert!(ips.insert(addresses(&out).remove(0)), "duplicate address");
+    }
+    assert_eq!(ips.len(), 64);
+    let children: Vec<_> = (0..64)
+        .map(|i| spawn(&call("DEL", &format!("c{i}"), &stdin)))
+        .collect();
+    for child in children {
+        wait(child).ok();
+    }
+    let left = store_files(&dir.0);
+    assert_eq!(
+        left,
+        BTreeSet::from(["last_reserved_ip.0".to_string(), "lock".to_string()])
+    );
+}
+
+#[test]
+fn dual_stack_gives_one_address_per_family_and_dns_from_resolv_conf() {
+    enter_test_host();
+    let dir = TempDir::new("hl-dual");
+    let resolv = dir.0.join("resolv.conf");
+    std::fs::write(&resolv, "# c\nnameserver 10.96.0.10\nsearch a.svc b.svc\n; x\noptions ndots:5\ndomain cluster.local\n")
+        .expect("resolv.conf");
+    let stdin = conf(
+        "0.4.0",
+        &dir.0,
+        json!({"ranges": [[{"subnet": "10.30.0.0/24"}], [{"subnet": "fd30::/64"}]],
+               "routes": [{"dst": "0.0.0.0/0"}], "resolvConf": resolv}),
+    );
+    let out = call("ADD", "dual", &stdin).run().ok();
+    assert_eq!(
+        out,
+        json!({"cniVersion": "0.4.0",
+            "ips": [{"version": "4", "address": "10.30.0.2/24", "gateway": "10.30.0.1"},
+                    {"version": "6", "address": "fd30::2/64", "gateway": "fd30::1"}],
+            "routes": [{"dst": "0.0.0.0/0"}],
+            "dns": {"nameservers": ["10.96.0.10"], "domain": "cluster.local",
+                    "search": ["a.svc", "b.svc"], "options": ["ndots:5"]}})
+    );
+    call("CHECK", "dual", &stdin).run().ok();
+    let e = call("CHECK", "other", &stdin).run().err(999);
+    assert_eq!(
+        e["msg"],
+        "host-local: Failed to find address added by container other"
+    );
+    // 0.2.0 cannot carry two address sets of one family; one per family is fine.
+    let out = call("ADD", "old", &stdin.replace("0.4.0", "0.2.0"))
+        .run()
+        .ok();
+    assert_eq!(out["ip4"]["ip"], "10.30.0.3/24");
+    assert_eq!(out["ip6"]["ip"], "fd30::3/64");
+}
+
+#[test]
+fn requested_ips_are_honoured_or_refused_clearly() {
+    enter_test_host();
+    let dir = TempDir::new("hl-req");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.40.0.0/24"}));
+    let out = call("ADD", "a", &stdin)
+        .set("CNI_ARGS", "IP=10.40.0.77")
+        .run()
+        .ok();
+    assert_eq!(addresses(&out), ["10.40.0.77/24"]);
+    let e = call("ADD", "b", &stdin)
+        .set("CNI_ARGS", "IP=10.40.0.77")
+        .run()
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to allocate for range 0: requested IP address 10.40.0.77 is not available in range set 10.40.0.1-10.40.0.254"
+    );
+    let e = call("ADD", "b", &stdin)
+        .set("CNI_ARGS", "IP=10.99.0.5")
+        .run()
+        .err(999);
+    assert_eq!(e["msg"], "failed to allocate all requested IPs: 10.99.0.5");
+    let e = call("ADD", "b", &stdin)
+        .set("CNI_ARGS", "IP=10.40.0.1")
+        .run()
+        .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("is subnet's gateway"),
+        "{e}"
+    );
+    // args.cni.ips and runtimeConfig.ips accept ip/prefix.
+    let mut v: Value = serde_json::from_str(&stdin).expect("json");
+    v["args"] = json!({"cni": {"ips": ["10.40.0.80/24"]}});
+    let out = call("ADD", "c", &v.to_string()).run().ok();
+    assert_eq!(addresses(&out), ["10.40.0.80/24"]);
+    v["args"] = json!(null);
+    v["runtimeConfig"] = json!({"ips": ["10.40.0.81"]});
+    let out = call("ADD", "d", &v.to_string()).run().ok();
+    assert_eq!(addresses(&out), ["10.40.0.81/24"]);
+    // A failed ADD leaves nothing of that container behind.
+    let held: Vec<String> = store_files(&dir.0)
+        .into_iter()
+        .filter(|f| f.starts_with("10."))
+        .collect();
+    assert_eq!(held, ["10.40.0.77", "10.40.0.80", "10.40.0.81"]);
+    // A second ADD of the same attachment is refused.
+    let e = call("ADD", "a", &stdin).run().err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("duplicate allocation is not allowed"),
+        "{e}"
+    );
+}
+
+#[test]
+fn exhaustion_names_the_range() {
+    enter_test_host();
+    let dir = TempDir::new("hl-full");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.50.0.0/29"}));
+    for i in 0..5 {
+        call("ADD", &format!("f{i}"), &stdin).run().ok();
+    }
+    let e = call("ADD", "f5", &stdin).run().err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to allocate for range 0: no IP addresses available in range set: 10.50.0.1-10.50.0.6"
+    );
+}
+
+#[test]
+fn gc_releases_exactly_the_attachments_not_listed() {
+    enter_test_host();
+    let dir = TempDir::new("hl-gc");
+    let stdin = conf("1.1.0", &dir.0, json!({"subnet": "10.60.0.0/24"}));
+    for id in ["keep1", "drop1", "keep2", "drop2"] {
+        call("ADD", id, &stdin).run().ok();
+    }
+    // A legacy ID-only file of a live container stays; one of a dead one goes.
+    let store = dir.0.join("hl-net");
+    std::fs::write(store.join("10.60.0.100"), "keep1").expect("fixture");
+    std::fs::write(store.join("10.60.0.101"), "gone").expect("fixture");
+    let mut v: Value = serde_json::from_str(&stdin).expect("json");
+    v["cni.dev/valid-attachments"] = json!([{"containerID": "keep1", "ifname": "eth0"}, {"containerID": "keep2", "ifname": "eth0"}]);
+    Call::new("host-local", "GC", "", &v.to_string())
+        .unset("CNI_CONTAINERID")
+        .unset("CNI_NETNS")
+        .unset("CNI_IFNAME")
+        .run()
+        .ok();
+    let held: Vec<String> = store_files(&dir.0)
+        .into_iter()
+        .filter(|f| f.starts_with("10."))
+        .collect();
+    assert_eq!(held, ["10.60.0.100", "10.60.0.2", "10.60.0.4"]);
+    // STATUS succeeds on a usable store and fails (50) on an unusable one.
+    let status = |s: &str| {
+        Call::new("host-local", "STATUS", "", s)
+            .unset("CNI_CONTAINERID")
+            .run()
+    };
+    status(&stdin).ok();
+    let blocked = dir.0.join("file");
+    std::fs::write(&blocked, "").expect("file");
+    status(&conf("1.1.0", &blocked, json!({"subnet": "10.60.0.0/24"}))).err(50);
+}
+
+#[test]
+fn a_store_written_by_the_reference_is_honoured() {
+    enter_test_host();
+    let dir = TempDir::new("hl-ref");
+    let store = dir.0.join("hl-net");
+    std::fs::create_dir_all(&store).expect("store");
+    // What the Go plugin leaves: CRLF files, a legacy ID-only file, last_reserved_ip, lock.
+    std::fs::write(store.join("10.70.0.2"), "ref-a\r\neth0").expect("fixture");
+    std::fs::write(store.join("10.70.0.3"), "ref-b").expect("fixture");
+    std::fs::write(store.join("10.70.0.5"), "ref-c\r\neth1").expect("fixture");
+    std::fs::write(store.join("last_reserved_ip.0"), "10.70.0.3").expect("fixture");
+    std::fs::write(store.join("lock"), "").expect("fixture");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.70.0.0/24"}));
+    let mut got = Vec::new();
+    for i in 0..3 {
+        got.extend(addresses(
+            &call("ADD", &format!("new{i}"), &stdin).run().ok(),
+        ));
+    }
+    assert_eq!(got, ["10.70.0.4/24", "10.70.0.6/24", "10.70.0.7/24"]);
+    call("CHECK", "ref-a", &stdin).run().ok();
+    call("DEL", "ref-b", &stdin).run().ok();
+    call("DEL", "ref-c", &stdin)
+        .set("CNI_IFNAME", "eth1")
+        .run()
+        .ok();
+    let held: Vec<String> = store_files(&dir.0)
+        .into_iter()
+        .filter(|f| f.starts_with("10."))
+        .collect();
+    assert_eq!(held, ["10.70.0.2", "10.70.0.4", "10.70.0.6", "10.70.0.7"]);
+}
+
+#[test]
+fn names_and_data_dirs_that_escape_the_store_are_refused() {
+    enter_test_host();
+    let dir = TempDir::new("hl-esc");
+    let bad_dir = conf(
+        "1.0.0",
+        Path::new("/tmp/../etc"),
+        json!({"subnet": "10.80.0.0/24"}),
+    );
+    let e = call("ADD", "x", &bad_dir).run().err(7);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("invalid dataDir"),
+        "{e}"
+    );
+    let mut v: Value =
+        serde_json::from_str(&conf("1.0.0", &dir.0, json!({"subnet": "10.80.0.0/24"})))
+            .expect("json");
+    v["name"] = json!("../../etc");
+    call("ADD", "x", &v.to_string()).run().err(7);
+    assert!(!dir.0.join("hl-net").exists());
+}
