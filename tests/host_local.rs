@@ -7,7 +7,6 @@ use harness::{Call, Outcome, TempDir, enter_test_host};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 fn conf(version: &str, data_dir: &Path, ipam: Value) -> String {
     let mut ipam = ipam;
@@ -78,32 +77,6 @@ fn a_thousand_adds_are_distinct_round_robin_and_in_reference_format() {
     assert_eq!(addresses(&out), ["10.10.3.234/22"]);
 }
 
-fn spawn(c: &Call) -> std::process::Child {
-    let mut child = Command::new(harness::BIN)
-        .arg(&c.plugin)
-        .env_clear()
-        .envs(&c.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write;
-        let _ = stdin.write_all(c.stdin.as_bytes());
-    }
-    child
-}
-
-fn wait(child: std::process::Child) -> Outcome {
-    let out = child.wait_with_output().expect("wait");
-    Outcome {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 #[test]
 fn sixty_four_concurrent_adds_and_dels_are_safe() {
     enter_test_host();
@@ -114,19 +87,19 @@ fn sixty_four_concurrent_adds_and_dels_are_safe() {
         json!({"ranges": [[{"subnet": "10.20.0.0/24"}]]}),
     );
     let children: Vec<_> = (0..64)
-        .map(|i| spawn(&call("ADD", &format!("c{i}"), &stdin)))
+        .map(|i| call("ADD", &format!("c{i}"), &stdin).spawn())
         .collect();
     let mut ips = BTreeSet::new();
     for child in children {
-        let out = wait(child).ok();
+        let out = Outcome::of(child).ok();
         assert!(ips.insert(addresses(&out).remove(0)), "duplicate address");
     }
     assert_eq!(ips.len(), 64);
     let children: Vec<_> = (0..64)
-        .map(|i| spawn(&call("DEL", &format!("c{i}"), &stdin)))
+        .map(|i| call("DEL", &format!("c{i}"), &stdin).spawn())
         .collect();
     for child in children {
-        wait(child).ok();
+        Outcome::of(child).ok();
     }
     let left = store_files(&dir.0);
     assert_eq!(

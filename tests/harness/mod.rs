@@ -184,20 +184,33 @@ impl Call {
         self
     }
 
-    /// Runs `cni-multi <plugin>` with exactly this environment.
-    pub fn run(&self) -> Outcome {
-        let mut cmd = Command::new(BIN);
-        cmd.arg(&self.plugin)
+    /// Starts `cni-multi <plugin>` with exactly this environment, stdin written.
+    pub fn spawn(&self) -> std::process::Child {
+        let mut child = Command::new(BIN)
+            .arg(&self.plugin)
             .env_clear()
             .envs(&self.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn cni-multi");
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn cni-multi");
         if let Some(mut stdin) = child.stdin.take() {
             // A plugin may exit before reading (VERSION); a broken pipe is fine.
             let _ = stdin.write_all(self.stdin.as_bytes());
         }
+        child
+    }
+
+    /// Runs `cni-multi <plugin>` to completion.
+    pub fn run(&self) -> Outcome {
+        Outcome::of(self.spawn())
+    }
+}
+
+impl Outcome {
+    /// Waits for a spawned plugin.
+    pub fn of(child: std::process::Child) -> Outcome {
         let out = child.wait_with_output().expect("wait for cni-multi");
         Outcome {
             status: out.status.code().unwrap_or(-1),
