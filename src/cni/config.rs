@@ -41,11 +41,16 @@ pub struct NetConf {
 }
 
 impl NetConf {
-    /// Parses stdin after the skel checks: a JSON object with well-typed common keys.
+    /// Parses stdin: a JSON object with well-typed common keys.
     pub fn parse(bytes: &[u8]) -> CniResult<NetConf> {
         let raw: Map<String, Value> = serde_json::from_slice(bytes)
             .map_err(|e| Error::decode(format!("error unmarshall network config: {e}")))?;
-        let common: CommonKeys = serde_json::from_value(Value::Object(raw.clone()))
+        NetConf::from_object(raw, bytes)
+    }
+
+    /// Types the common keys of an object already parsed from `bytes`.
+    pub fn from_object(raw: Map<String, Value>, bytes: &[u8]) -> CniResult<NetConf> {
+        let common = CommonKeys::deserialize(&Value::Object(raw.clone()))
             .map_err(|e| Error::decode(format!("failed to parse network config: {e}")))?;
         Ok(NetConf {
             common,

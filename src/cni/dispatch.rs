@@ -143,7 +143,7 @@ pub fn prepare(
         }
     };
     check_version_gate(command, cni_version)?;
-    let conf = NetConf::parse(stdin)?;
+    let conf = NetConf::from_object(raw, stdin)?;
     let cni_args = match info.cni_args {
         ArgsPolicy::Ignored => CniArgs::default(),
         ArgsPolicy::Keys(keys) => CniArgs::parse(&env.args, keys)?,

@@ -61,18 +61,14 @@ impl Plugin for HostLocal {
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Settings::load(inv)?;
         let store = conf.open_store()?;
-        store
-            .release_by_id(&inv.env.container_id, &inv.env.ifname)
-            .map_err(|e| Error::internal(e.to_string()))?;
+        store.release_by_id(&inv.env.container_id, &inv.env.ifname)?;
         Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Settings::load(inv)?;
         let store = conf.open_store()?;
-        let held = store
-            .get_by_id(&inv.env.container_id, &inv.env.ifname)
-            .map_err(|e| Error::internal(e.to_string()))?;
+        let held = store.get_by_id(&inv.env.container_id, &inv.env.ifname)?;
         if held.is_empty() {
             return Err(Error::internal(format!(
                 "host-local: Failed to find address added by container {}",
@@ -92,10 +88,7 @@ impl Plugin for HostLocal {
         let conf = Settings::load(inv)?;
         let store = conf.open_store()?;
         let mut errors = Vec::new();
-        for r in store
-            .reservations()
-            .map_err(|e| Error::internal(e.to_string()))?
-        {
+        for r in store.reservations()? {
             let alive = valid.iter().any(|a| {
                 a.container_id == r.container_id && (r.ifname.is_empty() || a.ifname == r.ifname)
             });
@@ -220,7 +213,7 @@ impl Settings {
     }
 
     fn open_store(&self) -> CniResult<DiskStore> {
-        DiskStore::open(&self.data_dir, &self.network).map_err(|e| Error::internal(e.to_string()))
+        Ok(DiskStore::open(&self.data_dir, &self.network)?)
     }
 }
 
