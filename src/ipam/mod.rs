@@ -4,6 +4,7 @@ pub mod allocator;
 pub mod range;
 pub mod store;
 
+use crate::cni::{CniResult, Error, version};
 use std::net::IpAddr;
 
 /// An IP as a number, so v4 and v6 share the arithmetic.
@@ -34,4 +35,21 @@ pub fn next_ip(ip: IpAddr) -> IpAddr {
 pub fn parse_requested_ip(s: &str) -> Option<IpAddr> {
     let ip = s.split_once('/').map_or(s, |(ip, _)| ip);
     ip.parse().ok()
+}
+
+/// Spec 0.2.0 and older carry one address per family: more needs `cniVersion` >= 0.3.0.
+pub fn check_addresses_per_family(
+    cni_version: &str,
+    ips: impl IntoIterator<Item = IpAddr>,
+) -> CniResult<()> {
+    let (v4, v6) = ips.into_iter().fold((0, 0), |(v4, v6), ip| match ip {
+        IpAddr::V4(_) => (v4 + 1, v6),
+        IpAddr::V6(_) => (v4, v6 + 1),
+    });
+    if (v4 > 1 || v6 > 1) && !version::at_least(version::effective(cni_version), "0.3.0")? {
+        return Err(Error::invalid_config(format!(
+            "CNI version {cni_version} does not support more than 1 address per family"
+        )));
+    }
+    Ok(())
 }

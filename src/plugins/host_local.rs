@@ -2,11 +2,11 @@
 //! reservations on disk in the reference's format (see ipam::store).
 
 use crate::cni::result::{IpConfig, Route};
-use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin, version};
+use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
 use crate::ipam::allocator::allocate;
-use crate::ipam::parse_requested_ip;
 use crate::ipam::range::{Range, RangeSet};
 use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
+use crate::ipam::{check_addresses_per_family, parse_requested_ip};
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -184,16 +184,12 @@ impl Settings {
                     .map_err(|e| Error::invalid_config(format!("invalid range set {i}: {e}")))
             })
             .collect::<CniResult<Vec<_>>>()?;
-        let v4 = sets.iter().filter(|s| s.is_ipv4()).count();
-        let v6 = sets.len() - v4;
-        if (v4 > 1 || v6 > 1)
-            && !version::at_least(version::effective(inv.conf.cni_version()), "0.3.0")?
-        {
-            return Err(Error::invalid_config(format!(
-                "CNI version {} does not support more than 1 address per family",
-                inv.conf.cni_version()
-            )));
-        }
+        // Each set yields one address, so the sets' families are the addresses'.
+        let families = sets.iter().map(|s| match s.is_ipv4() {
+            true => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            false => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        });
+        check_addresses_per_family(inv.conf.cni_version(), families)?;
         for (i, a) in sets.iter().enumerate() {
             if let Some(j) = sets[i + 1..].iter().position(|b| a.overlaps(b)) {
                 return Err(Error::invalid_config(format!(

@@ -4,6 +4,7 @@
 mod host_local;
 mod loopback;
 mod pending;
+mod static_ipam;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
 use pending::Pending;
@@ -84,7 +85,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "static",
         summary: "IPAM: fixed addresses from the config",
         cni_args: ArgsPolicy::Keys(ARGS_STATIC),
-        plugin: pending!("static"),
+        plugin: &static_ipam::Static,
     },
     PluginInfo {
         name: "dhcp",

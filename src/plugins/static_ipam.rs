@@ -1,0 +1,223 @@
+//! static IPAM: the addresses, routes and DNS of the config (or of the runtime's
+//! overrides), returned as they are. No state, so DEL has nothing to undo.
+
+use crate::cni::result::{Dns, IpConfig, Route};
+use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
+use crate::ipam::check_addresses_per_family;
+use ipnet::IpNet;
+use serde::Deserialize;
+use std::net::IpAddr;
+
+pub struct Static;
+
+impl Plugin for Static {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Settings::load(inv)?;
+        let mut result = NetResult::new();
+        result.ips = conf
+            .addresses
+            .iter()
+            .map(|a| IpConfig {
+                interface: None,
+                address: a.address,
+                gateway: a.gateway,
+            })
+            .collect();
+        result.routes = conf.routes;
+        result.dns = conf.dns;
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        // Nothing to release, but a config ADD would refuse is refused here too.
+        Settings::load(inv).map(drop)
+    }
+
+    /// Every configured address must be in prevResult, with its gateway if one is set.
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        let prev = inv
+            .conf
+            .prev_result()?
+            .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
+        for want in &conf.addresses {
+            let found = prev
+                .ips
+                .iter()
+                .find(|ip| ip.address.addr() == want.address.addr());
+            match found {
+                None => {
+                    return Err(Error::internal(format!(
+                        "static: Failed to find address {} on interface {}",
+                        want.address, inv.env.ifname
+                    )));
+                }
+                Some(ip) if want.gateway.is_some() && ip.gateway != want.gateway => {
+                    return Err(Error::internal(format!(
+                        "static: Failed to match addr {} on interface {}",
+                        want.address.addr(),
+                        inv.env.ifname
+                    )));
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct AddressKeys {
+    #[serde(default)]
+    address: Option<String>,
+    #[serde(default)]
+    gateway: Option<IpAddr>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct IpamKeys {
+    #[serde(default)]
+    addresses: Option<Vec<AddressKeys>>,
+    #[serde(default)]
+    routes: Option<Vec<Route>>,
+    #[serde(default)]
+    dns: Option<Dns>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Keys {
+    ipam: Option<IpamKeys>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Address {
+    address: IpNet,
+    gateway: Option<IpAddr>,
+}
+
+#[derive(Debug)]
+struct Settings {
+    addresses: Vec<Address>,
+    routes: Vec<Route>,
+    dns: Dns,
+}
+
+impl Settings {
+    /// Address sources in increasing priority, as the reference: the config, CNI_ARGS
+    /// `IP` (appended) and `GATEWAY` (set on the address whose subnet holds it),
+    /// `args.cni.ips` (replaces), `runtimeConfig.ips` (replaces).
+    fn load(inv: &Invocation) -> CniResult<Settings> {
+        let keys: Keys = inv.conf.plugin_keys()?;
+        let ipam = keys
+            .ipam
+            .ok_or_else(|| Error::invalid_config("IPAM config missing 'ipam' key"))?;
+        let mut addresses = Vec::new();
+        for (i, a) in ipam.addresses.unwrap_or_default().into_iter().enumerate() {
+            let text = a.address.unwrap_or_default();
+            let address = parse_cidr(&text)
+                .map_err(|e| Error::invalid_config(format!("invalid address {i}: {e}")))?;
+            addresses.push(Address {
+                address,
+                gateway: a.gateway,
+            });
+        }
+        if let Some(ips) = inv.cni_args.get("IP") {
+            for item in ips.split(',').map(str::trim) {
+                let address = parse_cidr(item).map_err(Error::invalid_env)?;
+                addresses.push(Address {
+                    address,
+                    gateway: None,
+                });
+            }
+        }
+        if let Some(gateways) = inv.cni_args.get("GATEWAY") {
+            for item in gateways.split(',').map(str::trim) {
+                let gw: IpAddr = item
+                    .parse()
+                    .map_err(|_| Error::invalid_env(format!("invalid gateway address: {item}")))?;
+                for a in addresses.iter_mut().filter(|a| a.address.contains(&gw)) {
+                    a.gateway = Some(gw);
+                }
+            }
+        }
+        for (section, ips) in [
+            ("args.cni", inv.conf.args_cni::<Vec<String>>("ips")?),
+            (
+                "runtimeConfig",
+                inv.conf.runtime_config::<Vec<String>>("ips")?,
+            ),
+        ] {
+            let Some(ips) = ips.filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            addresses = ips
+                .iter()
+                .map(|s| {
+                    parse_cidr(s)
+                        .map(|address| Address {
+                            address,
+                            gateway: None,
+                        })
+                        .map_err(|_| {
+                            Error::invalid_config(format!(
+                                "an entry in the 'ips' field of {section} is NOT in CIDR notation, got {s:?}"
+                            ))
+                        })
+                })
+                .collect::<CniResult<_>>()?;
+        }
+        for a in &addresses {
+            if let Some(gw) = a.gateway
+                && gw.is_ipv4() != a.address.addr().is_ipv4()
+            {
+                return Err(Error::invalid_config(format!(
+                    "gateway {gw} is not of the family of address {}",
+                    a.address
+                )));
+            }
+        }
+        check_addresses_per_family(
+            inv.conf.cni_version(),
+            addresses.iter().map(|a| a.address.addr()),
+        )?;
+        Ok(Settings {
+            addresses,
+            routes: ipam.routes.unwrap_or_default(),
+            dns: ipam.dns.unwrap_or_default(),
+        })
+    }
+}
+
+/// `ip/prefix`, keeping the host bits; an IPv4-mapped IPv6 form counts as IPv4.
+fn parse_cidr(s: &str) -> Result<IpNet, String> {
+    let net: IpNet = s.parse().map_err(|_| format!("invalid CIDR {s:?}"))?;
+    Ok(match net {
+        IpNet::V6(v6) => match (v6.addr().to_ipv4_mapped(), v6.prefix_len()) {
+            (Some(v4), len) if len >= 96 => {
+                IpNet::new(IpAddr::V4(v4), len - 96).map_err(|_| format!("invalid CIDR {s:?}"))?
+            }
+            _ => net,
+        },
+        IpNet::V4(_) => net,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cidr_forms() {
+        assert_eq!(
+            parse_cidr("10.1.2.3/24").map(|n| n.to_string()),
+            Ok("10.1.2.3/24".into())
+        );
+        assert_eq!(
+            parse_cidr("::ffff:10.1.2.3/120").map(|n| n.to_string()),
+            Ok("10.1.2.3/24".into())
+        );
+        assert!(parse_cidr("10.1.2.3").is_err());
+        assert!(parse_cidr("").is_err());
+        assert!(parse_cidr("10.1.2.3/33").is_err());
+    }
+}
