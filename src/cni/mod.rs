@@ -2,6 +2,7 @@
 //! the dispatcher every plugin plugs into through [`Plugin`].
 
 pub mod config;
+pub mod delegate;
 pub mod dispatch;
 pub mod env;
 pub mod error;

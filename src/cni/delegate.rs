@@ -1,0 +1,296 @@
+//! Running another plugin (an IPAM plugin, or a main plugin for flannel and
+//! multus) the way libcni's `invoke` package does: found on CNI_PATH, given the
+//! CNI environment with CNI_COMMAND set and the config on stdin, its stderr passed
+//! through, its stdout decoded as a result or a CNI error. When the file found is
+//! this very binary, the plugin runs in-process: same code, no fork and exec.
+
+use crate::cni::dispatch;
+use crate::cni::env::{CmdArgs, Command};
+use crate::cni::error::{CniResult, Code, Error};
+use crate::cni::result::{NetResult, Versioned};
+use crate::cni::{Invocation, version};
+use serde::Deserialize;
+use serde_json::Value;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::time::Duration;
+
+/// One plugin to delegate to, with the invocation it shares with its caller.
+pub struct Delegate<'a> {
+    plugin_type: String,
+    env: &'a CmdArgs,
+    stdin: &'a [u8],
+    /// The file whose identity (device, inode) marks "this binary".
+    this_binary: PathBuf,
+}
+
+impl<'a> Delegate<'a> {
+    /// A delegate of type `plugin_type` receiving `stdin` and the caller's env.
+    pub fn new(plugin_type: &str, env: &'a CmdArgs, stdin: &'a [u8]) -> CniResult<Delegate<'a>> {
+        if plugin_type.is_empty() {
+            return Err(Error::invalid_config("no plugin name provided"));
+        }
+        if plugin_type.contains(['/', '\0']) || plugin_type == ".." || plugin_type == "." {
+            return Err(Error::invalid_config(format!(
+                "invalid plugin name: {plugin_type}"
+            )));
+        }
+        Ok(Delegate {
+            plugin_type: plugin_type.to_string(),
+            env,
+            stdin,
+            this_binary: PathBuf::from("/proc/self/exe"),
+        })
+    }
+
+    /// The IPAM plugin named by `ipam.type`, given the caller's whole config.
+    pub fn ipam(inv: &'a Invocation) -> CniResult<Delegate<'a>> {
+        let plugin_type = inv
+            .conf
+            .common
+            .ipam
+            .as_ref()
+            .and_then(|ipam| ipam.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if plugin_type.is_empty() {
+            return Err(Error::invalid_config("IPAM config missing 'type' key"));
+        }
+        Delegate::new(plugin_type, &inv.env, &inv.conf.bytes)
+    }
+
+    pub fn plugin_type(&self) -> &str {
+        &self.plugin_type
+    }
+
+    /// ADD; the result converted to the current version.
+    pub fn add(&self) -> CniResult<NetResult> {
+        let stdout = self.invoke(Command::Add)?.unwrap_or_default();
+        self.decode_result(&stdout)
+    }
+
+    /// ADD, returning a guard that DELs the delegate unless the caller keeps it:
+    /// a later failure of the caller's ADD gives the addresses back.
+    pub fn add_guarded(&self) -> CniResult<(NetResult, Rollback<'_, 'a>)> {
+        let result = self.add()?;
+        Ok((
+            result,
+            Rollback {
+                delegate: self,
+                armed: true,
+            },
+        ))
+    }
+
+    pub fn del(&self) -> CniResult<()> {
+        self.invoke(Command::Del).map(drop)
+    }
+
+    pub fn check(&self) -> CniResult<()> {
+        self.invoke(Command::Check).map(drop)
+    }
+
+    pub fn gc(&self) -> CniResult<()> {
+        self.invoke(Command::Gc).map(drop)
+    }
+
+    pub fn status(&self) -> CniResult<()> {
+        self.invoke(Command::Status).map(drop)
+    }
+
+    fn invoke(&self, command: Command) -> CniResult<Option<String>> {
+        let found = find_in_path(&self.plugin_type, &self.env.path)?;
+        if same_file(&found, &self.this_binary)
+            && let Some(info) = crate::plugins::lookup(&self.plugin_type)
+        {
+            return dispatch::execute(info, command, self.env.clone(), self.stdin);
+        }
+        self.exec(&found, command).map(Some)
+    }
+
+    /// Runs the plugin as a child process; its stderr is ours.
+    fn exec(&self, path: &Path, command: Command) -> CniResult<String> {
+        let mut process = Process::new(path);
+        process
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let path_var = std::env::join_paths(&self.env.path)
+            .map_err(|e| Error::invalid_env(format!("invalid CNI_PATH: {e}")))?;
+        let vars = [
+            ("CNI_COMMAND", command.as_str().into()),
+            ("CNI_CONTAINERID", self.env.container_id.as_str().into()),
+            ("CNI_NETNS", self.env.netns.as_str().into()),
+            ("CNI_IFNAME", self.env.ifname.as_str().into()),
+            ("CNI_ARGS", self.env.args.as_str().into()),
+            ("CNI_PATH", path_var),
+        ];
+        for (key, value) in vars {
+            if value.is_empty() {
+                process.env_remove(key);
+            } else {
+                process.env(key, value);
+            }
+        }
+        let mut child = spawn_retrying(&mut process)
+            .map_err(|e| Error::internal(format!("failed to run {}: {e}", path.display())))?;
+        let mut input = child.stdin.take();
+        let stdin = self.stdin;
+        // Feed stdin from a thread so a plugin that writes before reading cannot
+        // deadlock against us; a plugin that never reads just gets EPIPE here.
+        let output = std::thread::scope(|s| {
+            s.spawn(move || {
+                if let Some(pipe) = input.as_mut() {
+                    let _ = pipe.write_all(stdin);
+                }
+                drop(input);
+            });
+            child.wait_with_output()
+        })
+        .map_err(|e| Error::internal(format!("failed to wait for {}: {e}", path.display())))?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        if output.status.success() {
+            return Ok(stdout);
+        }
+        Err(decode_failure(&stdout, &output.status.to_string()))
+    }
+
+    /// Parses a delegate's result with its own version (the config's when it has
+    /// none), as libcni does, and converts it to the current version.
+    fn decode_result(&self, stdout: &str) -> CniResult<NetResult> {
+        let value: Value = serde_json::from_str(stdout).map_err(|e| {
+            Error::decode(format!(
+                "failed to parse result of {}: {e}",
+                self.plugin_type
+            ))
+        })?;
+        if value.is_null() {
+            return Err(Error::internal(format!(
+                "{} returned no result",
+                self.plugin_type
+            )));
+        }
+        let config_version = serde_json::from_slice::<VersionOnly>(self.stdin)
+            .map(|v| v.cni_version)
+            .unwrap_or_default();
+        let own_version = value
+            .get("cniVersion")
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(version::effective(&config_version))
+            .to_string();
+        Versioned::parse(value, &own_version)
+            .map_err(|e| {
+                Error::decode(format!(
+                    "failed to parse result of {}: {e}",
+                    self.plugin_type
+                ))
+            })?
+            .into_current()
+    }
+}
+
+#[derive(Deserialize)]
+struct VersionOnly {
+    #[serde(rename = "cniVersion", default)]
+    cni_version: String,
+}
+
+/// DELs the delegate when dropped, unless [`Rollback::keep`] was called.
+#[must_use = "dropping the guard releases what the delegate added"]
+pub struct Rollback<'d, 'a> {
+    delegate: &'d Delegate<'a>,
+    armed: bool,
+}
+
+impl Rollback<'_, '_> {
+    /// The caller's ADD succeeded: keep what the delegate added.
+    pub fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Rollback<'_, '_> {
+    fn drop(&mut self) {
+        if self.armed {
+            // The caller reports its own error; a failing DEL must not hide it.
+            let _ = self.delegate.del();
+        }
+    }
+}
+
+/// The first `<dir>/<plugin>` on CNI_PATH that is a regular file (libcni does not
+/// check the exec bit).
+pub fn find_in_path(plugin: &str, paths: &[PathBuf]) -> CniResult<PathBuf> {
+    if paths.is_empty() {
+        return Err(Error::invalid_env(format!(
+            "no paths provided to find plugin {plugin:?}"
+        )));
+    }
+    paths
+        .iter()
+        .map(|dir| dir.join(plugin))
+        .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file()))
+        .ok_or_else(|| {
+            let dirs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            Error::internal(format!(
+                "failed to find plugin {plugin:?} in path [{}]",
+                dirs.join(" ")
+            ))
+        })
+}
+
+/// Same device and inode: a symlink or hard link to `b` counts as `b`.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// libcni retries "text file busy" (a plugin being replaced) for up to 5 s.
+fn spawn_retrying(process: &mut Process) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match process.spawn() {
+            Err(e) if e.raw_os_error() == Some(nix::libc::ETXTBSY) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    code: u32,
+    #[serde(default)]
+    msg: String,
+    #[serde(default)]
+    details: String,
+}
+
+/// A failed plugin's stdout as libcni reads it: a CNI error, or a message saying why not.
+fn decode_failure(stdout: &str, status: &str) -> Error {
+    if stdout.trim().is_empty() {
+        return Error::internal(format!("netplugin failed with no error message: {status}"));
+    }
+    match serde_json::from_str::<WireError>(stdout) {
+        Ok(e) => Error {
+            code: e.code,
+            msg: e.msg,
+            details: e.details,
+        },
+        Err(e) => Error::new(
+            Code::Internal,
+            format!("netplugin failed but error parsing its diagnostic message {stdout:?}: {e}"),
+        ),
+    }
+}
+
+#[cfg(test)]
+#[path = "delegate_tests.rs"]
+mod tests;
