@@ -1,6 +1,7 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod cni;
+pub mod iface;
 pub mod ipam;
 pub mod multicall;
 pub mod netlink;

@@ -54,6 +54,16 @@ impl NetNs {
         }
     }
 
+    /// The namespace of the calling thread (the host side, on the main thread).
+    pub fn current() -> Result<NetNs, Error> {
+        NetNs::open("/proc/thread-self/ns/net")
+    }
+
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

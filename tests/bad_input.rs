@@ -394,23 +394,23 @@ fn cases() -> Vec<Case> {
         ),
         // Plugins not built yet fail clearly.
         Case {
-            plugin: "bridge",
+            plugin: "sbr",
             ..case(
                 "plugin not built yet",
                 &[ADD],
                 GOOD,
                 999,
-                "the bridge plugin is not implemented",
+                "the sbr plugin is not implemented",
             )
         },
         Case {
-            plugin: "bridge",
+            plugin: "sbr",
             ..case(
                 "STATUS of a plugin not built yet",
                 &[STATUS],
                 r#"{"cniVersion":"1.1.0","name":"n"}"#,
                 50,
-                "the bridge plugin is not implemented",
+                "the sbr plugin is not implemented",
             )
         },
         // CNI_ARGS, for a plugin that reads it (host-local reads IP).

@@ -10,6 +10,7 @@ need file file
 need iptables-restore iptables
 need nft nftables
 need dnsmasq dnsmasq
+need ping iputils-ping
 if [ -n "$missing" ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "install-deps: missing:$missing (run as root to install)" >&2

@@ -1,11 +1,20 @@
-//! Addresses: dump per link and family.
+//! Addresses: add, delete, dump per link and family.
 
+use super::wire::{self, Body, IFADDRMSG_LEN};
 use super::{Error, Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
-use neli::consts::rtnl::{Ifa, RtAddrFamily, RtScope, Rtm};
-use neli::rtnl::{Ifaddrmsg, IfaddrmsgBuilder};
+use neli::consts::rtnl::Rtm;
+use neli::types::Buffer;
 use std::net::IpAddr;
+
+const IFA_ADDRESS: u16 = 1;
+const IFA_LOCAL: u16 = 2;
+const IFA_BROADCAST: u16 = 4;
+const IFA_FLAGS: u16 = 8;
+pub const IFA_F_NODAD: u32 = 0x02;
+pub const IFA_F_DADFAILED: u32 = 0x08;
+pub const IFA_F_TENTATIVE: u32 = 0x40;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -14,11 +23,15 @@ pub enum Family {
 }
 
 impl Family {
-    fn rt(self) -> RtAddrFamily {
+    pub fn af(self) -> u8 {
         match self {
-            Family::V4 => RtAddrFamily::Inet,
-            Family::V6 => RtAddrFamily::Inet6,
+            Family::V4 => nix::libc::AF_INET as u8,
+            Family::V6 => nix::libc::AF_INET6 as u8,
         }
+    }
+
+    pub fn of(ip: IpAddr) -> Family {
+        if ip.is_ipv4() { Family::V4 } else { Family::V6 }
     }
 }
 
@@ -28,15 +41,31 @@ pub struct Address {
     pub index: u32,
     pub addr: IpNet,
     pub scope: u8,
+    pub flags: u32,
 }
 
-fn ip_from_bytes(b: &[u8]) -> Option<IpAddr> {
-    if let Ok(v4) = <[u8; 4]>::try_from(b) {
-        Some(IpAddr::from(v4))
-    } else if let Ok(v6) = <[u8; 16]>::try_from(b) {
-        Some(IpAddr::from(v6))
-    } else {
-        None
+impl Address {
+    fn parse(msg: &[u8]) -> Option<Address> {
+        let h = msg.get(..IFADDRMSG_LEN)?;
+        let index = u32::from_ne_bytes(h[4..8].try_into().ok()?);
+        let mut flags = u32::from(h[2]);
+        let (mut local, mut address) = (None, None);
+        for (ty, p) in wire::attrs(&msg[IFADDRMSG_LEN..]) {
+            match ty {
+                IFA_LOCAL => local = wire::as_ip(p),
+                IFA_ADDRESS => address = wire::as_ip(p),
+                IFA_FLAGS => flags = wire::as_u32(p).unwrap_or(flags),
+                _ => {}
+            }
+        }
+        // IFA_ADDRESS is the peer on point-to-point links; IFA_LOCAL is ours.
+        let ip = local.or(address)?;
+        Some(Address {
+            index,
+            addr: IpNet::new(ip, h[1]).ok()?,
+            scope: h[3],
+            flags,
+        })
     }
 }
 
@@ -45,36 +74,67 @@ impl Socket {
     pub fn addresses(&mut self, index: u32, family: Family) -> Result<Vec<Address>> {
         let op = format!("list addresses of link {index}");
         // Strict checking lets the kernel filter by index.
-        let msg = IfaddrmsgBuilder::default()
-            .ifa_family(family.rt())
-            .ifa_prefixlen(0)
-            .ifa_scope(RtScope::Universe)
-            .ifa_index(index)
-            .build()
-            .map_err(|e| Error::local(&op, e))?;
-        let replies: Vec<Ifaddrmsg> = self.get(&op, Rtm::Getaddr, NlmF::DUMP, msg)?;
-        let mut out = Vec::new();
-        for m in replies {
-            if *m.ifa_index() != index {
-                continue;
-            }
-            let attrs = m.rtattrs().get_attr_handle();
-            // IFA_ADDRESS is the peer on point-to-point links; IFA_LOCAL is ours.
-            let raw = attrs
-                .get_attr_payload_as_with_len_borrowed::<&[u8]>(Ifa::Local)
-                .or_else(|_| attrs.get_attr_payload_as_with_len_borrowed::<&[u8]>(Ifa::Address));
-            let Some(ip) = raw.ok().and_then(ip_from_bytes) else {
-                continue;
-            };
-            let Ok(addr) = IpNet::new(ip, *m.ifa_prefixlen()) else {
-                continue;
-            };
-            out.push(Address {
-                index,
-                addr,
-                scope: u8::from(*m.ifa_scope()),
-            });
+        let body = Body::new(&wire::ifaddrmsg(family.af(), 0, 0, 0, index));
+        let replies: Vec<Buffer> = self.get(
+            &op,
+            Rtm::Getaddr,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .filter_map(|b| Address::parse(b.as_ref()))
+            .filter(|a| a.index == index)
+            .collect())
+    }
+
+    /// `ip addr add`; IPv4 gets the broadcast address as iproute2 and Go netlink set it.
+    pub fn add_address(&mut self, index: u32, addr: IpNet, flags: u32) -> Result<()> {
+        let op = format!("add address {addr} to link {index}");
+        let family = Family::of(addr.addr());
+        let prefix = addr.prefix_len();
+        let mut body = Body::new(&wire::ifaddrmsg(
+            family.af(),
+            prefix,
+            (flags & 0xff) as u8,
+            0,
+            index,
+        ))
+        .ip(IFA_LOCAL, addr.addr())
+        .ip(IFA_ADDRESS, addr.addr());
+        if let IpNet::V4(v4) = addr
+            && prefix < 31
+        {
+            body = body.ip(IFA_BROADCAST, IpAddr::V4(v4.broadcast()));
         }
-        Ok(out)
+        if flags > 0xff {
+            body = body.u32(IFA_FLAGS, flags);
+        }
+        self.change(
+            &op,
+            Rtm::Newaddr,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    pub fn del_address(&mut self, index: u32, addr: IpNet) -> Result<()> {
+        let op = format!("delete address {addr} from link {index}");
+        let family = Family::of(addr.addr());
+        let body = Body::new(&wire::ifaddrmsg(
+            family.af(),
+            addr.prefix_len(),
+            0,
+            0,
+            index,
+        ))
+        .ip(IFA_LOCAL, addr.addr());
+        self.change(
+            &op,
+            Rtm::Deladdr,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+        .map_err(|e: Error| e)
     }
 }

@@ -1,20 +1,63 @@
-//! Links: look up, set up/down.
+//! Links: look up, create (every kind the plugins make), change, move, delete.
 
+use super::wire::{self, Body, IFINFOMSG_LEN, NESTED};
 use super::{Error, Result, Socket};
 use neli::consts::nl::NlmF;
-use neli::consts::rtnl::{Ifla, RtAddrFamily, Rtm};
-use neli::rtnl::{Ifinfomsg, IfinfomsgBuilder, RtattrBuilder};
-use neli::types::{Buffer, RtBuffer};
+use neli::consts::rtnl::Rtm;
+use neli::types::Buffer;
 use nix::libc;
+use std::os::fd::RawFd;
+
+const IFLA_ADDRESS: u16 = 1;
+const IFLA_IFNAME: u16 = 3;
+const IFLA_MTU: u16 = 4;
+const IFLA_LINK: u16 = 5;
+const IFLA_MASTER: u16 = 10;
+const IFLA_PROTINFO: u16 = 12;
+const IFLA_TXQLEN: u16 = 13;
+const IFLA_OPERSTATE: u16 = 16;
+const IFLA_LINKINFO: u16 = 18;
+const IFLA_IFALIAS: u16 = 20;
+const IFLA_AF_SPEC: u16 = 26;
+const IFLA_NET_NS_FD: u16 = 28;
+const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_INFO_KIND: u16 = 1;
+const IFLA_INFO_DATA: u16 = 2;
+const VETH_INFO_PEER: u16 = 1;
+const IFLA_BR_VLAN_FILTERING: u16 = 7;
+const IFLA_BRPORT_MODE: u16 = 4;
+const IFLA_BRPORT_ISOLATED: u16 = 33;
+const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
+const BRIDGE_VLAN_INFO_PVID: u16 = 2;
+const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
+const IFLA_MACVLAN_MODE: u16 = 1;
+const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
+const IFLA_IPVLAN_MODE: u16 = 1;
+const IFLA_VLAN_ID: u16 = 1;
+const IFLA_VRF_TABLE: u16 = 1;
+const AF_UNSPEC: u8 = 0;
+const AF_BRIDGE: u8 = 7;
+/// RFC 2863 operational state "up".
+pub const OPER_UP: u8 = 6;
 
 /// What plugins need to know about a link.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Link {
     pub index: u32,
     pub name: String,
     pub flags: u32,
     pub mtu: u32,
     pub mac: Vec<u8>,
+    /// IFLA_INFO_KIND: "veth", "bridge", "macvlan", … (empty for physical devices).
+    pub kind: String,
+    pub master: Option<u32>,
+    /// IFLA_LINK: a veth's peer or a macvlan's parent (its index in `link_netnsid`'s namespace).
+    pub parent: Option<u32>,
+    pub link_netnsid: Option<i32>,
+    pub alias: String,
+    pub oper_state: u8,
+    /// IFLA_INFO_DATA as received, for kind-specific checks.
+    pub info_data: Vec<u8>,
 }
 
 impl Link {
@@ -22,33 +65,53 @@ impl Link {
         self.flags & libc::IFF_UP as u32 != 0
     }
 
+    pub fn is_promisc(&self) -> bool {
+        self.flags & libc::IFF_PROMISC as u32 != 0
+    }
+
     /// `aa:bb:…` lowercase, as the reference prints MACs.
     pub fn mac_string(&self) -> String {
         format_mac(&self.mac)
     }
 
-    fn from_msg(msg: &Ifinfomsg) -> Option<Link> {
-        let attrs = msg.rtattrs().get_attr_handle();
-        let name = attrs
-            .get_attr_payload_as_with_len_borrowed::<&[u8]>(Ifla::Ifname)
-            .ok()
-            .map(|b| {
-                String::from_utf8_lossy(b)
-                    .trim_end_matches('\0')
-                    .to_string()
-            })?;
-        let mtu = attrs.get_attr_payload_as::<u32>(Ifla::Mtu).unwrap_or(0);
-        let mac = attrs
-            .get_attr_payload_as_with_len_borrowed::<&[u8]>(Ifla::Address)
-            .map(<[u8]>::to_vec)
-            .unwrap_or_default();
-        Some(Link {
-            index: u32::try_from(*msg.ifi_index()).ok()?,
-            name,
-            flags: msg.ifi_flags().bits(),
-            mtu,
-            mac,
-        })
+    /// A u32 (or u16) value of IFLA_INFO_DATA, e.g. the macvlan mode.
+    pub fn info_u32(&self, ty: u16) -> Option<u32> {
+        let p = wire::find(&self.info_data, ty)?;
+        wire::as_u32(p).or_else(|| wire::as_u16(p).map(u32::from))
+    }
+
+    fn parse(msg: &[u8]) -> Option<Link> {
+        let header = msg.get(..IFINFOMSG_LEN)?;
+        let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
+        let flags = u32::from_ne_bytes(header[8..12].try_into().ok()?);
+        let mut link = Link {
+            index,
+            flags,
+            ..Link::default()
+        };
+        for (ty, p) in wire::attrs(&msg[IFINFOMSG_LEN..]) {
+            match ty {
+                IFLA_IFNAME => link.name = wire::as_str(p),
+                IFLA_MTU => link.mtu = wire::as_u32(p).unwrap_or(0),
+                IFLA_ADDRESS => link.mac = p.to_vec(),
+                IFLA_MASTER => link.master = wire::as_u32(p).filter(|m| *m != 0),
+                IFLA_LINK => link.parent = wire::as_u32(p),
+                IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|v| v as i32),
+                IFLA_IFALIAS => link.alias = wire::as_str(p),
+                IFLA_OPERSTATE => link.oper_state = p.first().copied().unwrap_or(0),
+                IFLA_LINKINFO => {
+                    for (ity, ip) in wire::attrs(p) {
+                        match ity {
+                            IFLA_INFO_KIND => link.kind = wire::as_str(ip),
+                            IFLA_INFO_DATA => link.info_data = ip.to_vec(),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        (!link.name.is_empty()).then_some(link)
     }
 }
 
@@ -59,54 +122,350 @@ pub fn format_mac(mac: &[u8]) -> String {
         .join(":")
 }
 
+/// `aa:bb:cc:dd:ee:ff` (either case) → bytes.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for byte in &mut out {
+        let part = parts.next()?;
+        if part.len() != 2 {
+            return None;
+        }
+        *byte = u8::from_str_radix(part, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// The kinds of link the plugins create, with their kind-specific settings.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// A veth pair; the peer may be created straight into another namespace.
+    Veth {
+        peer: String,
+        peer_netns: Option<RawFd>,
+    },
+    Bridge {
+        vlan_filtering: bool,
+    },
+    Macvlan {
+        parent: u32,
+        mode: u32,
+        bc_queue_len: Option<u32>,
+    },
+    Ipvlan {
+        parent: u32,
+        mode: u16,
+    },
+    Vlan {
+        parent: u32,
+        id: u16,
+    },
+    Dummy,
+    Vrf {
+        table: u32,
+    },
+    Ifb,
+}
+
+impl Kind {
+    fn name(&self) -> &'static str {
+        match self {
+            Kind::Veth { .. } => "veth",
+            Kind::Bridge { .. } => "bridge",
+            Kind::Macvlan { .. } => "macvlan",
+            Kind::Ipvlan { .. } => "ipvlan",
+            Kind::Vlan { .. } => "vlan",
+            Kind::Dummy => "dummy",
+            Kind::Vrf { .. } => "vrf",
+            Kind::Ifb => "ifb",
+        }
+    }
+
+    fn parent(&self) -> Option<u32> {
+        match self {
+            Kind::Macvlan { parent, .. }
+            | Kind::Ipvlan { parent, .. }
+            | Kind::Vlan { parent, .. } => Some(*parent),
+            _ => None,
+        }
+    }
+}
+
+/// A link to create.
+#[derive(Debug, Clone)]
+pub struct NewLink {
+    pub name: String,
+    pub kind: Kind,
+    pub mtu: Option<u32>,
+    pub mac: Option<[u8; 6]>,
+    /// Create the link directly in this namespace.
+    pub netns: Option<RawFd>,
+    pub txqlen: Option<u32>,
+}
+
+impl NewLink {
+    pub fn new(name: &str, kind: Kind) -> NewLink {
+        NewLink {
+            name: name.to_string(),
+            kind,
+            mtu: None,
+            mac: None,
+            netns: None,
+            txqlen: None,
+        }
+    }
+}
+
+/// One change to an existing link (RTM_SETLINK / RTM_NEWLINK on an index).
+#[derive(Debug, Clone)]
+pub enum Change<'a> {
+    /// Enslave to a master, or `None` for nomaster.
+    Master(Option<u32>),
+    Mtu(u32),
+    Mac([u8; 6]),
+    Name(&'a str),
+    Alias(&'a str),
+    /// Move into the namespace of this fd.
+    Netns(RawFd),
+    TxQueueLen(u32),
+    Up(bool),
+    Promisc(bool),
+    AllMulti(bool),
+}
+
+fn not_found(op: String) -> Error {
+    Error {
+        op,
+        errno: libc::ENODEV,
+        extack: None,
+        detail: "no such device".into(),
+    }
+}
+
 impl Socket {
+    fn links_matching(&mut self, op: &str, body: Body, flags: NlmF) -> Result<Vec<Link>> {
+        let replies: Vec<Buffer> =
+            self.get(op, Rtm::Getlink, flags, Buffer::from(body.into_bytes()))?;
+        Ok(replies
+            .iter()
+            .filter_map(|b| Link::parse(b.as_ref()))
+            .collect())
+    }
+
     /// The link called `name`; an error with errno ENODEV when there is none.
     pub fn link_by_name(&mut self, name: &str) -> Result<Link> {
         let op = format!("get link {name:?}");
-        let mut attrs = RtBuffer::<Ifla, Buffer>::new();
-        attrs.push(
-            RtattrBuilder::default()
-                .rta_type(Ifla::Ifname)
-                .rta_payload(name)
-                .build()
-                .map_err(|e| Error::local(&op, e))?,
-        );
-        let msg = IfinfomsgBuilder::default()
-            .ifi_family(RtAddrFamily::Unspecified)
-            .rtattrs(attrs)
-            .build()
-            .map_err(|e| Error::local(&op, e))?;
-        let replies: Vec<Ifinfomsg> = self.get(&op, Rtm::Getlink, NlmF::empty(), msg)?;
-        replies
-            .iter()
-            .find_map(Link::from_msg)
-            .ok_or_else(|| Error {
-                op,
-                errno: libc::ENODEV,
-                extack: None,
-                detail: "no such device".into(),
-            })
+        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, name);
+        let links = self.links_matching(&op, body, NlmF::empty())?;
+        links.into_iter().next().ok_or_else(|| not_found(op))
+    }
+
+    pub fn link_by_index(&mut self, index: u32) -> Result<Link> {
+        let op = format!("get link {index}");
+        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+        let links = self.links_matching(&op, body, NlmF::empty())?;
+        links.into_iter().next().ok_or_else(|| not_found(op))
     }
 
     /// Every link of this namespace.
     pub fn links(&mut self) -> Result<Vec<Link>> {
-        let op = "list links";
-        let msg = IfinfomsgBuilder::default()
-            .ifi_family(RtAddrFamily::Unspecified)
-            .build()
-            .map_err(|e| Error::local(op, e))?;
-        let replies: Vec<Ifinfomsg> = self.get(op, Rtm::Getlink, NlmF::DUMP, msg)?;
-        Ok(replies.iter().filter_map(Link::from_msg).collect())
+        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0));
+        self.links_matching("list links", body, NlmF::DUMP)
     }
 
-    /// `ip link set <index> up|down`.
-    pub fn set_link_up(&mut self, index: u32, up: bool) -> Result<()> {
-        let op = format!("set link {index} {}", if up { "up" } else { "down" });
-        let builder = IfinfomsgBuilder::default()
-            .ifi_family(RtAddrFamily::Unspecified)
-            .ifi_index(i32::try_from(index).map_err(|e| Error::local(&op, e))?);
-        let builder = if up { builder.up() } else { builder.down() };
-        let msg = builder.build().map_err(|e| Error::local(&op, e))?;
-        self.change(&op, Rtm::Setlink, NlmF::empty(), msg)
+    /// Creates a link; EEXIST when the name is taken.
+    pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
+        let op = format!("create {} link {:?}", spec.kind.name(), spec.name);
+        let mut body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &spec.name);
+        if let Some(mtu) = spec.mtu {
+            body = body.u32(IFLA_MTU, mtu);
+        }
+        if let Some(mac) = spec.mac {
+            body = body.attr(IFLA_ADDRESS, &mac);
+        }
+        if let Some(q) = spec.txqlen {
+            body = body.u32(IFLA_TXQLEN, q);
+        }
+        if let Some(fd) = spec.netns {
+            body = body.u32(IFLA_NET_NS_FD, fd as u32);
+        }
+        if let Some(parent) = spec.kind.parent() {
+            body = body.u32(IFLA_LINK, parent);
+        }
+        let kind = spec.kind.clone();
+        let mtu = spec.mtu;
+        body = body.nest(IFLA_LINKINFO, |info| {
+            let info = info.str(IFLA_INFO_KIND, kind.name());
+            match kind {
+                Kind::Veth { peer, peer_netns } => {
+                    // The peer is described by an ifinfomsg followed by its attributes.
+                    let mut p =
+                        Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &peer);
+                    if let Some(mtu) = mtu {
+                        p = p.u32(IFLA_MTU, mtu);
+                    }
+                    if let Some(fd) = peer_netns {
+                        p = p.u32(IFLA_NET_NS_FD, fd as u32);
+                    }
+                    let p = p.into_bytes();
+                    info.nest(IFLA_INFO_DATA, |data| data.attr(VETH_INFO_PEER, &p))
+                }
+                Kind::Bridge { vlan_filtering } if vlan_filtering => {
+                    info.nest(IFLA_INFO_DATA, |d| d.u8(IFLA_BR_VLAN_FILTERING, 1))
+                }
+                Kind::Macvlan {
+                    mode, bc_queue_len, ..
+                } => info.nest(IFLA_INFO_DATA, |d| {
+                    let d = d.u32(IFLA_MACVLAN_MODE, mode);
+                    match bc_queue_len {
+                        Some(q) => d.u32(IFLA_MACVLAN_BC_QUEUE_LEN, q),
+                        None => d,
+                    }
+                }),
+                Kind::Ipvlan { mode, .. } => {
+                    info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_IPVLAN_MODE, mode))
+                }
+                Kind::Vlan { id, .. } => info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_VLAN_ID, id)),
+                Kind::Vrf { table } => info.nest(IFLA_INFO_DATA, |d| d.u32(IFLA_VRF_TABLE, table)),
+                Kind::Bridge { .. } | Kind::Dummy | Kind::Ifb => info,
+            }
+        });
+        self.change(
+            &op,
+            Rtm::Newlink,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    pub fn delete_link(&mut self, index: u32) -> Result<()> {
+        let op = format!("delete link {index}");
+        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+        self.change(
+            &op,
+            Rtm::Dellink,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// Applies one change to link `index`.
+    pub fn set_link(&mut self, index: u32, change: Change<'_>) -> Result<()> {
+        let op = format!("set link {index} {change:?}");
+        let flag = |f: i32, on: bool| {
+            let f = f as u32;
+            wire::ifinfomsg(AF_UNSPEC, index, if on { f } else { 0 }, f)
+        };
+        let body = match change {
+            Change::Up(on) => Body::new(&flag(libc::IFF_UP, on)),
+            Change::Promisc(on) => Body::new(&flag(libc::IFF_PROMISC, on)),
+            Change::AllMulti(on) => Body::new(&flag(libc::IFF_ALLMULTI, on)),
+            other => {
+                let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+                match other {
+                    Change::Master(m) => body.u32(IFLA_MASTER, m.unwrap_or(0)),
+                    Change::Mtu(mtu) => body.u32(IFLA_MTU, mtu),
+                    Change::Mac(mac) => body.attr(IFLA_ADDRESS, &mac),
+                    Change::Name(name) => body.str(IFLA_IFNAME, name),
+                    Change::Alias(alias) => body.attr(IFLA_IFALIAS, alias.as_bytes()),
+                    Change::Netns(fd) => body.u32(IFLA_NET_NS_FD, fd as u32),
+                    Change::TxQueueLen(q) => body.u32(IFLA_TXQLEN, q),
+                    Change::Up(_) | Change::Promisc(_) | Change::AllMulti(_) => body,
+                }
+            }
+        };
+        self.change(
+            &op,
+            Rtm::Setlink,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// Bridge-port flags of an enslaved link (hairpin, isolated).
+    pub fn set_bridge_port(&mut self, index: u32, hairpin: bool, isolated: bool) -> Result<()> {
+        let op = format!("set bridge port flags of link {index}");
+        let body =
+            Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0)).nest(IFLA_PROTINFO | NESTED, |p| {
+                p.u8(IFLA_BRPORT_MODE, u8::from(hairpin))
+                    .u8(IFLA_BRPORT_ISOLATED, u8::from(isolated))
+            });
+        self.change(
+            &op,
+            Rtm::Setlink,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// Adds (or removes) VLAN `vid` on a bridge port.
+    pub fn bridge_vlan(
+        &mut self,
+        index: u32,
+        vid: u16,
+        pvid: bool,
+        untagged: bool,
+        add: bool,
+    ) -> Result<()> {
+        let op = format!(
+            "{} vlan {vid} on bridge port {index}",
+            if add { "add" } else { "delete" }
+        );
+        let mut flags = 0u16;
+        if pvid {
+            flags |= BRIDGE_VLAN_INFO_PVID;
+        }
+        if untagged {
+            flags |= BRIDGE_VLAN_INFO_UNTAGGED;
+        }
+        let mut info = flags.to_ne_bytes().to_vec();
+        info.extend_from_slice(&vid.to_ne_bytes());
+        let body = Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0))
+            .nest(IFLA_AF_SPEC, |s| s.attr(IFLA_BRIDGE_VLAN_INFO, &info));
+        let ty = if add { Rtm::Setlink } else { Rtm::Dellink };
+        self.change(&op, ty, NlmF::empty(), Buffer::from(body.into_bytes()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs() {
+        assert_eq!(
+            parse_mac("0A:58:0a:f4:00:01"),
+            Some([10, 0x58, 10, 0xf4, 0, 1])
+        );
+        assert_eq!(parse_mac("0a:58:0a:f4:00"), None);
+        assert_eq!(parse_mac("0a:58:0a:f4:00:01:02"), None);
+        assert_eq!(parse_mac("0a-58-0a-f4-00-01"), None);
+        assert_eq!(format_mac(&[10, 0x58, 0, 1, 2, 255]), "0a:58:00:01:02:ff");
+    }
+
+    #[test]
+    fn parses_a_link_message() {
+        let msg = Body::new(&wire::ifinfomsg(0, 7, libc::IFF_UP as u32, 0))
+            .str(IFLA_IFNAME, "eth0")
+            .u32(IFLA_MTU, 1400)
+            .u32(IFLA_MASTER, 3)
+            .nest(IFLA_LINKINFO, |i| {
+                i.str(IFLA_INFO_KIND, "macvlan")
+                    .nest(IFLA_INFO_DATA, |d| d.u32(IFLA_MACVLAN_MODE, 4))
+            })
+            .into_bytes();
+        let link = Link::parse(&msg).expect("parsed");
+        assert_eq!(
+            (
+                link.index,
+                link.name.as_str(),
+                link.mtu,
+                link.master,
+                link.kind.as_str()
+            ),
+            (7, "eth0", 1400, Some(3), "macvlan")
+        );
+        assert!(link.is_up());
+        assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
     }
 }

@@ -4,6 +4,9 @@
 
 pub mod addr;
 pub mod link;
+pub mod route;
+pub mod sysctl;
+pub mod wire;
 
 use neli::consts::nl::{NlType, NlmF};
 use neli::consts::socket::NlFamily;

@@ -5,6 +5,7 @@ use crate::cni::result::{Interface, IpConfig};
 use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
+use crate::netlink::link::Change;
 use crate::netns::{self, NetNs};
 
 pub struct Loopback;
@@ -47,7 +48,7 @@ impl Plugin for Loopback {
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
             let lo = sock.link_by_name(LO)?;
-            sock.set_link_up(lo.index, false)?;
+            sock.set_link(lo.index, Change::Up(false))?;
             Ok(())
         })?
     }
@@ -71,7 +72,7 @@ type LoAddrs = (Option<ipnet::IpNet>, Option<ipnet::IpNet>);
 fn bring_up_lo() -> CniResult<LoAddrs> {
     let mut sock = Socket::open()?;
     let lo = sock.link_by_name(LO)?;
-    sock.set_link_up(lo.index, true)?;
+    sock.set_link(lo.index, Change::Up(true))?;
     let mut first = [None, None];
     for (slot, family) in first.iter_mut().zip([Family::V4, Family::V6]) {
         let addrs = sock.addresses(lo.index, family)?;

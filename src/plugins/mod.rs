@@ -1,6 +1,7 @@
 //! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
+mod bridge;
 mod host_local;
 mod loopback;
 mod pending;
@@ -25,7 +26,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "bridge",
         summary: "veth pairs attached to a Linux bridge",
         cni_args: ArgsPolicy::Keys(ARGS_MAC),
-        plugin: pending!("bridge"),
+        plugin: &bridge::Bridge,
     },
     PluginInfo {
         name: "ptp",

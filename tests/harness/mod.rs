@@ -242,3 +242,25 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A CNI_PATH directory with every plugin name linked to the binary under test,
+/// so delegation (IPAM) runs in-process as it does from /opt/cni/bin.
+pub fn plugin_dir() -> TempDir {
+    let dir = TempDir::new("bin");
+    let out = Command::new(BIN)
+        .arg("--list")
+        .output()
+        .expect("cni-multi --list");
+    for name in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+        std::os::unix::fs::symlink(BIN, dir.0.join(name)).expect("symlink plugin");
+    }
+    dir
+}
+
+impl Call {
+    /// Sets CNI_PATH to a plugin directory.
+    pub fn path(self, dir: &TempDir) -> Call {
+        let p = dir.0.to_string_lossy().into_owned();
+        self.set("CNI_PATH", &p)
+    }
+}

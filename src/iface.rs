@@ -1,0 +1,304 @@
+//! What every main plugin does with interfaces, on the netlink layer: veth pairs,
+//! configuring an interface from an IPAM result (the reference's ConfigureIface),
+//! the CHECK validations, forwarding, and temporary names.
+
+use crate::cni::result::{IpConfig, NetResult, Route as ResultRoute};
+use crate::cni::{CniResult, Error};
+use crate::netlink::addr::{Family, IFA_F_DADFAILED, IFA_F_TENTATIVE};
+use crate::netlink::link::{Change, Kind, Link, NewLink};
+use crate::netlink::route::{RT_TABLE_MAIN, Route};
+use crate::netlink::{Socket, sysctl};
+use crate::netns::NetNs;
+use ipnet::IpNet;
+use nix::libc;
+use std::io::Read;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+/// `prefix` + 8 lowercase hex digits from 4 random bytes (`veth1a2b3c4d`).
+pub fn random_name(prefix: &str) -> CniResult<String> {
+    let mut bytes = [0u8; 4];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| Error::internal(format!("failed to read random bytes: {e}")))?;
+    Ok(format!(
+        "{prefix}{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+/// A locally administered unicast MAC from the kernel's random generator.
+pub fn random_mac() -> CniResult<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut mac))
+        .map_err(|e| Error::internal(format!("failed to read random bytes: {e}")))?;
+    mac[0] = (mac[0] & 0xfe) | 0x02;
+    Ok(mac)
+}
+
+/// Both ends of a new veth pair.
+pub struct VethPair {
+    pub host: Link,
+    pub container: Link,
+}
+
+/// Creates `ifname` in the container with its peer (`veth…`) straight in the host
+/// namespace, as the reference does; retries on a peer-name collision. The host
+/// end is set up with `accept_ra=0`; the container end stays down.
+pub fn setup_veth(
+    container: &NetNs,
+    ifname: &str,
+    mtu: Option<u32>,
+    mac: Option<[u8; 6]>,
+) -> CniResult<VethPair> {
+    let host_ns = NetNs::current()?;
+    let host_fd = host_ns.fd();
+    let (peer_name, container_link) = container.run(|| -> CniResult<(String, Link)> {
+        let mut sock = Socket::open()?;
+        if sock.link_by_name(ifname).is_ok() {
+            return Err(Error::internal(format!(
+                "container veth name provided ({ifname}) already exists"
+            )));
+        }
+        for _ in 0..10 {
+            let peer = random_name("veth")?;
+            let mut spec = NewLink::new(
+                ifname,
+                Kind::Veth {
+                    peer: peer.clone(),
+                    peer_netns: Some(host_fd),
+                },
+            );
+            spec.mtu = mtu.filter(|m| *m > 0);
+            spec.mac = mac;
+            match sock.create_link(&spec) {
+                Ok(()) => return Ok((peer, sock.link_by_name(ifname)?)),
+                Err(e) if e.is(libc::EEXIST) => continue,
+                Err(e) => return Err(Error::internal(format!("failed to make veth pair: {e}"))),
+            }
+        }
+        Err(Error::internal(
+            "failed to find a unique veth name after 10 tries",
+        ))
+    })??;
+    let mut sock = Socket::open()?;
+    let host = sock.link_by_name(&peer_name)?;
+    sock.set_link(host.index, Change::Up(true))?;
+    // IPv6 may be off on the node: then there is no accept_ra to clear.
+    let _ = sysctl::set(&sysctl::conf_key("ipv6", &peer_name, "accept_ra"), "0");
+    Ok(VethPair {
+        host,
+        container: container_link,
+    })
+}
+
+/// The first gateway of each family among `ips`.
+fn first_gateways(ips: &[&IpConfig]) -> (Option<IpAddr>, Option<IpAddr>) {
+    let find = |v4: bool| {
+        ips.iter()
+            .filter_map(|ip| ip.gateway)
+            .find(|gw| gw.is_ipv4() == v4)
+    };
+    (find(true), find(false))
+}
+
+/// The reference's ConfigureIface, run inside the container namespace: the
+/// result's addresses for `ifname`, link up, DAD wait, then its routes.
+pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResult<()> {
+    let link = sock.link_by_name(ifname)?;
+    let mut ips = Vec::new();
+    for ip in &result.ips {
+        let Some(idx) = ip.interface else {
+            continue;
+        };
+        if result.interfaces.get(idx).map(|i| i.name.as_str()) != Some(ifname) {
+            return Err(Error::internal(format!(
+                "failed to add IP addr {} to {ifname:?}: invalid interface index",
+                ip.address
+            )));
+        }
+        ips.push(ip);
+    }
+    if ips.iter().any(|ip| ip.address.addr().is_ipv6()) {
+        // Only if it was disabled; a node without IPv6 has no such files.
+        for dev in [ifname, "lo"] {
+            let key = sysctl::conf_key("ipv6", dev, "disable_ipv6");
+            if sysctl::get(&key).as_deref() == Ok("1") {
+                let _ = sysctl::set(&key, "0");
+            }
+        }
+        let _ = sysctl::set(&sysctl::conf_key("ipv6", ifname, "keep_addr_on_down"), "1");
+    }
+    for ip in &ips {
+        sock.add_address(link.index, ip.address, 0).map_err(|e| {
+            Error::internal(format!(
+                "failed to add IP addr {} to {ifname:?}: {e}",
+                ip.address
+            ))
+        })?;
+    }
+    sock.set_link(link.index, Change::Up(true))
+        .map_err(|e| Error::internal(format!("failed to set {ifname:?} UP: {e}")))?;
+    let (gw4, gw6) = first_gateways(&ips);
+    if gw6.is_some() {
+        wait_for_dad(sock, &link)?;
+    }
+    for r in &result.routes {
+        let gw = r.gw.or(if r.dst.addr().is_ipv4() { gw4 } else { gw6 });
+        let route = kernel_route(r, gw, link.index);
+        match sock.append_route(&route) {
+            Ok(()) => {}
+            Err(e) if e.is(libc::EEXIST) => {}
+            Err(e) => {
+                return Err(Error::internal(format!(
+                    "failed to add route '{} via {} dev {ifname}': {e}",
+                    r.dst,
+                    gw.map(|g| g.to_string()).unwrap_or_else(|| "<nil>".into())
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A result route as the kernel route ConfigureIface adds (mtu/advmss ignored, as the reference).
+fn kernel_route(r: &ResultRoute, gw: Option<IpAddr>, oif: u32) -> Route {
+    let mut route = Route::new(r.dst.trunc());
+    route.gw = gw;
+    route.oif = Some(oif);
+    route.priority = u32::try_from(r.priority).ok().filter(|p| *p > 0);
+    route.table = r
+        .table
+        .and_then(|t| u32::try_from(t).ok())
+        .unwrap_or(RT_TABLE_MAIN);
+    if let Some(scope) = r.scope.and_then(|s| u8::try_from(s).ok()) {
+        route.scope = scope;
+    }
+    route
+}
+
+/// Waits until no IPv6 address of `link` is tentative (50 ms polls, 5 s).
+fn wait_for_dad(sock: &mut Socket, link: &Link) -> CniResult<()> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let addrs = sock.addresses(link.index, Family::V6)?;
+        if let Some(a) = addrs.iter().find(|a| a.flags & IFA_F_DADFAILED != 0) {
+            return Err(Error::internal(format!(
+                "failed to add IPv6 address {} to {}: duplicate address detected",
+                a.addr, link.name
+            )));
+        }
+        if addrs.iter().all(|a| a.flags & IFA_F_TENTATIVE == 0) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            let current = sock.link_by_index(link.index)?;
+            if current.oper_state == crate::netlink::link::OPER_UP {
+                return Err(Error::internal(format!(
+                    "failed while waiting for addresses of {} to leave tentative state",
+                    link.name
+                )));
+            }
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Enables forwarding in the calling thread's namespace for each family present.
+pub fn enable_forwarding(ips: &[IpConfig]) -> CniResult<()> {
+    if ips.iter().any(|ip| ip.address.addr().is_ipv4()) {
+        sysctl::set("net.ipv4.ip_forward", "1").map_err(Error::internal)?;
+    }
+    if ips.iter().any(|ip| ip.address.addr().is_ipv6()) {
+        sysctl::set("net.ipv6.conf.all.forwarding", "1").map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// CHECK: every address of `ifname` in the result is on the link.
+pub fn check_addresses(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResult<()> {
+    let link = sock.link_by_name(ifname)?;
+    let mut present: Vec<IpNet> = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        present.extend(
+            sock.addresses(link.index, family)?
+                .into_iter()
+                .map(|a| a.addr),
+        );
+    }
+    for ip in ips_of(result, ifname) {
+        if !present.contains(&ip.address) {
+            return Err(Error::internal(format!(
+                "Failed to match addr {} on interface {ifname}",
+                ip.address
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// CHECK: every result route is in the container's tables.
+pub fn check_routes(sock: &mut Socket, result: &NetResult) -> CniResult<()> {
+    for r in &result.routes {
+        let family = Family::of(r.dst.addr());
+        let table = r
+            .table
+            .and_then(|t| u32::try_from(t).ok())
+            .unwrap_or(RT_TABLE_MAIN);
+        let routes = sock.routes(family, table, None)?;
+        let found = routes
+            .iter()
+            .any(|k| k.dst == r.dst.trunc() && (r.gw.is_none() || k.gw == r.gw));
+        if !found {
+            return Err(Error::internal(format!(
+                "Failed to match route: {} via {}",
+                r.dst,
+                r.gw.map(|g| g.to_string()).unwrap_or_default()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The result's IPs assigned to the interface called `ifname`.
+pub fn ips_of<'r>(result: &'r NetResult, ifname: &str) -> impl Iterator<Item = &'r IpConfig> {
+    result.ips.iter().filter(move |ip| {
+        ip.interface
+            .and_then(|i| result.interfaces.get(i))
+            .is_some_and(|i| i.name == ifname)
+    })
+}
+
+/// Deletes `ifname` in the container namespace, returning its global addresses
+/// (for ipMasq teardown). A missing link is success.
+pub fn delete_in_container(ns: &NetNs, ifname: &str) -> CniResult<Vec<IpNet>> {
+    ns.run(|| -> CniResult<Vec<IpNet>> {
+        let mut sock = Socket::open()?;
+        let link = match sock.link_by_name(ifname) {
+            Ok(l) => l,
+            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            Err(e) => return Err(e.into()),
+        };
+        let mut addrs = Vec::new();
+        for family in [Family::V4, Family::V6] {
+            addrs.extend(
+                sock.addresses(link.index, family)?
+                    .into_iter()
+                    .filter(|a| a.scope == 0)
+                    .map(|a| a.addr),
+            );
+        }
+        match sock.delete_link(link.index) {
+            Ok(()) => Ok(addrs),
+            Err(e) if e.is_not_found() => Ok(addrs),
+            Err(e) => Err(Error::internal(format!("failed to delete {ifname:?}: {e}"))),
+        }
+    })?
+}
+
+/// Sets a per-interface sysctl, ignoring a missing file (that family is off).
+pub fn set_conf(family: &str, ifname: &str, name: &str, value: &str) {
+    let _ = sysctl::set(&sysctl::conf_key(family, ifname, name), value);
+}

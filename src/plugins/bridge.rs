@@ -1,0 +1,650 @@
+//! bridge: a veth pair per container, the host end enslaved to a Linux bridge
+//! (created on first use), addresses from IPAM, the bridge optionally the gateway.
+
+use crate::cni::delegate::Delegate;
+use crate::cni::result::{Dns, Interface, NetResult, Route as ResultRoute};
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::addr::Family;
+use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, parse_mac};
+use crate::netns::{self, NetNs};
+use ipnet::IpNet;
+use nix::libc;
+use serde::Deserialize;
+use std::time::Duration;
+
+pub struct Bridge;
+
+const DEFAULT_BRIDGE: &str = "cni0";
+
+#[derive(Debug, Deserialize)]
+struct TrunkKeys {
+    #[serde(rename = "minID", default)]
+    min_id: Option<i64>,
+    #[serde(rename = "maxID", default)]
+    max_id: Option<i64>,
+    #[serde(default)]
+    id: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    bridge: String,
+    #[serde(rename = "isGateway")]
+    is_gateway: bool,
+    #[serde(rename = "isDefaultGateway")]
+    is_default_gateway: bool,
+    #[serde(rename = "forceAddress")]
+    force_address: bool,
+    #[serde(rename = "ipMasq")]
+    ip_masq: bool,
+    #[serde(rename = "ipMasqBackend")]
+    ip_masq_backend: Option<String>,
+    mtu: i64,
+    #[serde(rename = "hairpinMode")]
+    hairpin_mode: bool,
+    #[serde(rename = "promiscMode")]
+    promisc_mode: bool,
+    vlan: i64,
+    #[serde(rename = "vlanTrunk")]
+    vlan_trunk: Option<Vec<TrunkKeys>>,
+    #[serde(rename = "preserveDefaultVlan")]
+    preserve_default_vlan: bool,
+    macspoofchk: bool,
+    enabledad: bool,
+    #[serde(rename = "disableContainerInterface")]
+    disable_container_interface: bool,
+    #[serde(rename = "portIsolation")]
+    port_isolation: bool,
+    mac: Option<String>,
+}
+
+/// The validated config.
+struct Conf {
+    bridge: String,
+    is_gateway: bool,
+    is_default_gateway: bool,
+    force_address: bool,
+    mtu: Option<u32>,
+    hairpin: bool,
+    promisc: bool,
+    vlan: u16,
+    trunk: Vec<u16>,
+    preserve_default_vlan: bool,
+    enable_dad: bool,
+    disable_container_interface: bool,
+    port_isolation: bool,
+    mac: Option<[u8; 6]>,
+    dns: Option<Dns>,
+    layer3: bool,
+}
+
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        if !(0..=4094).contains(&k.vlan) {
+            return Err(Error::invalid_config(format!(
+                "invalid VLAN ID {} (must be between 0 and 4094)",
+                k.vlan
+            )));
+        }
+        let trunk = k
+            .vlan_trunk
+            .as_deref()
+            .map(trunk_ids)
+            .transpose()?
+            .unwrap_or_default();
+        if k.hairpin_mode && k.promisc_mode {
+            return Err(Error::invalid_config(
+                "cannot set hairpin mode and promiscuous mode at the same time",
+            ));
+        }
+        let layer3 = ipam_type(inv).is_some();
+        if k.disable_container_interface && layer3 {
+            return Err(Error::invalid_config(
+                "cannot use IPAM when 'disableContainerInterface' flag is set",
+            ));
+        }
+        if let Some(backend) = k.ip_masq_backend.as_deref()
+            && !matches!(backend, "iptables" | "nftables")
+        {
+            return Err(Error::invalid_config(format!(
+                "unknown ipMasqBackend {backend:?}"
+            )));
+        }
+        let mtu = u32::try_from(k.mtu)
+            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        let mac = requested_mac(inv, k.mac)?;
+        Ok(Conf {
+            bridge: if k.bridge.is_empty() {
+                DEFAULT_BRIDGE.into()
+            } else {
+                k.bridge
+            },
+            is_gateway: k.is_gateway || k.is_default_gateway,
+            is_default_gateway: k.is_default_gateway,
+            force_address: k.force_address,
+            mtu: (mtu > 0).then_some(mtu),
+            hairpin: k.hairpin_mode,
+            promisc: k.promisc_mode,
+            vlan: k.vlan as u16,
+            trunk,
+            preserve_default_vlan: k.preserve_default_vlan,
+            enable_dad: k.enabledad,
+            disable_container_interface: k.disable_container_interface,
+            port_isolation: k.port_isolation,
+            mac,
+            dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
+            layer3,
+        })
+    }
+}
+
+/// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
+pub(crate) fn ipam_type(inv: &Invocation) -> Option<&str> {
+    inv.conf
+        .common
+        .ipam
+        .as_ref()
+        .and_then(|i| i.get("type"))
+        .and_then(|t| t.as_str())
+        .filter(|t| !t.is_empty())
+}
+
+/// MAC from CNI_ARGS `MAC`, then `args.cni.mac`, then `runtimeConfig.mac`: the last one set wins.
+pub(crate) fn requested_mac(
+    inv: &Invocation,
+    from_conf: Option<String>,
+) -> CniResult<Option<[u8; 6]>> {
+    let mut mac = from_conf.filter(|m| !m.is_empty());
+    if let Some(m) = inv.cni_args.get("MAC") {
+        mac = Some(m.to_string());
+    }
+    if let Some(m) = inv.conf.args_cni::<String>("mac")? {
+        mac = Some(m);
+    }
+    if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
+        mac = Some(m);
+    }
+    mac.map(|m| {
+        parse_mac(&m).ok_or_else(|| Error::invalid_config(format!("invalid MAC address {m:?}")))
+    })
+    .transpose()
+}
+
+fn trunk_ids(entries: &[TrunkKeys]) -> CniResult<Vec<u16>> {
+    let valid = |id: i64| {
+        u16::try_from(id)
+            .ok()
+            .filter(|v| (1..=4094).contains(v))
+            .ok_or_else(|| {
+                Error::invalid_config("incorrect trunk vlan id (must be between 1 and 4094)")
+            })
+    };
+    let mut ids = Vec::new();
+    for e in entries {
+        match (e.min_id, e.max_id) {
+            (Some(min), Some(max)) => {
+                let (min, max) = (valid(min)?, valid(max)?);
+                if min > max {
+                    return Err(Error::invalid_config(
+                        "minID is greater than maxID in trunk parameter",
+                    ));
+                }
+                ids.extend(min..=max);
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(Error::invalid_config(
+                    "minID and maxID should be configured simultaneously",
+                ));
+            }
+            (None, None) => {}
+        }
+        if let Some(id) = e.id {
+            ids.push(valid(id)?);
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
+}
+
+impl Plugin for Bridge {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Conf::load(inv)?;
+        let mut host = Socket::open()?;
+        let bridge = ensure_bridge(&mut host, &conf)?;
+        let ns = NetNs::open(&inv.env.netns).map_err(|e| {
+            Error::internal(format!("failed to open netns {:?}: {e}", inv.env.netns))
+        })?;
+        let ifname = inv.env.ifname.as_str();
+        let veth = iface::setup_veth(&ns, ifname, conf.mtu, conf.mac)?;
+        // From here on, a failure removes the container end (and with it the host end).
+        let cleanup = ContainerLink {
+            ns: &ns,
+            ifname,
+            armed: true,
+        };
+        attach_port(&mut host, &conf, &bridge, &veth.host)?;
+
+        let mut result = NetResult::new();
+        result.interfaces = vec![
+            iface_of(&bridge, None),
+            iface_of(&veth.host, None),
+            iface_of(&veth.container, Some(&inv.env.netns)),
+        ];
+        let ipam = match ipam_type(inv) {
+            Some(_) => Some(Delegate::ipam(inv)?),
+            None => None,
+        };
+        let mut rollback = None;
+        if let Some(ipam) = &ipam {
+            let (ipam_result, guard) = ipam.add_guarded()?;
+            rollback = Some(guard);
+            if ipam_result.ips.is_empty() {
+                return Err(Error::internal("IPAM plugin returned missing IP config"));
+            }
+            result.ips = ipam_result.ips;
+            result.routes = ipam_result.routes;
+            result.dns = ipam_result.dns;
+            for ip in &mut result.ips {
+                ip.interface = Some(2);
+            }
+        }
+        let gateways = if conf.is_gateway {
+            assign_gateways(&mut result, conf.is_default_gateway)
+        } else {
+            Vec::new()
+        };
+
+        let enable_dad = conf.enable_dad;
+        let disable = conf.disable_container_interface;
+        let layer3 = conf.layer3;
+        let configured = result.clone();
+        ns.run(|| -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            if layer3 {
+                iface::set_conf("ipv4", ifname, "arp_notify", "1");
+                if enable_dad {
+                    iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
+                    iface::set_conf("ipv6", ifname, "accept_dad", "1");
+                } else {
+                    iface::set_conf("ipv6", ifname, "accept_dad", "0");
+                }
+                iface::configure(&mut sock, ifname, &configured)
+            } else if !disable {
+                let link = sock.link_by_name(ifname)?;
+                sock.set_link(link.index, Change::Up(true))?;
+                Ok(())
+            } else {
+                Ok(())
+            }
+        })??;
+
+        if conf.is_gateway {
+            for gw in &gateways {
+                ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
+            }
+            // Pin the bridge MAC: otherwise it follows the lowest port MAC.
+            let current = host.link_by_index(bridge.index)?;
+            if let Ok(mac) = <[u8; 6]>::try_from(current.mac.as_slice()) {
+                host.set_link(bridge.index, Change::Mac(mac))?;
+            }
+            iface::enable_forwarding(&result.ips)?;
+        }
+
+        let bridge_now = host.link_by_index(bridge.index)?;
+        result.interfaces[0].mac = bridge_now.mac_string();
+        let container_now =
+            ns.run(|| Socket::open().and_then(|mut s| s.link_by_name(ifname)))??;
+        result.interfaces[2].mac = container_now.mac_string();
+        if !conf.disable_container_interface {
+            wait_oper_up(&mut host, veth.host.index)?;
+        }
+        if let Some(dns) = conf.dns {
+            result.dns = dns;
+        }
+        cleanup.keep();
+        if let Some(guard) = rollback {
+            guard.keep();
+        }
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv)?;
+        if ipam_type(inv).is_some() {
+            Delegate::ipam(inv)?.del()?;
+        }
+        if inv.env.netns.is_empty() {
+            return Ok(());
+        }
+        match NetNs::open(&inv.env.netns) {
+            Ok(ns) => {
+                iface::delete_in_container(&ns, &inv.env.ifname)?;
+                Ok(())
+            }
+            Err(netns::Error::NotFound(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        if ipam_type(inv).is_some() {
+            Delegate::ipam(inv)?.check()?;
+        }
+        let prev = inv
+            .conf
+            .prev_result()?
+            .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
+        let mut host = Socket::open()?;
+        let bridge = host.link_by_name(&conf.bridge).map_err(|e| {
+            Error::internal(format!("failed to find bridge {:?}: {e}", conf.bridge))
+        })?;
+        if bridge.kind != "bridge" {
+            return Err(Error::internal(format!(
+                "{:?} is not a bridge",
+                conf.bridge
+            )));
+        }
+        if conf.promisc && !bridge.is_promisc() {
+            return Err(Error::internal(format!(
+                "bridge {:?} is not in promiscuous mode",
+                conf.bridge
+            )));
+        }
+        let ifname = inv.env.ifname.as_str();
+        let want = prev
+            .interfaces
+            .iter()
+            .find(|i| i.name == ifname && !i.sandbox.is_empty())
+            .cloned()
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "no interface {ifname:?} with a sandbox in prevResult"
+                ))
+            })?;
+        let ns = NetNs::open(&inv.env.netns).map_err(|e| {
+            Error::internal(format!("failed to open netns {:?}: {e}", inv.env.netns))
+        })?;
+        let container = ns.run(|| -> CniResult<Link> {
+            let mut sock = Socket::open()?;
+            let link = sock.link_by_name(ifname)?;
+            if link.kind != "veth" {
+                return Err(Error::internal(format!("{ifname:?} is not a veth")));
+            }
+            iface::check_addresses(&mut sock, ifname, &prev)?;
+            iface::check_routes(&mut sock, &prev)?;
+            Ok(link)
+        })??;
+        if !want.mac.is_empty() && want.mac != container.mac_string() {
+            return Err(Error::internal(format!(
+                "interface {ifname} MAC {} does not match prevResult {}",
+                container.mac_string(),
+                want.mac
+            )));
+        }
+        let peer = container
+            .parent
+            .ok_or_else(|| Error::internal(format!("{ifname:?} has no veth peer")))?;
+        let host_end = host.link_by_index(peer)?;
+        if host_end.master != Some(bridge.index) {
+            return Err(Error::internal(format!(
+                "host veth {:?} is not attached to bridge {:?}",
+                host_end.name, conf.bridge
+            )));
+        }
+        Ok(())
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        match ipam_type(inv) {
+            Some(_) => Delegate::ipam(inv)?.gc(),
+            None => Ok(()),
+        }
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        match ipam_type(inv) {
+            Some(_) => Delegate::ipam(inv)?.status(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Deletes the container end of the veth unless kept (ADD failed half-way).
+struct ContainerLink<'a> {
+    ns: &'a NetNs,
+    ifname: &'a str,
+    armed: bool,
+}
+
+impl ContainerLink<'_> {
+    fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ContainerLink<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = iface::delete_in_container(self.ns, self.ifname);
+        }
+    }
+}
+
+fn iface_of(link: &Link, sandbox: Option<&str>) -> Interface {
+    Interface {
+        name: link.name.clone(),
+        mac: link.mac_string(),
+        sandbox: sandbox.unwrap_or_default().to_string(),
+        ..Interface::default()
+    }
+}
+
+/// The bridge, created (with MTU and vlan_filtering) when missing, promisc as
+/// configured, up.
+fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<Link> {
+    let existing = match sock.link_by_name(&conf.bridge) {
+        Ok(link) => Some(link),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let link = match existing {
+        Some(link) => link,
+        None => {
+            let mut spec = NewLink::new(
+                &conf.bridge,
+                Kind::Bridge {
+                    vlan_filtering: conf.vlan != 0 || !conf.trunk.is_empty(),
+                },
+            );
+            spec.mtu = conf.mtu;
+            // EEXIST: a concurrent ADD created it first, which is fine.
+            if let Err(e) = sock.create_link(&spec)
+                && !e.is(libc::EEXIST)
+            {
+                return Err(Error::internal(format!(
+                    "could not add {:?}: {e}",
+                    conf.bridge
+                )));
+            }
+            let link = sock
+                .link_by_name(&conf.bridge)
+                .map_err(|e| Error::internal(format!("could not add {:?}: {e}", conf.bridge)))?;
+            iface::set_conf("ipv6", &conf.bridge, "accept_ra", "0");
+            link
+        }
+    };
+    if link.kind != "bridge" {
+        return Err(Error::internal(format!(
+            "{:?} already exists but is not a bridge",
+            conf.bridge
+        )));
+    }
+    if conf.promisc && !link.is_promisc() {
+        sock.set_link(link.index, Change::Promisc(true))?;
+    }
+    if !link.is_up() {
+        sock.set_link(link.index, Change::Up(true))?;
+    }
+    Ok(sock.link_by_index(link.index)?)
+}
+
+/// Enslaves the host end and sets its bridge-port options and VLANs.
+fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> CniResult<()> {
+    sock.set_link(host.index, Change::Master(Some(bridge.index)))
+        .map_err(|e| {
+            Error::internal(format!(
+                "failed to connect {:?} to bridge {}: {e}",
+                host.name, bridge.name
+            ))
+        })?;
+    if conf.hairpin || conf.port_isolation {
+        sock.set_bridge_port(host.index, conf.hairpin, conf.port_isolation)
+            .map_err(|e| {
+                Error::internal(format!(
+                    "failed to setup hairpin mode for {}: {e}",
+                    host.name
+                ))
+            })?;
+    }
+    if conf.vlan != 0 || !conf.trunk.is_empty() {
+        if !conf.preserve_default_vlan {
+            match sock.bridge_vlan(host.index, 1, false, false, false) {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let access = if conf.vlan != 0 { conf.vlan } else { 1 };
+        sock.bridge_vlan(host.index, access, true, true, true)?;
+        for vid in conf.trunk.iter().filter(|v| **v != access) {
+            sock.bridge_vlan(host.index, *vid, false, false, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// Fills missing gateways (network + 1) and, for isDefaultGateway, adds a default
+/// route per family unless one with a gateway is there. Returns the gateway
+/// addresses for the bridge, one per distinct gateway.
+fn assign_gateways(result: &mut NetResult, default_gateway: bool) -> Vec<IpNet> {
+    let mut bridge_addrs: Vec<IpNet> = Vec::new();
+    let mut default_done = [false, false];
+    for i in 0..result.ips.len() {
+        let address = result.ips[i].address;
+        let gw = *result.ips[i]
+            .gateway
+            .get_or_insert_with(|| crate::ipam::next_ip(address.network()));
+        if let Ok(net) = IpNet::new(gw, address.prefix_len())
+            && !bridge_addrs.iter().any(|a| a.addr() == gw)
+        {
+            bridge_addrs.push(net);
+        }
+        if default_gateway {
+            let slot = usize::from(gw.is_ipv6());
+            let default = if gw.is_ipv4() {
+                IpNet::V4(ipnet::Ipv4Net::default())
+            } else {
+                IpNet::V6(ipnet::Ipv6Net::default())
+            };
+            let present = result
+                .routes
+                .iter()
+                .any(|r| r.gw.is_some() && r.dst == default);
+            if !default_done[slot] && !present {
+                result.routes.push(ResultRoute::new(default, Some(gw)));
+            }
+            default_done[slot] = true;
+        }
+    }
+    bridge_addrs
+}
+
+/// Puts the gateway address on the bridge. Another IPv4 address (or an
+/// overlapping IPv6 prefix) is a conflict unless forceAddress replaces it.
+fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> CniResult<()> {
+    let family = Family::of(gw.addr());
+    for a in sock.addresses(bridge.index, family)? {
+        if a.addr == gw {
+            return Ok(());
+        }
+        let conflict =
+            family == Family::V4 || a.addr.contains(&gw.addr()) || gw.contains(&a.addr.addr());
+        if conflict && a.scope == 0 {
+            if !force {
+                return Err(Error::internal(format!(
+                    "{:?} already has an IP address different from {gw}",
+                    bridge.name
+                )));
+            }
+            sock.del_address(bridge.index, a.addr)?;
+        }
+    }
+    match sock.add_address(bridge.index, gw, 0) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Err(e) => Err(Error::internal(format!(
+            "could not add IP address to {:?}: {e}",
+            bridge.name
+        ))),
+    }
+}
+
+/// Waits for the host end to be operationally up (0, 50, 500, 1000, 1000 ms).
+fn wait_oper_up(sock: &mut Socket, index: u32) -> CniResult<()> {
+    let mut link = sock.link_by_index(index)?;
+    for ms in [0u64, 50, 500, 1000, 1000] {
+        if link.oper_state == OPER_UP {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(ms));
+        link = sock.link_by_index(index)?;
+    }
+    if link.oper_state == OPER_UP {
+        return Ok(());
+    }
+    Err(Error::internal(format!(
+        "bridge port in error state: {}",
+        link.oper_state
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trunk_ranges() {
+        let t = |v: serde_json::Value| {
+            let keys: Vec<TrunkKeys> = serde_json::from_value(v).expect("keys");
+            trunk_ids(&keys).map_err(|e| e.code)
+        };
+        assert_eq!(
+            t(serde_json::json!([{"minID": 100, "maxID": 102}, {"id": 5}, {"id": 101}])),
+            Ok(vec![5, 100, 101, 102])
+        );
+        assert_eq!(t(serde_json::json!([{"minID": 100}])), Err(7));
+        assert_eq!(t(serde_json::json!([{"id": 4095}])), Err(7));
+        assert_eq!(t(serde_json::json!([{"minID": 9, "maxID": 3}])), Err(7));
+    }
+
+    #[test]
+    fn gateways_default_to_network_plus_one() {
+        let mut r = NetResult::new();
+        r.ips.push(crate::cni::result::IpConfig {
+            interface: Some(2),
+            address: "10.1.2.7/24".parse().expect("cidr"),
+            gateway: None,
+        });
+        let addrs = assign_gateways(&mut r, true);
+        assert_eq!(addrs, vec!["10.1.2.1/24".parse::<IpNet>().expect("cidr")]);
+        assert_eq!(r.ips[0].gateway, Some("10.1.2.1".parse().expect("ip")));
+        assert_eq!(r.routes.len(), 1);
+        assert_eq!(r.routes[0].dst.to_string(), "0.0.0.0/0");
+    }
+}

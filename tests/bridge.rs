@@ -1,0 +1,281 @@
+//! bridge end to end in throwaway namespaces: host side, container side,
+//! connectivity, CHECK, DEL idempotence, versions and bad configs.
+
+mod harness;
+
+use harness::{Call, Netns, TempDir, VERSIONS, enter_test_host, plugin_dir, run_in};
+use serde_json::{Value, json};
+
+fn conf(version: &str, store: &TempDir, extra: Value) -> Value {
+    let mut c = json!({
+        "cniVersion": version,
+        "name": "br-net",
+        "type": "bridge",
+        "bridge": "cni-br0",
+        "isGateway": true,
+        "ipam": {
+            "type": "host-local",
+            "subnet": "10.88.0.0/24",
+            "dataDir": store.0,
+            "routes": [{"dst": "0.0.0.0/0"}]
+        }
+    });
+    if let (Some(c), Some(extra)) = (c.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            c.insert(k.clone(), v.clone());
+        }
+    }
+    c
+}
+
+fn call(cmd: &str, ns: &Netns, id: &str, conf: &Value, bin: &TempDir) -> Call {
+    Call::new("bridge", cmd, ns.path(), &conf.to_string())
+        .set("CNI_CONTAINERID", id)
+        .path(bin)
+}
+
+fn host(args: &[&str]) -> String {
+    run_in(None, args[0], &args[1..])
+}
+
+fn json_of(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
+fn link_json(ns: Option<&Netns>, name: &str) -> Value {
+    let out = match ns {
+        Some(ns) => ns.sh("ip", &["-j", "-d", "addr", "show", "dev", name]),
+        None => host(&["ip", "-j", "-d", "addr", "show", "dev", name]),
+    };
+    json_of(&out)[0].clone()
+}
+
+fn addrs(link: &Value) -> Vec<String> {
+    link["addr_info"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|i| i["scope"] == "global")
+                .map(|i| format!("{}/{}", i["local"].as_str().unwrap_or(""), i["prefixlen"]))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn pings(from: &Netns, to: &str) -> bool {
+    std::process::Command::new("nsenter")
+        .args([
+            "--net=".to_string() + from.path(),
+            "ping".into(),
+            "-c1".into(),
+            "-W2".into(),
+            to.into(),
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn add_builds_the_host_and_container_sides_and_containers_ping_each_other() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-store"));
+    let c = conf("1.0.0", &store, json!({"mtu": 1400, "hairpinMode": true}));
+    let (a, b) = (Netns::new(), Netns::new());
+    let out_a = call("ADD", &a, "ctr-a", &c, &bin).run().ok();
+    let out_b = call("ADD", &b, "ctr-b", &c, &bin).run().ok();
+
+    // Result: bridge, host veth, container; the IP on interface 2 with the gateway.
+    let ifs = out_a["interfaces"].as_array().expect("interfaces");
+    assert_eq!(ifs.len(), 3, "{out_a}");
+    assert_eq!(ifs[0]["name"], "cni-br0");
+    let host_veth = ifs[1]["name"].as_str().expect("host veth").to_string();
+    assert!(
+        host_veth.starts_with("veth") && host_veth.len() == 12,
+        "{host_veth}"
+    );
+    assert_eq!(ifs[2]["name"], "eth0");
+    assert_eq!(ifs[2]["sandbox"], a.path());
+    assert_eq!(
+        out_a["ips"],
+        json!([{"address": "10.88.0.2/24", "gateway": "10.88.0.1", "interface": 2}])
+    );
+    assert_eq!(out_b["ips"][0]["address"], "10.88.0.3/24");
+
+    // Host: bridge up with the gateway address, the veth enslaved with hairpin.
+    let br = link_json(None, "cni-br0");
+    assert_eq!(br["linkinfo"]["info_kind"], "bridge");
+    assert_eq!(addrs(&br), ["10.88.0.1/24"]);
+    assert_eq!(br["address"], ifs[0]["mac"]);
+    let hv = link_json(None, &host_veth);
+    assert_eq!(hv["master"], "cni-br0");
+    assert_eq!(hv["mtu"], 1400);
+    assert_eq!(hv["linkinfo"]["info_slave_data"]["hairpin"], true, "{hv}");
+    assert_eq!(hv["operstate"], "UP");
+    assert_eq!(host(&["sysctl", "-n", "net.ipv4.ip_forward"]).trim(), "1");
+
+    // Container: eth0 with the address, MTU and MAC of the result, the default route.
+    let eth0 = link_json(Some(&a), "eth0");
+    assert_eq!(addrs(&eth0), ["10.88.0.2/24"]);
+    assert_eq!(eth0["mtu"], 1400);
+    assert_eq!(eth0["address"], ifs[2]["mac"]);
+    let routes = a.sh("ip", &["-j", "route", "show", "default"]);
+    assert_eq!(json_of(&routes)[0]["gateway"], "10.88.0.1", "{routes}");
+
+    assert!(pings(&a, "10.88.0.3"), "a reaches b");
+    assert!(pings(&b, "10.88.0.2"), "b reaches a");
+    assert!(pings(&a, "10.88.0.1"), "a reaches its gateway");
+
+    // CHECK passes, then fails once the address is gone.
+    let mut checked = c.clone();
+    checked["prevResult"] = out_a.clone();
+    call("CHECK", &a, "ctr-a", &checked, &bin).run().ok();
+    a.sh("ip", &["addr", "del", "10.88.0.2/24", "dev", "eth0"]);
+    call("CHECK", &a, "ctr-a", &checked, &bin).run().err(999);
+    // and after a route is removed
+    let mut checked_b = c.clone();
+    checked_b["prevResult"] = out_b.clone();
+    call("CHECK", &b, "ctr-b", &checked_b, &bin).run().ok();
+    b.sh("ip", &["route", "del", "default"]);
+    call("CHECK", &b, "ctr-b", &checked_b, &bin).run().err(999);
+
+    // DEL removes the veth and the reservation; a second DEL succeeds.
+    call("DEL", &a, "ctr-a", &c, &bin).run().ok();
+    assert!(
+        a.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    assert!(!host(&["ip", "-o", "link"]).contains(&host_veth));
+    assert!(!store.0.join("br-net").join("10.88.0.2").exists());
+    call("DEL", &a, "ctr-a", &c, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &c, &bin).run().ok();
+    let left: Vec<String> = std::fs::read_dir(store.0.join("br-net"))
+        .expect("store")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "lock" && !n.starts_with("last_reserved_ip"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn del_releases_the_ip_when_the_netns_is_empty_or_gone() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-gone"));
+    let c = conf("1.0.0", &store, json!({}));
+    let ns = Netns::new();
+    let out = call("ADD", &ns, "ctr-gone", &c, &bin).run().ok();
+    assert_eq!(out["ips"][0]["address"], "10.88.0.2/24");
+    let path = ns.path().to_string();
+    ns.destroy();
+    Call::new("bridge", "DEL", &path, &c.to_string())
+        .set("CNI_CONTAINERID", "ctr-gone")
+        .path(&bin)
+        .run()
+        .ok();
+    assert!(!store.0.join("br-net").join("10.88.0.2").exists());
+
+    let ns = Netns::new();
+    call("ADD", &ns, "ctr-empty", &c, &bin).run().ok();
+    call("DEL", &ns, "ctr-empty", &c, &bin)
+        .set("CNI_NETNS", "")
+        .run()
+        .ok();
+    assert!(!store.0.join("br-net").join("10.88.0.2").exists());
+}
+
+#[test]
+fn every_version_gets_its_layout_and_l2_only_works() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-ver"));
+    for (i, v) in VERSIONS.iter().enumerate() {
+        let c = conf(v, &store, json!({}));
+        let ns = Netns::new();
+        let id = format!("ctr-{i}");
+        let out = call("ADD", &ns, &id, &c, &bin).run().ok();
+        assert_eq!(out["cniVersion"], *v);
+        match *v {
+            "0.1.0" | "0.2.0" => assert!(out["ip4"]["ip"].is_string(), "{out}"),
+            _ => assert_eq!(out["ips"][0]["interface"], 2, "{out}"),
+        }
+        call("DEL", &ns, &id, &c, &bin).run().ok();
+    }
+    // No IPAM: a layer-2 port, the container end up with no address.
+    let mut l2 = conf("1.0.0", &store, json!({"bridge": "cni-l2"}));
+    l2.as_object_mut().map(|o| o.remove("ipam"));
+    let ns = Netns::new();
+    let out = call("ADD", &ns, "ctr-l2", &l2, &bin).run().ok();
+    assert!(out.get("ips").is_none(), "{out}");
+    let eth0 = link_json(Some(&ns), "eth0");
+    assert!(addrs(&eth0).is_empty());
+    assert_eq!(eth0["operstate"], "UP");
+    call("DEL", &ns, "ctr-l2", &l2, &bin).run().ok();
+}
+
+#[test]
+fn bad_configs_and_failures_leave_nothing_behind() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-bad"));
+    let ns = Netns::new();
+    for (extra, code) in [
+        (json!({"vlan": 5000}), 7),
+        (json!({"hairpinMode": true, "promiscMode": true}), 7),
+        (json!({"vlanTrunk": [{"minID": 10}]}), 7),
+        (json!({"mtu": -1}), 7),
+        (json!({"mac": "nope"}), 7),
+    ] {
+        call("ADD", &ns, "ctr-bad", &conf("1.0.0", &store, extra), &bin)
+            .run()
+            .err(code);
+    }
+    // An existing non-bridge link with the bridge's name.
+    host(&[
+        "ip", "link", "add", "notabr", "type", "veth", "peer", "name", "notabr-p",
+    ]);
+    let e = call(
+        "ADD",
+        &ns,
+        "ctr-bad",
+        &conf("1.0.0", &store, json!({"bridge": "notabr"})),
+        &bin,
+    )
+    .run()
+    .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("not a bridge")),
+        "{e}"
+    );
+    // IPAM failure (range exhausted) after the veth exists: veth removed.
+    let tiny = json!({"bridge": "cni-tiny", "ipam": {"type": "host-local", "subnet": "10.99.0.0/30", "dataDir": store.0}});
+    let other = Netns::new();
+    call(
+        "ADD",
+        &other,
+        "ctr-first",
+        &conf("1.0.0", &store, tiny.clone()),
+        &bin,
+    )
+    .run()
+    .ok();
+    call("ADD", &ns, "ctr-second", &conf("1.0.0", &store, tiny), &bin)
+        .run()
+        .err(999);
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    // The requested MAC is used.
+    let out = call(
+        "ADD",
+        &ns,
+        "ctr-mac",
+        &conf("1.0.0", &store, json!({})),
+        &bin,
+    )
+    .set("CNI_ARGS", "IgnoreUnknown=1;MAC=0a:58:0a:58:00:99")
+    .run()
+    .ok();
+    assert_eq!(out["interfaces"][2]["mac"], "0a:58:0a:58:00:99");
+}
