@@ -302,3 +302,61 @@ pub fn delete_in_container(ns: &NetNs, ifname: &str) -> CniResult<Vec<IpNet>> {
 pub fn set_conf(family: &str, ifname: &str, name: &str, value: &str) {
     let _ = sysctl::set(&sysctl::conf_key(family, ifname, name), value);
 }
+
+/// Opens CNI_NETNS for ADD/CHECK with the reference's message.
+pub fn open_netns(path: &str) -> CniResult<NetNs> {
+    NetNs::open(path).map_err(|e| Error::internal(format!("failed to open netns {path:?}: {e}")))
+}
+
+/// DEL's link removal: nothing to do when CNI_NETNS is empty or the namespace is
+/// gone; otherwise deletes `ifname` there. Returns the addresses it had.
+pub fn delete_for_del(netns: &str, ifname: &str) -> CniResult<Vec<IpNet>> {
+    if netns.is_empty() {
+        return Ok(Vec::new());
+    }
+    match NetNs::open(netns) {
+        Ok(ns) => delete_in_container(&ns, ifname),
+        Err(crate::netns::Error::NotFound(_)) => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A result interface for a link; `sandbox` for the container side.
+pub fn result_interface(link: &Link, sandbox: Option<&str>) -> crate::cni::result::Interface {
+    crate::cni::result::Interface {
+        name: link.name.clone(),
+        mac: link.mac_string(),
+        sandbox: sandbox.unwrap_or_default().to_string(),
+        ..Default::default()
+    }
+}
+
+/// Deletes a container interface when dropped, unless kept: an ADD that fails
+/// after creating it leaves nothing behind.
+pub struct ContainerLinkGuard<'a> {
+    ns: &'a NetNs,
+    ifname: &'a str,
+    armed: bool,
+}
+
+impl<'a> ContainerLinkGuard<'a> {
+    pub fn new(ns: &'a NetNs, ifname: &'a str) -> Self {
+        ContainerLinkGuard {
+            ns,
+            ifname,
+            armed: true,
+        }
+    }
+
+    pub fn keep(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ContainerLinkGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = delete_in_container(self.ns, self.ifname);
+        }
+    }
+}

@@ -2,13 +2,12 @@
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
 use crate::cni::delegate::Delegate;
-use crate::cni::result::{Dns, Interface, NetResult, Route as ResultRoute};
+use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, parse_mac};
-use crate::netns::{self, NetNs};
 use ipnet::IpNet;
 use nix::libc;
 use serde::Deserialize;
@@ -216,24 +215,18 @@ impl Plugin for Bridge {
         let conf = Conf::load(inv)?;
         let mut host = Socket::open()?;
         let bridge = ensure_bridge(&mut host, &conf)?;
-        let ns = NetNs::open(&inv.env.netns).map_err(|e| {
-            Error::internal(format!("failed to open netns {:?}: {e}", inv.env.netns))
-        })?;
+        let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let veth = iface::setup_veth(&ns, ifname, conf.mtu, conf.mac)?;
         // From here on, a failure removes the container end (and with it the host end).
-        let cleanup = ContainerLink {
-            ns: &ns,
-            ifname,
-            armed: true,
-        };
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         attach_port(&mut host, &conf, &bridge, &veth.host)?;
 
         let mut result = NetResult::new();
         result.interfaces = vec![
-            iface_of(&bridge, None),
-            iface_of(&veth.host, None),
-            iface_of(&veth.container, Some(&inv.env.netns)),
+            iface::result_interface(&bridge, None),
+            iface::result_interface(&veth.host, None),
+            iface::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
         let ipam = match ipam_type(inv) {
             Some(_) => Some(Delegate::ipam(inv)?),
@@ -318,17 +311,8 @@ impl Plugin for Bridge {
         if ipam_type(inv).is_some() {
             Delegate::ipam(inv)?.del()?;
         }
-        if inv.env.netns.is_empty() {
-            return Ok(());
-        }
-        match NetNs::open(&inv.env.netns) {
-            Ok(ns) => {
-                iface::delete_in_container(&ns, &inv.env.ifname)?;
-                Ok(())
-            }
-            Err(netns::Error::NotFound(_)) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
@@ -367,9 +351,7 @@ impl Plugin for Bridge {
                     "no interface {ifname:?} with a sandbox in prevResult"
                 ))
             })?;
-        let ns = NetNs::open(&inv.env.netns).map_err(|e| {
-            Error::internal(format!("failed to open netns {:?}: {e}", inv.env.netns))
-        })?;
+        let ns = iface::open_netns(&inv.env.netns)?;
         let container = ns.run(|| -> CniResult<Link> {
             let mut sock = Socket::open()?;
             let link = sock.link_by_name(ifname)?;
@@ -412,36 +394,6 @@ impl Plugin for Bridge {
             Some(_) => Delegate::ipam(inv)?.status(),
             None => Ok(()),
         }
-    }
-}
-
-/// Deletes the container end of the veth unless kept (ADD failed half-way).
-struct ContainerLink<'a> {
-    ns: &'a NetNs,
-    ifname: &'a str,
-    armed: bool,
-}
-
-impl ContainerLink<'_> {
-    fn keep(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for ContainerLink<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = iface::delete_in_container(self.ns, self.ifname);
-        }
-    }
-}
-
-fn iface_of(link: &Link, sandbox: Option<&str>) -> Interface {
-    Interface {
-        name: link.name.clone(),
-        mac: link.mac_string(),
-        sandbox: sandbox.unwrap_or_default().to_string(),
-        ..Interface::default()
     }
 }
 

@@ -5,6 +5,7 @@ mod bridge;
 mod host_local;
 mod loopback;
 mod pending;
+mod ptp;
 mod static_ipam;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
@@ -32,7 +33,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "ptp",
         summary: "point-to-point veth pairs with host routes",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("ptp"),
+        plugin: &ptp::Ptp,
     },
     PluginInfo {
         name: "macvlan",

@@ -1,0 +1,216 @@
+//! ptp: a veth pair per container with point-to-point routing: the container
+//! reaches everything through the gateway on the host end, the host reaches the
+//! container through a /32 (/128) route.
+
+use crate::cni::delegate::Delegate;
+use crate::cni::result::{Dns, NetResult};
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::route::{RT_SCOPE_HOST, RT_SCOPE_LINK, Route};
+use ipnet::IpNet;
+use nix::libc;
+use serde::Deserialize;
+
+pub struct Ptp;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    #[serde(rename = "ipMasq")]
+    ip_masq: bool,
+    #[serde(rename = "ipMasqBackend")]
+    ip_masq_backend: Option<String>,
+    mtu: i64,
+}
+
+struct Conf {
+    mtu: Option<u32>,
+    dns: Option<Dns>,
+}
+
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let _ = k.ip_masq; // ipMasq comes with the netfilter layer.
+        if let Some(backend) = k.ip_masq_backend.as_deref()
+            && !matches!(backend, "iptables" | "nftables")
+        {
+            return Err(Error::invalid_config(format!(
+                "unknown ipMasqBackend {backend:?}"
+            )));
+        }
+        let mtu = u32::try_from(k.mtu)
+            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        Ok(Conf {
+            mtu: (mtu > 0).then_some(mtu),
+            dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
+        })
+    }
+}
+
+fn host_prefix(ip: std::net::IpAddr) -> CniResult<IpNet> {
+    let bits = if ip.is_ipv4() { 32 } else { 128 };
+    IpNet::new(ip, bits).map_err(|e| Error::internal(e.to_string()))
+}
+
+impl Plugin for Ptp {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Conf::load(inv)?;
+        let ipam = Delegate::ipam(inv)?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let (ipam_result, rollback) = ipam.add_guarded()?;
+        if ipam_result.ips.is_empty() {
+            return Err(Error::internal("IPAM plugin returned missing IP config"));
+        }
+        if let Some(ip) = ipam_result.ips.iter().find(|ip| ip.gateway.is_none()) {
+            return Err(Error::internal(format!(
+                "IPAM result for {} has no gateway: ptp needs one per address",
+                ip.address
+            )));
+        }
+        iface::enable_forwarding(&ipam_result.ips)?;
+
+        let ifname = inv.env.ifname.as_str();
+        let veth = iface::setup_veth(&ns, ifname, conf.mtu, None)?;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let mut result = NetResult::new();
+        result.interfaces = vec![
+            iface::result_interface(&veth.host, None),
+            iface::result_interface(&veth.container, Some(&inv.env.netns)),
+        ];
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        result.dns = ipam_result.dns;
+        for ip in &mut result.ips {
+            ip.interface = Some(1);
+        }
+
+        let configured = result.clone();
+        ns.run(|| -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            iface::configure(&mut sock, ifname, &configured)?;
+            let link = sock.link_by_name(ifname)?;
+            for ip in &configured.ips {
+                let Some(gw) = ip.gateway else { continue };
+                // Replace the connected route with "gw is on the link, the rest via gw".
+                let mut connected = Route::new(ip.address.trunc());
+                connected.oif = Some(link.index);
+                connected.scope = RT_SCOPE_LINK;
+                match sock.del_route(&connected) {
+                    Ok(()) => {}
+                    Err(e) if e.is_not_found() => {}
+                    Err(e) => {
+                        return Err(Error::internal(format!(
+                            "failed to delete route {}: {e}",
+                            connected.dst
+                        )));
+                    }
+                }
+                let mut to_gw = Route::new(host_prefix(gw)?);
+                to_gw.oif = Some(link.index);
+                to_gw.scope = RT_SCOPE_LINK;
+                to_gw.src = Some(ip.address.addr());
+                add_tolerating_exists(&mut sock, &to_gw)?;
+                let mut via_gw = Route::new(ip.address.trunc());
+                via_gw.oif = Some(link.index);
+                via_gw.gw = Some(gw);
+                via_gw.src = Some(ip.address.addr());
+                add_tolerating_exists(&mut sock, &via_gw)?;
+            }
+            Ok(())
+        })??;
+
+        let mut host = Socket::open()?;
+        for ip in &result.ips {
+            let Some(gw) = ip.gateway else { continue };
+            match host.add_address(veth.host.index, host_prefix(gw)?, 0) {
+                Ok(()) => {}
+                Err(e) if e.is(libc::EEXIST) => {}
+                Err(e) => {
+                    return Err(Error::internal(format!(
+                        "failed to add gateway address {gw} to {}: {e}",
+                        veth.host.name
+                    )));
+                }
+            }
+            let mut to_container = Route::new(host_prefix(ip.address.addr())?);
+            to_container.oif = Some(veth.host.index);
+            to_container.scope = RT_SCOPE_HOST;
+            add_tolerating_exists(&mut host, &to_container)?;
+        }
+
+        let container_now =
+            ns.run(|| Socket::open().and_then(|mut s| s.link_by_name(ifname)))??;
+        result.interfaces[1].mac = container_now.mac_string();
+        if let Some(dns) = conf.dns {
+            result.dns = dns;
+        }
+        cleanup.keep();
+        rollback.keep();
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv)?;
+        Delegate::ipam(inv)?.del()?;
+        iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
+        Ok(())
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv)?;
+        Delegate::ipam(inv)?.check()?;
+        let prev = inv
+            .conf
+            .prev_result()?
+            .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
+        let ifname = inv.env.ifname.as_str();
+        let want = prev
+            .interfaces
+            .iter()
+            .find(|i| i.name == ifname && !i.sandbox.is_empty())
+            .cloned()
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "no interface {ifname:?} with a sandbox in prevResult"
+                ))
+            })?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        ns.run(|| -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            let link = sock.link_by_name(ifname)?;
+            if link.kind != "veth" {
+                return Err(Error::internal(format!("{ifname:?} is not a veth")));
+            }
+            if !want.mac.is_empty() && want.mac != link.mac_string() {
+                return Err(Error::internal(format!(
+                    "interface {ifname} MAC {} does not match prevResult {}",
+                    link.mac_string(),
+                    want.mac
+                )));
+            }
+            iface::check_addresses(&mut sock, ifname, &prev)?;
+            iface::check_routes(&mut sock, &prev)
+        })?
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        Delegate::ipam(inv)?.gc()
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        Delegate::ipam(inv)?.status()
+    }
+}
+
+fn add_tolerating_exists(sock: &mut Socket, route: &Route) -> CniResult<()> {
+    match sock.add_route(route) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Err(e) => Err(Error::internal(format!(
+            "failed to add route {}: {e}",
+            route.dst
+        ))),
+    }
+}
