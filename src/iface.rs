@@ -360,3 +360,178 @@ impl Drop for ContainerLinkGuard<'_> {
         }
     }
 }
+
+/// Creates a link for the container under a temporary name, directly in the
+/// container namespace (or inside it, when its parent lives there), then renames
+/// it to `ifname`, as the reference does for macvlan, ipvlan, vlan and dummy.
+pub fn create_in_container(
+    ns: &NetNs,
+    mut spec: NewLink,
+    ifname: &str,
+    parent_in_container: bool,
+) -> CniResult<Link> {
+    spec.name = random_name("veth")?;
+    let tmp = spec.name.clone();
+    let kind = spec.kind.name();
+    if parent_in_container {
+        spec.netns = None;
+    } else {
+        spec.netns = Some(ns.fd());
+        Socket::open()?
+            .create_link(&spec)
+            .map_err(|e| Error::internal(format!("failed to create {kind}: {e}")))?;
+    }
+    ns.run(|| -> CniResult<Link> {
+        let mut sock = Socket::open()?;
+        if parent_in_container {
+            sock.create_link(&spec)
+                .map_err(|e| Error::internal(format!("failed to create {kind}: {e}")))?;
+        }
+        let link = sock.link_by_name(&tmp)?;
+        if let Err(e) = sock.set_link(link.index, Change::Name(ifname)) {
+            let _ = sock.delete_link(link.index);
+            return Err(Error::internal(format!(
+                "failed to rename {kind} to {ifname:?}: {e}"
+            )));
+        }
+        Ok(sock.link_by_index(link.index)?)
+    })?
+}
+
+/// ADD's second half for plugins with one container interface (result index 0):
+/// IPAM (DEL'd again if configuring fails) and ConfigureIface, or just link up
+/// without IPAM. `ipam_required` makes a missing `ipam.type` a config error.
+pub fn configure_single(
+    inv: &crate::cni::Invocation,
+    ns: &NetNs,
+    ifname: &str,
+    mut result: NetResult,
+    ipam_required: bool,
+) -> CniResult<NetResult> {
+    let has_ipam = ipam_type(inv).is_some();
+    if !has_ipam {
+        if ipam_required {
+            return Err(Error::invalid_config("IPAM config missing 'type' key"));
+        }
+        ns.run(|| -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            let link = sock.link_by_name(ifname)?;
+            Ok(sock.set_link(link.index, Change::Up(true))?)
+        })??;
+        return Ok(result);
+    }
+    let ipam = crate::cni::delegate::Delegate::ipam(inv)?;
+    let (ipam_result, rollback) = ipam.add_guarded()?;
+    if ipam_result.ips.is_empty() {
+        return Err(Error::internal("IPAM plugin returned missing IP config"));
+    }
+    result.ips = ipam_result.ips;
+    result.routes = ipam_result.routes;
+    result.dns = ipam_result.dns;
+    for ip in &mut result.ips {
+        ip.interface = Some(0);
+    }
+    let configured = result.clone();
+    ns.run(|| -> CniResult<()> {
+        let mut sock = Socket::open()?;
+        configure(&mut sock, ifname, &configured)
+    })??;
+    rollback.keep();
+    Ok(result)
+}
+
+/// DEL for plugins with one container interface: IPAM DEL, then the link.
+pub fn del_single(inv: &crate::cni::Invocation) -> CniResult<()> {
+    if ipam_type(inv).is_some() {
+        crate::cni::delegate::Delegate::ipam(inv)?.del()?;
+    }
+    delete_for_del(&inv.env.netns, &inv.env.ifname)?;
+    Ok(())
+}
+
+/// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
+pub fn ipam_type(inv: &crate::cni::Invocation) -> Option<&str> {
+    inv.conf
+        .common
+        .ipam
+        .as_ref()
+        .and_then(|i| i.get("type"))
+        .and_then(|t| t.as_str())
+        .filter(|t| !t.is_empty())
+}
+
+/// The link of the first default route (IPv4, then IPv6) in the calling
+/// thread's namespace: the reference's default master.
+pub fn default_route_link(sock: &mut Socket) -> CniResult<Link> {
+    for family in [Family::V4, Family::V6] {
+        let routes = sock.routes(family, RT_TABLE_MAIN, None)?;
+        if let Some(oif) = routes
+            .iter()
+            .find(|r| r.dst.prefix_len() == 0)
+            .and_then(|r| r.oif)
+        {
+            return Ok(sock.link_by_index(oif)?);
+        }
+    }
+    Err(Error::internal("no default route interface found"))
+}
+
+/// CHECK for plugins with one container interface: the link exists with the
+/// prevResult's MAC, its addresses and routes are there. Returns the link.
+pub fn check_single(inv: &crate::cni::Invocation, kind: &str) -> CniResult<Link> {
+    if ipam_type(inv).is_some() {
+        crate::cni::delegate::Delegate::ipam(inv)?.check()?;
+    }
+    let prev = inv
+        .conf
+        .prev_result()?
+        .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
+    let ifname = inv.env.ifname.as_str();
+    let want = prev
+        .interfaces
+        .iter()
+        .find(|i| i.name == ifname && !i.sandbox.is_empty())
+        .cloned()
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "no interface {ifname:?} with a sandbox in prevResult"
+            ))
+        })?;
+    let ns = open_netns(&inv.env.netns)?;
+    ns.run(|| -> CniResult<Link> {
+        let mut sock = Socket::open()?;
+        let link = sock.link_by_name(ifname)?;
+        if link.kind != kind {
+            return Err(Error::internal(format!(
+                "{ifname:?} is a {:?} link, not {kind}",
+                link.kind
+            )));
+        }
+        if !want.mac.is_empty() && want.mac != link.mac_string() {
+            return Err(Error::internal(format!(
+                "interface {ifname} MAC {} does not match prevResult {}",
+                link.mac_string(),
+                want.mac
+            )));
+        }
+        check_addresses(&mut sock, ifname, &prev)?;
+        check_routes(&mut sock, &prev)?;
+        Ok(link)
+    })?
+}
+
+/// GC forwarded to the IPAM plugin, when there is one.
+pub fn gc_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
+    match ipam_type(inv) {
+        Some(_) => crate::cni::delegate::Delegate::ipam(inv)?.gc(),
+        None => Ok(()),
+    }
+}
+
+/// STATUS forwarded to the IPAM plugin, when there is one.
+pub fn status_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
+    match ipam_type(inv) {
+        Some(_) => crate::cni::delegate::Delegate::ipam(inv)?.status(),
+        None => Ok(()),
+    }
+}

@@ -168,7 +168,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn name(&self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Kind::Veth { .. } => "veth",
             Kind::Bridge { .. } => "bridge",

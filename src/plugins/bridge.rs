@@ -100,7 +100,7 @@ impl Conf {
                 "cannot set hairpin mode and promiscuous mode at the same time",
             ));
         }
-        let layer3 = ipam_type(inv).is_some();
+        let layer3 = iface::ipam_type(inv).is_some();
         if k.disable_container_interface && layer3 {
             return Err(Error::invalid_config(
                 "cannot use IPAM when 'disableContainerInterface' flag is set",
@@ -139,17 +139,6 @@ impl Conf {
             layer3,
         })
     }
-}
-
-/// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
-pub(crate) fn ipam_type(inv: &Invocation) -> Option<&str> {
-    inv.conf
-        .common
-        .ipam
-        .as_ref()
-        .and_then(|i| i.get("type"))
-        .and_then(|t| t.as_str())
-        .filter(|t| !t.is_empty())
 }
 
 /// MAC from CNI_ARGS `MAC`, then `args.cni.mac`, then `runtimeConfig.mac`: the last one set wins.
@@ -228,7 +217,7 @@ impl Plugin for Bridge {
             iface::result_interface(&veth.host, None),
             iface::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
-        let ipam = match ipam_type(inv) {
+        let ipam = match iface::ipam_type(inv) {
             Some(_) => Some(Delegate::ipam(inv)?),
             None => None,
         };
@@ -308,7 +297,7 @@ impl Plugin for Bridge {
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         Conf::load(inv)?;
-        if ipam_type(inv).is_some() {
+        if iface::ipam_type(inv).is_some() {
             Delegate::ipam(inv)?.del()?;
         }
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
@@ -317,7 +306,7 @@ impl Plugin for Bridge {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        if ipam_type(inv).is_some() {
+        if iface::ipam_type(inv).is_some() {
             Delegate::ipam(inv)?.check()?;
         }
         let prev = inv
@@ -383,17 +372,11 @@ impl Plugin for Bridge {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        match ipam_type(inv) {
-            Some(_) => Delegate::ipam(inv)?.gc(),
-            None => Ok(()),
-        }
+        iface::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        match ipam_type(inv) {
-            Some(_) => Delegate::ipam(inv)?.status(),
-            None => Ok(()),
-        }
+        iface::status_ipam(inv)
     }
 }
 

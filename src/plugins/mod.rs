@@ -4,6 +4,7 @@
 mod bridge;
 mod host_local;
 mod loopback;
+mod macvlan;
 mod pending;
 mod ptp;
 mod static_ipam;
@@ -39,7 +40,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "macvlan",
         summary: "macvlan interfaces on a host master",
         cni_args: ArgsPolicy::Keys(ARGS_MAC),
-        plugin: pending!("macvlan"),
+        plugin: &macvlan::Macvlan,
     },
     PluginInfo {
         name: "ipvlan",

@@ -1,0 +1,144 @@
+//! macvlan: a macvlan interface on a master (the default-route interface unless
+//! configured), created straight into the container and renamed to CNI_IFNAME.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::link::{Kind, Link, NewLink};
+use serde::Deserialize;
+
+pub struct Macvlan;
+
+const IFLA_MACVLAN_MODE: u16 = 1;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    master: String,
+    mode: String,
+    mtu: i64,
+    mac: Option<String>,
+    #[serde(rename = "linkInContainer")]
+    link_in_container: bool,
+    bcqueuelen: Option<u32>,
+}
+
+struct Conf {
+    master: Link,
+    mode: u32,
+    mtu: Option<u32>,
+    mac: Option<[u8; 6]>,
+    link_in_container: bool,
+    bc_queue_len: Option<u32>,
+}
+
+/// The reference's mode names; empty means bridge.
+fn mode_from_str(s: &str) -> CniResult<u32> {
+    match s {
+        "" | "bridge" => Ok(4),
+        "private" => Ok(1),
+        "vepa" => Ok(2),
+        "passthru" => Ok(8),
+        other => Err(Error::invalid_config(format!(
+            "unknown macvlan mode: {other:?}"
+        ))),
+    }
+}
+
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let mode = mode_from_str(&k.mode)?;
+        let master = find_master(inv, &k.master, k.link_in_container)?;
+        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
+            return Err(Error::invalid_config(format!(
+                "invalid MTU {}, must be [0, master MTU({})]",
+                k.mtu, master.mtu
+            )));
+        }
+        Ok(Conf {
+            mode,
+            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
+            mac: crate::plugins::bridge::requested_mac(inv, k.mac)?,
+            link_in_container: k.link_in_container,
+            bc_queue_len: k.bcqueuelen,
+            master,
+        })
+    }
+}
+
+/// The master by name, or the default-route interface, in the host or (with
+/// linkInContainer) the container namespace.
+fn find_master(inv: &Invocation, name: &str, in_container: bool) -> CniResult<Link> {
+    let lookup = || -> CniResult<Link> {
+        let mut sock = Socket::open()?;
+        if name.is_empty() {
+            return iface::default_route_link(&mut sock);
+        }
+        sock.link_by_name(name)
+            .map_err(|e| Error::internal(format!("failed to lookup master {name:?}: {e}")))
+    };
+    if in_container {
+        iface::open_netns(&inv.env.netns)?.run(lookup)?
+    } else {
+        lookup()
+    }
+}
+
+impl Plugin for Macvlan {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Conf::load(inv)?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let mut spec = NewLink::new(
+            "",
+            Kind::Macvlan {
+                parent: conf.master.index,
+                mode: conf.mode,
+                bc_queue_len: conf.bc_queue_len,
+            },
+        );
+        spec.mtu = conf.mtu;
+        spec.mac = conf.mac;
+        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        ns.run(|| {
+            iface::set_conf("ipv4", ifname, "arp_notify", "1");
+            iface::set_conf("ipv6", ifname, "ndisc_notify", "1");
+        })?;
+        let mut result = NetResult::new();
+        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;
+        // macvlan reports the config's DNS, whatever IPAM said (reference behaviour).
+        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+        cleanup.keep();
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let _: Keys = inv.conf.plugin_keys()?;
+        iface::del_single(inv)
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        let link = iface::check_single(inv, "macvlan")?;
+        if link.info_u32(IFLA_MACVLAN_MODE) != Some(conf.mode) {
+            return Err(Error::internal(format!(
+                "container macvlan mode {:?} does not match the config's {}",
+                link.info_u32(IFLA_MACVLAN_MODE),
+                conf.mode
+            )));
+        }
+        Ok(())
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        iface::gc_ipam(inv)
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        iface::status_ipam(inv)
+    }
+}
