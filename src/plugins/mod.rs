@@ -2,12 +2,15 @@
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
 mod bridge;
+mod dummy;
 mod host_local;
+mod ipvlan;
 mod loopback;
 mod macvlan;
 mod pending;
 mod ptp;
 mod static_ipam;
+mod vlan;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
 use pending::Pending;
@@ -46,13 +49,13 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "ipvlan",
         summary: "ipvlan interfaces on a host master",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("ipvlan"),
+        plugin: &ipvlan::Ipvlan,
     },
     PluginInfo {
         name: "vlan",
         summary: "802.1q VLAN interfaces on a host master",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("vlan"),
+        plugin: &vlan::Vlan,
     },
     PluginInfo {
         name: "host-device",
@@ -70,7 +73,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "dummy",
         summary: "dummy interfaces inside the container",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("dummy"),
+        plugin: &dummy::Dummy,
     },
     PluginInfo {
         name: "tap",

@@ -264,3 +264,49 @@ impl Call {
         self.set("CNI_PATH", &p)
     }
 }
+
+/// Whether this kernel can create a link of this kind in the test's host
+/// namespace (`ip link add … type <kind> …`); Err carries the reason to print.
+/// `on_parent` puts it on a veth `probe-parent`; `options` follow the kind.
+pub fn kernel_supports(kind: &str, on_parent: bool, options: &[&str]) -> Result<(), String> {
+    let parent = [
+        "link",
+        "add",
+        "probe-parent",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "probe-peer",
+    ];
+    let _ = Command::new("ip").args(parent).output();
+    let mut args = vec!["link", "add"];
+    if on_parent {
+        args.extend_from_slice(&["link", "probe-parent"]);
+    }
+    args.extend_from_slice(&["probe-link", "type", kind]);
+    args.extend_from_slice(options);
+    let out = Command::new("ip")
+        .args(&args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let _ = Command::new("ip")
+        .args(["link", "del", "probe-link"])
+        .output();
+    let _ = Command::new("ip")
+        .args(["link", "del", "probe-parent"])
+        .output();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "kernel has no {kind} links ({})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Prints why a test is skipped (visible with --nocapture and in CI logs).
+pub fn skip(test: &str, reason: &str) {
+    eprintln!("SKIP {test}: {reason}");
+}

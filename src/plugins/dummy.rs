@@ -1,0 +1,44 @@
+//! dummy: a dummy interface in the container carrying IPAM's addresses.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::link::{Kind, NewLink};
+
+pub struct Dummy;
+
+impl Plugin for Dummy {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        if iface::ipam_type(inv).is_none() {
+            return Err(Error::invalid_config(
+                "IPAM config missing 'type' key: dummy needs IPAM",
+            ));
+        }
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let link = iface::create_in_container(&ns, NewLink::new("", Kind::Dummy), ifname, false)?;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let mut result = NetResult::new();
+        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        // dummy keeps IPAM's DNS (reference behaviour).
+        let result = iface::configure_single(inv, &ns, ifname, result, true)?;
+        cleanup.keep();
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        iface::del_single(inv)
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        iface::check_single(inv, "dummy").map(drop)
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        iface::gc_ipam(inv)
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        iface::status_ipam(inv)
+    }
+}

@@ -1,0 +1,154 @@
+//! ipvlan: an ipvlan interface on a master, created straight into the container.
+//! Chained after another plugin with no IPAM of its own, it reuses prevResult's IPs.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::link::{Kind, Link, NewLink};
+use serde::Deserialize;
+
+pub struct Ipvlan;
+
+const IFLA_IPVLAN_MODE: u16 = 1;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    master: String,
+    mode: String,
+    mtu: i64,
+    #[serde(rename = "linkInContainer")]
+    link_in_container: bool,
+}
+
+fn mode_from_str(s: &str) -> CniResult<u16> {
+    match s {
+        "" | "l2" => Ok(0),
+        "l3" => Ok(1),
+        "l3s" => Ok(2),
+        other => Err(Error::invalid_config(format!(
+            "unknown ipvlan mode: {other:?}"
+        ))),
+    }
+}
+
+struct Conf {
+    master: Link,
+    mode: u16,
+    mtu: Option<u32>,
+    link_in_container: bool,
+}
+
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let mode = mode_from_str(&k.mode)?;
+        let mut master_name = k.master.clone();
+        if master_name.is_empty()
+            && let Some(prev) = inv.conf.prev_result()?
+        {
+            // Chained: the single interface of the previous plugin.
+            if let [only] = prev.interfaces.as_slice() {
+                master_name = only.name.clone();
+            }
+        }
+        let lookup = || -> CniResult<Link> {
+            let mut sock = Socket::open()?;
+            if master_name.is_empty() {
+                return iface::default_route_link(&mut sock);
+            }
+            sock.link_by_name(&master_name).map_err(|e| {
+                Error::internal(format!("failed to lookup master {master_name:?}: {e}"))
+            })
+        };
+        let master = if k.link_in_container {
+            iface::open_netns(&inv.env.netns)?.run(lookup)??
+        } else {
+            lookup()?
+        };
+        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
+            return Err(Error::invalid_config(format!(
+                "invalid MTU {}, must be [0, master MTU({})]",
+                k.mtu, master.mtu
+            )));
+        }
+        Ok(Conf {
+            master,
+            mode,
+            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
+            link_in_container: k.link_in_container,
+        })
+    }
+}
+
+impl Plugin for Ipvlan {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Conf::load(inv)?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let mut spec = NewLink::new(
+            "",
+            Kind::Ipvlan {
+                parent: conf.master.index,
+                mode: conf.mode,
+            },
+        );
+        spec.mtu = conf.mtu;
+        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        ns.run(|| {
+            iface::set_conf("ipv4", ifname, "arp_notify", "1");
+            iface::set_conf("ipv6", ifname, "ndisc_notify", "1");
+        })?;
+        let mut result = NetResult::new();
+        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        let chained_ips = match (iface::ipam_type(inv), inv.conf.prev_result()?) {
+            (None, Some(prev)) if !prev.ips.is_empty() => Some(prev),
+            _ => None,
+        };
+        let mut result = match chained_ips {
+            Some(prev) => {
+                result.ips = prev.ips;
+                result.routes = prev.routes;
+                for ip in &mut result.ips {
+                    ip.interface = Some(0);
+                }
+                let configured = result.clone();
+                ns.run(|| -> CniResult<()> {
+                    let mut sock = Socket::open()?;
+                    iface::configure(&mut sock, ifname, &configured)
+                })??;
+                result
+            }
+            None => iface::configure_single(inv, &ns, ifname, result, true)?,
+        };
+        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+        cleanup.keep();
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let _: Keys = inv.conf.plugin_keys()?;
+        iface::del_single(inv)
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        let link = iface::check_single(inv, "ipvlan")?;
+        if link.info_u32(IFLA_IPVLAN_MODE) != Some(u32::from(conf.mode)) {
+            return Err(Error::internal(
+                "container ipvlan mode does not match the config",
+            ));
+        }
+        Ok(())
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        iface::gc_ipam(inv)
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        iface::status_ipam(inv)
+    }
+}

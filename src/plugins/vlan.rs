@@ -1,0 +1,125 @@
+//! vlan: an 802.1q interface on a master, created straight into the container.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::link::{Kind, Link, NewLink};
+use serde::Deserialize;
+
+pub struct Vlan;
+
+const IFLA_VLAN_ID: u16 = 1;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    master: String,
+    #[serde(rename = "vlanId")]
+    vlan_id: i64,
+    mtu: i64,
+    #[serde(rename = "linkInContainer")]
+    link_in_container: bool,
+}
+
+struct Conf {
+    master: Link,
+    id: u16,
+    mtu: Option<u32>,
+    link_in_container: bool,
+}
+
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        if k.master.is_empty() {
+            return Err(Error::invalid_config(
+                "\"master\" field is required. It specifies the host interface name to create the VLAN for.",
+            ));
+        }
+        let id = u16::try_from(k.vlan_id)
+            .ok()
+            .filter(|id| *id <= 4094)
+            .ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "invalid VLAN ID {} (must be between 0 and 4094 inclusive)",
+                    k.vlan_id
+                ))
+            })?;
+        let lookup = || -> CniResult<Link> {
+            Socket::open()?.link_by_name(&k.master).map_err(|e| {
+                Error::internal(format!("failed to lookup master {:?}: {e}", k.master))
+            })
+        };
+        let master = if k.link_in_container {
+            iface::open_netns(&inv.env.netns)?.run(lookup)??
+        } else {
+            lookup()?
+        };
+        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
+            return Err(Error::invalid_config(format!(
+                "invalid MTU {}, must be [0, master MTU({})]",
+                k.mtu, master.mtu
+            )));
+        }
+        Ok(Conf {
+            master,
+            id,
+            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
+            link_in_container: k.link_in_container,
+        })
+    }
+}
+
+impl Plugin for Vlan {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Conf::load(inv)?;
+        if iface::ipam_type(inv).is_none() {
+            return Err(Error::invalid_config("IPAM config missing 'type' key"));
+        }
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let mut spec = NewLink::new(
+            "",
+            Kind::Vlan {
+                parent: conf.master.index,
+                id: conf.id,
+            },
+        );
+        spec.mtu = conf.mtu;
+        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let mut result = NetResult::new();
+        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        let mut result = iface::configure_single(inv, &ns, ifname, result, true)?;
+        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+        cleanup.keep();
+        Ok(result)
+    }
+
+    /// Unlike the reference, DEL does not need the master to exist.
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let _: Keys = inv.conf.plugin_keys()?;
+        iface::del_single(inv)
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        let link = iface::check_single(inv, "vlan")?;
+        if link.info_u32(IFLA_VLAN_ID) != Some(u32::from(conf.id)) {
+            return Err(Error::internal(format!(
+                "container vlan id does not match the config's {}",
+                conf.id
+            )));
+        }
+        Ok(())
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        iface::gc_ipam(inv)
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        iface::status_ipam(inv)
+    }
+}

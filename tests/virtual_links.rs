@@ -1,0 +1,160 @@
+//! ipvlan, vlan and dummy: config validation everywhere; link tests where the
+//! kernel has these link kinds (they skip with a printed reason elsewhere).
+
+mod harness;
+
+use harness::{Call, Netns, TempDir, enter_test_host, kernel_supports, plugin_dir, run_in, skip};
+use serde_json::{Value, json};
+
+fn conf(plugin: &str, extra: Value) -> Value {
+    let mut c = json!({
+        "cniVersion": "1.0.0",
+        "name": "virt-net",
+        "type": plugin,
+        "master": "virt-master",
+        "ipam": {"type": "static", "addresses": [{"address": "10.44.0.2/24"}]}
+    });
+    if let (Some(c), Some(extra)) = (c.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            c.insert(k.clone(), v.clone());
+        }
+    }
+    c
+}
+
+fn call(plugin: &str, cmd: &str, ns: &Netns, c: &Value, bin: &TempDir) -> Call {
+    Call::new(plugin, cmd, ns.path(), &c.to_string()).path(bin)
+}
+
+fn make_master() {
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "virt-master",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "virt-peer",
+        ],
+    );
+    run_in(None, "ip", &["link", "set", "virt-master", "up"]);
+}
+
+fn eth0(ns: &Netns) -> Value {
+    let out = ns.sh("ip", &["-j", "-d", "addr", "show", "dev", "eth0"]);
+    serde_json::from_str::<Value>(&out).expect("ip json")[0].clone()
+}
+
+/// ADD gives eth0 of `kind` with the static address; CHECK passes; DEL twice.
+fn add_check_del(plugin: &str, kind: &str, extra: Value) -> Value {
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let c = conf(plugin, extra);
+    let out = call(plugin, "ADD", &ns, &c, &bin).run().ok();
+    assert_eq!(
+        out["ips"],
+        json!([{"address": "10.44.0.2/24", "interface": 0}])
+    );
+    let link = eth0(&ns);
+    assert_eq!(link["linkinfo"]["info_kind"], kind, "{link}");
+    let mut checked = c.clone();
+    checked["prevResult"] = out.clone();
+    call(plugin, "CHECK", &ns, &checked, &bin).run().ok();
+    call(plugin, "DEL", &ns, &c, &bin).run().ok();
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    call(plugin, "DEL", &ns, &c, &bin).run().ok();
+    link
+}
+
+#[test]
+fn configs_are_validated_before_touching_the_kernel() {
+    enter_test_host();
+    make_master();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    for (plugin, extra, code) in [
+        ("ipvlan", json!({"mode": "l4"}), 7),
+        ("ipvlan", json!({"mtu": 100000}), 7),
+        ("ipvlan", json!({"master": "nope0"}), 999),
+        ("vlan", json!({"master": ""}), 7),
+        ("vlan", json!({"vlanId": 4095}), 7),
+        ("vlan", json!({"vlanId": -1}), 7),
+        ("vlan", json!({"vlanId": 5, "ipam": {}}), 7),
+        ("dummy", json!({"ipam": {}}), 7),
+    ] {
+        call(plugin, "ADD", &ns, &conf(plugin, extra.clone()), &bin)
+            .run()
+            .err(code);
+    }
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+}
+
+#[test]
+fn ipvlan_l2_and_l3() {
+    enter_test_host();
+    if let Err(reason) = kernel_supports("ipvlan", true, &[]) {
+        skip("ipvlan_l2_and_l3", &reason);
+        return fails_cleanly_without_kernel_support("ipvlan", json!({}));
+    }
+    make_master();
+    let link = add_check_del("ipvlan", "ipvlan", json!({}));
+    assert_eq!(link["linkinfo"]["info_data"]["mode"], "l2");
+    let link = add_check_del("ipvlan", "ipvlan", json!({"mode": "l3"}));
+    assert_eq!(link["linkinfo"]["info_data"]["mode"], "l3");
+}
+
+#[test]
+fn vlan_with_id() {
+    enter_test_host();
+    if let Err(reason) = kernel_supports("vlan", true, &["id", "7"]) {
+        skip("vlan_with_id", &reason);
+        return fails_cleanly_without_kernel_support("vlan", json!({"vlanId": 7}));
+    }
+    make_master();
+    let link = add_check_del("vlan", "vlan", json!({"vlanId": 7}));
+    assert_eq!(link["linkinfo"]["info_data"]["id"], 7);
+}
+
+#[test]
+fn dummy_with_ipam() {
+    enter_test_host();
+    if let Err(reason) = kernel_supports("dummy", false, &[]) {
+        skip("dummy_with_ipam", &reason);
+        return fails_cleanly_without_kernel_support("dummy", json!({}));
+    }
+    add_check_del("dummy", "dummy", json!({}));
+}
+
+/// Where the kernel lacks the kind, ADD reports the kernel's reason and leaves nothing.
+fn fails_cleanly_without_kernel_support(plugin: &str, extra: Value) {
+    make_master();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let e = call(plugin, "ADD", &ns, &conf(plugin, extra), &bin)
+        .run()
+        .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("Unknown device type")),
+        "{e}"
+    );
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    assert!(!run_in(None, "ip", &["-o", "link"]).contains("veth"));
+}
