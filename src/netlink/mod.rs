@@ -6,6 +6,7 @@ pub mod addr;
 pub mod link;
 pub mod route;
 pub mod sysctl;
+pub mod tun;
 pub mod wire;
 
 use neli::consts::nl::{NlType, NlmF};

@@ -10,6 +10,7 @@ mod macvlan;
 mod pending;
 mod ptp;
 mod static_ipam;
+mod tap;
 mod vlan;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
@@ -79,7 +80,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "tap",
         summary: "tap devices inside the container",
         cni_args: ArgsPolicy::Keys(ARGS_MAC),
-        plugin: pending!("tap"),
+        plugin: &tap::Tap,
     },
     PluginInfo {
         name: "host-local",

@@ -1,0 +1,81 @@
+//! tap devices: created through /dev/net/tun ioctls (the kernel refuses
+//! RTM_NEWLINK for kind "tun"), made persistent, then handled as links.
+
+use nix::libc;
+use std::os::fd::AsRawFd;
+
+/// `struct ifreq` with the flags member of its union; 40 bytes as in C.
+#[repr(C)]
+struct IfReq {
+    name: [u8; libc::IFNAMSIZ],
+    flags: libc::c_short,
+    _pad: [u8; 22],
+}
+
+nix::ioctl_write_ptr_bad!(tun_set_iff, libc::TUNSETIFF, IfReq);
+nix::ioctl_write_int_bad!(tun_set_persist, libc::TUNSETPERSIST);
+nix::ioctl_write_int_bad!(tun_set_owner, libc::TUNSETOWNER);
+nix::ioctl_write_int_bad!(tun_set_group, libc::TUNSETGROUP);
+
+/// How to create the tap.
+#[derive(Debug, Clone, Default)]
+pub struct TapSpec {
+    pub name: String,
+    pub multi_queue: bool,
+    /// The vnet header, as the reference's netlink path sets it (owner and group given).
+    pub vnet_hdr: bool,
+    /// Packet information header off (`IFF_NO_PI`), as `ip tuntap` creates taps.
+    pub no_pi: bool,
+    pub owner: Option<u32>,
+    pub group: Option<u32>,
+}
+
+/// Creates a persistent tap in the calling thread's namespace.
+pub fn create_tap(spec: &TapSpec) -> Result<(), String> {
+    if spec.name.is_empty() || spec.name.len() >= libc::IFNAMSIZ {
+        return Err(format!("invalid tap name {:?}", spec.name));
+    }
+    let tun = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map_err(|e| format!("failed to open /dev/net/tun: {e}"))?;
+    let mut flags = libc::IFF_TAP;
+    if spec.vnet_hdr {
+        flags |= libc::IFF_VNET_HDR;
+    }
+    if spec.no_pi || spec.multi_queue {
+        flags |= libc::IFF_NO_PI;
+    }
+    if spec.multi_queue {
+        flags |= libc::IFF_MULTI_QUEUE;
+    }
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: flags as libc::c_short,
+        _pad: [0; 22],
+    };
+    req.name[..spec.name.len()].copy_from_slice(spec.name.as_bytes());
+    let fd = tun.as_raw_fd();
+    // SAFETY: `fd` is an open /dev/net/tun descriptor and `req` is a valid,
+    // initialised ifreq-sized struct that outlives each call.
+    unsafe {
+        tun_set_iff(fd, &req).map_err(|e| format!("TUNSETIFF {}: {e}", spec.name))?;
+        if let Some(uid) = spec.owner {
+            tun_set_owner(fd, uid as libc::c_int).map_err(|e| format!("TUNSETOWNER: {e}"))?;
+        }
+        if let Some(gid) = spec.group {
+            tun_set_group(fd, gid as libc::c_int).map_err(|e| format!("TUNSETGROUP: {e}"))?;
+        }
+        tun_set_persist(fd, 1).map_err(|e| format!("TUNSETPERSIST: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ifreq_has_the_c_size() {
+        assert_eq!(std::mem::size_of::<super::IfReq>(), 40);
+    }
+}

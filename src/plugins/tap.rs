@@ -1,0 +1,112 @@
+//! tap: a persistent tap device in the container (for VMs in pods), created with
+//! /dev/net/tun ioctls inside the container namespace; never `ip tuntap`.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::link::{Change, Link};
+use crate::netlink::tun::{TapSpec, create_tap};
+use serde::Deserialize;
+
+pub struct Tap;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    mac: Option<String>,
+    mtu: i64,
+    #[serde(rename = "multiQueue")]
+    multi_queue: bool,
+    owner: Option<u32>,
+    group: Option<u32>,
+    #[serde(rename = "selinuxContext")]
+    selinux_context: String,
+    bridge: String,
+}
+
+impl Plugin for Tap {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        if !k.selinux_context.is_empty() {
+            // The reference applies it to the `ip` process it runs; cni-multi runs none.
+            return Err(Error::invalid_config(
+                "selinuxContext is not supported: cni-multi creates taps without running ip",
+            ));
+        }
+        let mtu = u32::try_from(k.mtu)
+            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        let mac = crate::plugins::bridge::requested_mac(inv, k.mac.clone())?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let tmp = iface::random_name("tap")?;
+        // Owner and group both set: the reference's netlink path (vnet header);
+        // otherwise what its `ip tuntap add` path creates (no packet info).
+        let both = k.owner.is_some() && k.group.is_some();
+        let spec = TapSpec {
+            name: tmp.clone(),
+            multi_queue: k.multi_queue,
+            vnet_hdr: both,
+            no_pi: !both,
+            owner: k.owner,
+            group: k.group,
+        };
+        let bridge = k.bridge.clone();
+        let link = ns.run(|| -> CniResult<Link> {
+            let mut sock = Socket::open()?;
+            if sock.link_by_name(ifname).is_ok() {
+                return Err(Error::internal(format!(
+                    "container interface name provided ({ifname}) already exists"
+                )));
+            }
+            create_tap(&spec).map_err(|e| Error::internal(format!("failed to create tap: {e}")))?;
+            let link = sock.link_by_name(&tmp)?;
+            let configured = (|| -> CniResult<()> {
+                if mtu > 0 {
+                    sock.set_link(link.index, Change::Mtu(mtu))?;
+                }
+                if let Some(mac) = mac {
+                    sock.set_link(link.index, Change::Mac(mac))?;
+                }
+                sock.set_link(link.index, Change::Name(ifname))?;
+                if !bridge.is_empty() {
+                    let br = sock.link_by_name(&bridge).map_err(|e| {
+                        Error::internal(format!("failed to find bridge {bridge:?}: {e}"))
+                    })?;
+                    sock.set_link(link.index, Change::Master(Some(br.index)))?;
+                }
+                iface::set_conf("ipv4", ifname, "arp_notify", "1");
+                Ok(())
+            })();
+            if let Err(e) = configured {
+                let _ = sock.delete_link(link.index);
+                return Err(e);
+            }
+            Ok(sock.link_by_index(link.index)?)
+        })??;
+        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let mut result = NetResult::new();
+        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;
+        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+        cleanup.keep();
+        Ok(result)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let _: Keys = inv.conf.plugin_keys()?;
+        iface::del_single(inv)
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        iface::check_single(inv, "tun").map(drop)
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        iface::gc_ipam(inv)
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        iface::status_ipam(inv)
+    }
+}
