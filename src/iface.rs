@@ -478,7 +478,8 @@ pub fn default_route_link(sock: &mut Socket) -> CniResult<Link> {
 
 /// CHECK for plugins with one container interface: the link exists with the
 /// prevResult's MAC, its addresses and routes are there. Returns the link.
-pub fn check_single(inv: &crate::cni::Invocation, kind: &str) -> CniResult<Link> {
+/// `kind` None accepts any link kind (host-device moves physical devices).
+pub fn check_single(inv: &crate::cni::Invocation, kind: Option<&str>) -> CniResult<Link> {
     if ipam_type(inv).is_some() {
         crate::cni::delegate::Delegate::ipam(inv)?.check()?;
     }
@@ -501,7 +502,9 @@ pub fn check_single(inv: &crate::cni::Invocation, kind: &str) -> CniResult<Link>
     ns.run(|| -> CniResult<Link> {
         let mut sock = Socket::open()?;
         let link = sock.link_by_name(ifname)?;
-        if link.kind != kind {
+        if let Some(kind) = kind
+            && link.kind != kind
+        {
             return Err(Error::internal(format!(
                 "{ifname:?} is a {:?} link, not {kind}",
                 link.kind

@@ -31,7 +31,7 @@ impl Plugin for Dummy {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, "dummy").map(drop)
+        iface::check_single(inv, Some("dummy")).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

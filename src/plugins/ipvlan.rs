@@ -135,7 +135,7 @@ impl Plugin for Ipvlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, "ipvlan")?;
+        let link = iface::check_single(inv, Some("ipvlan"))?;
         if link.info_u32(IFLA_IPVLAN_MODE) != Some(u32::from(conf.mode)) {
             return Err(Error::internal(
                 "container ipvlan mode does not match the config",

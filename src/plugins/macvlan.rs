@@ -123,7 +123,7 @@ impl Plugin for Macvlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, "macvlan")?;
+        let link = iface::check_single(inv, Some("macvlan"))?;
         if link.info_u32(IFLA_MACVLAN_MODE) != Some(conf.mode) {
             return Err(Error::internal(format!(
                 "container macvlan mode {:?} does not match the config's {}",

@@ -3,6 +3,7 @@
 
 mod bridge;
 mod dummy;
+mod host_device;
 mod host_local;
 mod ipvlan;
 mod loopback;
@@ -62,7 +63,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "host-device",
         summary: "moves an existing host device into the container",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("host-device"),
+        plugin: &host_device::HostDevice,
     },
     PluginInfo {
         name: "loopback",

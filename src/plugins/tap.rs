@@ -99,7 +99,7 @@ impl Plugin for Tap {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, "tun").map(drop)
+        iface::check_single(inv, Some("tun")).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

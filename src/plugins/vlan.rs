@@ -105,7 +105,7 @@ impl Plugin for Vlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, "vlan")?;
+        let link = iface::check_single(inv, Some("vlan"))?;
         if link.info_u32(IFLA_VLAN_ID) != Some(u32::from(conf.id)) {
             return Err(Error::internal(format!(
                 "container vlan id does not match the config's {}",
