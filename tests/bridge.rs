@@ -3,7 +3,9 @@
 
 mod harness;
 
-use harness::{Call, Netns, TempDir, VERSIONS, enter_test_host, plugin_dir, run_in};
+use harness::{
+    Call, Netns, TempDir, VERSIONS, enter_test_host, kernel_supports, plugin_dir, run_in, skip,
+};
 use serde_json::{Value, json};
 
 fn conf(version: &str, store: &TempDir, extra: Value) -> Value {
@@ -278,4 +280,82 @@ fn bad_configs_and_failures_leave_nothing_behind() {
     .run()
     .ok();
     assert_eq!(out["interfaces"][2]["mac"], "0a:58:0a:58:00:99");
+}
+
+#[test]
+fn vlan_access_and_trunk_ports() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-vlan"));
+    let c = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-vlan", "isGateway": false, "vlan": 100, "vlanTrunk": [{"id": 200}, {"minID": 300, "maxID": 302}]}),
+    );
+    let ns = Netns::new();
+    if let Err(reason) = kernel_supports("bridge", false, &["vlan_filtering", "1"]) {
+        skip("vlan_access_and_trunk_ports", &reason);
+        // Without VLAN filtering the bridge cannot be made: a clear error, nothing left.
+        let e = call("ADD", &ns, "ctr-v", &c, &bin).run().err(999);
+        assert!(e["msg"].as_str().is_some_and(|m| m.contains("cni-vlan")), "{e}");
+        assert!(!host(&["ip", "-o", "link"]).contains("veth"));
+        assert!(!store.0.join("br-net").join("10.88.0.2").exists());
+        return;
+    }
+    let out = call("ADD", &ns, "ctr-v", &c, &bin).run().ok();
+    let port = out["interfaces"][1]["name"].as_str().expect("host veth").to_string();
+    let vlans = host(&["bridge", "-j", "vlan", "show", "dev", &port]);
+    let vlans = json_of(&vlans);
+    let ids: Vec<(u64, bool)> = vlans[0]["vlans"]
+        .as_array()
+        .expect("vlans")
+        .iter()
+        .map(|v| {
+            let flags = v["flags"].as_array().cloned().unwrap_or_default();
+            (v["vlan"].as_u64().unwrap_or(0), flags.contains(&json!("PVID")))
+        })
+        .collect();
+    assert_eq!(ids, [(100, true), (200, false), (300, false), (301, false), (302, false)]);
+    call("DEL", &ns, "ctr-v", &c, &bin).run().ok();
+}
+
+#[test]
+fn dual_stack_gateway_and_default_routes() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-dual"));
+    let c = json!({
+        "cniVersion": "1.1.0", "name": "br-dual", "type": "bridge", "bridge": "cni-dual",
+        "isDefaultGateway": true,
+        "ipam": {"type": "host-local", "dataDir": store.0, "ranges": [
+            [{"subnet": "10.89.0.0/24"}], [{"subnet": "fd89::/64"}]
+        ]}
+    });
+    let (a, b) = (Netns::new(), Netns::new());
+    let out = call("ADD", &a, "ctr-a", &c, &bin).run().ok();
+    call("ADD", &b, "ctr-b", &c, &bin).run().ok();
+    assert_eq!(
+        out["ips"],
+        json!([
+            {"address": "10.89.0.2/24", "gateway": "10.89.0.1", "interface": 2},
+            {"address": "fd89::2/64", "gateway": "fd89::1", "interface": 2}
+        ])
+    );
+    assert_eq!(
+        out["routes"],
+        json!([{"dst": "0.0.0.0/0", "gw": "10.89.0.1"}, {"dst": "::/0", "gw": "fd89::1"}])
+    );
+    let br = link_json(None, "cni-dual");
+    let mut have = addrs(&br);
+    have.sort();
+    assert_eq!(have, ["10.89.0.1/24", "fd89::1/64"]);
+    // The v6 address has left the tentative state (ADD waited for DAD).
+    let v6 = a.sh("ip", &["-6", "addr", "show", "dev", "eth0"]);
+    assert!(v6.contains("fd89::2/64") && !v6.contains("tentative"), "{v6}");
+    assert!(a.sh("ip", &["-6", "route", "show", "default"]).contains("via fd89::1"));
+    let ping6 = std::process::Command::new("nsenter")
+        .args([&format!("--net={}", a.path()), "ping", "-6", "-c1", "-W2", "fd89::3"])
+        .output()
+        .expect("ping -6");
+    assert!(ping6.status.success(), "v6 between containers");
+    call("DEL", &a, "ctr-a", &c, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &c, &bin).run().ok();
 }
