@@ -39,8 +39,9 @@ install-check: build
 
 test: deps lint install-check unit
 
-bench:
-	@echo "make bench: not implemented yet (issue 8)"; exit 1
+bench: build
+	@echo "The full benchmark comes with issue 8; for now: bridge scale (200 containers)."
+	./bench/bridge-scale.sh 200 $(REF_DIR)
 
 clean:
 	$(CARGO) clean

@@ -123,6 +123,15 @@ fn add_builds_the_host_and_container_sides_and_containers_ping_each_other() {
     let routes = a.sh("ip", &["-j", "route", "show", "default"]);
     assert_eq!(json_of(&routes)[0]["gateway"], "10.88.0.1", "{routes}");
 
+    // The bridge MAC is pinned: a port with a lower MAC does not move it.
+    let low = Netns::new();
+    call("ADD", &low, "ctr-low", &c, &bin)
+        .set("CNI_ARGS", "IgnoreUnknown=1;MAC=02:00:00:00:00:01")
+        .run()
+        .ok();
+    assert_eq!(link_json(None, "cni-br0")["address"], ifs[0]["mac"]);
+    call("DEL", &low, "ctr-low", &c, &bin).run().ok();
+
     assert!(pings(&a, "10.88.0.3"), "a reaches b");
     assert!(pings(&b, "10.88.0.2"), "b reaches a");
     assert!(pings(&a, "10.88.0.1"), "a reaches its gateway");
@@ -296,13 +305,19 @@ fn vlan_access_and_trunk_ports() {
         skip("vlan_access_and_trunk_ports", &reason);
         // Without VLAN filtering the bridge cannot be made: a clear error, nothing left.
         let e = call("ADD", &ns, "ctr-v", &c, &bin).run().err(999);
-        assert!(e["msg"].as_str().is_some_and(|m| m.contains("cni-vlan")), "{e}");
+        assert!(
+            e["msg"].as_str().is_some_and(|m| m.contains("cni-vlan")),
+            "{e}"
+        );
         assert!(!host(&["ip", "-o", "link"]).contains("veth"));
         assert!(!store.0.join("br-net").join("10.88.0.2").exists());
         return;
     }
     let out = call("ADD", &ns, "ctr-v", &c, &bin).run().ok();
-    let port = out["interfaces"][1]["name"].as_str().expect("host veth").to_string();
+    let port = out["interfaces"][1]["name"]
+        .as_str()
+        .expect("host veth")
+        .to_string();
     let vlans = host(&["bridge", "-j", "vlan", "show", "dev", &port]);
     let vlans = json_of(&vlans);
     let ids: Vec<(u64, bool)> = vlans[0]["vlans"]
@@ -311,10 +326,22 @@ fn vlan_access_and_trunk_ports() {
         .iter()
         .map(|v| {
             let flags = v["flags"].as_array().cloned().unwrap_or_default();
-            (v["vlan"].as_u64().unwrap_or(0), flags.contains(&json!("PVID")))
+            (
+                v["vlan"].as_u64().unwrap_or(0),
+                flags.contains(&json!("PVID")),
+            )
         })
         .collect();
-    assert_eq!(ids, [(100, true), (200, false), (300, false), (301, false), (302, false)]);
+    assert_eq!(
+        ids,
+        [
+            (100, true),
+            (200, false),
+            (300, false),
+            (301, false),
+            (302, false)
+        ]
+    );
     call("DEL", &ns, "ctr-v", &c, &bin).run().ok();
 }
 
@@ -349,10 +376,23 @@ fn dual_stack_gateway_and_default_routes() {
     assert_eq!(have, ["10.89.0.1/24", "fd89::1/64"]);
     // The v6 address has left the tentative state (ADD waited for DAD).
     let v6 = a.sh("ip", &["-6", "addr", "show", "dev", "eth0"]);
-    assert!(v6.contains("fd89::2/64") && !v6.contains("tentative"), "{v6}");
-    assert!(a.sh("ip", &["-6", "route", "show", "default"]).contains("via fd89::1"));
+    assert!(
+        v6.contains("fd89::2/64") && !v6.contains("tentative"),
+        "{v6}"
+    );
+    assert!(
+        a.sh("ip", &["-6", "route", "show", "default"])
+            .contains("via fd89::1")
+    );
     let ping6 = std::process::Command::new("nsenter")
-        .args([&format!("--net={}", a.path()), "ping", "-6", "-c1", "-W2", "fd89::3"])
+        .args([
+            &format!("--net={}", a.path()),
+            "ping",
+            "-6",
+            "-c1",
+            "-W2",
+            "fd89::3",
+        ])
         .output()
         .expect("ping -6");
     assert!(ping6.status.success(), "v6 between containers");

@@ -99,15 +99,16 @@ impl DiskStore {
     pub fn reservations(&self) -> io::Result<Vec<Reservation>> {
         let mut out = Vec::new();
         let entries = std::fs::read_dir(&self.dir).map_err(|e| annotate(e, "read", &self.dir))?;
+        // openat on the directory and one read into a reused buffer: this scan runs
+        // on every ADD (duplicate check), so it must stay cheap with many pods.
+        let dir = File::open(&self.dir).map_err(|e| annotate(e, "open", &self.dir))?;
+        let mut buf = vec![0u8; 4096];
         for entry in entries.flatten() {
-            let Some(ip) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<IpAddr>().ok())
-            else {
+            let name = entry.file_name();
+            let Some(ip) = name.to_str().and_then(|n| n.parse::<IpAddr>().ok()) else {
                 continue;
             };
-            let Ok(content) = std::fs::read_to_string(entry.path()) else {
+            let Some(content) = read_small(&dir, &name, &mut buf) else {
                 continue;
             };
             let content = content.trim();
@@ -162,6 +163,27 @@ impl DiskStore {
             _ => Ok(()),
         }
     }
+}
+
+/// A small file under `dir` as text (open, read, close; no stat). Files that
+/// vanish meanwhile (a concurrent DEL outside our lock) read as None.
+fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<String> {
+    use nix::fcntl::{OFlag, openat};
+    use nix::sys::stat::Mode;
+    let fd = openat(dir, name, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match nix::unistd::read(&fd, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&buf[..len]).into_owned())
 }
 
 impl Reservation {

@@ -203,7 +203,7 @@ impl Plugin for Bridge {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let mut host = Socket::open()?;
-        let bridge = ensure_bridge(&mut host, &conf)?;
+        let (bridge, created) = ensure_bridge(&mut host, &conf)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let veth = iface::setup_veth(&ns, ifname, conf.mtu, conf.mac)?;
@@ -266,13 +266,19 @@ impl Plugin for Bridge {
         })??;
 
         if conf.is_gateway {
+            let mut added = false;
             for gw in &gateways {
-                ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
+                added |= ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
             }
-            // Pin the bridge MAC: otherwise it follows the lowest port MAC.
-            let current = host.link_by_index(bridge.index)?;
-            if let Ok(mac) = <[u8; 6]>::try_from(current.mac.as_slice()) {
-                host.set_link(bridge.index, Change::Mac(mac))?;
+            // Pin the bridge MAC, or it follows the lowest port MAC. Once set it
+            // stays (the kernel keeps a user-set bridge address), so only the ADD
+            // that made the bridge or gave it its gateway pays for it: with many
+            // ports the kernel's cost of this grows with each one.
+            if created || added {
+                let current = host.link_by_index(bridge.index)?;
+                if let Ok(mac) = <[u8; 6]>::try_from(current.mac.as_slice()) {
+                    host.set_link(bridge.index, Change::Mac(mac))?;
+                }
             }
             iface::enable_forwarding(&result.ips)?;
         }
@@ -381,13 +387,14 @@ impl Plugin for Bridge {
 }
 
 /// The bridge, created (with MTU and vlan_filtering) when missing, promisc as
-/// configured, up.
-fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<Link> {
+/// configured, up; and whether this call created it.
+fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
     let existing = match sock.link_by_name(&conf.bridge) {
         Ok(link) => Some(link),
         Err(e) if e.is_not_found() => None,
         Err(e) => return Err(e.into()),
     };
+    let created = existing.is_none();
     let link = match existing {
         Some(link) => link,
         None => {
@@ -426,7 +433,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<Link> {
     if !link.is_up() {
         sock.set_link(link.index, Change::Up(true))?;
     }
-    Ok(sock.link_by_index(link.index)?)
+    Ok((sock.link_by_index(link.index)?, created))
 }
 
 /// Enslaves the host end and sets its bridge-port options and VLANs.
@@ -500,13 +507,14 @@ fn assign_gateways(result: &mut NetResult, default_gateway: bool) -> Vec<IpNet> 
     bridge_addrs
 }
 
-/// Puts the gateway address on the bridge. Another IPv4 address (or an
-/// overlapping IPv6 prefix) is a conflict unless forceAddress replaces it.
-fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> CniResult<()> {
+/// Puts the gateway address on the bridge; true when it was not there. Another
+/// IPv4 address (or an overlapping IPv6 prefix) is a conflict unless forceAddress
+/// replaces it.
+fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> CniResult<bool> {
     let family = Family::of(gw.addr());
     for a in sock.addresses(bridge.index, family)? {
         if a.addr == gw {
-            return Ok(());
+            return Ok(false);
         }
         let conflict =
             family == Family::V4 || a.addr.contains(&gw.addr()) || gw.contains(&a.addr.addr());
@@ -521,8 +529,8 @@ fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> C
         }
     }
     match sock.add_address(bridge.index, gw, 0) {
-        Ok(()) => Ok(()),
-        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Ok(()) => Ok(true),
+        Err(e) if e.is(libc::EEXIST) => Ok(false),
         Err(e) => Err(Error::internal(format!(
             "could not add IP address to {:?}: {e}",
             bridge.name
