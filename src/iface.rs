@@ -538,3 +538,37 @@ pub fn status_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
         None => Ok(()),
     }
 }
+
+/// The master of a macvlan/ipvlan/vlan link: by name, or (when `name` is empty)
+/// the default-route interface; in the host, or in the container namespace when
+/// the config says `linkInContainer`.
+pub fn find_master(
+    inv: &crate::cni::Invocation,
+    name: &str,
+    in_container: bool,
+) -> CniResult<Link> {
+    let lookup = || -> CniResult<Link> {
+        let mut sock = Socket::open()?;
+        if name.is_empty() {
+            return default_route_link(&mut sock);
+        }
+        sock.link_by_name(name)
+            .map_err(|e| Error::internal(format!("failed to lookup master {name:?}: {e}")))
+    };
+    if in_container {
+        open_netns(&inv.env.netns)?.run(lookup)?
+    } else {
+        lookup()
+    }
+}
+
+/// A configured MTU: 0 means the kernel's default; at most the master's MTU.
+pub fn mtu_within_master(mtu: i64, master: &Link) -> CniResult<Option<u32>> {
+    if mtu < 0 || mtu > i64::from(master.mtu) {
+        return Err(Error::invalid_config(format!(
+            "invalid MTU {mtu}, must be [0, master MTU({})]",
+            master.mtu
+        )));
+    }
+    Ok(u32::try_from(mtu).ok().filter(|m| *m > 0))
+}

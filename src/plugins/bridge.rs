@@ -303,22 +303,11 @@ impl Plugin for Bridge {
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         Conf::load(inv)?;
-        if iface::ipam_type(inv).is_some() {
-            Delegate::ipam(inv)?.del()?;
-        }
-        iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
-        Ok(())
+        iface::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        if iface::ipam_type(inv).is_some() {
-            Delegate::ipam(inv)?.check()?;
-        }
-        let prev = inv
-            .conf
-            .prev_result()?
-            .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
         let mut host = Socket::open()?;
         let bridge = host.link_by_name(&conf.bridge).map_err(|e| {
             Error::internal(format!("failed to find bridge {:?}: {e}", conf.bridge))
@@ -335,35 +324,9 @@ impl Plugin for Bridge {
                 conf.bridge
             )));
         }
+        // The container veth, its MAC, addresses and routes (and IPAM's CHECK).
+        let container = iface::check_single(inv, Some("veth"))?;
         let ifname = inv.env.ifname.as_str();
-        let want = prev
-            .interfaces
-            .iter()
-            .find(|i| i.name == ifname && !i.sandbox.is_empty())
-            .cloned()
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "no interface {ifname:?} with a sandbox in prevResult"
-                ))
-            })?;
-        let ns = iface::open_netns(&inv.env.netns)?;
-        let container = ns.run(|| -> CniResult<Link> {
-            let mut sock = Socket::open()?;
-            let link = sock.link_by_name(ifname)?;
-            if link.kind != "veth" {
-                return Err(Error::internal(format!("{ifname:?} is not a veth")));
-            }
-            iface::check_addresses(&mut sock, ifname, &prev)?;
-            iface::check_routes(&mut sock, &prev)?;
-            Ok(link)
-        })??;
-        if !want.mac.is_empty() && want.mac != container.mac_string() {
-            return Err(Error::internal(format!(
-                "interface {ifname} MAC {} does not match prevResult {}",
-                container.mac_string(),
-                want.mac
-            )));
-        }
         let peer = container
             .parent
             .ok_or_else(|| Error::internal(format!("{ifname:?} has no veth peer")))?;

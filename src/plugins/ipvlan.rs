@@ -53,30 +53,11 @@ impl Conf {
                 master_name = only.name.clone();
             }
         }
-        let lookup = || -> CniResult<Link> {
-            let mut sock = Socket::open()?;
-            if master_name.is_empty() {
-                return iface::default_route_link(&mut sock);
-            }
-            sock.link_by_name(&master_name).map_err(|e| {
-                Error::internal(format!("failed to lookup master {master_name:?}: {e}"))
-            })
-        };
-        let master = if k.link_in_container {
-            iface::open_netns(&inv.env.netns)?.run(lookup)??
-        } else {
-            lookup()?
-        };
-        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
-            return Err(Error::invalid_config(format!(
-                "invalid MTU {}, must be [0, master MTU({})]",
-                k.mtu, master.mtu
-            )));
-        }
+        let master = iface::find_master(inv, &master_name, k.link_in_container)?;
         Ok(Conf {
+            mtu: iface::mtu_within_master(k.mtu, &master)?,
             master,
             mode,
-            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
             link_in_container: k.link_in_container,
         })
     }

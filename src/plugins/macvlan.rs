@@ -4,7 +4,6 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
-use crate::netlink::Socket;
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
@@ -50,39 +49,15 @@ impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         let mode = mode_from_str(&k.mode)?;
-        let master = find_master(inv, &k.master, k.link_in_container)?;
-        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
-            return Err(Error::invalid_config(format!(
-                "invalid MTU {}, must be [0, master MTU({})]",
-                k.mtu, master.mtu
-            )));
-        }
+        let master = iface::find_master(inv, &k.master, k.link_in_container)?;
         Ok(Conf {
             mode,
-            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
+            mtu: iface::mtu_within_master(k.mtu, &master)?,
             mac: crate::plugins::bridge::requested_mac(inv, k.mac)?,
             link_in_container: k.link_in_container,
             bc_queue_len: k.bcqueuelen,
             master,
         })
-    }
-}
-
-/// The master by name, or the default-route interface, in the host or (with
-/// linkInContainer) the container namespace.
-fn find_master(inv: &Invocation, name: &str, in_container: bool) -> CniResult<Link> {
-    let lookup = || -> CniResult<Link> {
-        let mut sock = Socket::open()?;
-        if name.is_empty() {
-            return iface::default_route_link(&mut sock);
-        }
-        sock.link_by_name(name)
-            .map_err(|e| Error::internal(format!("failed to lookup master {name:?}: {e}")))
-    };
-    if in_container {
-        iface::open_netns(&inv.env.netns)?.run(lookup)?
-    } else {
-        lookup()
     }
 }
 

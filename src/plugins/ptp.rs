@@ -160,39 +160,9 @@ impl Plugin for Ptp {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         Conf::load(inv)?;
-        Delegate::ipam(inv)?.check()?;
-        let prev = inv
-            .conf
-            .prev_result()?
-            .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
-        let ifname = inv.env.ifname.as_str();
-        let want = prev
-            .interfaces
-            .iter()
-            .find(|i| i.name == ifname && !i.sandbox.is_empty())
-            .cloned()
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "no interface {ifname:?} with a sandbox in prevResult"
-                ))
-            })?;
-        let ns = iface::open_netns(&inv.env.netns)?;
-        ns.run(|| -> CniResult<()> {
-            let mut sock = Socket::open()?;
-            let link = sock.link_by_name(ifname)?;
-            if link.kind != "veth" {
-                return Err(Error::internal(format!("{ifname:?} is not a veth")));
-            }
-            if !want.mac.is_empty() && want.mac != link.mac_string() {
-                return Err(Error::internal(format!(
-                    "interface {ifname} MAC {} does not match prevResult {}",
-                    link.mac_string(),
-                    want.mac
-                )));
-            }
-            iface::check_addresses(&mut sock, ifname, &prev)?;
-            iface::check_routes(&mut sock, &prev)
-        })?
+        // ptp always has IPAM; check_single runs its CHECK.
+        Delegate::ipam(inv)?;
+        iface::check_single(inv, Some("veth")).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

@@ -3,7 +3,6 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
-use crate::netlink::Socket;
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
@@ -46,26 +45,11 @@ impl Conf {
                     k.vlan_id
                 ))
             })?;
-        let lookup = || -> CniResult<Link> {
-            Socket::open()?.link_by_name(&k.master).map_err(|e| {
-                Error::internal(format!("failed to lookup master {:?}: {e}", k.master))
-            })
-        };
-        let master = if k.link_in_container {
-            iface::open_netns(&inv.env.netns)?.run(lookup)??
-        } else {
-            lookup()?
-        };
-        if k.mtu < 0 || k.mtu > i64::from(master.mtu) {
-            return Err(Error::invalid_config(format!(
-                "invalid MTU {}, must be [0, master MTU({})]",
-                k.mtu, master.mtu
-            )));
-        }
+        let master = iface::find_master(inv, &k.master, k.link_in_container)?;
         Ok(Conf {
+            mtu: iface::mtu_within_master(k.mtu, &master)?,
             master,
             id,
-            mtu: u32::try_from(k.mtu).ok().filter(|m| *m > 0),
             link_in_container: k.link_in_container,
         })
     }
