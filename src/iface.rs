@@ -422,15 +422,7 @@ pub fn configure_single(
     }
     let ipam = crate::cni::delegate::Delegate::ipam(inv)?;
     let (ipam_result, rollback) = ipam.add_guarded()?;
-    if ipam_result.ips.is_empty() {
-        return Err(Error::internal("IPAM plugin returned missing IP config"));
-    }
-    result.ips = ipam_result.ips;
-    result.routes = ipam_result.routes;
-    result.dns = ipam_result.dns;
-    for ip in &mut result.ips {
-        ip.interface = Some(0);
-    }
+    adopt_ipam_result(&mut result, ipam_result, 0)?;
     let configured = result.clone();
     ns.run(|| -> CniResult<()> {
         let mut sock = Socket::open()?;
@@ -571,4 +563,36 @@ pub fn mtu_within_master(mtu: i64, master: &Link) -> CniResult<Option<u32>> {
         )));
     }
     Ok(u32::try_from(mtu).ok().filter(|m| *m > 0))
+}
+
+/// Takes IPAM's addresses, routes and DNS into a plugin's result, the addresses
+/// assigned to interface `index`. No address at all is an error.
+pub fn adopt_ipam_result(result: &mut NetResult, ipam: NetResult, index: usize) -> CniResult<()> {
+    if ipam.ips.is_empty() {
+        return Err(Error::internal("IPAM plugin returned missing IP config"));
+    }
+    result.ips = ipam.ips;
+    result.routes = ipam.routes;
+    result.dns = ipam.dns;
+    for ip in &mut result.ips {
+        ip.interface = Some(index);
+    }
+    Ok(())
+}
+
+/// A configured MTU for a link the plugin creates: 0 means the kernel's default.
+pub fn optional_mtu(mtu: i64) -> CniResult<Option<u32>> {
+    let mtu =
+        u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
+    Ok((mtu > 0).then_some(mtu))
+}
+
+/// `ipMasqBackend` of bridge and ptp: absent, "iptables" or "nftables".
+pub fn check_masq_backend(backend: Option<&str>) -> CniResult<()> {
+    match backend {
+        None | Some("iptables" | "nftables") => Ok(()),
+        Some(other) => Err(Error::invalid_config(format!(
+            "unknown ipMasqBackend {other:?}"
+        ))),
+    }
 }

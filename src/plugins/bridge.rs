@@ -106,15 +106,8 @@ impl Conf {
                 "cannot use IPAM when 'disableContainerInterface' flag is set",
             ));
         }
-        if let Some(backend) = k.ip_masq_backend.as_deref()
-            && !matches!(backend, "iptables" | "nftables")
-        {
-            return Err(Error::invalid_config(format!(
-                "unknown ipMasqBackend {backend:?}"
-            )));
-        }
-        let mtu = u32::try_from(k.mtu)
-            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        iface::check_masq_backend(k.ip_masq_backend.as_deref())?;
+        let mtu = iface::optional_mtu(k.mtu)?;
         let mac = requested_mac(inv, k.mac)?;
         Ok(Conf {
             bridge: if k.bridge.is_empty() {
@@ -125,7 +118,7 @@ impl Conf {
             is_gateway: k.is_gateway || k.is_default_gateway,
             is_default_gateway: k.is_default_gateway,
             force_address: k.force_address,
-            mtu: (mtu > 0).then_some(mtu),
+            mtu,
             hairpin: k.hairpin_mode,
             promisc: k.promisc_mode,
             vlan: k.vlan as u16,
@@ -225,15 +218,7 @@ impl Plugin for Bridge {
         if let Some(ipam) = &ipam {
             let (ipam_result, guard) = ipam.add_guarded()?;
             rollback = Some(guard);
-            if ipam_result.ips.is_empty() {
-                return Err(Error::internal("IPAM plugin returned missing IP config"));
-            }
-            result.ips = ipam_result.ips;
-            result.routes = ipam_result.routes;
-            result.dns = ipam_result.dns;
-            for ip in &mut result.ips {
-                ip.interface = Some(2);
-            }
+            iface::adopt_ipam_result(&mut result, ipam_result, 2)?;
         }
         let gateways = if conf.is_gateway {
             assign_gateways(&mut result, conf.is_default_gateway)

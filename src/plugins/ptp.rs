@@ -33,17 +33,9 @@ impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         let _ = k.ip_masq; // ipMasq comes with the netfilter layer.
-        if let Some(backend) = k.ip_masq_backend.as_deref()
-            && !matches!(backend, "iptables" | "nftables")
-        {
-            return Err(Error::invalid_config(format!(
-                "unknown ipMasqBackend {backend:?}"
-            )));
-        }
-        let mtu = u32::try_from(k.mtu)
-            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        iface::check_masq_backend(k.ip_masq_backend.as_deref())?;
         Ok(Conf {
-            mtu: (mtu > 0).then_some(mtu),
+            mtu: iface::optional_mtu(k.mtu)?,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
         })
     }
@@ -60,31 +52,23 @@ impl Plugin for Ptp {
         let ipam = Delegate::ipam(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let (ipam_result, rollback) = ipam.add_guarded()?;
-        if ipam_result.ips.is_empty() {
-            return Err(Error::internal("IPAM plugin returned missing IP config"));
-        }
-        if let Some(ip) = ipam_result.ips.iter().find(|ip| ip.gateway.is_none()) {
+        let mut result = NetResult::new();
+        iface::adopt_ipam_result(&mut result, ipam_result, 1)?;
+        if let Some(ip) = result.ips.iter().find(|ip| ip.gateway.is_none()) {
             return Err(Error::internal(format!(
                 "IPAM result for {} has no gateway: ptp needs one per address",
                 ip.address
             )));
         }
-        iface::enable_forwarding(&ipam_result.ips)?;
+        iface::enable_forwarding(&result.ips)?;
 
         let ifname = inv.env.ifname.as_str();
         let veth = iface::setup_veth(&ns, ifname, conf.mtu, None)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        let mut result = NetResult::new();
         result.interfaces = vec![
             iface::result_interface(&veth.host, None),
             iface::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-        result.dns = ipam_result.dns;
-        for ip in &mut result.ips {
-            ip.interface = Some(1);
-        }
 
         let configured = result.clone();
         ns.run(|| -> CniResult<()> {

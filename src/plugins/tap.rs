@@ -34,8 +34,7 @@ impl Plugin for Tap {
                 "selinuxContext is not supported: cni-multi creates taps without running ip",
             ));
         }
-        let mtu = u32::try_from(k.mtu)
-            .map_err(|_| Error::invalid_config(format!("invalid MTU {}", k.mtu)))?;
+        let mtu = iface::optional_mtu(k.mtu)?;
         let mac = crate::plugins::bridge::requested_mac(inv, k.mac.clone())?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
@@ -62,7 +61,7 @@ impl Plugin for Tap {
             create_tap(&spec).map_err(|e| Error::internal(format!("failed to create tap: {e}")))?;
             let link = sock.link_by_name(&tmp)?;
             let configured = (|| -> CniResult<()> {
-                if mtu > 0 {
+                if let Some(mtu) = mtu {
                     sock.set_link(link.index, Change::Mtu(mtu))?;
                 }
                 if let Some(mac) = mac {
