@@ -100,6 +100,12 @@ impl Conf {
                 "cannot set hairpin mode and promiscuous mode at the same time",
             ));
         }
+        if k.macspoofchk {
+            // Silently skipping anti-spoofing would be worse than refusing.
+            return Err(Error::invalid_config(
+                "macspoofchk is not supported yet (it comes with the nftables layer)",
+            ));
+        }
         let layer3 = iface::ipam_type(inv).is_some();
         if k.disable_container_interface && layer3 {
             return Err(Error::invalid_config(
