@@ -400,3 +400,72 @@ fn dual_stack_gateway_and_default_routes() {
     call("DEL", &a, "ctr-a", &c, &bin).run().ok();
     call("DEL", &b, "ctr-b", &c, &bin).run().ok();
 }
+
+#[test]
+fn bridge_options_force_address_promisc_isolation_dad_and_disabled_interface() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-opts"));
+    host(&["ip", "link", "add", "cni-opt", "type", "bridge"]);
+    host(&["ip", "addr", "add", "10.88.0.254/24", "dev", "cni-opt"]);
+    let base = json!({"bridge": "cni-opt"});
+    let ns = Netns::new();
+    // Another IPv4 address on the bridge is a conflict...
+    let e = call(
+        "ADD",
+        &ns,
+        "ctr-o",
+        &conf("1.0.0", &store, base.clone()),
+        &bin,
+    )
+    .run()
+    .err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("already has an IP address")),
+        "{e}"
+    );
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    // ...that forceAddress replaces.
+    let forced = json!({
+        "bridge": "cni-opt", "forceAddress": true, "promiscMode": true,
+        "portIsolation": true, "enabledad": true
+    });
+    let c = conf("1.0.0", &store, forced);
+    let out = call("ADD", &ns, "ctr-o", &c, &bin).run().ok();
+    let br = link_json(None, "cni-opt");
+    assert_eq!(addrs(&br), ["10.88.0.1/24"]);
+    assert!(
+        br["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("PROMISC"))),
+        "{br}"
+    );
+    let port = out["interfaces"][1]["name"]
+        .as_str()
+        .expect("host veth")
+        .to_string();
+    let hv = link_json(None, &port);
+    assert_eq!(hv["linkinfo"]["info_slave_data"]["isolated"], true, "{hv}");
+    let sysctl = |key: &str| ns.sh("sysctl", &["-n", key]).trim().to_string();
+    assert_eq!(sysctl("net.ipv6.conf.eth0.enhanced_dad"), "1");
+    assert_eq!(sysctl("net.ipv6.conf.eth0.accept_dad"), "1");
+    assert_eq!(sysctl("net.ipv4.conf.eth0.arp_notify"), "1");
+    call("DEL", &ns, "ctr-o", &c, &bin).run().ok();
+
+    // disableContainerInterface: L2 only, the container end stays down.
+    let mut disabled = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-opt", "disableContainerInterface": true}),
+    );
+    call("ADD", &ns, "ctr-d", &disabled, &bin).run().err(7);
+    disabled.as_object_mut().map(|o| o.remove("ipam"));
+    call("ADD", &ns, "ctr-d", &disabled, &bin).run().ok();
+    assert_eq!(link_json(Some(&ns), "eth0")["operstate"], "DOWN");
+    call("DEL", &ns, "ctr-d", &disabled, &bin).run().ok();
+}
