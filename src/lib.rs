@@ -1,9 +1,12 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod cni;
+pub mod cnitool;
+pub mod digest;
 pub mod iface;
 pub mod ipam;
 pub mod multicall;
 pub mod netlink;
 pub mod netns;
 pub mod plugins;
+pub mod runtime;

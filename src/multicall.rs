@@ -19,6 +19,9 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     if let Some(info) = plugins::lookup(&invoked_as) {
         return dispatch::run_main(info);
     }
+    if invoked_as == "cnitool" {
+        return crate::cnitool::main(args);
+    }
     let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
     match first.as_deref() {
         None | Some("-h" | "--help" | "help") => {
@@ -29,6 +32,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             println!("{BINARY} {}", env!("CARGO_PKG_VERSION"));
             0
         }
+        Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
         Some("--list") => {
             let mut out = std::io::stdout().lock();
             for p in PLUGINS {
@@ -58,6 +62,7 @@ fn usage() -> String {
         "{BINARY} {}: the CNI plugins in one binary\n\n\
          Usage:\n  <plugin>                 when installed as a symlink named after the plugin\n  \
          {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n  \
+         {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
          {BINARY} --version      print the version\n\nPlugins:\n",
         env!("CARGO_PKG_VERSION")

@@ -85,3 +85,109 @@ impl NetNs {
         })
     }
 }
+
+/// Named namespaces (`ip netns` compatible): a bind mount of the namespace on a
+/// file under /run/netns, made without the `ip` binary.
+pub mod named {
+    use nix::mount::{MntFlags, MsFlags, mount, umount2};
+    use nix::sched::{CloneFlags, unshare};
+    use std::path::{Path, PathBuf};
+
+    pub const DEFAULT_DIR: &str = "/run/netns";
+
+    fn checked(name: &str) -> Result<&str, String> {
+        if crate::cni::env::is_valid_name(name) {
+            Ok(name)
+        } else {
+            Err(format!("invalid namespace name {name:?}"))
+        }
+    }
+
+    /// Makes `dir` a shared mount point (as iproute2 does), so namespaces mounted
+    /// under it are visible in mount namespaces that share it.
+    fn share(dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        let make_shared = || {
+            mount(
+                None::<&str>,
+                dir,
+                None::<&str>,
+                MsFlags::MS_SHARED | MsFlags::MS_REC,
+                None::<&str>,
+            )
+        };
+        match make_shared() {
+            Ok(()) => Ok(()),
+            // Not a mount point yet: bind it onto itself first.
+            Err(nix::Error::EINVAL) => mount(
+                Some(dir),
+                dir,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .and_then(|_| make_shared())
+            .map_err(|e| format!("make {} a shared mount: {e}", dir.display())),
+            Err(e) => Err(format!("make {} a shared mount: {e}", dir.display())),
+        }
+    }
+
+    /// Creates `<dir>/<name>` holding a new network namespace; returns its path.
+    pub fn create(dir: &Path, name: &str) -> Result<PathBuf, String> {
+        let path = dir.join(checked(name)?);
+        share(dir)?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("create {}: {e}", path.display()))?;
+        // A fresh thread gets the new namespace; the process keeps its own.
+        let target = path.clone();
+        let made = std::thread::spawn(move || -> Result<(), String> {
+            unshare(CloneFlags::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+            mount(
+                Some("/proc/thread-self/ns/net"),
+                &target,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .map_err(|e| format!("bind mount on {}: {e}", target.display()))
+        })
+        .join()
+        .unwrap_or_else(|_| Err("namespace thread failed".into()));
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&path);
+            return Err(e);
+        }
+        Ok(path)
+    }
+
+    /// Unmounts and removes `<dir>/<name>`.
+    pub fn delete(dir: &Path, name: &str) -> Result<(), String> {
+        let path = dir.join(checked(name)?);
+        if !path.exists() {
+            return Err(format!("no namespace {name:?} in {}", dir.display()));
+        }
+        match umount2(&path, MntFlags::MNT_DETACH) {
+            Ok(()) | Err(nix::Error::EINVAL) => {}
+            Err(e) => return Err(format!("unmount {}: {e}", path.display())),
+        }
+        std::fs::remove_file(&path).map_err(|e| format!("remove {}: {e}", path.display()))
+    }
+
+    /// The names under `dir`, sorted.
+    pub fn list(dir: &Path) -> Result<Vec<String>, String> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("read {}: {e}", dir.display())),
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}

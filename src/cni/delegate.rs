@@ -100,11 +100,17 @@ impl<'a> Delegate<'a> {
         self.invoke(Command::Status).map(drop)
     }
 
-    fn invoke(&self, command: Command) -> CniResult<Option<String>> {
+    /// Runs one verb and returns what the plugin printed (None: nothing to print,
+    /// in-process). A runtime uses this directly; plugins use the verbs above.
+    pub fn invoke(&self, command: Command) -> CniResult<Option<String>> {
         let found = find_in_path(&self.plugin_type, &self.env.path)?;
         if same_file(&found, &self.this_binary)
             && let Some(info) = crate::plugins::lookup(&self.plugin_type)
         {
+            if command == Command::Version {
+                // As the skel: VERSION ignores stdin.
+                return Ok(Some(version::version_reply()));
+            }
             return dispatch::execute(info, command, self.env.clone(), self.stdin);
         }
         self.exec(&found, command).map(Some)

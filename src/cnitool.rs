@@ -1,0 +1,408 @@
+//! `cni-multi cnitool`: the reference's cnitool (add, check, del, gc, status
+//! with its env variables and container IDs) plus `list`, `validate` and
+//! `netns`, as a thin clap front end over `runtime`.
+
+use crate::cni::version;
+use crate::netns::named;
+use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR};
+use crate::runtime::conf::{self, NetworkList};
+use crate::runtime::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Try and debug CNI networks by hand, with libcni's semantics.
+#[derive(Debug, Parser)]
+#[command(name = "cni-multi cnitool", version, about, long_about = None)]
+struct Cli {
+    #[command(flatten)]
+    opts: Options,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+/// Every flag overrides the environment variable named in its help.
+#[derive(Debug, Args)]
+struct Options {
+    /// Config directory [env NETCONFPATH, default /etc/cni/net.d]
+    #[arg(long, global = true, value_name = "DIR")]
+    conf_dir: Option<PathBuf>,
+    /// Plugin directories, ':'-separated [env CNI_PATH]
+    #[arg(long, global = true, value_name = "DIRS")]
+    cni_path: Option<String>,
+    /// Result cache directory [default /var/lib/cni]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Interface name in the container [env CNI_IFNAME, default eth0]
+    #[arg(long, short = 'i', global = true, value_name = "NAME")]
+    ifname: Option<String>,
+    /// CNI_ARGS as K=V;K=V [env CNI_ARGS]
+    #[arg(long, global = true, value_name = "K=V;...")]
+    args: Option<String>,
+    /// Capability arguments as a JSON object [env CAP_ARGS]
+    #[arg(long, global = true, value_name = "JSON")]
+    cap_args: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Add the container in NETNS to network NET; prints the result
+    Add(Target),
+    /// Check the container's attachment against the cached result
+    Check(Target),
+    /// Delete the container from the network (plugins in reverse order)
+    Del(Target),
+    /// Delete cached attachments of NET not listed with --valid, then GC every plugin
+    Gc {
+        net: String,
+        /// Ignored; accepted for the reference's `cnitool gc <net> <netns>`
+        netns: Option<String>,
+        /// An attachment to keep, CONTAINERID/IFNAME (repeatable). Without any,
+        /// every cached attachment of NET is deleted, as the reference does.
+        #[arg(long, value_name = "CONTAINERID/IFNAME")]
+        valid: Vec<String>,
+    },
+    /// Ask every plugin of NET whether it is ready (1.1.0 configs)
+    Status {
+        net: String,
+        /// Ignored; accepted for the reference's `cnitool status <net> <netns>`
+        netns: Option<String>,
+    },
+    /// List the networks of the config directory with their plugin chains
+    List,
+    /// Check that every plugin of NET is on CNI_PATH and supports its version
+    Validate { net: String },
+    /// Named network namespaces under /run/netns, without the ip binary
+    Netns {
+        #[command(subcommand)]
+        action: NetnsCmd,
+        /// Directory of named namespaces
+        #[arg(long, default_value = named::DEFAULT_DIR, value_name = "DIR")]
+        dir: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct Target {
+    /// Network name (the `name` of a config in the config directory)
+    net: String,
+    /// Network namespace: a path, or the name of one in /run/netns
+    netns: String,
+}
+
+#[derive(Debug, Subcommand)]
+enum NetnsCmd {
+    /// Create a named network namespace
+    Add { name: String },
+    /// Delete a named network namespace
+    Del { name: String },
+    /// List named network namespaces
+    List,
+}
+
+/// Runs cnitool with `args` (args[0] is "cnitool"); returns the exit status.
+pub fn main(args: Vec<OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let getenv = |k: &str| std::env::var(k).ok();
+    match run(cli, &getenv) {
+        Ok(output) => {
+            if !output.is_empty() {
+                println!("{output}");
+            }
+            0
+        }
+        Err(msg) => {
+            eprintln!("cnitool: {msg}");
+            1
+        }
+    }
+}
+
+/// Settings resolved from flags, then env, then defaults.
+struct Settings {
+    conf_dir: PathBuf,
+    runtime: Runtime,
+    ifname: String,
+    args: Vec<(String, String)>,
+    capability_args: Map<String, Value>,
+}
+
+fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<Settings, String> {
+    let conf_dir = opts
+        .conf_dir
+        .clone()
+        .or_else(|| getenv("NETCONFPATH").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("/etc/cni/net.d"));
+    let cni_path = opts
+        .cni_path
+        .clone()
+        .or_else(|| getenv("CNI_PATH"))
+        .unwrap_or_default();
+    // The reference uses CNI_IFNAME whenever it is set, even empty.
+    let ifname = opts
+        .ifname
+        .clone()
+        .or_else(|| getenv("CNI_IFNAME"))
+        .unwrap_or_else(|| "eth0".into());
+    let raw_args = opts
+        .args
+        .clone()
+        .or_else(|| getenv("CNI_ARGS"))
+        .unwrap_or_default();
+    let raw_caps = opts
+        .cap_args
+        .clone()
+        .or_else(|| getenv("CAP_ARGS"))
+        .unwrap_or_default();
+    Ok(Settings {
+        conf_dir,
+        runtime: Runtime {
+            cni_path: crate::cni::env::split_path(&cni_path),
+            cache: Cache::new(
+                opts.cache_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR)),
+            ),
+        },
+        ifname,
+        args: parse_cni_args(&raw_args)?,
+        capability_args: parse_cap_args(&raw_caps)?,
+    })
+}
+
+/// `K=V;K=V` strictly: empty keys or values are errors (cnitool's rule).
+fn parse_cni_args(raw: &str) -> Result<Vec<(String, String)>, String> {
+    if raw.is_empty() {
+        return Ok(Vec::new());
+    }
+    raw.split(';')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!(
+                "invalid CNI_ARGS pair {pair:?}: expected KEY=VALUE"
+            )),
+        })
+        .collect()
+}
+
+fn parse_cap_args(raw: &str) -> Result<Map<String, Value>, String> {
+    if raw.is_empty() {
+        return Ok(Map::new());
+    }
+    serde_json::from_str(raw).map_err(|e| format!("CAP_ARGS must be a JSON object: {e}"))
+}
+
+/// A netns argument as a path: absolute as given, relative made absolute, and a
+/// bare name that exists under /run/netns taken from there.
+fn netns_path(arg: &str) -> Result<String, String> {
+    let p = Path::new(arg);
+    if !arg.contains('/') && !p.exists() {
+        let named = Path::new(named::DEFAULT_DIR).join(arg);
+        if named.exists() {
+            return Ok(named.to_string_lossy().into_owned());
+        }
+    }
+    let abs = std::path::absolute(p).map_err(|e| format!("invalid netns path {arg:?}: {e}"))?;
+    Ok(abs.to_string_lossy().into_owned())
+}
+
+fn load(s: &Settings, net: &str) -> Result<NetworkList, String> {
+    conf::load(&s.conf_dir, net).map_err(|e| e.msg)
+}
+
+fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf, String> {
+    let netns = netns_path(netns)?;
+    Ok(RuntimeConf {
+        container_id: cnitool_container_id(&netns),
+        netns,
+        ifname: s.ifname.clone(),
+        args: s.args.clone(),
+        capability_args: s.capability_args.clone(),
+    })
+}
+
+fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    if let Cmd::Netns { action, dir } = &cli.command {
+        return netns(action, dir);
+    }
+    let s = settings(&cli.opts, getenv)?;
+    let rt = &s.runtime;
+    match &cli.command {
+        Cmd::Add(a) => {
+            let list = load(&s, &a.net)?;
+            let result = rt
+                .add(&list, &attachment(&s, &a.netns)?)
+                .map_err(|e| e.msg)?;
+            Ok(if result.is_null() {
+                String::new()
+            } else {
+                crate::cni::result::to_pretty_json(&result)
+            })
+        }
+        Cmd::Check(a) => {
+            let list = load(&s, &a.net)?;
+            rt.check(&list, &attachment(&s, &a.netns)?)
+                .map_err(|e| e.msg)?;
+            Ok(String::new())
+        }
+        Cmd::Del(a) => {
+            let list = load(&s, &a.net)?;
+            rt.del(&list, &attachment(&s, &a.netns)?)
+                .map_err(|e| e.msg)?;
+            Ok(String::new())
+        }
+        Cmd::Gc { net, valid, .. } => {
+            let list = load(&s, net)?;
+            let valid: Option<Vec<Attachment>> = if valid.is_empty() {
+                None
+            } else {
+                Some(
+                    valid
+                        .iter()
+                        .map(|v| parse_valid(v))
+                        .collect::<Result<_, _>>()?,
+                )
+            };
+            rt.gc(&list, valid.as_deref()).map_err(|e| e.msg)?;
+            Ok(String::new())
+        }
+        Cmd::Status { net, .. } => {
+            let list = load(&s, net)?;
+            rt.status(&list)
+                .map_err(|e| format!("{} (code {})", e.msg, e.code))?;
+            Ok(String::new())
+        }
+        Cmd::List => {
+            let lists = conf::load_all(&s.conf_dir).map_err(|e| e.msg)?;
+            Ok(lists
+                .iter()
+                .map(|l| {
+                    let chain: Vec<&str> =
+                        l.plugins.iter().map(|p| p.plugin_type.as_str()).collect();
+                    format!(
+                        "{}\t{}\t{}\t{}",
+                        l.name,
+                        if l.cni_version.is_empty() {
+                            "-"
+                        } else {
+                            &l.cni_version
+                        },
+                        chain.join(" -> "),
+                        l.source.display()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n"))
+        }
+        Cmd::Validate { net } => validate(&s, net),
+        Cmd::Netns { .. } => Ok(String::new()),
+    }
+}
+
+fn parse_valid(v: &str) -> Result<Attachment, String> {
+    match v.split_once('/') {
+        Some((id, ifname)) if !id.is_empty() && !ifname.is_empty() => Ok(Attachment {
+            container_id: id.to_string(),
+            ifname: ifname.to_string(),
+        }),
+        _ => Err(format!("--valid {v:?}: expected CONTAINERID/IFNAME")),
+    }
+}
+
+/// Every plugin found and speaking the list's version; one line per plugin.
+fn validate(s: &Settings, net: &str) -> Result<String, String> {
+    let list = load(s, net)?;
+    let wanted = version::effective(&list.cni_version).to_string();
+    let mut lines = Vec::new();
+    let mut failed = false;
+    for p in &list.plugins {
+        match s.runtime.plugin_versions(p) {
+            Ok(v) if v.contains(&wanted) => {
+                lines.push(format!("ok\t{}\tsupports {wanted}", p.plugin_type))
+            }
+            Ok(v) => {
+                failed = true;
+                lines.push(format!(
+                    "FAIL\t{}\tsupports {} but not {wanted}",
+                    p.plugin_type,
+                    v.join(", ")
+                ));
+            }
+            Err(e) => {
+                failed = true;
+                lines.push(format!("FAIL\t{}\t{}", p.plugin_type, e.msg));
+            }
+        }
+    }
+    if failed {
+        Err(format!(
+            "network {net:?} ({}) is not usable:\n{}",
+            list.source.display(),
+            lines.join("\n")
+        ))
+    } else {
+        Ok(lines.join("\n"))
+    }
+}
+
+fn netns(action: &NetnsCmd, dir: &Path) -> Result<String, String> {
+    match action {
+        NetnsCmd::Add { name } => named::create(dir, name).map(|p| p.display().to_string()),
+        NetnsCmd::Del { name } => named::delete(dir, name).map(|_| String::new()),
+        NetnsCmd::List => named::list(dir).map(|names| names.join("\n")),
+    }
+    .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cni_args_are_strict() {
+        assert_eq!(
+            parse_cni_args("A=1;B=2"),
+            Ok(vec![("A".into(), "1".into()), ("B".into(), "2".into())])
+        );
+        assert!(parse_cni_args("A=").is_err());
+        assert!(parse_cni_args("=1").is_err());
+        assert!(parse_cni_args("A=1;").is_err());
+        assert!(parse_cap_args("[1]").is_err());
+    }
+
+    #[test]
+    fn flags_override_env() {
+        let cli = Cli::try_parse_from([
+            "cnitool",
+            "add",
+            "n",
+            "/x",
+            "--ifname",
+            "net1",
+            "--conf-dir",
+            "/c",
+        ])
+        .expect("parse");
+        let env = |k: &str| match k {
+            "CNI_IFNAME" => Some("eth9".to_string()),
+            "NETCONFPATH" => Some("/env".to_string()),
+            "CNI_ARGS" => Some("A=1".to_string()),
+            _ => None,
+        };
+        let s = settings(&cli.opts, &env).expect("settings");
+        assert_eq!(s.ifname, "net1");
+        assert_eq!(s.conf_dir, PathBuf::from("/c"));
+        assert_eq!(s.args, vec![("A".into(), "1".into())]);
+        let cli = Cli::try_parse_from(["cnitool", "list"]).expect("parse");
+        let s = settings(&cli.opts, &|_| None).expect("settings");
+        assert_eq!(s.ifname, "eth0");
+        assert_eq!(s.conf_dir, PathBuf::from("/etc/cni/net.d"));
+    }
+}

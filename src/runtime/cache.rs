@@ -1,0 +1,204 @@
+//! libcni's result cache: `<cacheDir>/results/<net>-<containerID>-<ifname>`,
+//! one compact JSON object of kind `cniCacheV1`, so runtimes can CHECK and DEL
+//! what the other one added.
+
+use crate::cni::result::go_escape;
+use crate::cni::{CniResult, Error};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_CACHE_DIR: &str = "/var/lib/cni";
+pub const KIND: &str = "cniCacheV1";
+
+/// One cache entry, fields in libcni's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    #[serde(default)]
+    pub kind: String,
+    #[serde(rename = "containerId", default)]
+    pub container_id: String,
+    /// The network's config bytes (base64 on disk, as Go encodes `[]byte`).
+    #[serde(with = "b64", default)]
+    pub config: Vec<u8>,
+    #[serde(rename = "ifName", default)]
+    pub ifname: String,
+    #[serde(rename = "networkName", default)]
+    pub network_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub netns: String,
+    #[serde(rename = "cniArgs", default, skip_serializing_if = "Vec::is_empty")]
+    pub cni_args: Vec<[String; 2]>,
+    #[serde(
+        rename = "capabilityArgs",
+        default,
+        skip_serializing_if = "Map::is_empty"
+    )]
+    pub capability_args: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+}
+
+mod b64 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::digest::base64_encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = Option::<String>::deserialize(d)?.unwrap_or_default();
+        crate::digest::base64_decode(&text)
+            .ok_or_else(|| serde::de::Error::custom("config is not base64"))
+    }
+}
+
+/// What a read found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cached {
+    Entry(Box<Entry>),
+    /// Pre-cniCacheV1 files hold a bare result.
+    LegacyResult(Value),
+}
+
+/// The cache directory tree.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    pub fn new(dir: impl Into<PathBuf>) -> Cache {
+        Cache { dir: dir.into() }
+    }
+
+    /// The file of one attachment. The names were validated (no `/`, no `..`).
+    pub fn path(&self, network: &str, container_id: &str, ifname: &str) -> PathBuf {
+        self.dir
+            .join("results")
+            .join(format!("{network}-{container_id}-{ifname}"))
+    }
+
+    pub fn write(&self, entry: &Entry) -> CniResult<()> {
+        let path = self.path(&entry.network_name, &entry.container_id, &entry.ifname);
+        let results = self.dir.join("results");
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&results)
+            .map_err(|e| io_error("create", &results, e))?;
+        let json = serde_json::to_string(entry)
+            .map_err(|e| Error::internal(format!("failed to encode cache entry: {e}")))?;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error("write", &path, e))?;
+        file.write_all(go_escape(&json).as_bytes())
+            .map_err(|e| io_error("write", &path, e))
+    }
+
+    /// The entry of an attachment: None when there is no file.
+    pub fn read(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+    ) -> CniResult<Option<Cached>> {
+        let path = self.path(network, container_id, ifname);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("read", &path, e)),
+        };
+        parse(&bytes).map(Some).map_err(|e| {
+            Error::decode(format!(
+                "failed to parse cache file {}: {e}",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn remove(&self, network: &str, container_id: &str, ifname: &str) -> CniResult<()> {
+        let path = self.path(network, container_id, ifname);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_error("remove", &path, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Every cniCacheV1 entry of `network`, sorted by file name.
+    pub fn entries_of(&self, network: &str) -> CniResult<Vec<Entry>> {
+        let results = self.dir.join("results");
+        let dir = match std::fs::read_dir(&results) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("read", &results, e)),
+        };
+        let mut paths: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        let mut out = Vec::new();
+        for path in paths {
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            if let Ok(Cached::Entry(e)) = parse(&bytes)
+                && e.network_name == network
+                && !e.ifname.is_empty()
+            {
+                out.push(*e);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn parse(bytes: &[u8]) -> Result<Cached, String> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if value.get("kind").and_then(Value::as_str) == Some(KIND) {
+        let entry: Entry = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        return Ok(Cached::Entry(Box::new(entry)));
+    }
+    Ok(Cached::LegacyResult(value))
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        crate::cni::Code::Io,
+        format!("failed to {what} cache {}: {e}", path.display()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_libcni_s() {
+        let e = Entry {
+            kind: KIND.into(),
+            container_id: "c1".into(),
+            config: b"{\"name\":\"n\"}".to_vec(),
+            ifname: "eth0".into(),
+            network_name: "n".into(),
+            netns: "/run/netns/x".into(),
+            cni_args: vec![["K".into(), "V".into()]],
+            capability_args: Map::new(),
+            result: Some(serde_json::json!({"cniVersion": "1.0.0", "ips": []})),
+        };
+        let json = serde_json::to_string(&e).expect("encode");
+        assert_eq!(
+            json,
+            r#"{"kind":"cniCacheV1","containerId":"c1","config":"eyJuYW1lIjoibiJ9","ifName":"eth0","networkName":"n","netns":"/run/netns/x","cniArgs":[["K","V"]],"result":{"cniVersion":"1.0.0","ips":[]}}"#
+        );
+        assert_eq!(parse(json.as_bytes()), Ok(Cached::Entry(Box::new(e))));
+        assert!(matches!(
+            parse(br#"{"cniVersion":"0.4.0"}"#),
+            Ok(Cached::LegacyResult(_))
+        ));
+    }
+}

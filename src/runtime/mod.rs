@@ -1,0 +1,449 @@
+//! A CNI runtime with libcni's semantics: build each plugin's stdin, run the
+//! list in order (DEL in reverse), chain results, keep libcni's result cache,
+//! GC stale attachments, STATUS. `cnitool` is a thin front end over this.
+
+pub mod cache;
+pub mod conf;
+
+use crate::cni::delegate::Delegate;
+use crate::cni::env::{self, CmdArgs, Command};
+use crate::cni::result::{Versioned, go_escape};
+use crate::cni::{CniResult, Error, version};
+use cache::{Cache, Cached, Entry};
+use conf::{NetworkList, PluginConf};
+use serde_json::{Map, Value, json};
+use std::path::PathBuf;
+
+/// Where the runtime finds plugins and keeps its cache.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    pub cni_path: Vec<PathBuf>,
+    pub cache: Cache,
+}
+
+/// One attachment's runtime parameters (libcni's RuntimeConf).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuntimeConf {
+    pub container_id: String,
+    pub netns: String,
+    pub ifname: String,
+    pub args: Vec<(String, String)>,
+    pub capability_args: Map<String, Value>,
+}
+
+/// An attachment that GC must keep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    pub container_id: String,
+    pub ifname: String,
+}
+
+impl RuntimeConf {
+    fn cmd_args(&self, cni_path: &[PathBuf]) -> CmdArgs {
+        CmdArgs {
+            container_id: self.container_id.clone(),
+            netns: self.netns.clone(),
+            ifname: self.ifname.clone(),
+            args: self
+                .args
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+            path: cni_path.to_vec(),
+            netns_override: false,
+        }
+    }
+
+    /// libcni checks these before running anything.
+    fn validate(&self, network: &str) -> CniResult<()> {
+        env::validate_container_id(&self.container_id)?;
+        env::validate_network_name(network)?;
+        env::validate_ifname(&self.ifname)
+    }
+}
+
+fn describe(plugin: &PluginConf, list: &NetworkList) -> String {
+    format!(
+        "type={:?} name={:?} ({})",
+        plugin.plugin_type,
+        list.name,
+        list.source.display()
+    )
+}
+
+/// A plugin's stdin: its own JSON with the list's name and version, then
+/// prevResult, runtimeConfig (from capabilities) and any extra keys.
+fn stdin_for(
+    plugin: &PluginConf,
+    list: &NetworkList,
+    prev: Option<&Value>,
+    capability_args: Option<&Map<String, Value>>,
+    extra: &[(&str, Value)],
+) -> Vec<u8> {
+    let mut obj = plugin.raw.clone();
+    obj.insert("name".into(), json!(list.name));
+    obj.insert("cniVersion".into(), json!(list.cni_version));
+    if let Some(prev) = prev {
+        obj.insert("prevResult".into(), prev.clone());
+    }
+    if let Some(caps) = capability_args {
+        inject_runtime_config(&mut obj, caps);
+    }
+    for (k, v) in extra {
+        obj.insert((*k).to_string(), v.clone());
+    }
+    // libcni marshals a Go map: keys sorted, HTML characters escaped.
+    go_escape(&Value::Object(obj).to_string()).into_bytes()
+}
+
+/// Capabilities the plugin enables and the runtime supplied go to
+/// `runtimeConfig`, which is then replaced wholesale (libcni's rule).
+fn inject_runtime_config(obj: &mut Map<String, Value>, caps: &Map<String, Value>) {
+    let Some(Value::Object(enabled)) = obj.get("capabilities") else {
+        return;
+    };
+    let runtime_config: Map<String, Value> = enabled
+        .iter()
+        .filter(|(_, on)| on.as_bool() == Some(true))
+        .filter_map(|(name, _)| caps.get(name).map(|v| (name.clone(), v.clone())))
+        .collect();
+    if !runtime_config.is_empty() {
+        obj.insert("runtimeConfig".into(), Value::Object(runtime_config));
+    }
+}
+
+/// A plugin's stdout as a result: JSON, `cniVersion` stamped when missing.
+fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<Option<Value>> {
+    if stdout.trim().is_empty() {
+        return Ok(None);
+    }
+    let mut value: Value = serde_json::from_str(stdout).map_err(|e| {
+        Error::decode(format!(
+            "plugin {plugin:?} printed a result that is not JSON: {e}"
+        ))
+    })?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    let obj = value
+        .as_object_mut()
+        .ok_or_else(|| Error::decode(format!("plugin {plugin:?} printed a non-object result")))?;
+    let stamped = obj
+        .get("cniVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| !v.is_empty());
+    if !stamped {
+        obj.insert("cniVersion".into(), json!(config_version));
+    }
+    Ok(Some(value))
+}
+
+/// A result converted to `to_version` (as libcni converts cached results).
+pub fn convert_result(value: &Value, to_version: &str) -> CniResult<Value> {
+    let own = value
+        .get("cniVersion")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .unwrap_or(to_version)
+        .to_string();
+    let parsed = Versioned::parse(value.clone(), &own)
+        .map_err(|e| Error::decode(format!("failed to parse result: {e}")))?;
+    let converted = parsed.convert(to_version)?;
+    serde_json::from_str(&converted.to_json())
+        .map_err(|e| Error::internal(format!("failed to re-read converted result: {e}")))
+}
+
+/// Wraps a plugin's error as libcni does, keeping its code.
+fn wrap(e: Error, plugin: &PluginConf, list: &NetworkList, verb: &str) -> Error {
+    e.context(format!("plugin {} failed ({verb})", describe(plugin, list)))
+}
+
+impl Runtime {
+    fn run(
+        &self,
+        plugin: &PluginConf,
+        command: Command,
+        rt: &RuntimeConf,
+        stdin: &[u8],
+    ) -> CniResult<Option<String>> {
+        let args = rt.cmd_args(&self.cni_path);
+        Delegate::new(&plugin.plugin_type, &args, stdin)?.invoke(command)
+    }
+
+    /// ADD through the whole list; the final result (in the list's version) is
+    /// cached and returned. Nothing is cached when a plugin fails.
+    pub fn add(&self, list: &NetworkList, rt: &RuntimeConf) -> CniResult<Value> {
+        rt.validate(&list.name)?;
+        let mut prev: Option<Value> = None;
+        for plugin in &list.plugins {
+            let stdin = stdin_for(plugin, list, prev.as_ref(), Some(&rt.capability_args), &[]);
+            let out = self
+                .run(plugin, Command::Add, rt, &stdin)
+                .map_err(|e| wrap(e, plugin, list, "add"))?;
+            let value = result_value(
+                &out.unwrap_or_default(),
+                &list.cni_version,
+                &plugin.plugin_type,
+            )
+            .map_err(|e| wrap(e, plugin, list, "add"))?;
+            prev = value.or(prev);
+        }
+        let result = match &prev {
+            Some(v) => Some(convert_result(v, &list.cni_version)?),
+            None => None,
+        };
+        self.cache.write(&Entry {
+            kind: cache::KIND.into(),
+            container_id: rt.container_id.clone(),
+            config: list.bytes.clone(),
+            ifname: rt.ifname.clone(),
+            network_name: list.name.clone(),
+            netns: rt.netns.clone(),
+            cni_args: rt
+                .args
+                .iter()
+                .map(|(k, v)| [k.clone(), v.clone()])
+                .collect(),
+            capability_args: rt.capability_args.clone(),
+            result: prev,
+        })?;
+        Ok(result.unwrap_or(Value::Null))
+    }
+
+    /// The cached result of an attachment in the list's version; None without a file.
+    fn cached_result(&self, list: &NetworkList, rt: &RuntimeConf) -> CniResult<Option<Value>> {
+        let raw = match self.cache.read(&list.name, &rt.container_id, &rt.ifname)? {
+            None => return Ok(None),
+            Some(Cached::Entry(e)) => e.result,
+            Some(Cached::LegacyResult(v)) => Some(v),
+        };
+        raw.map(|v| convert_result(&v, &list.cni_version))
+            .transpose()
+    }
+
+    /// CHECK in list order against the cached result.
+    pub fn check(&self, list: &NetworkList, rt: &RuntimeConf) -> CniResult<()> {
+        rt.validate(&list.name)?;
+        if !version::at_least(version::effective(&list.cni_version), "0.4.0")? {
+            return Err(Error::new(
+                crate::cni::Code::IncompatibleVersion,
+                format!(
+                    "configuration version {:?} does not support the CHECK command",
+                    list.cni_version
+                ),
+            ));
+        }
+        if list.disable_check {
+            return Ok(());
+        }
+        let cached = self.cached_result(list, rt)?.ok_or_else(|| {
+            Error::invalid_config(format!(
+                "no cached result for network {:?}, container {:?}, interface {:?} in {}: \
+                 was it added with this cache directory?",
+                list.name,
+                rt.container_id,
+                rt.ifname,
+                self.cache.dir.display()
+            ))
+        })?;
+        for plugin in &list.plugins {
+            let stdin = stdin_for(plugin, list, Some(&cached), Some(&rt.capability_args), &[]);
+            self.run(plugin, Command::Check, rt, &stdin)
+                .map_err(|e| wrap(e, plugin, list, "check"))?;
+        }
+        Ok(())
+    }
+
+    /// DEL in reverse order; the cache entry goes once every plugin succeeded.
+    pub fn del(&self, list: &NetworkList, rt: &RuntimeConf) -> CniResult<()> {
+        rt.validate(&list.name)?;
+        let prev = if version::at_least(version::effective(&list.cni_version), "0.4.0")? {
+            match self.cached_result(list, rt) {
+                Ok(v) => v,
+                // An unreadable cache must not block DEL: drop it and go on.
+                Err(_) => {
+                    self.cache
+                        .remove(&list.name, &rt.container_id, &rt.ifname)?;
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        for plugin in list.plugins.iter().rev() {
+            let stdin = stdin_for(plugin, list, prev.as_ref(), Some(&rt.capability_args), &[]);
+            self.run(plugin, Command::Del, rt, &stdin)
+                .map_err(|e| wrap(e, plugin, list, "delete"))?;
+        }
+        self.cache.remove(&list.name, &rt.container_id, &rt.ifname)
+    }
+
+    /// GC: DEL every cached attachment of the network that is not valid (all of
+    /// them when `valid` is None, as libcni with no args), then GC each plugin
+    /// (spec 1.1.0) with the valid list. Errors are collected.
+    pub fn gc(&self, list: &NetworkList, valid: Option<&[Attachment]>) -> CniResult<()> {
+        if list.disable_gc {
+            return Ok(());
+        }
+        let mut errors = Vec::new();
+        for entry in self.cache.entries_of(&list.name)? {
+            let keep = valid.is_some_and(|v| {
+                v.iter()
+                    .any(|a| a.container_id == entry.container_id && a.ifname == entry.ifname)
+            });
+            if keep {
+                continue;
+            }
+            let rt = RuntimeConf {
+                container_id: entry.container_id.clone(),
+                netns: entry.netns.clone(),
+                ifname: entry.ifname.clone(),
+                args: entry
+                    .cni_args
+                    .iter()
+                    .map(|[k, v]| (k.clone(), v.clone()))
+                    .collect(),
+                capability_args: entry.capability_args.clone(),
+            };
+            if let Err(e) = self.del(list, &rt) {
+                errors.push(e.msg);
+            }
+        }
+        if version::at_least(version::effective(&list.cni_version), "1.1.0")? {
+            let attachments: Option<Value> = valid.map(|v| {
+                v.iter()
+                    .map(|a| json!({"containerID": a.container_id, "ifname": a.ifname}))
+                    .collect()
+            });
+            let extra: Vec<(&str, Value)> = match &attachments {
+                Some(a) => vec![
+                    ("cni.dev/valid-attachments", a.clone()),
+                    ("cni.dev/attachments", a.clone()),
+                ],
+                None => Vec::new(),
+            };
+            for plugin in &list.plugins {
+                let stdin = stdin_for(plugin, list, None, None, &extra);
+                if let Err(e) = self.run(plugin, Command::Gc, &RuntimeConf::default(), &stdin) {
+                    errors.push(wrap(e, plugin, list, "gc").msg);
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::internal(errors.join("; ")))
+        }
+    }
+
+    /// STATUS of each plugin in order (1.1.0 lists); the first error keeps the
+    /// plugin's code (50, 51, …) and names the plugin.
+    pub fn status(&self, list: &NetworkList) -> CniResult<()> {
+        if !version::at_least(version::effective(&list.cni_version), "1.1.0")? {
+            return Ok(());
+        }
+        for plugin in &list.plugins {
+            let stdin = stdin_for(plugin, list, None, None, &[]);
+            self.run(plugin, Command::Status, &RuntimeConf::default(), &stdin)
+                .map_err(|e| wrap(e, plugin, list, "status"))?;
+        }
+        Ok(())
+    }
+
+    /// The versions a plugin says it supports (VERSION).
+    pub fn plugin_versions(&self, plugin: &PluginConf) -> CniResult<Vec<String>> {
+        let rt = RuntimeConf {
+            container_id: "dummy".into(),
+            netns: "dummy".into(),
+            ifname: "dummy".into(),
+            ..RuntimeConf::default()
+        };
+        let out = self
+            .run(plugin, Command::Version, &rt, br#"{"cniVersion":"1.1.0"}"#)?
+            .unwrap_or_default();
+        let reply: Value = serde_json::from_str(&out).map_err(|e| {
+            Error::decode(format!(
+                "plugin {:?} gave an unreadable VERSION reply: {e}",
+                plugin.plugin_type
+            ))
+        })?;
+        Ok(reply
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .map(|v| {
+                v.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+/// cnitool's container ID: `cnitool-` + the first 20 hex digits of SHA-512 of the netns path.
+pub fn cnitool_container_id(netns: &str) -> String {
+    format!(
+        "cnitool-{}",
+        &crate::digest::sha512_hex(netns.as_bytes())[..20]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(raw: Value) -> PluginConf {
+        PluginConf {
+            plugin_type: raw["type"].as_str().unwrap_or_default().to_string(),
+            raw: raw.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn runtime_config_is_replaced_only_by_supplied_enabled_capabilities() {
+        let caps: Map<String, Value> = serde_json::from_value(json!({
+            "portMappings": [{"hostPort": 80}], "mac": "aa", "bandwidth": {"x": 1}
+        }))
+        .expect("caps");
+        let list = NetworkList {
+            name: "n".into(),
+            cni_version: "1.0.0".into(),
+            disable_check: false,
+            disable_gc: false,
+            plugins: Vec::new(),
+            bytes: Vec::new(),
+            source: PathBuf::new(),
+        };
+        let p = plugin(json!({
+            "type": "portmap", "name": "old", "cniVersion": "0.3.1",
+            "capabilities": {"portMappings": true, "mac": false, "ips": true},
+            "runtimeConfig": {"static": 1}
+        }));
+        let stdin: Value =
+            serde_json::from_slice(&stdin_for(&p, &list, None, Some(&caps), &[])).expect("json");
+        assert_eq!(stdin["name"], "n");
+        assert_eq!(stdin["cniVersion"], "1.0.0");
+        assert_eq!(
+            stdin["runtimeConfig"],
+            json!({"portMappings": [{"hostPort": 80}]})
+        );
+        // Nothing matched: the file's runtimeConfig survives.
+        let stdin: Value =
+            serde_json::from_slice(&stdin_for(&p, &list, None, Some(&Map::new()), &[]))
+                .expect("json");
+        assert_eq!(stdin["runtimeConfig"], json!({"static": 1}));
+    }
+
+    #[test]
+    fn container_ids_follow_cnitool() {
+        let id = cnitool_container_id("/run/netns/x");
+        assert!(id.starts_with("cnitool-") && id.len() == 28, "{id}");
+        assert_eq!(
+            id,
+            format!(
+                "cnitool-{}",
+                &crate::digest::sha512_hex(b"/run/netns/x")[..20]
+            )
+        );
+    }
+}
