@@ -586,13 +586,3 @@ pub fn optional_mtu(mtu: i64) -> CniResult<Option<u32>> {
         u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
     Ok((mtu > 0).then_some(mtu))
 }
-
-/// `ipMasqBackend` of bridge and ptp: absent, "iptables" or "nftables".
-pub fn check_masq_backend(backend: Option<&str>) -> CniResult<()> {
-    match backend {
-        None | Some("iptables" | "nftables") => Ok(()),
-        Some(other) => Err(Error::invalid_config(format!(
-            "unknown ipMasqBackend {other:?}"
-        ))),
-    }
-}

@@ -6,6 +6,7 @@ pub mod digest;
 pub mod iface;
 pub mod ipam;
 pub mod multicall;
+pub mod netfilter;
 pub mod netlink;
 pub mod netns;
 pub mod plugins;

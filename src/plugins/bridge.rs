@@ -5,6 +5,7 @@ use crate::cni::delegate::Delegate;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
+use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, parse_mac};
@@ -78,6 +79,7 @@ struct Conf {
     mac: Option<[u8; 6]>,
     dns: Option<Dns>,
     layer3: bool,
+    masq: IpMasq,
 }
 
 impl Conf {
@@ -112,7 +114,7 @@ impl Conf {
                 "cannot use IPAM when 'disableContainerInterface' flag is set",
             ));
         }
-        iface::check_masq_backend(k.ip_masq_backend.as_deref())?;
+        let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
         let mtu = iface::optional_mtu(k.mtu)?;
         let mac = requested_mac(inv, k.mac)?;
         Ok(Conf {
@@ -136,6 +138,7 @@ impl Conf {
             mac,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
             layer3,
+            masq,
         })
     }
 }
@@ -285,6 +288,9 @@ impl Plugin for Bridge {
         if let Some(dns) = conf.dns {
             result.dns = dns;
         }
+        let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
+        conf.masq
+            .add(inv.conf.name(), &inv.env.container_id, &ips)?;
         cleanup.keep();
         if let Some(guard) = rollback {
             guard.keep();
@@ -293,8 +299,10 @@ impl Plugin for Bridge {
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        Conf::load(inv)?;
-        iface::del_single(inv)
+        let conf = Conf::load(inv)?;
+        iface::del_single(inv)?;
+        // Found by chain name: works when the netns (and its addresses) are gone.
+        conf.masq.del(inv.conf.name(), &inv.env.container_id)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -6,6 +6,7 @@ use crate::cni::delegate::Delegate;
 use crate::cni::result::{Dns, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
+use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::route::{RT_SCOPE_HOST, RT_SCOPE_LINK, Route};
 use ipnet::IpNet;
@@ -25,6 +26,7 @@ struct Keys {
 }
 
 struct Conf {
+    masq: IpMasq,
     mtu: Option<u32>,
     dns: Option<Dns>,
 }
@@ -32,9 +34,8 @@ struct Conf {
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
-        let _ = k.ip_masq; // ipMasq comes with the netfilter layer.
-        iface::check_masq_backend(k.ip_masq_backend.as_deref())?;
         Ok(Conf {
+            masq: IpMasq::new(k.ip_masq, k.ip_masq_backend)?,
             mtu: iface::optional_mtu(k.mtu)?,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
         })
@@ -130,16 +131,20 @@ impl Plugin for Ptp {
         if let Some(dns) = conf.dns {
             result.dns = dns;
         }
+        let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
+        conf.masq
+            .add(inv.conf.name(), &inv.env.container_id, &ips)?;
         cleanup.keep();
         rollback.keep();
         Ok(result)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        Conf::load(inv)?;
+        let conf = Conf::load(inv)?;
         Delegate::ipam(inv)?.del()?;
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
-        Ok(())
+        // Found by chain name: works when the netns (and its addresses) are gone.
+        conf.masq.del(inv.conf.name(), &inv.env.container_id)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -167,6 +167,11 @@ impl Call {
         env.insert("CNI_NETNS".into(), netns.into());
         env.insert("CNI_IFNAME".into(), "eth0".into());
         env.insert("CNI_PATH".into(), "/nonexistent".into());
+        // Runtimes pass their PATH; netfilter tools are found through it.
+        env.insert(
+            "PATH".into(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/sbin:/usr/bin:/sbin:/bin".into()),
+        );
         Call {
             plugin: plugin.into(),
             env,

@@ -1,0 +1,123 @@
+//! The netfilter layer every plugin shares: backend choice, the reference's
+//! chain names, hashes and comments, and one lock so that the read-modify-write
+//! of shared chains by concurrent plugin runs cannot interleave.
+
+pub mod iptables;
+pub mod masq;
+
+pub use crate::netlink::addr::Family;
+
+use crate::cni::{CniResult, Error};
+use crate::digest::sha512_hex;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::File;
+
+/// Which netfilter implementation rules go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Iptables,
+    Nftables,
+}
+
+impl Backend {
+    /// A `backend`/`ipMasqBackend` config value.
+    pub fn parse(s: &str) -> CniResult<Backend> {
+        match s {
+            "iptables" => Ok(Backend::Iptables),
+            "nftables" => Ok(Backend::Nftables),
+            other => Err(Error::invalid_config(format!(
+                "unknown backend {other:?} (iptables or nftables)"
+            ))),
+        }
+    }
+
+    /// The reference's rule: iptables unless it is unusable and nftables is usable.
+    pub fn detect() -> CniResult<Backend> {
+        if iptables::usable(Family::V4, "nat") {
+            return Ok(Backend::Iptables);
+        }
+        Err(Error::new(
+            crate::cni::Code::NotAvailable,
+            "no usable netfilter backend: iptables-save/iptables-restore not found or not working",
+        ))
+    }
+
+    /// The configured backend, else the detected one. nftables is refused until the
+    /// direct nfnetlink encoder lands.
+    pub fn choose(configured: Option<&str>) -> CniResult<Backend> {
+        let backend = match configured.filter(|s| !s.is_empty()) {
+            Some(s) => Backend::parse(s)?,
+            None => Backend::detect()?,
+        };
+        if backend == Backend::Nftables {
+            return Err(Error::invalid_config(
+                "the nftables backend is not available in this build yet; use \"iptables\"",
+            ));
+        }
+        Ok(backend)
+    }
+}
+
+/// `CNI-` + `prefix` + the SHA-512 hex of `network + container_id`, cut to the
+/// reference's 28 characters (`CNI-` 24 hex, `CNI-DN-` 21 hex).
+pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {
+    const MAX: usize = 28;
+    let hash = sha512_hex(format!("{network}{container_id}").as_bytes());
+    let keep = MAX - "CNI-".len() - prefix.len();
+    format!("CNI-{prefix}{}", &hash[..keep])
+}
+
+/// Go's `%q` of a name (names are validated, so only quotes and backslashes matter).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// `name: "<net>" id: "<cid>"`, the reference's rule comment.
+pub fn attachment_comment(network: &str, container_id: &str) -> String {
+    format!("name: {} id: {}", go_quote(network), go_quote(container_id))
+}
+
+/// Serialises netfilter changes of cni-multi processes on this machine.
+pub struct Lock(#[allow(dead_code)] Flock<File>);
+
+pub const LOCK_PATH: &str = "/run/cni-multi.netfilter.lock";
+
+pub fn lock() -> CniResult<Lock> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(LOCK_PATH)
+        .map_err(|e| Error::internal(format!("failed to open {LOCK_PATH}: {e}")))?;
+    Flock::lock(file, FlockArg::LockExclusive)
+        .map(Lock)
+        .map_err(|(_, e)| Error::internal(format!("failed to lock {LOCK_PATH}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_reference() {
+        let full = sha512_hex(b"mynetabc123");
+        assert_eq!(
+            chain_name("", "mynet", "abc123"),
+            format!("CNI-{}", &full[..24])
+        );
+        assert_eq!(
+            chain_name("DN-", "mynet", "abc123"),
+            format!("CNI-DN-{}", &full[..21])
+        );
+        assert_eq!(chain_name("DN-", "a", "b").len(), 28);
+        assert_eq!(attachment_comment("n", "c"), "name: \"n\" id: \"c\"");
+    }
+}

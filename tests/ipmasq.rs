@@ -1,0 +1,223 @@
+//! ipMasq for bridge and ptp: the reference's chain, rules and comments; traffic
+//! leaves masqueraded; DEL (also with the netns gone, also for rules written by
+//! the Go plugins) leaves the nat table as it was.
+
+mod harness;
+
+use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
+use serde_json::{Value, json};
+
+fn nat() -> String {
+    run_in(None, "iptables-save", &["-t", "nat"])
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn sha512_prefix(s: &str, n: usize) -> String {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s '{s}' | sha512sum"))
+        .output()
+        .expect("sha512sum");
+    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+}
+
+fn conf(plugin: &str, store: &TempDir) -> Value {
+    json!({
+        "cniVersion": "1.0.0", "name": "masq-net", "type": plugin,
+        "bridge": "cni-masq", "isGateway": true, "ipMasq": true,
+        "ipam": {"type": "host-local", "subnet": "10.31.0.0/24", "dataDir": store.0,
+                 "routes": [{"dst": "0.0.0.0/0"}]}
+    })
+}
+
+fn call(plugin: &str, cmd: &str, ns: &str, id: &str, c: &Value, bin: &TempDir) -> Call {
+    Call::new(plugin, cmd, ns, &c.to_string())
+        .set("CNI_CONTAINERID", id)
+        .path(bin)
+}
+
+/// An "outside" namespace on 192.0.2.0/24 with no route back to the containers:
+/// only masqueraded traffic gets answers.
+fn outside() -> Netns {
+    let out = Netns::new();
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "to-out",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "out0",
+            "netns",
+            out.path(),
+        ],
+    );
+    run_in(
+        None,
+        "ip",
+        &["addr", "add", "192.0.2.1/24", "dev", "to-out"],
+    );
+    run_in(None, "ip", &["link", "set", "to-out", "up"]);
+    out.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "out0"]);
+    out.sh("ip", &["link", "set", "out0", "up"]);
+    out
+}
+
+fn pings(from: &Netns, to: &str) -> bool {
+    std::process::Command::new("nsenter")
+        .args([&format!("--net={}", from.path()), "ping", "-c1", "-W2", to])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table() {
+    enter_test_host();
+    let _out = outside();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq"));
+    let before = nat();
+    for plugin in ["bridge", "ptp"] {
+        let c = conf(plugin, &store);
+        let ns = Netns::new();
+        let id = format!("ctr-{plugin}");
+        let added = call(plugin, "ADD", ns.path(), &id, &c, &bin).run().ok();
+        let ip = added["ips"][0]["address"].as_str().expect("ip").to_string();
+        let host_ip = ip.split('/').next().expect("ip");
+        let chain = format!("CNI-{}", sha512_prefix(&format!("masq-net{id}"), 24));
+        let comment = format!("--comment \"name: \\\"masq-net\\\" id: \\\"{id}\\\"\"");
+        let rules = nat();
+        assert!(rules.contains(&format!(":{chain} - [0:0]")), "{rules}");
+        assert!(
+            rules.contains(&format!(
+                "-A POSTROUTING -s {host_ip}/32 -m comment {comment} -j {chain}"
+            )),
+            "{rules}"
+        );
+        let subnet = "10.31.0.0/24";
+        assert!(
+            rules.contains(&format!(
+                "-A {chain} -d {subnet} -m comment {comment} -j ACCEPT"
+            )),
+            "{rules}"
+        );
+        assert!(
+            rules.contains(&format!(
+                "-A {chain} ! -d 224.0.0.0/4 -m comment {comment} -j MASQUERADE"
+            )),
+            "{rules}"
+        );
+        assert!(
+            pings(&ns, "192.0.2.2"),
+            "{plugin}: masqueraded traffic gets answers"
+        );
+        call(plugin, "DEL", ns.path(), &id, &c, &bin).run().ok();
+        assert_eq!(nat(), before, "{plugin}: DEL restores the nat table");
+        assert!(!pings(&ns, "192.0.2.2"));
+    }
+}
+
+#[test]
+fn del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq-gone"));
+    let c = conf("bridge", &store);
+    let before = nat();
+    for i in 0..100 {
+        let ns = Netns::new();
+        let id = format!("cycle-{i}");
+        call("bridge", "ADD", ns.path(), &id, &c, &bin).run().ok();
+        let path = ns.path().to_string();
+        if i % 2 == 0 {
+            ns.destroy();
+        }
+        call("bridge", "DEL", &path, &id, &c, &bin).run().ok();
+    }
+    assert_eq!(nat(), before);
+}
+
+#[test]
+fn rules_written_by_the_go_plugins_are_removed_by_del() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq-live"));
+    let before = nat();
+    // What the reference's ip.SetupIPMasq leaves for container "go-ctr" at 10.31.0.7/24.
+    let id = "go-ctr";
+    let chain = format!("CNI-{}", sha512_prefix(&format!("masq-net{id}"), 24));
+    let comment = format!("name: \"masq-net\" id: \"{id}\"");
+    for args in [
+        vec!["-t", "nat", "-N", &chain],
+        vec![
+            "-t",
+            "nat",
+            "-A",
+            &chain,
+            "-d",
+            "10.31.0.7/24",
+            "-j",
+            "ACCEPT",
+            "-m",
+            "comment",
+            "--comment",
+            &comment,
+        ],
+        vec![
+            "-t",
+            "nat",
+            "-A",
+            &chain,
+            "!",
+            "-d",
+            "224.0.0.0/4",
+            "-j",
+            "MASQUERADE",
+            "-m",
+            "comment",
+            "--comment",
+            &comment,
+        ],
+        vec![
+            "-t",
+            "nat",
+            "-A",
+            "POSTROUTING",
+            "-s",
+            "10.31.0.7",
+            "-j",
+            &chain,
+            "-m",
+            "comment",
+            "--comment",
+            &comment,
+        ],
+        // The legacy form with the prefix.
+        vec![
+            "-t",
+            "nat",
+            "-A",
+            "POSTROUTING",
+            "-s",
+            "10.31.0.7/24",
+            "-j",
+            &chain,
+            "-m",
+            "comment",
+            "--comment",
+            &comment,
+        ],
+    ] {
+        run_in(None, "iptables", &args);
+    }
+    assert_ne!(nat(), before);
+    // DEL from cni-multi, with the container's netns long gone.
+    call("bridge", "DEL", "", id, &conf("bridge", &store), &bin)
+        .run()
+        .ok();
+    assert_eq!(nat(), before);
+}
