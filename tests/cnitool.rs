@@ -64,6 +64,8 @@ impl Setup {
         vec![
             ("NETCONFPATH", self.conf.0.to_string_lossy().into_owned()),
             ("CNI_PATH", self.bin.0.to_string_lossy().into_owned()),
+            // Runtimes pass their PATH: ipMasq finds iptables through it.
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
         ]
     }
 
@@ -155,6 +157,7 @@ fn testdata_conflists_add_check_del() {
         // A second DEL (no cache any more) still succeeds.
         s.run(&["del", net, ns.path()]).ok();
     }
+    assert_eq!(nat(), nat_before, "bridge-net's ipMasq rules are gone");
     let leftovers: Vec<String> = walk(&s.store.0)
         .into_iter()
         .filter(|f| !f.ends_with("/lock") && !f.contains("last_reserved_ip"))
