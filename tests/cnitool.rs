@@ -123,6 +123,14 @@ fn testdata_conflists_add_check_del() {
     );
     run_in(None, "ip", &["link", "set", "eth0", "up"]);
 
+    let nat = || {
+        run_in(None, "iptables-save", &["-t", "nat"])
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let nat_before = nat();
     let listed = s.run(&["list"]).stdout;
     for line in [
         "bridge-net\t1.0.0\tbridge\t",
