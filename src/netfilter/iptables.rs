@@ -129,9 +129,22 @@ impl Batch {
         self.lines.push(format!("-D {chain} {spec}"));
     }
 
+    /// Deletes an (already empty) chain. Note: with iptables-nft, flushing a chain
+    /// whose rules were deleted earlier in the same batch makes the kernel see the
+    /// deleted rules' jump targets as still in use (EBUSY), so callers that emptied
+    /// a chain with `-D` use this rather than flush-and-delete.
+    pub fn delete_chain(&mut self, chain: &str) {
+        self.lines.push(format!("-X {chain}"));
+    }
+
     pub fn flush_and_delete_chain(&mut self, chain: &str) {
         self.lines.push(format!("-F {chain}"));
         self.lines.push(format!("-X {chain}"));
+    }
+
+    /// Appends another batch's lines (same family and table).
+    pub fn extend(&mut self, other: Batch) {
+        self.lines.extend(other.lines);
     }
 
     /// The restore input.
@@ -202,9 +215,18 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
     }
 }
 
-/// Whether the family's tools can read the given table here.
-pub fn usable(family: Family, table: &str) -> bool {
-    save(family, table).is_ok()
+/// Whether the family's tools are installed (looked up on PATH, no process run:
+/// detection must not cost an exec per operation).
+pub fn usable(family: Family) -> bool {
+    let restore = tool(family, "restore");
+    let save = tool(family, "save");
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let executable =
+                |name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file());
+            executable(&restore) && executable(&save)
+        })
+    })
 }
 
 #[cfg(test)]

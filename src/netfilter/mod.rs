@@ -4,6 +4,7 @@
 
 pub mod iptables;
 pub mod masq;
+pub mod portmap;
 
 pub use crate::netlink::addr::Family;
 
@@ -33,7 +34,7 @@ impl Backend {
 
     /// The reference's rule: iptables unless it is unusable and nftables is usable.
     pub fn detect() -> CniResult<Backend> {
-        if iptables::usable(Family::V4, "nat") {
+        if iptables::usable(Family::V4) {
             return Ok(Backend::Iptables);
         }
         Err(Error::new(

@@ -200,6 +200,22 @@ impl Socket {
     }
 }
 
+impl Socket {
+    /// The route the kernel would use to reach `ip` (`ip route get`).
+    pub fn route_get(&mut self, ip: std::net::IpAddr) -> Result<Option<Route>> {
+        let family = Family::of(ip);
+        let bits = if ip.is_ipv4() { 32 } else { 128 };
+        let body = Body::new(&wire::rtmsg(family.af(), bits, 0, 0, 0, 0, 0, 0)).ip(RTA_DST, ip);
+        let replies: Vec<Buffer> = self.get(
+            "get route",
+            Rtm::Getroute,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies.iter().find_map(|b| Route::parse(b.as_ref())))
+    }
+}
+
 fn describe(r: &Route) -> String {
     let mut s = r.dst.to_string();
     if let Some(gw) = r.gw {

@@ -9,6 +9,7 @@ mod ipvlan;
 mod loopback;
 mod macvlan;
 mod pending;
+mod portmap;
 mod ptp;
 mod static_ipam;
 mod tap;
@@ -105,7 +106,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "portmap",
         summary: "meta: host port forwarding",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("portmap"),
+        plugin: &portmap::Portmap,
     },
     PluginInfo {
         name: "bandwidth",

@@ -315,3 +315,82 @@ pub fn kernel_supports(kind: &str, on_parent: bool, options: &[&str]) -> Result<
 pub fn skip(test: &str, reason: &str) {
     eprintln!("SKIP {test}: {reason}");
 }
+
+/// Runs `f` on a new thread inside the namespace at `netns` (None: the caller's).
+pub fn in_netns<T: Send + 'static>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let file = netns.map(|p| File::open(p).expect("open netns"));
+    std::thread::spawn(move || {
+        if let Some(f) = &file {
+            setns(f.as_fd(), CloneFlags::CLONE_NEWNET).expect("setns");
+        }
+        f()
+    })
+    .join()
+    .expect("netns thread")
+}
+
+/// A TCP server in `netns` on `port` answering every connection with `reply`;
+/// it lives as long as the test process (the thread blocks in accept).
+pub fn tcp_server(netns: &str, port: u16, reply: &'static str) {
+    let (tx, rx) = mpsc::channel();
+    let file = File::open(netns).expect("open netns");
+    std::thread::spawn(move || {
+        setns(file.as_fd(), CloneFlags::CLONE_NEWNET).expect("setns");
+        let listener = std::net::TcpListener::bind(("::", port))
+            .or_else(|_| std::net::TcpListener::bind(("0.0.0.0", port)))
+            .expect("bind");
+        let _ = tx.send(());
+        for mut conn in listener.incoming().flatten() {
+            let _ = conn.write_all(reply.as_bytes());
+        }
+    });
+    rx.recv().expect("server ready");
+}
+
+/// A UDP server in `netns` on `port` answering every datagram with `reply`.
+pub fn udp_server(netns: &str, port: u16, reply: &'static str) {
+    let (tx, rx) = mpsc::channel();
+    let file = File::open(netns).expect("open netns");
+    std::thread::spawn(move || {
+        setns(file.as_fd(), CloneFlags::CLONE_NEWNET).expect("setns");
+        let sock = std::net::UdpSocket::bind(("0.0.0.0", port)).expect("bind udp");
+        let _ = tx.send(());
+        let mut buf = [0u8; 64];
+        while let Ok((_, from)) = sock.recv_from(&mut buf) {
+            let _ = sock.send_to(reply.as_bytes(), from);
+        }
+    });
+    rx.recv().expect("server ready");
+}
+
+/// What a TCP connection from `netns` (None: the caller's) to `addr` reads, if it connects.
+pub fn tcp_fetch(netns: Option<&str>, addr: &str) -> Option<String> {
+    let addr: std::net::SocketAddr = addr.parse().expect("socket address");
+    in_netns(netns, move || {
+        use std::io::Read;
+        let mut s =
+            std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)).ok()?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out)
+    })
+}
+
+/// The reply to one UDP datagram from `netns` to `addr`, if any.
+pub fn udp_fetch(netns: Option<&str>, addr: &str) -> Option<String> {
+    let addr: std::net::SocketAddr = addr.parse().expect("socket address");
+    in_netns(netns, move || {
+        let sock = std::net::UdpSocket::bind(("0.0.0.0", 0)).ok()?;
+        sock.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .ok()?;
+        sock.send_to(b"ping", addr).ok()?;
+        let mut buf = [0u8; 64];
+        let (n, _) = sock.recv_from(&mut buf).ok()?;
+        Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+    })
+}

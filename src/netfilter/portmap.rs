@@ -1,0 +1,537 @@
+//! portmap's rules (iptables backend), in the reference's chains, order,
+//! comments and hashes: shared `CNI-HOSTPORT-*` chains created once, one
+//! `CNI-DN-<hash>` chain per container, all of one ADD in one restore per family.
+
+use super::iptables::{self, Batch, Saved, jumps};
+use super::{Family, go_quote, lock};
+use crate::cni::{CniResult, Error};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+pub const SETMARK_CHAIN: &str = "CNI-HOSTPORT-SETMARK";
+pub const MASQ_CHAIN: &str = "CNI-HOSTPORT-MASQ";
+pub const DNAT_CHAIN: &str = "CNI-HOSTPORT-DNAT";
+const SNAT_CHAIN: &str = "CNI-HOSTPORT-SNAT";
+const SETMARK_COMMENT: &str = "CNI portfwd masquerade mark";
+const MASQ_COMMENT: &str = "CNI portfwd requiring masquerade";
+/// multiport takes at most 15 ports per rule.
+const MULTIPORT_MAX: usize = 15;
+
+/// One mapping, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    pub host_port: u16,
+    pub container_port: u16,
+    pub protocol: String,
+    pub host_ip: Option<IpAddr>,
+}
+
+/// Everything one container's rules depend on.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub network: String,
+    pub container_id: String,
+    pub mappings: Vec<Mapping>,
+    pub snat: bool,
+    pub masq_all: bool,
+    pub mark_bit: u32,
+    pub external_mark_chain: Option<String>,
+    pub conditions_v4: Vec<String>,
+    pub conditions_v6: Vec<String>,
+}
+
+impl Plan {
+    pub fn dnat_chain(&self) -> String {
+        super::chain_name("DN-", &self.network, &self.container_id)
+    }
+
+    fn legacy_snat_chain(&self) -> String {
+        super::chain_name("SN-", &self.network, &self.container_id)
+    }
+
+    fn mark(&self) -> String {
+        let bit = 1u32 << self.mark_bit;
+        format!("{bit:#x}/{bit:#x}")
+    }
+
+    fn mark_target(&self) -> String {
+        self.external_mark_chain
+            .clone()
+            .unwrap_or_else(|| SETMARK_CHAIN.to_string())
+    }
+
+    fn conditions(&self, family: Family) -> &[String] {
+        match family {
+            Family::V4 => &self.conditions_v4,
+            Family::V6 => &self.conditions_v6,
+        }
+    }
+
+    /// `dnat name: "<net>" id: "<cid>"`, cut as the reference cuts long comments.
+    fn dnat_comment(&self) -> String {
+        let c = format!(
+            "dnat name: {} id: {}",
+            go_quote(&self.network),
+            go_quote(&self.container_id)
+        );
+        if c.len() > 255 {
+            let mut cut = 253;
+            while !c.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            format!("{}...", &c[..cut])
+        } else {
+            c
+        }
+    }
+
+    /// Mappings that apply to a container address of `family`.
+    fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
+        self.mappings
+            .iter()
+            .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
+            .collect()
+    }
+}
+
+fn s(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_string()).collect()
+}
+
+/// The container address as `ip/prefix` (as allocated) and as a DNAT target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub address: ipnet::IpNet,
+}
+
+fn to_destination(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("{v4}:{port}"),
+        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }
+}
+
+/// The per-container chain's rules, in the reference's order.
+fn dnat_rules(plan: &Plan, family: Family, target: &Target) -> Vec<Vec<String>> {
+    let mut rules = Vec::new();
+    let source = if plan.masq_all {
+        match family {
+            Family::V4 => "0.0.0.0/0".to_string(),
+            Family::V6 => "::/0".to_string(),
+        }
+    } else {
+        target.address.to_string()
+    };
+    for m in plan.mappings_for(family) {
+        let mut base = s(&["-p", &m.protocol, "--dport", &m.host_port.to_string()]);
+        if let Some(ip) = m.host_ip.filter(|ip| !ip.is_unspecified()) {
+            base.extend(s(&["-d", &ip.to_string()]));
+        }
+        if plan.snat {
+            let mut hairpin = base.clone();
+            hairpin.extend(s(&["-s", &source, "-j", &plan.mark_target()]));
+            rules.push(hairpin);
+            if family == Family::V4 && !plan.masq_all {
+                let mut localhost = base.clone();
+                localhost.extend(s(&["-s", "127.0.0.1", "-j", &plan.mark_target()]));
+                rules.push(localhost);
+            }
+        }
+        let mut dnat = base;
+        dnat.extend(s(&[
+            "-j",
+            "DNAT",
+            "--to-destination",
+            &to_destination(target.address.addr(), m.container_port),
+        ]));
+        rules.push(dnat);
+    }
+    rules
+}
+
+/// Jumps from CNI-HOSTPORT-DNAT: per protocol (sorted), ≤ 15 ports each.
+fn entry_rules(plan: &Plan, family: Family) -> Vec<Vec<String>> {
+    let mut by_proto: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for m in plan.mappings_for(family) {
+        by_proto
+            .entry(m.protocol.as_str())
+            .or_default()
+            .push(m.host_port.to_string());
+    }
+    let mut rules = Vec::new();
+    for (proto, ports) in by_proto {
+        for chunk in ports.chunks(MULTIPORT_MAX) {
+            let mut r = s(&[
+                "-m",
+                "comment",
+                "--comment",
+                &plan.dnat_comment(),
+                "-m",
+                "multiport",
+                "-p",
+                proto,
+                "--destination-ports",
+                &chunk.join(","),
+            ]);
+            r.extend(plan.conditions(family).iter().cloned());
+            r.extend(s(&["-j", &plan.dnat_chain()]));
+            rules.push(r);
+        }
+    }
+    rules
+}
+
+/// The shared chains and their entry points, created when missing.
+fn ensure_shared(batch: &mut Batch, saved: &mut Saved, plan: &Plan) {
+    if plan.snat && plan.external_mark_chain.is_none() {
+        let mark = plan.mark();
+        batch.ensure_chain(saved, SETMARK_CHAIN);
+        if saved
+            .rules_in(SETMARK_CHAIN, |r| r.contains(&mark))
+            .next()
+            .is_none()
+        {
+            batch.append(
+                SETMARK_CHAIN,
+                &s(&[
+                    "-m",
+                    "comment",
+                    "--comment",
+                    SETMARK_COMMENT,
+                    "-j",
+                    "MARK",
+                    "--set-xmark",
+                    &mark,
+                ]),
+            );
+        }
+        batch.ensure_chain(saved, MASQ_CHAIN);
+        if saved
+            .rules_in(MASQ_CHAIN, |r| r.contains(&mark))
+            .next()
+            .is_none()
+        {
+            batch.append(
+                MASQ_CHAIN,
+                &s(&["-m", "mark", "--mark", &mark, "-j", "MASQUERADE"]),
+            );
+        }
+        if !saved.jumps_to("POSTROUTING", MASQ_CHAIN) {
+            batch.insert(
+                "POSTROUTING",
+                1,
+                &s(&["-m", "comment", "--comment", MASQ_COMMENT, "-j", MASQ_CHAIN]),
+            );
+        }
+    }
+    batch.ensure_chain(saved, DNAT_CHAIN);
+    for chain in ["PREROUTING", "OUTPUT"] {
+        if !saved.jumps_to(chain, DNAT_CHAIN) {
+            batch.append(
+                chain,
+                &s(&["-m", "addrtype", "--dst-type", "LOCAL", "-j", DNAT_CHAIN]),
+            );
+        }
+    }
+}
+
+/// Adds (or rewrites) the container's mappings for each family it has an address of.
+pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+    let _lock = lock()?;
+    for target in targets {
+        let family = Family::of(target.address.addr());
+        if plan.mappings_for(family).is_empty() {
+            continue;
+        }
+        let mut saved = iptables::save(family, "nat").map_err(Error::internal)?;
+        let mut batch = Batch::new(family, "nat");
+        ensure_shared(&mut batch, &mut saved, plan);
+        let chain = plan.dnat_chain();
+        // Rewritten whole: a repeated ADD replaces, never duplicates.
+        for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, &chain)) {
+            batch.delete_saved(DNAT_CHAIN, spec);
+        }
+        batch.reset_chain(&chain);
+        for rule in dnat_rules(plan, family, target) {
+            batch.append(&chain, &rule);
+        }
+        for rule in entry_rules(plan, family) {
+            batch.append(DNAT_CHAIN, &rule);
+        }
+        iptables::apply(&batch).map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// The removal of one container's rules from a saved table.
+fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &str) -> Batch {
+    let mut batch = Batch::new(family, "nat");
+    for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, dnat_chain)) {
+        batch.delete_saved(DNAT_CHAIN, spec);
+    }
+    if saved.has_chain(dnat_chain) {
+        batch.flush_and_delete_chain(dnat_chain);
+    }
+    // Chains of old reference versions.
+    for spec in saved.rules_in(SNAT_CHAIN, |r| jumps(r, snat_chain)) {
+        batch.delete_saved(SNAT_CHAIN, spec);
+    }
+    if saved.has_chain(snat_chain) {
+        batch.flush_and_delete_chain(snat_chain);
+    }
+    batch
+}
+
+/// Removes the container's rules in `families`, found by name (no mappings needed).
+pub fn del(plan: &Plan, families: &[Family]) -> CniResult<()> {
+    let _lock = lock()?;
+    for family in families {
+        let Ok(saved) = iptables::save(*family, "nat") else {
+            continue;
+        };
+        let mut batch = teardown_batch(
+            &saved,
+            *family,
+            &plan.dnat_chain(),
+            &plan.legacy_snat_chain(),
+        );
+        remove_shared_if_unused(&mut batch, &saved, &[plan.dnat_chain()]);
+        iptables::apply(&batch).map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// When no container jump would be left in CNI-HOSTPORT-DNAT, the shared chains
+/// and their entry rules go too, so the last DEL leaves the table as it found it.
+/// (A later ADD, ours or the reference's, creates them again.)
+fn remove_shared_if_unused(batch: &mut Batch, saved: &Saved, removed: &[String]) {
+    let left = saved
+        .rules_in(DNAT_CHAIN, |r| !removed.iter().any(|c| jumps(r, c)))
+        .count();
+    if left > 0 || !saved.has_chain(DNAT_CHAIN) {
+        return;
+    }
+    for chain in ["PREROUTING", "OUTPUT"] {
+        for spec in saved.rules_in(chain, |r| jumps(r, DNAT_CHAIN)) {
+            batch.delete_saved(chain, spec);
+        }
+    }
+    // Every rule of it was deleted above by `-D`: delete without flushing.
+    batch.delete_chain(DNAT_CHAIN);
+    for spec in saved.rules_in("POSTROUTING", |r| jumps(r, MASQ_CHAIN)) {
+        batch.delete_saved("POSTROUTING", spec);
+    }
+    for chain in [MASQ_CHAIN, SETMARK_CHAIN] {
+        if saved.has_chain(chain) {
+            batch.flush_and_delete_chain(chain);
+        }
+    }
+}
+
+/// CHECK: the container chain holds a DNAT per mapping and is jumped to.
+pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+    for target in targets {
+        let family = Family::of(target.address.addr());
+        if plan.mappings_for(family).is_empty() {
+            continue;
+        }
+        let saved = iptables::save(family, "nat").map_err(Error::internal)?;
+        let chain = plan.dnat_chain();
+        if !saved.has_chain(&chain) || !saved.jumps_to(DNAT_CHAIN, &chain) {
+            return Err(Error::internal(format!(
+                "portmap: chain {chain} is missing"
+            )));
+        }
+        for m in plan.mappings_for(family) {
+            let to = to_destination(target.address.addr(), m.container_port);
+            let port = format!("--dport {} ", m.host_port);
+            let found = saved
+                .rules_in(&chain, |r| r.contains(&port) && r.contains(&to))
+                .next()
+                .is_some();
+            if !found {
+                return Err(Error::internal(format!(
+                    "portmap: no rule for {} port {} -> {to}",
+                    m.protocol, m.host_port
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// GC: removes the rules of attachments of `network` whose container is not in `keep`.
+pub fn gc(network: &str, keep: &[String]) -> CniResult<()> {
+    let _lock = lock()?;
+    for family in [Family::V4, Family::V6] {
+        let Ok(saved) = iptables::save(family, "nat") else {
+            continue;
+        };
+        let prefix = format!("dnat name: {} id: ", go_quote(network));
+        let mut stale: Vec<String> = Vec::new();
+        for (_, spec) in saved.rules.iter().filter(|(c, _)| c == DNAT_CHAIN) {
+            let Some(id) = comment_container(spec, &prefix) else {
+                continue;
+            };
+            if !keep.contains(&id) && !stale.contains(&id) {
+                stale.push(id);
+            }
+        }
+        let mut batch = Batch::new(family, "nat");
+        let mut removed = Vec::new();
+        for id in &stale {
+            let dn = super::chain_name("DN-", network, id);
+            let sn = super::chain_name("SN-", network, id);
+            batch.extend(teardown_batch(&saved, family, &dn, &sn));
+            removed.push(dn);
+        }
+        if !removed.is_empty() {
+            remove_shared_if_unused(&mut batch, &saved, &removed);
+        }
+        iptables::apply(&batch).map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// The container ID from a saved rule's `dnat name: "<net>" id: "<cid>"` comment.
+fn comment_container(spec: &str, prefix: &str) -> Option<String> {
+    // iptables-save prints the comment quoted with escaped inner quotes.
+    let printed = iptables::quote(prefix);
+    let start = spec.find(printed.trim_end_matches('"'))? + printed.len() - 1;
+    let rest = &spec[start..];
+    let rest = rest.strip_prefix("\\\"")?;
+    let end = rest.find("\\\"")?;
+    Some(rest[..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> Plan {
+        Plan {
+            network: "net".into(),
+            container_id: "ctr".into(),
+            mappings: vec![
+                Mapping {
+                    host_port: 8080,
+                    container_port: 80,
+                    protocol: "tcp".into(),
+                    host_ip: None,
+                },
+                Mapping {
+                    host_port: 53,
+                    container_port: 53,
+                    protocol: "udp".into(),
+                    host_ip: None,
+                },
+                Mapping {
+                    host_port: 9090,
+                    container_port: 90,
+                    protocol: "tcp".into(),
+                    host_ip: Some("192.0.2.1".parse().expect("ip")),
+                },
+                Mapping {
+                    host_port: 7070,
+                    container_port: 70,
+                    protocol: "tcp".into(),
+                    host_ip: Some("fd00::1".parse().expect("ip")),
+                },
+            ],
+            snat: true,
+            masq_all: false,
+            mark_bit: 13,
+            external_mark_chain: None,
+            conditions_v4: vec!["-s".into(), "10.0.0.0/8".into()],
+            conditions_v6: vec![],
+        }
+    }
+
+    #[test]
+    fn rules_follow_the_reference() {
+        let p = plan();
+        let target = Target {
+            address: "10.22.0.5/16".parse().expect("net"),
+        };
+        let rules: Vec<String> = dnat_rules(&p, Family::V4, &target)
+            .iter()
+            .map(|r| r.join(" "))
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                "-p tcp --dport 8080 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp --dport 8080 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp --dport 8080 -j DNAT --to-destination 10.22.0.5:80",
+                "-p udp --dport 53 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
+                "-p udp --dport 53 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
+                "-p udp --dport 53 -j DNAT --to-destination 10.22.0.5:53",
+                "-p tcp --dport 9090 -d 192.0.2.1 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp --dport 9090 -d 192.0.2.1 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
+                "-p tcp --dport 9090 -d 192.0.2.1 -j DNAT --to-destination 10.22.0.5:90",
+            ]
+        );
+        let chain = p.dnat_chain();
+        let entries: Vec<String> = entry_rules(&p, Family::V4)
+            .iter()
+            .map(|r| r.join(" "))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                format!(
+                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090 -s 10.0.0.0/8 -j {chain}"
+                ),
+                format!(
+                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p udp --destination-ports 53 -s 10.0.0.0/8 -j {chain}"
+                ),
+            ]
+        );
+        let v6 = Target {
+            address: "fd00::5/64".parse().expect("net"),
+        };
+        let rules: Vec<String> = dnat_rules(&p, Family::V6, &v6)
+            .iter()
+            .map(|r| r.join(" "))
+            .collect();
+        assert!(
+            rules.contains(
+                &"-p tcp --dport 7070 -d fd00::1 -j DNAT --to-destination [fd00::5]:70".to_string()
+            ),
+            "{rules:?}"
+        );
+        assert!(
+            !rules
+                .iter()
+                .any(|r| r.contains("127.0.0.1") || r.contains("9090"))
+        );
+        assert_eq!(p.mark(), "0x2000/0x2000");
+    }
+
+    #[test]
+    fn long_ports_lists_and_comments_are_split_and_cut() {
+        let mut p = plan();
+        p.mappings = (1..=20)
+            .map(|i| Mapping {
+                host_port: 1000 + i,
+                container_port: 80,
+                protocol: "tcp".into(),
+                host_ip: None,
+            })
+            .collect();
+        assert_eq!(entry_rules(&p, Family::V4).len(), 2);
+        p.container_id = "x".repeat(300);
+        assert_eq!(p.dnat_comment().len(), 256);
+        assert!(p.dnat_comment().ends_with("..."));
+    }
+
+    #[test]
+    fn container_ids_are_read_back_from_saved_comments() {
+        let spec = "-p tcp -m comment --comment \"dnat name: \\\"net\\\" id: \\\"abc\\\"\" -m multiport --dports 80 -j CNI-DN-x";
+        assert_eq!(
+            comment_container(spec, "dnat name: \"net\" id: "),
+            Some("abc".into())
+        );
+        assert_eq!(comment_container(spec, "dnat name: \"other\" id: "), None);
+    }
+}

@@ -1,0 +1,289 @@
+//! portmap (chained): forwards host ports to the container with DNAT, with
+//! masquerading for hairpin and localhost, in the reference's iptables chains.
+//! Its output is prevResult, unchanged.
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
+use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
+use crate::netfilter::{Backend, Family};
+use crate::netlink::{Socket, sysctl};
+use serde::Deserialize;
+use std::net::IpAddr;
+
+pub struct Portmap;
+
+#[derive(Debug, Deserialize)]
+struct MappingKeys {
+    #[serde(rename = "hostPort", default)]
+    host_port: i64,
+    #[serde(rename = "containerPort", default)]
+    container_port: i64,
+    #[serde(default)]
+    protocol: String,
+    #[serde(rename = "hostIP", default)]
+    host_ip: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    snat: Option<bool>,
+    #[serde(rename = "masqAll")]
+    masq_all: bool,
+    #[serde(rename = "markMasqBit")]
+    mark_masq_bit: Option<i64>,
+    #[serde(rename = "externalSetMarkChain")]
+    external_set_mark_chain: Option<String>,
+    #[serde(rename = "conditionsV4")]
+    conditions_v4: Option<Vec<String>>,
+    #[serde(rename = "conditionsV6")]
+    conditions_v6: Option<Vec<String>>,
+    backend: Option<String>,
+}
+
+/// iptables syntax starts with `-` or `!`; anything else is nft syntax.
+fn is_iptables_syntax(conditions: &[String]) -> bool {
+    conditions
+        .first()
+        .is_some_and(|t| t.starts_with('-') || t.starts_with('!'))
+}
+
+fn load(inv: &Invocation) -> CniResult<(Plan, Backend)> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    let mark_bit = k.mark_masq_bit.unwrap_or(13);
+    if !(0..=31).contains(&mark_bit) {
+        return Err(Error::invalid_config(format!(
+            "MasqMarkBit must be between 0 and 31, got {mark_bit}"
+        )));
+    }
+    if k.mark_masq_bit.is_some() && k.external_set_mark_chain.is_some() {
+        return Err(Error::invalid_config(
+            "Cannot specify externalSetMarkChain and markMasqBit",
+        ));
+    }
+    if let Some(chain) = &k.external_set_mark_chain {
+        let valid = !chain.is_empty()
+            && chain.len() <= 28
+            && chain
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(Error::invalid_config(format!(
+                "invalid externalSetMarkChain {chain:?}"
+            )));
+        }
+    }
+    let conditions_v4 = k.conditions_v4.unwrap_or_default();
+    let conditions_v6 = k.conditions_v6.unwrap_or_default();
+    for token in conditions_v4.iter().chain(&conditions_v6) {
+        if token.contains(['\n', '\r', '\0']) {
+            return Err(Error::invalid_config(format!(
+                "invalid condition {token:?}"
+            )));
+        }
+    }
+    // Conditions in nft syntax ask for nftables; mixed syntaxes are an error.
+    let wants = |c: &[String]| (!c.is_empty()).then(|| is_iptables_syntax(c));
+    let syntax = match (wants(&conditions_v4), wants(&conditions_v6)) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(Error::invalid_config(
+                "conditionsV4 and conditionsV6 use different syntaxes",
+            ));
+        }
+        (Some(a), _) | (None, Some(a)) => Some(a),
+        (None, None) => None,
+    };
+    let configured = match (k.backend.as_deref().filter(|b| !b.is_empty()), syntax) {
+        (Some(b), Some(iptables)) => {
+            let b = Backend::parse(b)?;
+            if (b == Backend::Iptables) != iptables {
+                return Err(Error::invalid_config(format!(
+                    "conditions are in {} syntax but backend is {b:?}",
+                    if iptables { "iptables" } else { "nftables" }
+                )));
+            }
+            Some(b)
+        }
+        (Some(b), None) => Some(Backend::parse(b)?),
+        (None, Some(true)) => Some(Backend::Iptables),
+        (None, Some(false)) => Some(Backend::Nftables),
+        (None, None) => None,
+    };
+    let mappings: Vec<MappingKeys> = inv.conf.runtime_config("portMappings")?.unwrap_or_default();
+    let mappings = mappings
+        .into_iter()
+        .map(|m| {
+            let port = |p: i64, what: &str| {
+                u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
+                    Error::invalid_config(format!("Invalid {what} port number: {p}"))
+                })
+            };
+            let protocol = m.protocol.to_lowercase();
+            let protocol = if protocol.is_empty() {
+                "tcp".to_string()
+            } else {
+                protocol
+            };
+            if !matches!(protocol.as_str(), "tcp" | "udp" | "sctp") {
+                return Err(Error::invalid_config(format!(
+                    "Invalid protocol {:?}",
+                    m.protocol
+                )));
+            }
+            let host_ip = match m.host_ip.as_str() {
+                "" => None,
+                ip => Some(
+                    ip.parse::<IpAddr>()
+                        .map_err(|_| Error::invalid_config(format!("Invalid host IP {ip:?}")))?,
+                ),
+            };
+            Ok(Mapping {
+                host_port: port(m.host_port, "host")?,
+                container_port: port(m.container_port, "container")?,
+                protocol,
+                host_ip,
+            })
+        })
+        .collect::<CniResult<Vec<_>>>()?;
+    let backend = match configured {
+        Some(Backend::Nftables) => Backend::choose(Some("nftables"))?,
+        Some(b) => b,
+        None if mappings.is_empty() => Backend::Iptables,
+        None => Backend::choose(None)?,
+    };
+    let plan = Plan {
+        network: inv.conf.name().to_string(),
+        container_id: inv.env.container_id.clone(),
+        mappings,
+        snat: k.snat.unwrap_or(true),
+        masq_all: k.masq_all,
+        mark_bit: mark_bit as u32,
+        external_mark_chain: k.external_set_mark_chain,
+        conditions_v4,
+        conditions_v6,
+    };
+    Ok((plan, backend))
+}
+
+/// The container's first IPv4 and first IPv6 address of CNI_IFNAME in prevResult.
+fn targets(prev: &NetResult, ifname: &str) -> Vec<Target> {
+    let mine = |ip: &&crate::cni::result::IpConfig| match ip.interface {
+        None => true,
+        Some(i) => prev
+            .interfaces
+            .get(i)
+            .is_some_and(|itf| itf.name == ifname && !itf.sandbox.is_empty()),
+    };
+    let mut out: Vec<Target> = Vec::new();
+    for ip in prev.ips.iter().filter(mine) {
+        let family = Family::of(ip.address.addr());
+        if !out.iter().any(|t| Family::of(t.address.addr()) == family) {
+            out.push(Target {
+                address: ip.address,
+            });
+        }
+    }
+    out
+}
+
+fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
+    inv.conf
+        .prev_result()?
+        .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))
+}
+
+impl Plugin for Portmap {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let (plan, _backend) = load(inv)?;
+        let prev = prev_result(inv)?;
+        if plan.mappings.is_empty() {
+            return Ok(prev);
+        }
+        let targets = targets(&prev, &inv.env.ifname);
+        rules::add(&plan, &targets)?;
+        if plan.snat {
+            // Let localhost-sourced traffic leave towards the container.
+            for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
+                enable_route_localnet(t.address.addr())?;
+            }
+        }
+        Ok(prev)
+    }
+
+    /// Found by chain name: the mappings need not be given again.
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let (plan, _backend) = load(inv)?;
+        let known: Vec<Family> = match inv.conf.prev_result()? {
+            Some(prev) => targets(&prev, &inv.env.ifname)
+                .iter()
+                .map(|t| Family::of(t.address.addr()))
+                .collect(),
+            None => Vec::new(),
+        };
+        // Without prevResult (or its addresses) both families are cleaned.
+        let families = if known.is_empty() {
+            vec![Family::V4, Family::V6]
+        } else {
+            known
+        };
+        match Backend::choose(None) {
+            Ok(_) => rules::del(&plan, &families),
+            // Without iptables there can be no rules of ours.
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let (plan, _backend) = load(inv)?;
+        let prev = prev_result(inv)?;
+        if plan.mappings.is_empty() {
+            return Ok(());
+        }
+        rules::check(&plan, &targets(&prev, &inv.env.ifname))
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let valid: Option<Vec<serde_json::Value>> =
+            match inv.conf.raw.get("cni.dev/valid-attachments") {
+                None | Some(serde_json::Value::Null) => None,
+                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
+                    Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))
+                })?),
+            };
+        // Without a valid list nothing is known to be stale.
+        let Some(valid) = valid else {
+            return Ok(());
+        };
+        let keep: Vec<String> = valid
+            .iter()
+            .filter_map(|a| {
+                a.get("containerID")
+                    .and_then(|c| c.as_str())
+                    .map(String::from)
+            })
+            .collect();
+        if Backend::choose(None).is_err() {
+            return Ok(());
+        }
+        rules::gc(inv.conf.name(), &keep)
+    }
+
+    fn status(&self, _inv: &Invocation) -> CniResult<()> {
+        Backend::choose(None)
+            .map(drop)
+            .map_err(|e| Error::new(Code::NotAvailable, e.msg))
+    }
+}
+
+/// `net.ipv4.conf.<interface towards ip>.route_localnet=1` in the host namespace.
+fn enable_route_localnet(ip: IpAddr) -> CniResult<()> {
+    let mut sock = Socket::open()?;
+    let Some(route) = sock.route_get(ip)? else {
+        return Ok(());
+    };
+    let Some(oif) = route.oif else { return Ok(()) };
+    let link = sock.link_by_index(oif)?;
+    sysctl::set(&sysctl::conf_key("ipv4", &link.name, "route_localnet"), "1")
+        .map_err(Error::internal)?;
+    Ok(())
+}

@@ -1,0 +1,564 @@
+//! portmap end to end with the iptables backend: reachability from a client,
+//! the host (localhost and its address), the container itself (hairpin), UDP,
+//! hostIP; reference rule forms; DEL/GC restore the table; Go-written rules are
+//! removed; execs per ADD; concurrency.
+
+mod harness;
+
+use harness::{
+    BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in, tcp_fetch, tcp_server,
+    udp_fetch, udp_server,
+};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+
+fn nat() -> String {
+    run_in(None, "iptables-save", &["-t", "nat"])
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn sha512_prefix(s: &str, n: usize) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s '{s}' | sha512sum"))
+        .output()
+        .expect("sha512sum");
+    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+}
+
+struct Net {
+    conf: TempDir,
+    cache: TempDir,
+    _store: TempDir,
+    bin: TempDir,
+}
+
+impl Net {
+    /// bridge (hairpin) + portmap, as a conflist in a private conf dir.
+    fn new(portmap_extra: Value) -> Net {
+        let (conf, cache, store, bin) = (
+            TempDir::new("pm-conf"),
+            TempDir::new("pm-cache"),
+            TempDir::new("pm-store"),
+            plugin_dir(),
+        );
+        let mut portmap = json!({"type": "portmap", "capabilities": {"portMappings": true}});
+        if let (Some(p), Some(extra)) = (portmap.as_object_mut(), portmap_extra.as_object()) {
+            for (k, v) in extra {
+                p.insert(k.clone(), v.clone());
+            }
+        }
+        let list = json!({
+            "cniVersion": "1.0.0",
+            "name": "pm-net",
+            "plugins": [
+                {"type": "bridge", "bridge": "cni-pm0", "isGateway": true, "hairpinMode": true,
+                 "ipam": {"type": "host-local", "subnet": "10.40.0.0/24", "dataDir": store.0,
+                          "routes": [{"dst": "0.0.0.0/0"}]}},
+                portmap
+            ]
+        });
+        std::fs::write(conf.0.join("pm.conflist"), list.to_string()).expect("conf");
+        Net {
+            conf,
+            cache,
+            _store: store,
+            bin,
+        }
+    }
+
+    fn cnitool(&self, args: &[&str], caps: &Value, path: Option<&str>) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("cnitool")
+            .arg("--cache-dir")
+            .arg(&self.cache.0)
+            .args(args)
+            .env_clear()
+            .env("NETCONFPATH", &self.conf.0)
+            .env("CNI_PATH", &self.bin.0)
+            .env("CAP_ARGS", caps.to_string())
+            .env(
+                "PATH",
+                path.map(String::from)
+                    .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn run(&self, args: &[&str], caps: &Value) -> Outcome {
+        Outcome::of(self.cnitool(args, caps, None).spawn().expect("cnitool"))
+    }
+}
+
+fn maps(list: &[(u16, u16, &str, &str)]) -> Value {
+    json!({"portMappings": list.iter().map(|(h, c, p, ip)| {
+        let mut m = json!({"hostPort": h, "containerPort": c, "protocol": p});
+        if !ip.is_empty() { m["hostIP"] = json!(ip); }
+        m
+    }).collect::<Vec<_>>()})
+}
+
+/// A client namespace at 192.0.2.2 reaching the host at 192.0.2.1.
+fn client() -> Netns {
+    let c = Netns::new();
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "to-client",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "c0",
+            "netns",
+            c.path(),
+        ],
+    );
+    run_in(
+        None,
+        "ip",
+        &["addr", "add", "192.0.2.1/24", "dev", "to-client"],
+    );
+    run_in(None, "ip", &["link", "set", "to-client", "up"]);
+    c.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "c0"]);
+    c.sh("ip", &["link", "set", "c0", "up"]);
+    c.sh("ip", &["link", "set", "lo", "up"]);
+    c
+}
+
+#[test]
+fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let net = Net::new(json!({}));
+    let before = nat();
+    let ns = Netns::new();
+    let caps = maps(&[
+        (8080, 80, "tcp", ""),
+        (5353, 53, "udp", ""),
+        (9090, 90, "tcp", "192.0.2.1"),
+    ]);
+    let out = net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    let ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+    tcp_server(ns.path(), 80, "hello");
+    tcp_server(ns.path(), 90, "ninety");
+    udp_server(ns.path(), 53, "udp-hello");
+
+    let hello = Some("hello".to_string());
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080"),
+        hello,
+        "client -> host port"
+    );
+    assert_eq!(
+        udp_fetch(Some(client.path()), "192.0.2.1:5353"),
+        Some("udp-hello".into()),
+        "UDP"
+    );
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:9090"),
+        Some("ninety".into()),
+        "hostIP mapping"
+    );
+    assert_eq!(
+        tcp_fetch(None, "127.0.0.1:8080"),
+        hello,
+        "host via localhost"
+    );
+    assert_eq!(
+        tcp_fetch(None, "192.0.2.1:8080"),
+        hello,
+        "host via its address"
+    );
+    assert_eq!(
+        tcp_fetch(Some(ns.path()), "192.0.2.1:8080"),
+        hello,
+        "hairpin"
+    );
+    assert_eq!(
+        tcp_fetch(None, "10.40.0.1:9090"),
+        None,
+        "hostIP mapping only on that IP"
+    );
+
+    // The reference's rules, names and comments.
+    let id = format!("cnitool-{}", sha512_prefix(ns.path(), 20));
+    let dn = format!("CNI-DN-{}", sha512_prefix(&format!("pm-net{id}"), 21));
+    let rules = nat();
+    let comment = format!("--comment \"dnat name: \\\"pm-net\\\" id: \\\"{id}\\\"\"");
+    for expected in [
+        "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ".to_string(),
+        "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT".into(),
+        "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT".into(),
+        "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE".into(),
+        "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000".into(),
+        format!("-A CNI-HOSTPORT-DNAT -p tcp -m comment {comment} -m multiport --dports 8080,9090 -j {dn}"),
+        format!("-A CNI-HOSTPORT-DNAT -p udp -m comment {comment} -m multiport --dports 5353 -j {dn}"),
+        format!("-A {dn} -s 10.40.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK"),
+        format!("-A {dn} -s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK"),
+        format!("-A {dn} -p tcp -m tcp --dport 8080 -j DNAT --to-destination {ip}:80"),
+        format!("-A {dn} -d 192.0.2.1/32 -p tcp -m tcp --dport 9090 -j DNAT --to-destination {ip}:90"),
+    ] {
+        assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    }
+    let localnet = run_in(
+        None,
+        "sysctl",
+        &["-n", "net.ipv4.conf.cni-pm0.route_localnet"],
+    );
+    assert_eq!(localnet.trim(), "1");
+
+    net.run(&["check", "pm-net", ns.path()], &caps).ok();
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    assert_eq!(nat(), before, "DEL leaves the nat table as it was");
+    assert_eq!(tcp_fetch(Some(client.path()), "192.0.2.1:8080"), None);
+}
+
+#[test]
+fn hundred_add_del_cycles_and_gc_leave_the_table_as_it_was() {
+    enter_test_host();
+    let net = Net::new(json!({}));
+    let before = nat();
+    let caps = maps(&[(8080, 80, "tcp", ""), (8443, 443, "tcp", "")]);
+    for i in 0..100 {
+        let ns = Netns::new();
+        net.run(&["add", "pm-net", ns.path()], &caps).ok();
+        if i % 10 == 0 {
+            net.run(&["check", "pm-net", ns.path()], &caps).ok();
+        }
+        net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    }
+    assert_eq!(nat(), before);
+    // GC: two attachments, one valid; the other's rules go, then the last's with DEL.
+    let (a, b) = (Netns::new(), Netns::new());
+    net.run(
+        &["add", "pm-net", a.path()],
+        &maps(&[(7001, 80, "tcp", "")]),
+    )
+    .ok();
+    net.run(
+        &["add", "pm-net", b.path()],
+        &maps(&[(7002, 80, "tcp", "")]),
+    )
+    .ok();
+    let keep = format!("cnitool-{}/eth0", sha512_prefix(a.path(), 20));
+    net.run(&["gc", "pm-net", "--valid", &keep], &json!({}))
+        .ok();
+    let rules = nat();
+    assert!(
+        rules.contains("--dports 7001 ") && !rules.contains("--dports 7002 "),
+        "{rules}"
+    );
+    net.run(&["del", "pm-net", a.path()], &json!({})).ok();
+    assert_eq!(nat(), before);
+}
+
+#[test]
+fn rules_written_by_the_go_portmap_are_removed_by_del() {
+    enter_test_host();
+    let before = nat();
+    let id = "go-pod";
+    let dn = format!("CNI-DN-{}", sha512_prefix(&format!("pm-net{id}"), 21));
+    let comment = format!("dnat name: \"pm-net\" id: \"{id}\"");
+    // Exactly what the reference's one-iptables-call-per-rule leaves behind.
+    let calls: Vec<Vec<&str>> = vec![
+        vec!["-N", "CNI-HOSTPORT-SETMARK"],
+        vec![
+            "-A",
+            "CNI-HOSTPORT-SETMARK",
+            "-m",
+            "comment",
+            "--comment",
+            "CNI portfwd masquerade mark",
+            "-j",
+            "MARK",
+            "--set-xmark",
+            "0x2000/0x2000",
+        ],
+        vec!["-N", "CNI-HOSTPORT-MASQ"],
+        vec![
+            "-A",
+            "CNI-HOSTPORT-MASQ",
+            "-m",
+            "mark",
+            "--mark",
+            "0x2000/0x2000",
+            "-j",
+            "MASQUERADE",
+        ],
+        vec![
+            "-I",
+            "POSTROUTING",
+            "1",
+            "-m",
+            "comment",
+            "--comment",
+            "CNI portfwd requiring masquerade",
+            "-j",
+            "CNI-HOSTPORT-MASQ",
+        ],
+        vec!["-N", "CNI-HOSTPORT-DNAT"],
+        vec![
+            "-A",
+            "PREROUTING",
+            "-m",
+            "addrtype",
+            "--dst-type",
+            "LOCAL",
+            "-j",
+            "CNI-HOSTPORT-DNAT",
+        ],
+        vec![
+            "-A",
+            "OUTPUT",
+            "-m",
+            "addrtype",
+            "--dst-type",
+            "LOCAL",
+            "-j",
+            "CNI-HOSTPORT-DNAT",
+        ],
+        vec!["-N", &dn],
+        vec![
+            "-A",
+            &dn,
+            "-p",
+            "tcp",
+            "--dport",
+            "8080",
+            "-s",
+            "10.40.0.9/24",
+            "-j",
+            "CNI-HOSTPORT-SETMARK",
+        ],
+        vec![
+            "-A",
+            &dn,
+            "-p",
+            "tcp",
+            "--dport",
+            "8080",
+            "-s",
+            "127.0.0.1",
+            "-j",
+            "CNI-HOSTPORT-SETMARK",
+        ],
+        vec![
+            "-A",
+            &dn,
+            "-p",
+            "tcp",
+            "--dport",
+            "8080",
+            "-j",
+            "DNAT",
+            "--to-destination",
+            "10.40.0.9:80",
+        ],
+        vec![
+            "-A",
+            "CNI-HOSTPORT-DNAT",
+            "-m",
+            "comment",
+            "--comment",
+            &comment,
+            "-m",
+            "multiport",
+            "-p",
+            "tcp",
+            "--destination-ports",
+            "8080",
+            "-j",
+            &dn,
+        ],
+    ];
+    for args in &calls {
+        let mut full = vec!["-t", "nat"];
+        full.extend_from_slice(args);
+        run_in(None, "iptables", &full);
+    }
+    let bin = plugin_dir();
+    let conf = json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap",
+                      "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}});
+    harness::Call::new("portmap", "DEL", "", &conf.to_string())
+        .set("CNI_CONTAINERID", id)
+        .path(&bin)
+        .run()
+        .ok();
+    assert_eq!(nat(), before);
+}
+
+#[test]
+fn one_add_runs_one_save_and_one_restore_per_family() {
+    enter_test_host();
+    let net = Net::new(json!({}));
+    let wrappers = TempDir::new("pm-wrap");
+    let log = wrappers.0.join("execs");
+    for tool in [
+        "iptables-save",
+        "iptables-restore",
+        "ip6tables-save",
+        "ip6tables-restore",
+        "iptables",
+        "ip6tables",
+        "nft",
+    ] {
+        let real = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .expect("which");
+        let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+        let script = format!(
+            "#!/bin/sh\necho {tool} >> '{}'\nexec {real} \"$@\"\n",
+            log.display()
+        );
+        let path = wrappers.0.join(tool);
+        std::fs::write(&path, script).expect("wrapper");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let path = format!(
+        "{}:{}",
+        wrappers.0.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let ns = Netns::new();
+    let caps = maps(&[(8080, 80, "tcp", ""), (8081, 81, "udp", "")]);
+    let child = net
+        .cnitool(&["add", "pm-net", ns.path()], &caps, Some(&path))
+        .spawn()
+        .expect("cnitool");
+    Outcome::of(child).ok();
+    let execs = std::fs::read_to_string(&log).unwrap_or_default();
+    let count = |t: &str| execs.lines().filter(|l| *l == t).count();
+    assert_eq!(count("iptables-restore"), 1, "{execs}");
+    assert_eq!(count("iptables-save"), 1, "{execs}");
+    assert_eq!(
+        count("ip6tables-restore") + count("ip6tables-save"),
+        0,
+        "no IPv6 address: {execs}"
+    );
+    assert_eq!(
+        count("iptables") + count("ip6tables"),
+        0,
+        "never one process per rule: {execs}"
+    );
+    let _ = std::fs::remove_file(&log);
+    let child = net
+        .cnitool(&["del", "pm-net", ns.path()], &caps, Some(&path))
+        .spawn()
+        .expect("cnitool");
+    Outcome::of(child).ok();
+    let execs = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        execs.lines().filter(|l| l.ends_with("-restore")).count() <= 2,
+        "{execs}"
+    );
+}
+
+#[test]
+fn thirty_two_concurrent_adds_all_work() {
+    enter_test_host();
+    let client = client();
+    let net = Net::new(json!({}));
+    let namespaces: Vec<Netns> = (0..32).map(|_| Netns::new()).collect();
+    let children: Vec<_> = namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| {
+            let caps = maps(&[(10000 + i as u16, 80, "tcp", "")]);
+            net.cnitool(&["add", "pm-net", ns.path()], &caps, None)
+                .spawn()
+                .expect("cnitool")
+        })
+        .collect();
+    for child in children {
+        Outcome::of(child).ok();
+    }
+    for (i, ns) in namespaces.iter().enumerate() {
+        tcp_server(ns.path(), 80, "hello");
+        let got = tcp_fetch(Some(client.path()), &format!("192.0.2.1:{}", 10000 + i));
+        assert_eq!(got.as_deref(), Some("hello"), "container {i}");
+    }
+    let jumps = nat()
+        .lines()
+        .filter(|l| l.starts_with("-A PREROUTING") && l.contains("CNI-HOSTPORT-DNAT"))
+        .count();
+    assert_eq!(jumps, 1, "shared entry rules exist once");
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let prev = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.40.0.5/24"}]});
+    for (extra, code) in [
+        (json!({"markMasqBit": 32}), 7),
+        (
+            json!({"markMasqBit": 5, "externalSetMarkChain": "KUBE-MARK-MASQ"}),
+            7,
+        ),
+        (json!({"externalSetMarkChain": "bad chain"}), 7),
+        (
+            json!({"conditionsV4": ["-s", "10.0.0.0/8"], "conditionsV6": ["ip6", "saddr", "::1"]}),
+            7,
+        ),
+        (
+            json!({"backend": "iptables", "conditionsV4": ["ip", "saddr", "1.2.3.4"]}),
+            7,
+        ),
+        (json!({"backend": "nftables"}), 7),
+        (
+            json!({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80, "protocol": "tcp"}]}}),
+            7,
+        ),
+        (
+            json!({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}}),
+            7,
+        ),
+    ] {
+        let mut c = json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap", "prevResult": prev,
+                           "runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "tcp"}]}});
+        if let (Some(o), Some(e)) = (c.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                o.insert(k.clone(), v.clone());
+            }
+        }
+        harness::Call::new("portmap", "ADD", "/run/netns/pm-none", &c.to_string())
+            .path(&bin)
+            .run()
+            .err(code);
+    }
+    // Not chained: an error; chained without mappings: prevResult back, no rules.
+    let before = nat();
+    let c = json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap"});
+    harness::Call::new("portmap", "ADD", "/run/netns/pm-none", &c.to_string())
+        .path(&bin)
+        .run()
+        .err(7);
+    let mut chained = c.clone();
+    chained["prevResult"] = prev.clone();
+    let out = harness::Call::new("portmap", "ADD", "/run/netns/pm-none", &chained.to_string())
+        .path(&bin)
+        .run()
+        .ok();
+    assert_eq!(out, prev);
+    assert_eq!(nat(), before);
+}
