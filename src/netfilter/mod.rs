@@ -2,6 +2,7 @@
 //! chain names, hashes and comments, and one lock so that the read-modify-write
 //! of shared chains by concurrent plugin runs cannot interleave.
 
+pub mod firewall;
 pub mod iptables;
 pub mod masq;
 pub mod portmap;

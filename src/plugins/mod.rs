@@ -3,6 +3,7 @@
 
 mod bridge;
 mod dummy;
+mod firewall;
 mod host_device;
 mod host_local;
 mod ipvlan;
@@ -124,7 +125,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "firewall",
         summary: "meta: forward rules for container addresses",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("firewall"),
+        plugin: &firewall::Firewall,
     },
     PluginInfo {
         name: "sbr",

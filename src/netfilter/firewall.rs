@@ -1,0 +1,306 @@
+//! The firewall plugin's iptables rules (table `filter`): `CNI-FORWARD` entered
+//! from FORWARD, an admin chain for operators, per-address accept rules, and the
+//! optional bridge isolation stages; the reference's names, comments and order.
+
+use super::iptables::{self, Batch, Saved, jumps};
+use super::{Family, lock};
+use crate::cni::{CniResult, Error};
+use ipnet::IpNet;
+
+pub const FORWARD_CHAIN: &str = "CNI-FORWARD";
+const FORWARD_COMMENT: &str = "CNI firewall plugin rules";
+const ADMIN_COMMENT: &str = "CNI firewall plugin admin overrides";
+const STAGE1: &str = "CNI-ISOLATION-STAGE-1";
+const STAGE2: &str = "CNI-ISOLATION-STAGE-2";
+
+/// `ingressPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngressPolicy {
+    Open,
+    SameBridge,
+    Isolated,
+}
+
+impl IngressPolicy {
+    pub fn parse(s: &str) -> CniResult<IngressPolicy> {
+        match s {
+            "" | "open" => Ok(IngressPolicy::Open),
+            "same-bridge" => Ok(IngressPolicy::SameBridge),
+            "isolated" => Ok(IngressPolicy::Isolated),
+            other => Err(Error::invalid_config(format!(
+                "unknown ingressPolicy {other:?}"
+            ))),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            IngressPolicy::Open => "open",
+            IngressPolicy::SameBridge => "same-bridge",
+            IngressPolicy::Isolated => "isolated",
+        }
+    }
+}
+
+fn s(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_string()).collect()
+}
+
+/// The two accept rules of one container address (as a host prefix).
+fn address_rules(ip: &IpNet) -> [Vec<String>; 2] {
+    let host = host_prefix(ip);
+    [
+        s(&[
+            "-d",
+            &host,
+            "-m",
+            "conntrack",
+            "--ctstate",
+            "RELATED,ESTABLISHED",
+            "-j",
+            "ACCEPT",
+        ]),
+        s(&["-s", &host, "-j", "ACCEPT"]),
+    ]
+}
+
+fn host_prefix(ip: &IpNet) -> String {
+    let bits = if ip.addr().is_ipv4() { 32 } else { 128 };
+    format!("{}/{bits}", ip.addr())
+}
+
+/// How iptables-save prints our address rules (to find them again).
+fn printed(ip: &IpNet) -> [String; 2] {
+    let host = host_prefix(ip);
+    [
+        format!("-d {host} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"),
+        format!("-s {host} -j ACCEPT"),
+    ]
+}
+
+fn ensure_base(batch: &mut Batch, saved: &mut Saved, admin: &str) {
+    batch.ensure_chain(saved, FORWARD_CHAIN);
+    batch.ensure_chain(saved, admin);
+    if !saved.jumps_to("FORWARD", FORWARD_CHAIN) {
+        batch.insert(
+            "FORWARD",
+            1,
+            &s(&[
+                "-m",
+                "comment",
+                "--comment",
+                FORWARD_COMMENT,
+                "-j",
+                FORWARD_CHAIN,
+            ]),
+        );
+    }
+    if !saved.jumps_to(FORWARD_CHAIN, admin) {
+        batch.insert(
+            FORWARD_CHAIN,
+            1,
+            &s(&["-m", "comment", "--comment", ADMIN_COMMENT, "-j", admin]),
+        );
+    }
+}
+
+/// Isolation stages for `bridge`, created once per bridge and never removed (as the reference).
+fn ensure_isolation(batch: &mut Batch, saved: &mut Saved, policy: IngressPolicy, bridge: &str) {
+    if policy == IngressPolicy::Open || bridge.is_empty() {
+        return;
+    }
+    let comment = format!(
+        "CNI firewall plugin rules (ingressPolicy: {})",
+        policy.name()
+    );
+    batch.ensure_chain(saved, STAGE1);
+    batch.ensure_chain(saved, STAGE2);
+    if !saved.jumps_to("FORWARD", STAGE1) {
+        batch.insert(
+            "FORWARD",
+            1,
+            &s(&["-m", "comment", "--comment", &comment, "-j", STAGE1]),
+        );
+    }
+    let i_br = format!("-i {bridge} ");
+    let o_br = format!("-o {bridge} ");
+    let has =
+        |chain: &str, needle: &dyn Fn(&str) -> bool| saved.rules_in(chain, needle).next().is_some();
+    if !has(STAGE1, &|r| {
+        r.contains(&i_br) && r.contains(&format!("! -o {bridge} ")) && jumps(r, STAGE2)
+    }) {
+        batch.insert(
+            STAGE1,
+            1,
+            &s(&[
+                "-i",
+                bridge,
+                "!",
+                "-o",
+                bridge,
+                "-m",
+                "comment",
+                "--comment",
+                &comment,
+                "-j",
+                STAGE2,
+            ]),
+        );
+    }
+    if policy == IngressPolicy::Isolated
+        && !has(STAGE1, &|r| {
+            r.contains(&i_br) && r.contains(&o_br) && r.ends_with("-j DROP")
+        })
+    {
+        batch.insert(
+            STAGE1,
+            1,
+            &s(&[
+                "-i",
+                bridge,
+                "-o",
+                bridge,
+                "-m",
+                "comment",
+                "--comment",
+                &comment,
+                "-j",
+                "DROP",
+            ]),
+        );
+    }
+    if !has(STAGE2, &|r| r.starts_with(&o_br) && r.ends_with("-j DROP")) {
+        batch.insert(
+            STAGE2,
+            1,
+            &s(&[
+                "-o",
+                bridge,
+                "-m",
+                "comment",
+                "--comment",
+                &comment,
+                "-j",
+                "DROP",
+            ]),
+        );
+    }
+    for chain in [STAGE1, STAGE2] {
+        let last_is_return = saved
+            .rules
+            .iter()
+            .rev()
+            .find(|(c, _)| c == chain)
+            .is_some_and(|(_, r)| r == "-j RETURN");
+        if !last_is_return {
+            batch.append(chain, &s(&["-j", "RETURN"]));
+        }
+    }
+}
+
+/// ADD: accept the container's addresses in CNI-FORWARD (one restore per family).
+pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> CniResult<()> {
+    let _lock = lock()?;
+    for family in [Family::V4, Family::V6] {
+        let mine: Vec<&IpNet> = ips
+            .iter()
+            .filter(|ip| Family::of(ip.addr()) == family)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut saved = iptables::save(family, "filter").map_err(Error::internal)?;
+        let mut batch = Batch::new(family, "filter");
+        ensure_base(&mut batch, &mut saved, admin);
+        ensure_isolation(&mut batch, &mut saved, policy, bridge);
+        for ip in mine {
+            for (rule, text) in address_rules(ip).iter().zip(printed(ip)) {
+                if saved
+                    .rules_in(FORWARD_CHAIN, |r| r == text)
+                    .next()
+                    .is_none()
+                {
+                    batch.append(FORWARD_CHAIN, rule);
+                }
+            }
+        }
+        iptables::apply(&batch).map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// DEL: removes the address rules; when CNI-FORWARD is left with only the admin
+/// jump and the admin chain is empty, the chains and FORWARD's jump go too.
+pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
+    let _lock = lock()?;
+    for family in [Family::V4, Family::V6] {
+        let mine: Vec<&IpNet> = ips
+            .iter()
+            .filter(|ip| Family::of(ip.addr()) == family)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let Ok(saved) = iptables::save(family, "filter") else {
+            continue;
+        };
+        let mut batch = Batch::new(family, "filter");
+        let ours: Vec<String> = mine.iter().flat_map(|ip| printed(ip)).collect();
+        let mut deleted = 0;
+        for spec in saved.rules_in(FORWARD_CHAIN, |r| ours.iter().any(|o| o == r)) {
+            batch.delete_saved(FORWARD_CHAIN, spec);
+            deleted += 1;
+        }
+        let remaining = saved.rules_in(FORWARD_CHAIN, |_| true).count() - deleted;
+        let admin_jumps = saved.rules_in(FORWARD_CHAIN, |r| jumps(r, admin)).count();
+        let admin_empty = saved.rules_in(admin, |_| true).next().is_none();
+        if saved.has_chain(FORWARD_CHAIN) && remaining == admin_jumps && admin_empty {
+            for spec in saved.rules_in("FORWARD", |r| jumps(r, FORWARD_CHAIN)) {
+                batch.delete_saved("FORWARD", spec);
+            }
+            for spec in saved.rules_in(FORWARD_CHAIN, |r| jumps(r, admin)) {
+                batch.delete_saved(FORWARD_CHAIN, spec);
+            }
+            // Emptied with -D: delete without flushing (see Batch::delete_chain).
+            batch.delete_chain(FORWARD_CHAIN);
+            if saved.has_chain(admin) {
+                batch.delete_chain(admin);
+            }
+        }
+        iptables::apply(&batch).map_err(Error::internal)?;
+    }
+    Ok(())
+}
+
+/// CHECK: the chains and each address's rules are there.
+pub fn check(ips: &[IpNet], admin: &str) -> CniResult<()> {
+    for family in [Family::V4, Family::V6] {
+        let mine: Vec<&IpNet> = ips
+            .iter()
+            .filter(|ip| Family::of(ip.addr()) == family)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let saved = iptables::save(family, "filter").map_err(Error::internal)?;
+        if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
+            return Err(Error::internal(format!(
+                "firewall: {FORWARD_CHAIN} is not set up"
+            )));
+        }
+        for ip in mine {
+            for text in printed(ip) {
+                if saved
+                    .rules_in(FORWARD_CHAIN, |r| r == text)
+                    .next()
+                    .is_none()
+                {
+                    return Err(Error::internal(format!(
+                        "firewall: rule {text:?} is missing"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
