@@ -21,6 +21,10 @@ fn nat() -> String {
         .join("\n")
 }
 
+fn ruleset() -> String {
+    run_in(None, "nft", &["list", "ruleset"])
+}
+
 fn sha512_prefix(s: &str, n: usize) -> String {
     let out = Command::new("sh")
         .arg("-c")
@@ -524,7 +528,6 @@ fn bad_configs_are_refused() {
             json!({"backend": "iptables", "conditionsV4": ["ip", "saddr", "1.2.3.4"]}),
             7,
         ),
-        (json!({"backend": "nftables"}), 7),
         (
             json!({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80, "protocol": "tcp"}]}}),
             7,
@@ -561,4 +564,175 @@ fn bad_configs_are_refused() {
         .ok();
     assert_eq!(out, prev);
     assert_eq!(nat(), before);
+}
+
+#[test]
+fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let net = Net::new(json!({"backend": "nftables"}));
+    let before = ruleset();
+    let ns = Netns::new();
+    let caps = maps(&[
+        (8080, 80, "tcp", ""),
+        (5353, 53, "udp", ""),
+        (9090, 90, "tcp", "192.0.2.1"),
+    ]);
+    let out = net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    let ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+    tcp_server(ns.path(), 80, "hello");
+    tcp_server(ns.path(), 90, "ninety");
+    udp_server(ns.path(), 53, "udp-hello");
+    let hello = Some("hello".to_string());
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080"),
+        hello,
+        "client -> host port"
+    );
+    assert_eq!(
+        udp_fetch(Some(client.path()), "192.0.2.1:5353"),
+        Some("udp-hello".into()),
+        "UDP"
+    );
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:9090"),
+        Some("ninety".into()),
+        "hostIP"
+    );
+    assert_eq!(
+        tcp_fetch(None, "127.0.0.1:8080"),
+        hello,
+        "host via localhost"
+    );
+    assert_eq!(
+        tcp_fetch(Some(ns.path()), "192.0.2.1:8080"),
+        hello,
+        "hairpin"
+    );
+    assert_eq!(
+        tcp_fetch(None, "10.40.0.1:9090"),
+        None,
+        "hostIP mapping only on that IP"
+    );
+    let id = format!("cnitool-{}", sha512_prefix(ns.path(), 20));
+    let rules = ruleset();
+    for expected in [
+        "table ip cni_hostport {".to_string(),
+        "comment \"CNI portmap plugin\"".into(),
+        format!("tcp dport 8080 dnat to {ip}:80 comment \"{id}\""),
+        format!("ip daddr 192.0.2.1 tcp dport 9090 dnat to {ip}:90 comment \"{id}\""),
+        format!("ip saddr {ip} ip daddr {ip} masquerade comment \"{id}\""),
+        format!("ip saddr 127.0.0.1 ip daddr {ip} masquerade comment \"{id}\""),
+        "fib daddr type local jump hostports_all".into(),
+        "jump hostip_hostports".into(),
+    ] {
+        assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    }
+    net.run(&["check", "pm-net", ns.path()], &caps).ok();
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    assert_eq!(ruleset(), before, "DEL leaves the ruleset as it was");
+    assert_eq!(tcp_fetch(Some(client.path()), "192.0.2.1:8080"), None);
+}
+
+#[test]
+fn nftables_backend_runs_no_process_and_cycles_leave_nothing() {
+    enter_test_host();
+    let net = Net::new(json!({"backend": "nftables"}));
+    let wrappers = TempDir::new("pm-nft-wrap");
+    let log = wrappers.0.join("execs");
+    for tool in [
+        "iptables-save",
+        "iptables-restore",
+        "ip6tables-save",
+        "ip6tables-restore",
+        "iptables",
+        "ip6tables",
+        "nft",
+    ] {
+        let script = format!("#!/bin/sh\necho {tool} >> '{}'\nexit 1\n", log.display());
+        let path = wrappers.0.join(tool);
+        std::fs::write(&path, script).expect("wrapper");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    // Only the wrappers on PATH: any netfilter tool run would be logged.
+    let path = wrappers.0.to_string_lossy().into_owned();
+    let before = ruleset();
+    for i in 0..100u16 {
+        let ns = Netns::new();
+        let caps = maps(&[(8000 + i, 80, "tcp", ""), (9000 + i, 53, "udp", "")]);
+        let add = net
+            .cnitool(&["add", "pm-net", ns.path()], &caps, Some(&path))
+            .spawn()
+            .expect("cnitool");
+        Outcome::of(add).ok();
+        if i == 0 {
+            assert!(
+                ruleset().contains("tcp dport 8000 dnat to"),
+                "{}",
+                ruleset()
+            );
+        }
+        let del = net
+            .cnitool(&["del", "pm-net", ns.path()], &caps, Some(&path))
+            .spawn()
+            .expect("cnitool");
+        Outcome::of(del).ok();
+    }
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "no netfilter process"
+    );
+    assert_eq!(ruleset(), before);
+}
+
+#[test]
+fn nftables_ipmasq_for_bridge() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("nft-masq"));
+    let c = json!({
+        "cniVersion": "1.0.0", "name": "nmasq", "type": "bridge", "bridge": "cni-nm0",
+        "isGateway": true, "ipMasq": true, "ipMasqBackend": "nftables",
+        "ipam": {"type": "host-local", "subnet": "10.41.0.0/24", "dataDir": store.0}
+    });
+    let before = ruleset();
+    let ns = Netns::new();
+    harness::Call::new("bridge", "ADD", ns.path(), &c.to_string())
+        .set("CNI_CONTAINERID", "nm1")
+        .path(&bin)
+        .run()
+        .ok();
+    let rules = ruleset();
+    let instance = format!(
+        "{}-{}",
+        sha512_prefix("nmasq", 16),
+        sha512_prefix("eth0:nm1", 16)
+    );
+    for expected in [
+        "table inet cni_plugins_masquerade {".to_string(),
+        "comment \"Masquerading for plugins from github.com/containernetworking/plugins\"".into(),
+        format!(
+            "ip saddr 10.41.0.2 ip daddr != 10.41.0.0/24 masquerade comment \"{instance}, net: nmasq, if: eth0, id: nm1\""
+        ),
+        "ip daddr 224.0.0.0/4 return".into(),
+        "ip6 daddr ff00::/8 return".into(),
+        "goto masq_checks".into(),
+    ] {
+        assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    }
+    let path = ns.path().to_string();
+    ns.destroy();
+    harness::Call::new("bridge", "DEL", &path, &c.to_string())
+        .set("CNI_CONTAINERID", "nm1")
+        .path(&bin)
+        .run()
+        .ok();
+    assert_eq!(ruleset(), before);
 }

@@ -140,27 +140,137 @@ impl IpMasq {
         Ok(IpMasq { enabled, backend })
     }
 
-    pub fn add(&self, network: &str, container_id: &str, ips: &[IpNet]) -> CniResult<()> {
+    pub fn add(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+    ) -> CniResult<()> {
         if !self.enabled || ips.is_empty() {
             return Ok(());
         }
-        setup(
-            Backend::choose(self.backend.as_deref())?,
-            network,
-            container_id,
-            ips,
-        )
+        match Backend::choose(self.backend.as_deref())? {
+            Backend::Iptables => setup(Backend::Iptables, network, container_id, ips),
+            Backend::Nftables => {
+                let _lock = lock()?;
+                nftables::setup(network, container_id, ifname, ips)
+            }
+        }
     }
 
     /// Always attempted when enabled, even without the container's addresses.
-    pub fn del(&self, network: &str, container_id: &str) -> CniResult<()> {
+    pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> CniResult<()> {
         if !self.enabled {
             return Ok(());
         }
         match Backend::choose(self.backend.as_deref()) {
-            Ok(backend) => teardown(backend, network, container_id),
+            Ok(Backend::Iptables) => teardown(Backend::Iptables, network, container_id),
+            Ok(Backend::Nftables) => {
+                let _lock = lock()?;
+                nftables::teardown(network, container_id, ifname)
+            }
             // No usable backend: no rules of ours can exist.
             Err(_) => Ok(()),
         }
+    }
+}
+
+/// The nftables form of ipMasq (`inet cni_plugins_masquerade`), as the reference.
+pub mod nftables {
+    use super::super::nft::{
+        self, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr, match_nfproto,
+    };
+    use crate::cni::{CniResult, Error};
+    use crate::digest::sha512_hex;
+    use ipnet::IpNet;
+
+    pub const TABLE: &str = "cni_plugins_masquerade";
+    const TABLE_COMMENT: &str =
+        "Masquerading for plugins from github.com/containernetworking/plugins";
+    const CHECKS: &str = "masq_checks";
+    const POSTROUTING: &str = "postrouting";
+
+    fn h(s: &str) -> String {
+        sha512_hex(s.as_bytes())[..16].to_string()
+    }
+
+    /// `<h(net)>-<h(ifname:cid)>`: what every rule of one attachment starts with.
+    pub fn instance(network: &str, ifname: &str, container_id: &str) -> String {
+        format!("{}-{}", h(network), h(&format!("{ifname}:{container_id}")))
+    }
+
+    fn comment(network: &str, ifname: &str, container_id: &str) -> String {
+        let c = format!(
+            "{}, net: {network}, if: {ifname}, id: {container_id}",
+            instance(network, ifname, container_id)
+        )
+        .replace('"', "");
+        c.chars().take(128).collect()
+    }
+
+    fn map_err(e: String) -> Error {
+        Error::internal(format!("nftables: {e}"))
+    }
+
+    pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> CniResult<()> {
+        let prefix = instance(network, ifname, container_id);
+        let existing = nft::rules(NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
+        let mut tx = Tx::new();
+        tx.table(NFPROTO_INET, TABLE, TABLE_COMMENT);
+        tx.chain(NFPROTO_INET, TABLE, CHECKS, None);
+        tx.chain(
+            NFPROTO_INET,
+            TABLE,
+            POSTROUTING,
+            Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
+        );
+        tx.flush(NFPROTO_INET, TABLE, POSTROUTING);
+        for (v6, multicast) in [(false, "224.0.0.0/4"), (true, "ff00::/8")] {
+            let net: IpNet = multicast
+                .parse()
+                .map_err(|_| map_err("bad multicast net".into()))?;
+            let mut exprs = match_nfproto(v6);
+            exprs.extend(match_addr(Field::Daddr, net, true));
+            exprs.push(nft::ret());
+            tx.rule(NFPROTO_INET, TABLE, POSTROUTING, &exprs, None);
+        }
+        tx.rule(NFPROTO_INET, TABLE, POSTROUTING, &[nft::goto(CHECKS)], None);
+        for stale in existing.iter().filter(|r| r.comment.starts_with(&prefix)) {
+            tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, stale.handle);
+        }
+        let text = comment(network, ifname, container_id);
+        for ip in ips {
+            let v6 = ip.addr().is_ipv6();
+            let host = IpNet::from(ip.addr());
+            let mut exprs = match_nfproto(v6);
+            exprs.extend(match_addr(Field::Saddr, host, true));
+            exprs.extend(match_addr(Field::Daddr, ip.trunc(), false));
+            exprs.push(nft::masquerade());
+            tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
+        }
+        tx.commit().map_err(map_err)
+    }
+
+    /// Deletes the attachment's rules; the table goes with the last of them.
+    pub fn teardown(network: &str, container_id: &str, ifname: &str) -> CniResult<()> {
+        let prefix = instance(network, ifname, container_id);
+        let existing = nft::rules(NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
+        let mine: Vec<_> = existing
+            .iter()
+            .filter(|r| r.comment.starts_with(&prefix))
+            .collect();
+        if mine.is_empty() {
+            return Ok(());
+        }
+        let mut tx = Tx::new();
+        if mine.len() == existing.len() {
+            tx.delete_table(NFPROTO_INET, TABLE);
+        } else {
+            for r in mine {
+                tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
+            }
+        }
+        tx.commit().map_err(map_err)
     }
 }

@@ -5,6 +5,7 @@
 pub mod firewall;
 pub mod iptables;
 pub mod masq;
+pub mod nft;
 pub mod portmap;
 
 pub use crate::netlink::addr::Family;
@@ -33,30 +34,27 @@ impl Backend {
         }
     }
 
-    /// The reference's rule: iptables unless it is unusable and nftables is usable.
+    /// The reference's rule: iptables unless its tools are missing and nf_tables
+    /// answers (which needs no userland here: rules go over netlink).
     pub fn detect() -> CniResult<Backend> {
         if iptables::usable(Family::V4) {
             return Ok(Backend::Iptables);
         }
+        if crate::netlink::nfnl::available() {
+            return Ok(Backend::Nftables);
+        }
         Err(Error::new(
             crate::cni::Code::NotAvailable,
-            "no usable netfilter backend: iptables-save/iptables-restore not found or not working",
+            "no usable netfilter backend: no iptables-save/iptables-restore and no nf_tables",
         ))
     }
 
-    /// The configured backend, else the detected one. nftables is refused until the
-    /// direct nfnetlink encoder lands.
+    /// The configured backend, else the detected one.
     pub fn choose(configured: Option<&str>) -> CniResult<Backend> {
-        let backend = match configured.filter(|s| !s.is_empty()) {
-            Some(s) => Backend::parse(s)?,
-            None => Backend::detect()?,
-        };
-        if backend == Backend::Nftables {
-            return Err(Error::invalid_config(
-                "the nftables backend is not available in this build yet; use \"iptables\"",
-            ));
+        match configured.filter(|s| !s.is_empty()) {
+            Some(s) => Backend::parse(s),
+            None => Backend::detect(),
         }
-        Ok(backend)
     }
 }
 

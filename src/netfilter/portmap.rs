@@ -535,3 +535,195 @@ mod tests {
         assert_eq!(comment_container(spec, "dnat name: \"other\" id: "), None);
     }
 }
+
+/// portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the reference.
+pub mod nftables {
+    use super::super::nft::{
+        self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, NFPROTO_IPV4, NFPROTO_IPV6,
+        PRIO_DSTNAT, PRIO_SRCNAT, Tx, match_addr, match_dport, match_fib_daddr_local,
+    };
+    use super::{Family, Plan, Target};
+    use crate::cni::{CniResult, Error};
+    use ipnet::IpNet;
+    use std::net::IpAddr;
+
+    pub const TABLE: &str = "cni_hostport";
+    const TABLE_COMMENT: &str = "CNI portmap plugin";
+    const HOSTPORTS: &str = "hostports";
+    const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
+    const HOSTPORTS_ALL: &str = "hostports_all";
+    const MASQUERADING: &str = "masquerading";
+    /// The chains holding per-container rules (comment = container ID).
+    const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
+
+    fn nfproto(family: Family) -> u8 {
+        match family {
+            Family::V4 => NFPROTO_IPV4,
+            Family::V6 => NFPROTO_IPV6,
+        }
+    }
+
+    fn protocol_number(p: &str) -> u8 {
+        match p {
+            "udp" => 17,
+            "sctp" => 132,
+            _ => 6,
+        }
+    }
+
+    fn map_err(e: String) -> Error {
+        Error::internal(format!("nftables: {e}"))
+    }
+
+    fn host(ip: IpAddr) -> IpNet {
+        IpNet::from(ip)
+    }
+
+    /// The container's rules now in the per-container chains: (chain, handle).
+    fn existing(
+        family: Family,
+        container_id: &str,
+    ) -> CniResult<(Vec<(&'static str, u64)>, usize)> {
+        let mut mine = Vec::new();
+        let mut total = 0;
+        for chain in PER_CONTAINER {
+            let rules = nft::rules(nfproto(family), TABLE, chain).map_err(map_err)?;
+            total += rules.len();
+            mine.extend(
+                rules
+                    .iter()
+                    .filter(|r| r.comment == container_id)
+                    .map(|r| (chain, r.handle)),
+            );
+        }
+        Ok((mine, total))
+    }
+
+    /// One transaction per family: shared chains ensured and rewritten, the
+    /// container's previous rules replaced.
+    pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+        if !plan.conditions_v4.is_empty() || !plan.conditions_v6.is_empty() {
+            return Err(Error::invalid_config(
+                "portmap conditions are not supported with the nftables backend of cni-multi",
+            ));
+        }
+        for target in targets {
+            let family = Family::of(target.address.addr());
+            let mappings = plan.mappings_for(family);
+            if mappings.is_empty() {
+                continue;
+            }
+            let f = nfproto(family);
+            let (stale, _) = existing(family, &plan.container_id)?;
+            let mut tx = Tx::new();
+            tx.table(f, TABLE, TABLE_COMMENT);
+            for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
+                tx.chain(f, TABLE, chain, None);
+            }
+            tx.chain(
+                f,
+                TABLE,
+                "prerouting",
+                Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
+            );
+            tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
+            if plan.snat {
+                tx.chain(
+                    f,
+                    TABLE,
+                    MASQUERADING,
+                    Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
+                );
+            }
+            tx.flush(f, TABLE, HOSTPORTS_ALL);
+            tx.rule(
+                f,
+                TABLE,
+                HOSTPORTS_ALL,
+                &[nft::jump(HOSTIP_HOSTPORTS)],
+                None,
+            );
+            tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
+            for base in ["prerouting", "output"] {
+                tx.flush(f, TABLE, base);
+                let mut exprs = match_fib_daddr_local();
+                exprs.push(nft::jump(HOSTPORTS_ALL));
+                tx.rule(f, TABLE, base, &exprs, None);
+            }
+            for (chain, handle) in stale {
+                tx.delete_rule(f, TABLE, chain, handle);
+            }
+            let cip = target.address.addr();
+            for m in mappings {
+                let mut exprs = Vec::new();
+                if let Some(ip) = m.host_ip.filter(|ip| !ip.is_unspecified()) {
+                    exprs.extend(match_addr(Field::Daddr, host(ip), true));
+                }
+                exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
+                exprs.extend(nft::dnat(cip, m.container_port));
+                tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+            }
+            if plan.snat {
+                let mut hairpin = Vec::new();
+                if !plan.masq_all {
+                    hairpin.extend(match_addr(Field::Saddr, host(cip), true));
+                }
+                hairpin.extend(match_addr(Field::Daddr, host(cip), true));
+                hairpin.push(nft::masquerade());
+                tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
+                if family == Family::V4 && !plan.masq_all {
+                    let localhost: IpAddr = [127, 0, 0, 1].into();
+                    let mut exprs = match_addr(Field::Saddr, host(localhost), true);
+                    exprs.extend(match_addr(Field::Daddr, host(cip), true));
+                    exprs.push(nft::masquerade());
+                    tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
+                }
+            }
+            tx.commit().map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the container's rules per family; the table goes with the last rule.
+    pub fn del(container_id: &str, families: &[Family]) -> CniResult<()> {
+        for family in families {
+            let (mine, total) = existing(*family, container_id)?;
+            if mine.is_empty() {
+                continue;
+            }
+            let f = nfproto(*family);
+            let mut tx = Tx::new();
+            if mine.len() == total {
+                tx.delete_table(f, TABLE);
+            } else {
+                for (chain, handle) in mine {
+                    tx.delete_rule(f, TABLE, chain, handle);
+                }
+            }
+            tx.commit().map_err(map_err)?;
+        }
+        Ok(())
+    }
+
+    /// CHECK: one DNAT rule per mapping of the family.
+    pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+        for target in targets {
+            let family = Family::of(target.address.addr());
+            let wanted = plan.mappings_for(family).len();
+            if wanted == 0 {
+                continue;
+            }
+            let found = nft::rules(nfproto(family), TABLE, HOSTPORTS)
+                .map_err(map_err)?
+                .iter()
+                .filter(|r| r.comment == plan.container_id)
+                .count();
+            if found != wanted {
+                return Err(Error::internal(format!(
+                    "portmap: {found} of {wanted} mappings found in table {TABLE}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}

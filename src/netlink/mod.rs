@@ -4,6 +4,7 @@
 
 pub mod addr;
 pub mod link;
+pub mod nfnl;
 pub mod route;
 pub mod sysctl;
 pub mod tun;

@@ -289,8 +289,12 @@ impl Plugin for Bridge {
             result.dns = dns;
         }
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
-        conf.masq
-            .add(inv.conf.name(), &inv.env.container_id, &ips)?;
+        conf.masq.add(
+            inv.conf.name(),
+            &inv.env.container_id,
+            &inv.env.ifname,
+            &ips,
+        )?;
         cleanup.keep();
         if let Some(guard) = rollback {
             guard.keep();
@@ -302,7 +306,8 @@ impl Plugin for Bridge {
         let conf = Conf::load(inv)?;
         iface::del_single(inv)?;
         // Found by chain name: works when the netns (and its addresses) are gone.
-        conf.masq.del(inv.conf.name(), &inv.env.container_id)
+        conf.masq
+            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -48,7 +48,9 @@ fn is_iptables_syntax(conditions: &[String]) -> bool {
         .is_some_and(|t| t.starts_with('-') || t.starts_with('!'))
 }
 
-fn load(inv: &Invocation) -> CniResult<(Plan, Backend)> {
+/// The plan, the backend to use for ADD/CHECK, and the backend the config names
+/// (explicitly or through its conditions' syntax), if any.
+fn load(inv: &Invocation) -> CniResult<(Plan, Backend, Option<Backend>)> {
     let k: Keys = inv.conf.plugin_keys()?;
     let mark_bit = k.mark_masq_bit.unwrap_or(13);
     if !(0..=31).contains(&mark_bit) {
@@ -146,10 +148,10 @@ fn load(inv: &Invocation) -> CniResult<(Plan, Backend)> {
         })
         .collect::<CniResult<Vec<_>>>()?;
     let backend = match configured {
-        Some(Backend::Nftables) => Backend::choose(Some("nftables"))?,
         Some(b) => b,
+        // Nothing to map: no need to probe (DEL probes on its own).
         None if mappings.is_empty() => Backend::Iptables,
-        None => Backend::choose(None)?,
+        None => Backend::detect()?,
     };
     let plan = Plan {
         network: inv.conf.name().to_string(),
@@ -162,7 +164,7 @@ fn load(inv: &Invocation) -> CniResult<(Plan, Backend)> {
         conditions_v4,
         conditions_v6,
     };
-    Ok((plan, backend))
+    Ok((plan, backend, configured))
 }
 
 /// The container's first IPv4 and first IPv6 address of CNI_IFNAME in prevResult.
@@ -194,13 +196,19 @@ fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
 
 impl Plugin for Portmap {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let (plan, _backend) = load(inv)?;
+        let (plan, backend, _) = load(inv)?;
         let prev = prev_result(inv)?;
         if plan.mappings.is_empty() {
             return Ok(prev);
         }
         let targets = targets(&prev, &inv.env.ifname);
-        rules::add(&plan, &targets)?;
+        match backend {
+            Backend::Iptables => rules::add(&plan, &targets)?,
+            Backend::Nftables => {
+                let _lock = crate::netfilter::lock()?;
+                rules::nftables::add(&plan, &targets)?;
+            }
+        }
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
             for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
@@ -212,7 +220,7 @@ impl Plugin for Portmap {
 
     /// Found by chain name: the mappings need not be given again.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, _backend) = load(inv)?;
+        let (plan, _, configured) = load(inv)?;
         let known: Vec<Family> = match inv.conf.prev_result()? {
             Some(prev) => targets(&prev, &inv.env.ifname)
                 .iter()
@@ -226,20 +234,31 @@ impl Plugin for Portmap {
         } else {
             known
         };
-        match Backend::choose(None) {
-            Ok(_) => rules::del(&plan, &families),
-            // Without iptables there can be no rules of ours.
-            Err(_) => Ok(()),
+        // Without a configured backend both are cleaned: detection may have
+        // chosen either at ADD time.
+        let iptables = configured != Some(Backend::Nftables);
+        let nftables = configured != Some(Backend::Iptables);
+        if iptables && crate::netfilter::iptables::usable(Family::V4) {
+            rules::del(&plan, &families)?;
         }
+        if nftables && crate::netlink::nfnl::available() {
+            let _lock = crate::netfilter::lock()?;
+            rules::nftables::del(&plan.container_id, &families)?;
+        }
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, _backend) = load(inv)?;
+        let (plan, backend, _) = load(inv)?;
         let prev = prev_result(inv)?;
         if plan.mappings.is_empty() {
             return Ok(());
         }
-        rules::check(&plan, &targets(&prev, &inv.env.ifname))
+        let targets = targets(&prev, &inv.env.ifname);
+        match backend {
+            Backend::Iptables => rules::check(&plan, &targets),
+            Backend::Nftables => rules::nftables::check(&plan, &targets),
+        }
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
@@ -262,7 +281,9 @@ impl Plugin for Portmap {
                     .map(String::from)
             })
             .collect();
-        if Backend::choose(None).is_err() {
+        // nftables rules carry only the container ID, not the network: GC there
+        // could not tell this network's rules from another's, so it only runs on iptables.
+        if !crate::netfilter::iptables::usable(Family::V4) {
             return Ok(());
         }
         rules::gc(inv.conf.name(), &keep)

@@ -132,8 +132,12 @@ impl Plugin for Ptp {
             result.dns = dns;
         }
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
-        conf.masq
-            .add(inv.conf.name(), &inv.env.container_id, &ips)?;
+        conf.masq.add(
+            inv.conf.name(),
+            &inv.env.container_id,
+            &inv.env.ifname,
+            &ips,
+        )?;
         cleanup.keep();
         rollback.keep();
         Ok(result)
@@ -144,7 +148,8 @@ impl Plugin for Ptp {
         Delegate::ipam(inv)?.del()?;
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
         // Found by chain name: works when the netns (and its addresses) are gone.
-        conf.masq.del(inv.conf.name(), &inv.env.container_id)
+        conf.masq
+            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -1,0 +1,472 @@
+//! The nftables backend without the `nft` binary: tables, chains and rules
+//! encoded as nf_tables netlink messages (expressions: payload, cmp, bitwise,
+//! meta, fib, immediate, nat, masq) and committed in one transaction.
+
+use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NfMsg, NfSocket};
+use crate::netlink::wire::{self, Body, NESTED};
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+const NFT_MSG_NEWTABLE: u16 = 0;
+const NFT_MSG_DELTABLE: u16 = 2;
+const NFT_MSG_NEWCHAIN: u16 = 3;
+const NFT_MSG_NEWRULE: u16 = 6;
+const NFT_MSG_GETRULE: u16 = 7;
+const NFT_MSG_DELRULE: u16 = 8;
+
+const NFTA_TABLE_NAME: u16 = 1;
+const NFTA_TABLE_USERDATA: u16 = 6;
+const NFTA_CHAIN_TABLE: u16 = 1;
+const NFTA_CHAIN_NAME: u16 = 3;
+const NFTA_CHAIN_HOOK: u16 = 4;
+const NFTA_CHAIN_TYPE: u16 = 7;
+const NFTA_HOOK_HOOKNUM: u16 = 1;
+const NFTA_HOOK_PRIORITY: u16 = 2;
+const NFTA_RULE_TABLE: u16 = 1;
+const NFTA_RULE_CHAIN: u16 = 2;
+const NFTA_RULE_HANDLE: u16 = 3;
+const NFTA_RULE_EXPRESSIONS: u16 = 4;
+const NFTA_RULE_USERDATA: u16 = 7;
+const NFTA_LIST_ELEM: u16 = 1;
+const NFTA_EXPR_NAME: u16 = 1;
+const NFTA_EXPR_DATA: u16 = 2;
+const NFTA_DATA_VALUE: u16 = 1;
+const NFTA_DATA_VERDICT: u16 = 2;
+const NFTA_VERDICT_CODE: u16 = 1;
+const NFTA_VERDICT_CHAIN: u16 = 2;
+/// Comments live in userdata as TLV type 0 (tables and rules alike).
+const UDATA_COMMENT: u8 = 0;
+
+const REG_VERDICT: u32 = 0;
+const REG_1: u32 = 1;
+const REG_2: u32 = 2;
+
+pub const NFPROTO_INET: u8 = 1;
+pub const NFPROTO_IPV4: u8 = 2;
+pub const NFPROTO_IPV6: u8 = 10;
+
+pub const HOOK_PREROUTING: u32 = 0;
+pub const HOOK_OUTPUT: u32 = 3;
+pub const HOOK_POSTROUTING: u32 = 4;
+pub const PRIO_DSTNAT: i32 = -100;
+pub const PRIO_SRCNAT: i32 = 100;
+
+const RTN_LOCAL: u32 = 2;
+const NFT_JUMP: i32 = -3;
+const NFT_GOTO: i32 = -4;
+const NFT_RETURN: i32 = -5;
+
+fn be32(v: u32) -> [u8; 4] {
+    v.to_be_bytes()
+}
+
+fn udata_comment(comment: &str) -> Vec<u8> {
+    let mut text = comment.as_bytes().to_vec();
+    text.push(0);
+    text.truncate(255);
+    let mut out = vec![UDATA_COMMENT, text.len() as u8];
+    out.extend_from_slice(&text);
+    out
+}
+
+/// One expression: name and its attributes.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    name: &'static str,
+    data: Body,
+}
+
+fn expr(name: &'static str, data: Body) -> Expr {
+    Expr { name, data }
+}
+
+fn data_value(bytes: &[u8]) -> Body {
+    Body::default().attr(NFTA_DATA_VALUE, bytes)
+}
+
+/// Header fields the rules match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    Saddr,
+    Daddr,
+}
+
+fn ip_bytes(ip: IpAddr) -> Vec<u8> {
+    match ip {
+        IpAddr::V4(v4) => v4.octets().to_vec(),
+        IpAddr::V6(v6) => v6.octets().to_vec(),
+    }
+}
+
+fn load_addr(field: Field, v6: bool) -> Expr {
+    let (offset, len) = match (field, v6) {
+        (Field::Saddr, false) => (12, 4),
+        (Field::Daddr, false) => (16, 4),
+        (Field::Saddr, true) => (8, 16),
+        (Field::Daddr, true) => (24, 16),
+    };
+    expr(
+        "payload",
+        Body::default()
+            .attr(1, &be32(REG_1)) // DREG
+            .attr(2, &be32(1)) // BASE network header
+            .attr(3, &be32(offset))
+            .attr(4, &be32(len)),
+    )
+}
+
+fn cmp(op_eq: bool, value: &[u8]) -> Expr {
+    let value = value.to_vec();
+    expr(
+        "cmp",
+        Body::default()
+            .attr(1, &be32(REG_1))
+            .attr(2, &be32(if op_eq { 0 } else { 1 }))
+            .nest(3 | NESTED, |_| data_value(&value)),
+    )
+}
+
+fn bitwise_mask(len: u32, mask: &[u8]) -> Expr {
+    let mask = mask.to_vec();
+    let zero = vec![0u8; mask.len()];
+    expr(
+        "bitwise",
+        Body::default()
+            .attr(1, &be32(REG_1))
+            .attr(2, &be32(REG_1))
+            .attr(3, &be32(len))
+            .nest(4 | NESTED, |_| data_value(&mask))
+            .nest(5 | NESTED, |_| data_value(&zero)),
+    )
+}
+
+/// `ip[6] saddr|daddr == ip` or `!= net` (a network compares under its mask).
+pub fn match_addr(field: Field, net: IpNet, equal: bool) -> Vec<Expr> {
+    let v6 = net.addr().is_ipv6();
+    let mut out = vec![load_addr(field, v6)];
+    let full = if v6 { 128 } else { 32 };
+    if net.prefix_len() < full {
+        let len = if v6 { 16 } else { 4 };
+        out.push(bitwise_mask(len, &ip_bytes(net.netmask())));
+        out.push(cmp(equal, &ip_bytes(net.network())));
+    } else {
+        out.push(cmp(equal, &ip_bytes(net.addr())));
+    }
+    out
+}
+
+/// `meta nfproto ipv4|ipv6` (needed in `inet` tables before `ip`/`ip6` matches).
+pub fn match_nfproto(v6: bool) -> Vec<Expr> {
+    vec![
+        expr(
+            "meta",
+            Body::default().attr(1, &be32(REG_1)).attr(2, &be32(15)),
+        ),
+        cmp(true, &[if v6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 }]),
+    ]
+}
+
+/// `<proto> dport <port>`.
+pub fn match_dport(protocol: u8, port: u16) -> Vec<Expr> {
+    vec![
+        expr(
+            "meta",
+            Body::default().attr(1, &be32(REG_1)).attr(2, &be32(16)),
+        ),
+        cmp(true, &[protocol]),
+        expr(
+            "payload",
+            Body::default()
+                .attr(1, &be32(REG_1))
+                .attr(2, &be32(2)) // BASE transport header
+                .attr(3, &be32(2))
+                .attr(4, &be32(2)),
+        ),
+        cmp(true, &port.to_be_bytes()),
+    ]
+}
+
+/// `fib daddr type local`.
+pub fn match_fib_daddr_local() -> Vec<Expr> {
+    vec![
+        expr(
+            "fib",
+            Body::default()
+                .attr(1, &be32(REG_1))
+                .attr(2, &be32(3)) // result: address type
+                .attr(3, &be32(2)), // flags: daddr
+        ),
+        cmp(true, &RTN_LOCAL.to_ne_bytes()),
+    ]
+}
+
+fn verdict(code: i32, chain: Option<&str>) -> Expr {
+    let chain = chain.map(String::from);
+    expr(
+        "immediate",
+        Body::default()
+            .attr(1, &be32(REG_VERDICT))
+            .nest(2 | NESTED, |d| {
+                d.nest(NFTA_DATA_VERDICT | NESTED, |v| {
+                    let v = v.attr(NFTA_VERDICT_CODE, &(code as u32).to_be_bytes());
+                    match &chain {
+                        Some(c) => v.str(NFTA_VERDICT_CHAIN, c),
+                        None => v,
+                    }
+                })
+            }),
+    )
+}
+
+pub fn jump(chain: &str) -> Expr {
+    verdict(NFT_JUMP, Some(chain))
+}
+
+pub fn goto(chain: &str) -> Expr {
+    verdict(NFT_GOTO, Some(chain))
+}
+
+pub fn ret() -> Expr {
+    verdict(NFT_RETURN, None)
+}
+
+pub fn masquerade() -> Expr {
+    expr("masq", Body::default())
+}
+
+/// `dnat to <ip>:<port>`.
+pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
+    let family = if ip.is_ipv6() {
+        NFPROTO_IPV6
+    } else {
+        NFPROTO_IPV4
+    };
+    let addr = ip_bytes(ip);
+    vec![
+        expr(
+            "immediate",
+            Body::default()
+                .attr(1, &be32(REG_1))
+                .nest(2 | NESTED, |_| data_value(&addr)),
+        ),
+        expr(
+            "immediate",
+            Body::default()
+                .attr(1, &be32(REG_2))
+                .nest(2 | NESTED, |_| data_value(&port.to_be_bytes())),
+        ),
+        expr(
+            "nat",
+            Body::default()
+                .attr(1, &be32(1)) // DNAT
+                .attr(2, &be32(u32::from(family)))
+                .attr(3, &be32(REG_1))
+                .attr(5, &be32(REG_2))
+                .attr(7, &be32(2)), // NF_NAT_RANGE_PROTO_SPECIFIED
+        ),
+    ]
+}
+
+/// A table of a family, a chain or a rule to put in a transaction.
+pub struct Tx {
+    msgs: Vec<NfMsg>,
+}
+
+impl Default for Tx {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tx {
+    pub fn new() -> Tx {
+        Tx { msgs: Vec::new() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Creates the table if missing (never fails when it exists).
+    pub fn table(&mut self, family: u8, name: &str, comment: &str) {
+        let attrs = Body::default()
+            .str(NFTA_TABLE_NAME, name)
+            .attr(NFTA_TABLE_USERDATA, &udata_comment(comment))
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_NEWTABLE,
+            flags: NLM_F_CREATE,
+            family,
+            attrs,
+            what: format!("add table {name}"),
+        });
+    }
+
+    /// Creates a chain if missing: regular, or a base chain with (type, hook, priority).
+    pub fn chain(&mut self, family: u8, table: &str, name: &str, base: Option<(&str, u32, i32)>) {
+        let mut body = Body::default()
+            .str(NFTA_CHAIN_TABLE, table)
+            .str(NFTA_CHAIN_NAME, name);
+        if let Some((kind, hook, priority)) = base {
+            body = body
+                .nest(NFTA_CHAIN_HOOK | NESTED, |h| {
+                    h.attr(NFTA_HOOK_HOOKNUM, &be32(hook))
+                        .attr(NFTA_HOOK_PRIORITY, &(priority as u32).to_be_bytes())
+                })
+                .str(NFTA_CHAIN_TYPE, kind);
+        }
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_NEWCHAIN,
+            flags: NLM_F_CREATE,
+            family,
+            attrs: body.into_bytes(),
+            what: format!("add chain {table} {name}"),
+        });
+    }
+
+    /// Deletes every rule of a chain.
+    pub fn flush(&mut self, family: u8, table: &str, chain: &str) {
+        let attrs = Body::default()
+            .str(NFTA_RULE_TABLE, table)
+            .str(NFTA_RULE_CHAIN, chain)
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_DELRULE,
+            flags: 0,
+            family,
+            attrs,
+            what: format!("flush chain {table} {chain}"),
+        });
+    }
+
+    /// Appends a rule with a comment.
+    pub fn rule(
+        &mut self,
+        family: u8,
+        table: &str,
+        chain: &str,
+        exprs: &[Expr],
+        comment: Option<&str>,
+    ) {
+        let list = exprs.to_vec();
+        let mut body = Body::default()
+            .str(NFTA_RULE_TABLE, table)
+            .str(NFTA_RULE_CHAIN, chain)
+            .nest(NFTA_RULE_EXPRESSIONS | NESTED, |l| {
+                list.into_iter().fold(l, |l, e| {
+                    l.nest(NFTA_LIST_ELEM | NESTED, |el| {
+                        el.str(NFTA_EXPR_NAME, e.name)
+                            .attr(NFTA_EXPR_DATA | NESTED, &e.data.into_bytes())
+                    })
+                })
+            });
+        if let Some(c) = comment {
+            body = body.attr(NFTA_RULE_USERDATA, &udata_comment(c));
+        }
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_NEWRULE,
+            flags: NLM_F_CREATE | NLM_F_APPEND,
+            family,
+            attrs: body.into_bytes(),
+            what: format!("add rule to {table} {chain}"),
+        });
+    }
+
+    /// Deletes a table with everything in it.
+    pub fn delete_table(&mut self, family: u8, name: &str) {
+        let attrs = Body::default().str(NFTA_TABLE_NAME, name).into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_DELTABLE,
+            flags: 0,
+            family,
+            attrs,
+            what: format!("delete table {name}"),
+        });
+    }
+
+    pub fn delete_rule(&mut self, family: u8, table: &str, chain: &str, handle: u64) {
+        let attrs = Body::default()
+            .str(NFTA_RULE_TABLE, table)
+            .str(NFTA_RULE_CHAIN, chain)
+            .attr(NFTA_RULE_HANDLE, &handle.to_be_bytes())
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_DELRULE,
+            flags: 0,
+            family,
+            attrs,
+            what: format!("delete rule {handle} of {table} {chain}"),
+        });
+    }
+
+    pub fn commit(self) -> Result<(), String> {
+        NfSocket::open()
+            .and_then(|mut s| s.transaction(&self.msgs))
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// A rule as dumped: its handle and comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpedRule {
+    pub handle: u64,
+    pub comment: String,
+}
+
+/// The rules of one chain; a missing table or chain is an empty list.
+pub fn rules(family: u8, table: &str, chain: &str) -> Result<Vec<DumpedRule>, String> {
+    let attrs = Body::default()
+        .str(NFTA_RULE_TABLE, table)
+        .str(NFTA_RULE_CHAIN, chain);
+    let objects = match NfSocket::open().and_then(|mut s| s.dump(NFT_MSG_GETRULE, family, attrs)) {
+        Ok(o) => o,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(objects
+        .iter()
+        .filter_map(|attrs| {
+            let handle = wire::find(attrs, NFTA_RULE_HANDLE)
+                .and_then(|p| p.get(..8))
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)?;
+            let comment = wire::find(attrs, NFTA_RULE_USERDATA)
+                .and_then(|u| {
+                    // TLVs of (type u8, len u8, value).
+                    let mut rest = u;
+                    while rest.len() >= 2 {
+                        let (ty, len) = (rest[0], usize::from(rest[1]));
+                        let value = rest.get(2..2 + len)?;
+                        if ty == UDATA_COMMENT {
+                            return Some(wire::as_str(value));
+                        }
+                        rest = &rest[2 + len..];
+                    }
+                    None
+                })
+                .unwrap_or_default();
+            Some(DumpedRule { handle, comment })
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_userdata_tlvs() {
+        assert_eq!(udata_comment("ab"), vec![0, 3, b'a', b'b', 0]);
+        let long = "x".repeat(400);
+        assert_eq!(udata_comment(&long).len(), 257);
+    }
+
+    #[test]
+    fn network_matches_use_a_mask() {
+        let exprs = match_addr(Field::Daddr, "10.1.0.0/16".parse().expect("net"), false);
+        let names: Vec<&str> = exprs.iter().map(|e| e.name).collect();
+        assert_eq!(names, ["payload", "bitwise", "cmp"]);
+        let exprs = match_addr(Field::Saddr, "10.1.2.3/32".parse().expect("net"), true);
+        assert_eq!(exprs.len(), 2);
+    }
+}
