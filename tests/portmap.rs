@@ -736,3 +736,100 @@ fn nftables_ipmasq_for_bridge() {
         .ok();
     assert_eq!(ruleset(), before);
 }
+
+#[test]
+fn a_udp_flow_started_before_the_mapping_reaches_the_container_after_add() {
+    enter_test_host();
+    let client = client();
+    let net = Net::new(json!({}));
+    // Another pod's mapping already exists, so the nat hooks (and conntrack) are live.
+    let other = Netns::new();
+    net.run(
+        &["add", "pm-net", other.path()],
+        &maps(&[(7000, 80, "tcp", "")]),
+    )
+    .ok();
+    let ns = Netns::new();
+    udp_server(ns.path(), 53, "udp-hello");
+    // The client's flow (fixed source port) to host port 5353 starts before the
+    // mapping exists: the host answers nothing, but conntrack remembers the flow.
+    let send = |expect_reply: bool| {
+        harness::in_netns(Some(client.path()), move || {
+            let sock = std::net::UdpSocket::bind("192.0.2.2:40053").expect("bind");
+            sock.set_read_timeout(Some(std::time::Duration::from_millis(if expect_reply {
+                2000
+            } else {
+                300
+            })))
+            .expect("timeout");
+            sock.send_to(b"ping", "192.0.2.1:5353").expect("send");
+            let mut buf = [0u8; 64];
+            sock.recv_from(&mut buf)
+                .ok()
+                .map(|(n, _)| String::from_utf8_lossy(&buf[..n]).into_owned())
+        })
+    };
+    assert_eq!(send(false), None);
+    let entries = std::fs::read_to_string("/proc/thread-self/net/nf_conntrack").unwrap_or_default();
+    assert!(
+        entries.contains("dport=5353"),
+        "the flow is tracked: {entries}"
+    );
+    net.run(
+        &["add", "pm-net", ns.path()],
+        &maps(&[(5353, 53, "udp", "")]),
+    )
+    .ok();
+    assert_eq!(
+        send(true).as_deref(),
+        Some("udp-hello"),
+        "stale entry flushed by ADD"
+    );
+}
+
+#[test]
+fn sctp_mappings_get_rules_and_work_where_the_kernel_has_sctp() {
+    enter_test_host();
+    let net = Net::new(json!({}));
+    let ns = Netns::new();
+    net.run(
+        &["add", "pm-net", ns.path()],
+        &maps(&[(3868, 3868, "sctp", "")]),
+    )
+    .ok();
+    let rules = nat();
+    assert!(
+        rules.contains("-p sctp -m sctp --dport 3868 -j DNAT --to-destination"),
+        "{rules}"
+    );
+    assert!(
+        rules.contains("-m multiport --dports 3868 -j CNI-DN-"),
+        "{rules}"
+    );
+    // SAFETY: a plain socket(2) call probing for SCTP support; the fd is closed at once.
+    let fd = unsafe {
+        nix::libc::socket(
+            nix::libc::AF_INET,
+            nix::libc::SOCK_STREAM,
+            nix::libc::IPPROTO_SCTP,
+        )
+    };
+    if fd < 0 {
+        harness::skip(
+            "sctp reachability",
+            "kernel has no SCTP sockets (rules were checked)",
+        );
+    } else {
+        // SAFETY: fd was just returned by socket(2) and is not used elsewhere.
+        unsafe { nix::libc::close(fd) };
+        harness::skip(
+            "sctp reachability",
+            "no SCTP client in the test harness yet (rules were checked)",
+        );
+    }
+    net.run(
+        &["del", "pm-net", ns.path()],
+        &maps(&[(3868, 3868, "sctp", "")]),
+    )
+    .ok();
+}

@@ -3,6 +3,7 @@
 //! neli's router drops (see netlink-notes.md).
 
 pub mod addr;
+pub mod conntrack;
 pub mod link;
 pub mod nfnl;
 pub mod route;

@@ -198,10 +198,58 @@ impl NfSocket {
 
     /// A dump request (e.g. GETRULE of one chain); returns each object's attributes.
     pub fn dump(&mut self, kind: u16, family: u8, attrs: Body) -> Result<Vec<Vec<u8>>> {
-        let op = "nf_tables dump";
+        self.dump_of(NFNL_SUBSYS_NFTABLES, kind, family, attrs)
+    }
+
+    /// One request of any nfnetlink subsystem, acknowledged.
+    pub fn request(&mut self, subsys: u16, kind: u16, family: u8, attrs: &[u8]) -> Result<()> {
+        let op = "nfnetlink request";
         let seq = self.next_seq();
         let mut out = Vec::new();
-        let ty = (NFNL_SUBSYS_NFTABLES << 8) | kind;
+        frame(
+            &mut out,
+            (subsys << 8) | kind,
+            NLM_F_REQUEST | NLM_F_ACK,
+            seq,
+            family,
+            0,
+            attrs,
+        );
+        self.sock
+            .send(&out, Msg::empty())
+            .map_err(|e| Error::local(op, e))?;
+        loop {
+            let buf = self.receive(op)?;
+            for msg in messages(&buf) {
+                if msg.seq != seq || msg.ty != NLMSG_ERROR {
+                    continue;
+                }
+                let (errno, extack) = error_of(msg.payload);
+                if errno == 0 {
+                    return Ok(());
+                }
+                return Err(Error {
+                    op: op.to_string(),
+                    errno,
+                    extack,
+                    detail: std::io::Error::from_raw_os_error(errno).to_string(),
+                });
+            }
+        }
+    }
+
+    /// A dump of any nfnetlink subsystem.
+    pub fn dump_of(
+        &mut self,
+        subsys: u16,
+        kind: u16,
+        family: u8,
+        attrs: Body,
+    ) -> Result<Vec<Vec<u8>>> {
+        let op = "nfnetlink dump";
+        let seq = self.next_seq();
+        let mut out = Vec::new();
+        let ty = (subsys << 8) | kind;
         frame(
             &mut out,
             ty,

@@ -209,6 +209,7 @@ impl Plugin for Portmap {
                 rules::nftables::add(&plan, &targets)?;
             }
         }
+        flush_udp_conntrack(&plan, &targets);
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
             for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
@@ -293,6 +294,26 @@ impl Plugin for Portmap {
         Backend::choose(None)
             .map(drop)
             .map_err(|e| Error::new(Code::NotAvailable, e.msg))
+    }
+}
+
+/// UDP flows to a newly mapped port that started before the mapping keep their
+/// old translation until they expire; drop them (best effort, as the reference).
+fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
+    for t in targets {
+        let family = Family::of(t.address.addr());
+        let ports: Vec<u16> = plan
+            .mappings
+            .iter()
+            .filter(|m| m.protocol == "udp")
+            .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
+            .map(|m| m.host_port)
+            .collect();
+        let nfproto = match family {
+            Family::V4 => nix::libc::NFPROTO_IPV4,
+            Family::V6 => nix::libc::NFPROTO_IPV6,
+        } as u8;
+        let _ = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports);
     }
 }
 
