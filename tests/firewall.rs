@@ -229,3 +229,43 @@ fn unsupported_backends_are_refused() {
             .err(code);
     }
 }
+
+#[test]
+fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
+    enter_test_host();
+    let _srv = server();
+    let s = Setup::new();
+    s.network(
+        "fw-nft",
+        "cni-fwn0",
+        "10.53.0.0/24",
+        json!({"backend": "nftables"}),
+    );
+    let ruleset = || run_in(None, "nft", &["list", "ruleset"]);
+    let before = ruleset();
+    let ns = Netns::new();
+    let out = s.run(&["add", "fw-nft", ns.path()]).ok();
+    let ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+    assert_eq!(
+        tcp_fetch(Some(ns.path()), "192.0.2.2:80").as_deref(),
+        Some("outside")
+    );
+    let rules = ruleset();
+    for expected in [
+        "table inet cni_firewall {".to_string(),
+        "jump admin".into(),
+        format!("ip daddr {ip} ct state established,related accept comment"),
+        format!("ip saddr {ip} accept comment"),
+    ] {
+        assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    }
+    s.run(&["check", "fw-nft", ns.path()]).ok();
+    s.run(&["del", "fw-nft", ns.path()]).ok();
+    assert_eq!(ruleset(), before);
+}

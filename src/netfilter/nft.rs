@@ -46,6 +46,8 @@ pub const NFPROTO_IPV4: u8 = 2;
 pub const NFPROTO_IPV6: u8 = 10;
 
 pub const HOOK_PREROUTING: u32 = 0;
+pub const HOOK_FORWARD: u32 = 2;
+pub const PRIO_FILTER: i32 = 0;
 pub const HOOK_OUTPUT: u32 = 3;
 pub const HOOK_POSTROUTING: u32 = 4;
 pub const PRIO_DSTNAT: i32 = -100;
@@ -216,6 +218,24 @@ fn verdict(code: i32, chain: Option<&str>) -> Expr {
                 })
             }),
     )
+}
+
+/// `ct state established,related`.
+pub fn match_ct_established_related() -> Vec<Expr> {
+    const ESTABLISHED: u32 = 1 << 1;
+    const RELATED: u32 = 1 << 2;
+    vec![
+        expr(
+            "ct",
+            Body::default().attr(1, &be32(REG_1)).attr(2, &be32(0)),
+        ),
+        bitwise_mask(4, &(ESTABLISHED | RELATED).to_ne_bytes()),
+        cmp(false, &0u32.to_ne_bytes()),
+    ]
+}
+
+pub fn accept() -> Expr {
+    verdict(1, None)
 }
 
 pub fn jump(chain: &str) -> Expr {

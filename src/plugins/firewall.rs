@@ -26,16 +26,20 @@ struct Keys {
 struct Conf {
     admin_chain: String,
     policy: IngressPolicy,
+    /// None: detect (iptables when its tools are there, else nftables).
+    backend: Option<Backend>,
 }
 
 fn load(inv: &Invocation) -> CniResult<Conf> {
     let k: Keys = inv.conf.plugin_keys()?;
-    match k.backend.as_str() {
-        "" | "iptables" => {}
+    let backend = match k.backend.as_str() {
+        "" => None,
+        "iptables" => Some(Backend::Iptables),
+        "nftables" => Some(Backend::Nftables),
         // No D-Bus client in this build, and no firewalld on these machines to test one.
         "firewalld" => {
             return Err(Error::invalid_config(
-                "the firewalld backend is not supported by cni-multi; use \"iptables\"",
+                "the firewalld backend is not supported by cni-multi; use \"iptables\" or \"nftables\"",
             ));
         }
         other => {
@@ -43,7 +47,7 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
                 "unknown firewall backend {other:?}"
             )));
         }
-    }
+    };
     let _ = k.firewalld_zone;
     let admin_chain = if k.admin_chain.is_empty() {
         "CNI-ADMIN".to_string()
@@ -59,9 +63,16 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
             "invalid iptablesAdminChainName {admin_chain:?}"
         )));
     }
+    let policy = IngressPolicy::parse(&k.ingress_policy)?;
+    if policy != IngressPolicy::Open && backend == Some(Backend::Nftables) {
+        return Err(Error::invalid_config(
+            "ingressPolicy other than \"open\" needs the iptables backend",
+        ));
+    }
     Ok(Conf {
         admin_chain,
-        policy: IngressPolicy::parse(&k.ingress_policy)?,
+        policy,
+        backend,
     })
 }
 
@@ -75,45 +86,90 @@ fn addresses(prev: &NetResult) -> Vec<IpNet> {
     prev.ips.iter().map(|ip| ip.address).collect()
 }
 
+impl Conf {
+    fn backend(&self) -> CniResult<Backend> {
+        match self.backend {
+            Some(b) => Ok(b),
+            None => Backend::detect(),
+        }
+    }
+}
+
 impl Plugin for Firewall {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = load(inv)?;
         let prev = prev(inv)?;
         let ips = addresses(&prev);
-        if !ips.is_empty() {
-            Backend::detect()?;
-            // The bridge is the first interface of the main plugin's result.
-            let bridge = prev
-                .interfaces
-                .first()
-                .map(|i| i.name.clone())
-                .unwrap_or_default();
-            rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;
+        if ips.is_empty() {
+            return Ok(prev);
+        }
+        match conf.backend()? {
+            Backend::Iptables => {
+                // The bridge is the first interface of the main plugin's result.
+                let bridge = prev
+                    .interfaces
+                    .first()
+                    .map(|i| i.name.clone())
+                    .unwrap_or_default();
+                rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;
+            }
+            Backend::Nftables => {
+                if conf.policy != IngressPolicy::Open {
+                    return Err(Error::invalid_config(
+                        "ingressPolicy other than \"open\" needs the iptables backend",
+                    ));
+                }
+                let _lock = crate::netfilter::lock()?;
+                rules::nftables::add(&inv.env.container_id, &ips)?;
+            }
         }
         Ok(prev)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
-        // The rules carry only addresses: without prevResult nothing can be found.
-        let Some(prev) = inv.conf.prev_result()? else {
-            return Ok(());
-        };
-        if Backend::detect().is_err() {
-            return Ok(());
+        match conf.backend() {
+            Ok(Backend::Iptables) => {
+                // The iptables rules carry only addresses: they need prevResult.
+                match inv.conf.prev_result()? {
+                    Some(prev) => rules::del(&addresses(&prev), &conf.admin_chain),
+                    None => Ok(()),
+                }
+            }
+            Ok(Backend::Nftables) => {
+                let _lock = crate::netfilter::lock()?;
+                rules::nftables::del(&inv.env.container_id)
+            }
+            // No usable backend: no rules of ours can exist.
+            Err(_) => Ok(()),
         }
-        rules::del(&addresses(&prev), &conf.admin_chain)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
-        rules::check(&addresses(&prev(inv)?), &conf.admin_chain)
+        let ips = addresses(&prev(inv)?);
+        match conf.backend()? {
+            Backend::Iptables => rules::check(&ips, &conf.admin_chain),
+            Backend::Nftables => rules::nftables::check(&inv.env.container_id, &ips),
+        }
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        load(inv)?;
-        Backend::detect()
-            .map(drop)
-            .map_err(|e| Error::new(Code::NotAvailable, e.msg))
+        let conf = load(inv)?;
+        let usable = match conf.backend {
+            Some(Backend::Iptables) => {
+                crate::netfilter::iptables::usable(crate::netfilter::Family::V4)
+            }
+            Some(Backend::Nftables) => crate::netlink::nfnl::available(),
+            None => Backend::detect().is_ok(),
+        };
+        if usable {
+            Ok(())
+        } else {
+            Err(Error::new(
+                Code::NotAvailable,
+                "firewall: its netfilter backend is not usable",
+            ))
+        }
     }
 }
