@@ -46,7 +46,7 @@ fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u
     out.push(0); // NFNETLINK_V0
     out.extend_from_slice(&res_id.to_be_bytes());
     out.extend_from_slice(attrs);
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
