@@ -31,8 +31,9 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
+# --nocapture: tests that skip on this kernel print why, and CI logs show it.
 unit:
-	$(CARGO) test --locked
+	$(CARGO) test --locked -- --nocapture
 
 install-check: build
 	./tests/install-check.sh

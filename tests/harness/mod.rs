@@ -304,8 +304,13 @@ pub fn kernel_supports(kind: &str, on_parent: bool, options: &[&str]) -> Result<
     if out.status.success() {
         Ok(())
     } else {
+        let what = if options.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind} ({})", options.join(" "))
+        };
         Err(format!(
-            "kernel has no {kind} links ({})",
+            "kernel cannot create {what} links: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
