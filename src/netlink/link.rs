@@ -56,6 +56,7 @@ pub struct Link {
     pub link_netnsid: Option<i32>,
     pub alias: String,
     pub oper_state: u8,
+    pub txqlen: u32,
     /// IFLA_INFO_DATA as received, for kind-specific checks.
     pub info_data: Vec<u8>,
 }
@@ -67,6 +68,10 @@ impl Link {
 
     pub fn is_promisc(&self) -> bool {
         self.flags & libc::IFF_PROMISC as u32 != 0
+    }
+
+    pub fn is_allmulti(&self) -> bool {
+        self.flags & libc::IFF_ALLMULTI as u32 != 0
     }
 
     /// `aa:bb:…` lowercase, as the reference prints MACs.
@@ -99,6 +104,7 @@ impl Link {
                 IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|v| v as i32),
                 IFLA_IFALIAS => link.alias = wire::as_str(p),
                 IFLA_OPERSTATE => link.oper_state = p.first().copied().unwrap_or(0),
+                IFLA_TXQLEN => link.txqlen = wire::as_u32(p).unwrap_or(0),
                 IFLA_LINKINFO => {
                     for (ity, ip) in wire::attrs(p) {
                         match ity {

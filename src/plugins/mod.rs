@@ -14,6 +14,7 @@ mod portmap;
 mod ptp;
 mod static_ipam;
 mod tap;
+mod tuning;
 mod vlan;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
@@ -119,7 +120,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "tuning",
         summary: "meta: sysctls and link attributes",
         cni_args: ArgsPolicy::Keys(ARGS_MAC),
-        plugin: pending!("tuning"),
+        plugin: &tuning::Tuning,
     },
     PluginInfo {
         name: "firewall",

@@ -1,0 +1,448 @@
+//! tuning (chained): net.* sysctls inside the container and link attributes of
+//! CNI_IFNAME (mac, mtu, promisc, allmulti, txQLen), with the reference's backup
+//! of the original attributes, restored on DEL. Its output is prevResult.
+
+mod pattern;
+
+use crate::cni::result::NetResult;
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::link::{Change, Link, parse_mac};
+use crate::netlink::{Socket, sysctl};
+use crate::netns::NetNs;
+use pattern::Pattern;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+pub struct Tuning;
+
+const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
+const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    sysctl: BTreeMap<String, String>,
+    mac: String,
+    promisc: bool,
+    mtu: i64,
+    allmulti: Option<bool>,
+    #[serde(rename = "txQLen")]
+    tx_qlen: Option<i64>,
+    #[serde(rename = "dataDir")]
+    data_dir: String,
+}
+
+/// `args.cni` overrides (sysctl merged, the rest replacing).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ArgsKeys {
+    sysctl: Option<BTreeMap<String, String>>,
+    mac: Option<String>,
+    promisc: Option<bool>,
+    mtu: Option<i64>,
+    allmulti: Option<bool>,
+    #[serde(rename = "txQLen")]
+    tx_qlen: Option<i64>,
+}
+
+/// The original attributes, in the reference's backup format.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+struct Backup {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    mac: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    promisc: Option<bool>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    mtu: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    allmulti: Option<bool>,
+    #[serde(rename = "txQLen", default, skip_serializing_if = "Option::is_none")]
+    tx_qlen: Option<u32>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// Everything to apply, validated.
+#[derive(Debug)]
+struct Conf {
+    /// (sysctl key as configured, path-style key under /proc/sys, value)
+    sysctls: Vec<(String, String, String)>,
+    mac: Option<[u8; 6]>,
+    mac_text: String,
+    promisc: bool,
+    mtu: Option<u32>,
+    allmulti: Option<bool>,
+    tx_qlen: Option<u32>,
+    data_dir: PathBuf,
+}
+
+impl Conf {
+    fn changes_link(&self) -> bool {
+        self.mac.is_some()
+            || self.promisc
+            || self.mtu.is_some()
+            || self.allmulti.is_some()
+            || self.tx_qlen.is_some()
+    }
+}
+
+/// `net.ipv4.conf.IFNAME.x` → `net/ipv4/conf/<ifname>/x`, which must stay under net.
+fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
+    let path = key.replace('.', "/").replacen("IFNAME", ifname, 1);
+    let escapes = path
+        .split('/')
+        .any(|p| p.is_empty() || p == ".." || p == ".");
+    if !path.starts_with("net/") || escapes || path.contains('\0') {
+        return Err(Error::invalid_config(format!(
+            "invalid net sysctl key: {key:?}"
+        )));
+    }
+    sysctl::path(&path).map_err(Error::invalid_config)?;
+    Ok(path)
+}
+
+fn validate_data_dir(dir: &str) -> CniResult<PathBuf> {
+    let dir = if dir.is_empty() {
+        DEFAULT_DATA_DIR
+    } else {
+        dir
+    };
+    let path = Path::new(dir);
+    if !path.is_absolute()
+        || path.components().any(|c| c == Component::ParentDir)
+        || dir.contains('\0')
+    {
+        return Err(Error::invalid_config(format!(
+            "invalid dataDir {dir:?}: must be an absolute path without '..'"
+        )));
+    }
+    Ok(path.to_path_buf())
+}
+
+fn load(inv: &Invocation) -> CniResult<Conf> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    let args: ArgsKeys = inv
+        .conf
+        .common
+        .args
+        .as_ref()
+        .and_then(|a| a.get("cni"))
+        .map(|c| serde_json::from_value(c.clone()))
+        .transpose()
+        .map_err(|e| Error::decode(format!("failed to parse args.cni: {e}")))?
+        .unwrap_or_default();
+    let mut sysctls = k.sysctl;
+    sysctls.extend(args.sysctl.unwrap_or_default());
+    // MAC: config, then CNI_ARGS MAC, runtimeConfig.mac, args.cni.mac (last wins).
+    let mut mac = k.mac;
+    if let Some(m) = inv.cni_args.get("MAC") {
+        mac = m.to_string();
+    }
+    if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
+        mac = m;
+    }
+    if let Some(m) = args.mac {
+        mac = m;
+    }
+    let mac_bytes = if mac.is_empty() {
+        None
+    } else {
+        Some(
+            parse_mac(&mac)
+                .ok_or_else(|| Error::invalid_config(format!("invalid MAC address {mac:?}")))?,
+        )
+    };
+    let mtu = args.mtu.unwrap_or(k.mtu);
+    let mtu =
+        u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
+    let tx_qlen = args
+        .tx_qlen
+        .or(k.tx_qlen)
+        .map(|q| u32::try_from(q).map_err(|_| Error::invalid_config(format!("invalid txQLen {q}"))))
+        .transpose()?;
+    let ifname = inv.env.ifname.as_str();
+    let allowlist = read_allowlist()?;
+    let mut checked = Vec::new();
+    for (key, value) in sysctls {
+        if let Some(patterns) = &allowlist
+            && !patterns
+                .iter()
+                .any(|p| p.is_match(&key.replacen("IFNAME", ifname, 1)) || p.is_match(&key))
+        {
+            return Err(Error::invalid_config(format!(
+                "sysctl {key:?} is not allowed by {ALLOWLIST}"
+            )));
+        }
+        let path = sysctl_key(&key, ifname)?;
+        checked.push((key, path, value));
+    }
+    Ok(Conf {
+        sysctls: checked,
+        mac: mac_bytes,
+        mac_text: mac,
+        promisc: args.promisc.unwrap_or(k.promisc),
+        mtu: (mtu > 0).then_some(mtu),
+        allmulti: args.allmulti.or(k.allmulti),
+        tx_qlen,
+        data_dir: validate_data_dir(&k.data_dir)?,
+    })
+}
+
+/// The allowlist's patterns, when the file exists.
+fn read_allowlist() -> CniResult<Option<Vec<Pattern>>> {
+    let text = match std::fs::read_to_string(ALLOWLIST) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::internal(format!("failed to read {ALLOWLIST}: {e}"))),
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| Pattern::compile(l).map_err(Error::invalid_config))
+        .collect::<CniResult<Vec<_>>>()
+        .map(Some)
+}
+
+fn backup_path(conf: &Conf, inv: &Invocation) -> PathBuf {
+    conf.data_dir
+        .join(format!("{}_{}.json", inv.env.container_id, inv.env.ifname))
+}
+
+fn prev(inv: &Invocation) -> CniResult<NetResult> {
+    inv.conf
+        .prev_result()?
+        .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))
+}
+
+impl Plugin for Tuning {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = load(inv)?;
+        let mut result = prev(inv)?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.as_str();
+        let original = ns.run(|| -> CniResult<Link> {
+            for (key, path, value) in &conf.sysctls {
+                sysctl::set(path, value)
+                    .map_err(|e| Error::internal(format!("sysctl {key}: {e}")))?;
+            }
+            Ok(Socket::open()?.link_by_name(ifname)?)
+        })??;
+        if conf.changes_link() {
+            write_backup(&conf, inv, &original)?;
+            ns.run(|| apply(&conf, &original))??;
+        }
+        if conf.mac.is_some() {
+            for itf in result
+                .interfaces
+                .iter_mut()
+                .filter(|i| i.name == ifname && i.sandbox == inv.env.netns)
+            {
+                itf.mac = conf.mac_text.clone();
+            }
+        }
+        Ok(result)
+    }
+
+    /// Restores the backed-up attributes; never fails (as the reference).
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let Ok(conf) = load(inv) else { return Ok(()) };
+        let path = backup_path(&conf, inv);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(());
+        };
+        if let Ok(backup) = serde_json::from_str::<Backup>(&text)
+            && let Ok(ns) = NetNs::open(&inv.env.netns)
+        {
+            let ifname = inv.env.ifname.clone();
+            let _ = ns.run(move || restore(&ifname, &backup));
+        }
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = load(inv)?;
+        prev(inv)?;
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.clone();
+        ns.run(move || -> CniResult<()> {
+            for (key, path, value) in &conf.sysctls {
+                let now = sysctl::get(path).map_err(Error::internal)?;
+                if now != value.trim() {
+                    return Err(Error::internal(format!(
+                        "Error: Tuning configured value of {key} is {value}, current value is {now}"
+                    )));
+                }
+            }
+            let link = Socket::open()?.link_by_name(&ifname)?;
+            let mismatch = |what: &str| {
+                Err(Error::internal(format!(
+                    "Error: Tuning configured {what} of {ifname} does not match"
+                )))
+            };
+            if let Some(mac) = conf.mac
+                && link.mac != mac
+            {
+                return mismatch("MAC");
+            }
+            if conf.promisc && !link.is_promisc() {
+                return mismatch("promiscuous mode");
+            }
+            if conf.mtu.is_some_and(|m| m != link.mtu) {
+                return mismatch("MTU");
+            }
+            if conf.allmulti.is_some_and(|a| a != link.is_allmulti()) {
+                return mismatch("allmulticast mode");
+            }
+            if conf.tx_qlen.is_some_and(|q| q != link.txqlen) {
+                return mismatch("transmit queue length");
+            }
+            Ok(())
+        })?
+    }
+}
+
+/// Saves the attributes about to change (`<dataDir>/<id>_<ifname>.json`, 1-space JSON).
+fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()> {
+    let backup = Backup {
+        mac: if conf.mac.is_some() {
+            original.mac_string()
+        } else {
+            String::new()
+        },
+        promisc: conf.promisc.then(|| original.is_promisc()),
+        mtu: if conf.mtu.is_some() { original.mtu } else { 0 },
+        allmulti: conf.allmulti.map(|_| original.is_allmulti()),
+        tx_qlen: conf.tx_qlen.map(|_| original.txqlen),
+    };
+    let path = backup_path(conf, inv);
+    // An earlier ADD's backup holds the true originals: keep it.
+    if path.exists() {
+        return Ok(());
+    }
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&conf.data_dir)
+        .map_err(|e| {
+            Error::internal(format!("failed to create {}: {e}", conf.data_dir.display()))
+        })?;
+    let mut text = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
+    let mut ser = serde_json::Serializer::with_formatter(&mut text, formatter);
+    backup
+        .serialize(&mut ser)
+        .map_err(|e| Error::internal(format!("failed to encode backup: {e}")))?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))?;
+    std::io::Write::write_all(&mut file, &text)
+        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))
+}
+
+fn apply(conf: &Conf, link: &Link) -> CniResult<()> {
+    let mut sock = Socket::open()?;
+    let i = link.index;
+    let ctx = |what: &'static str| {
+        move |e: crate::netlink::Error| Error::internal(format!("failed to set {what}: {e}"))
+    };
+    if let Some(mac) = conf.mac {
+        sock.set_link(i, Change::Mac(mac)).map_err(ctx("MAC"))?;
+    }
+    if conf.promisc {
+        sock.set_link(i, Change::Promisc(true))
+            .map_err(ctx("promiscuous mode"))?;
+    }
+    if let Some(mtu) = conf.mtu {
+        sock.set_link(i, Change::Mtu(mtu)).map_err(ctx("MTU"))?;
+    }
+    if let Some(on) = conf.allmulti {
+        sock.set_link(i, Change::AllMulti(on))
+            .map_err(ctx("allmulticast mode"))?;
+    }
+    if let Some(q) = conf.tx_qlen {
+        sock.set_link(i, Change::TxQueueLen(q))
+            .map_err(ctx("transmit queue length"))?;
+    }
+    Ok(())
+}
+
+fn restore(ifname: &str, b: &Backup) -> CniResult<()> {
+    let mut sock = Socket::open()?;
+    let link = sock.link_by_name(ifname)?;
+    let i = link.index;
+    if let Some(mac) = parse_mac(&b.mac) {
+        sock.set_link(i, Change::Mac(mac))?;
+    }
+    if let Some(p) = b.promisc {
+        sock.set_link(i, Change::Promisc(p))?;
+    }
+    if b.mtu > 0 {
+        sock.set_link(i, Change::Mtu(b.mtu))?;
+    }
+    if let Some(a) = b.allmulti {
+        sock.set_link(i, Change::AllMulti(a))?;
+    }
+    if let Some(q) = b.tx_qlen {
+        sock.set_link(i, Change::TxQueueLen(q))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctl_keys_stay_in_net() {
+        assert_eq!(
+            sysctl_key("net.ipv4.conf.IFNAME.arp_notify", "eth0.5")
+                .ok()
+                .as_deref(),
+            Some("net/ipv4/conf/eth0.5/arp_notify")
+        );
+        assert_eq!(
+            sysctl_key("net.core.somaxconn", "eth0").ok().as_deref(),
+            Some("net/core/somaxconn")
+        );
+        for bad in [
+            "kernel.panic",
+            "net..x",
+            "net/../kernel/panic",
+            "net",
+            "vm.net.x",
+        ] {
+            assert_eq!(sysctl_key(bad, "eth0").map_err(|e| e.code), Err(7), "{bad}");
+        }
+    }
+
+    #[test]
+    fn backups_use_the_reference_layout() {
+        let b = Backup {
+            mac: "aa:bb:cc:dd:ee:ff".into(),
+            promisc: Some(false),
+            mtu: 1500,
+            allmulti: None,
+            tx_qlen: Some(1000),
+        };
+        let mut text = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut text,
+            serde_json::ser::PrettyFormatter::with_indent(b" "),
+        );
+        b.serialize(&mut ser).expect("encode");
+        assert_eq!(
+            String::from_utf8_lossy(&text),
+            "{\n \"mac\": \"aa:bb:cc:dd:ee:ff\",\n \"promisc\": false,\n \"mtu\": 1500,\n \"txQLen\": 1000\n}"
+        );
+    }
+}

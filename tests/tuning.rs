@@ -1,0 +1,172 @@
+//! tuning end to end: sysctls and link attributes applied in the container,
+//! backed up in the reference's format, restored on DEL; bad keys refused.
+
+mod harness;
+
+use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir};
+use serde_json::{Value, json};
+
+fn link(ns: &Netns) -> Value {
+    serde_json::from_str::<Value>(&ns.sh("ip", &["-j", "-d", "link", "show", "eth0"]))
+        .expect("json")[0]
+        .clone()
+}
+
+fn sysctl(ns: &Netns, key: &str) -> String {
+    ns.sh("sysctl", &["-n", key]).trim().to_string()
+}
+
+fn setup() -> (Netns, Value) {
+    let ns = Netns::new();
+    ns.sh(
+        "ip",
+        &[
+            "link",
+            "add",
+            "eth0",
+            "address",
+            "0a:58:00:00:00:01",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "peer0",
+        ],
+    );
+    let prev = json!({
+        "cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "mac": "0a:58:00:00:00:01", "sandbox": ns.path()}],
+        "ips": [{"address": "10.70.0.2/24", "interface": 0}]
+    });
+    (ns, prev)
+}
+
+fn conf(prev: &Value, data: &TempDir, extra: Value) -> Value {
+    let mut c = json!({"cniVersion": "1.0.0", "name": "tune", "type": "tuning", "dataDir": data.0, "prevResult": prev});
+    if let (Some(o), Some(e)) = (c.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            o.insert(k.clone(), v.clone());
+        }
+    }
+    c
+}
+
+#[test]
+fn every_key_is_applied_backed_up_and_restored() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning");
+    let (ns, prev) = setup();
+    let before = link(&ns);
+    let c = conf(
+        &prev,
+        &data,
+        json!({
+            "sysctl": {"net.ipv4.conf.IFNAME.arp_notify": "1", "net.core.somaxconn": "512"},
+            "mac": "0a:58:00:00:00:99", "mtu": 1400, "promisc": true, "allmulti": true, "txQLen": 500
+        }),
+    );
+    let call =
+        |cmd: &str, c: &Value| Call::new("tuning", cmd, ns.path(), &c.to_string()).path(&bin);
+    let out = call("ADD", &c).run().ok();
+    let mut expected = prev.clone();
+    expected["interfaces"][0]["mac"] = json!("0a:58:00:00:00:99");
+    assert_eq!(out, expected, "prevResult with the new MAC");
+    let now = link(&ns);
+    assert_eq!(now["address"], "0a:58:00:00:00:99");
+    assert_eq!(now["mtu"], 1400);
+    assert_eq!(now["promiscuity"], 1);
+    assert!(
+        now["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("ALLMULTI"))),
+        "{now}"
+    );
+    assert_eq!(now["txqlen"], 500);
+    assert_eq!(sysctl(&ns, "net.ipv4.conf.eth0.arp_notify"), "1");
+    assert_eq!(sysctl(&ns, "net.core.somaxconn"), "512");
+    let backup = std::fs::read_to_string(data.0.join("ctr-1_eth0.json")).expect("backup");
+    assert_eq!(
+        backup,
+        format!(
+            "{{\n \"mac\": \"0a:58:00:00:00:01\",\n \"promisc\": false,\n \"mtu\": {},\n \"allmulti\": false,\n \"txQLen\": {}\n}}",
+            before["mtu"], before["txqlen"]
+        )
+    );
+    let mut checked = c.clone();
+    checked["prevResult"] = out;
+    call("CHECK", &checked).run().ok();
+    ns.sh("ip", &["link", "set", "eth0", "mtu", "1300"]);
+    call("CHECK", &checked).run().err(999);
+
+    call("DEL", &c).run().ok();
+    let after = link(&ns);
+    for key in ["address", "mtu", "promiscuity", "txqlen"] {
+        assert_eq!(after[key], before[key], "{key} restored");
+    }
+    assert!(
+        !after["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("ALLMULTI")))
+    );
+    assert!(!data.0.join("ctr-1_eth0.json").exists());
+    call("DEL", &c).run().ok();
+}
+
+#[test]
+fn mac_sources_and_args_overrides() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-args");
+    let (ns, prev) = setup();
+    let mut c = conf(
+        &prev,
+        &data,
+        json!({"mac": "0a:58:00:00:00:02", "mtu": 1450}),
+    );
+    c["args"] = json!({"cni": {"mac": "0a:58:00:00:00:03", "mtu": 1420, "sysctl": {"net.ipv4.conf.IFNAME.arp_ignore": "1"}}});
+    Call::new("tuning", "ADD", ns.path(), &c.to_string())
+        .set("CNI_ARGS", "IgnoreUnknown=1;MAC=0a:58:00:00:00:04")
+        .path(&bin)
+        .run()
+        .ok();
+    let now = link(&ns);
+    assert_eq!(now["address"], "0a:58:00:00:00:03", "args.cni wins");
+    assert_eq!(now["mtu"], 1420);
+    assert_eq!(sysctl(&ns, "net.ipv4.conf.eth0.arp_ignore"), "1");
+}
+
+#[test]
+fn sysctls_outside_net_are_refused() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-bad");
+    let (ns, prev) = setup();
+    for key in [
+        "kernel.panic",
+        "net.ipv4/../../kernel.panic",
+        "net..ipv4",
+        "vm.swappiness",
+    ] {
+        let c = conf(&prev, &data, json!({"sysctl": {key: "1"}}));
+        Call::new("tuning", "ADD", ns.path(), &c.to_string())
+            .path(&bin)
+            .run()
+            .err(7);
+    }
+    let mut unchained = conf(&prev, &data, json!({}));
+    unchained.as_object_mut().map(|o| o.remove("prevResult"));
+    Call::new("tuning", "ADD", ns.path(), &unchained.to_string())
+        .path(&bin)
+        .run()
+        .err(7);
+    Call::new(
+        "tuning",
+        "ADD",
+        ns.path(),
+        &conf(&prev, &data, json!({"mac": "zz"})).to_string(),
+    )
+    .path(&bin)
+    .run()
+    .err(7);
+}
