@@ -4,6 +4,7 @@
 mod bridge;
 mod dummy;
 mod firewall;
+mod flannel;
 mod host_device;
 mod host_local;
 mod ipvlan;
@@ -144,7 +145,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "flannel",
         summary: "delegates to bridge from flannel's subnet.env",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("flannel"),
+        plugin: &flannel::Flannel,
     },
 ];
 

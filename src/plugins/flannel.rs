@@ -1,0 +1,286 @@
+//! flannel: turns flanneld's `subnet.env` into a delegate config (bridge +
+//! host-local by default), saves it under `<dataDir>/<containerID>` and
+//! delegates; DEL replays the saved config, so it works after subnet.env is gone.
+
+use crate::cni::delegate::Delegate;
+use crate::cni::result::{NetResult, go_escape};
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use ipnet::IpNet;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::path::{Component, Path, PathBuf};
+
+pub struct Flannel;
+
+const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
+const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    #[serde(rename = "subnetFile")]
+    subnet_file: String,
+    #[serde(rename = "dataDir")]
+    data_dir: String,
+    delegate: Option<Map<String, Value>>,
+}
+
+/// What flanneld wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubnetEnv {
+    pub networks: Vec<IpNet>,
+    pub subnet: Option<IpNet>,
+    pub ipv6_networks: Vec<IpNet>,
+    pub ipv6_subnet: Option<IpNet>,
+    pub mtu: u32,
+    pub ipmasq: bool,
+}
+
+fn parse_nets(value: &str, key: &str) -> Result<Vec<IpNet>, String> {
+    let mut out: Vec<IpNet> = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let net: IpNet = item
+            .parse()
+            .map_err(|_| format!("invalid {key} {item:?}"))?;
+        let net = net.trunc();
+        if !out.contains(&net) {
+            out.push(net);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses subnet.env: `KEY=VALUE` lines split on the first `=`.
+pub fn parse_subnet_env(text: &str, source: &str) -> Result<SubnetEnv, String> {
+    let mut env = SubnetEnv {
+        networks: Vec::new(),
+        subnet: None,
+        ipv6_networks: Vec::new(),
+        ipv6_subnet: None,
+        mtu: 0,
+        ipmasq: false,
+    };
+    let (mut have_mtu, mut have_masq) = (false, false);
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let value = value.trim();
+        match key.trim() {
+            "FLANNEL_NETWORK" => env.networks = parse_nets(value, key)?,
+            "FLANNEL_SUBNET" => env.subnet = parse_nets(value, key)?.into_iter().next(),
+            "FLANNEL_IPV6_NETWORK" => env.ipv6_networks = parse_nets(value, key)?,
+            "FLANNEL_IPV6_SUBNET" => env.ipv6_subnet = parse_nets(value, key)?.into_iter().next(),
+            "FLANNEL_MTU" => {
+                env.mtu = value
+                    .parse()
+                    .map_err(|_| format!("invalid FLANNEL_MTU {value:?}"))?;
+                have_mtu = true;
+            }
+            "FLANNEL_IPMASQ" => {
+                env.ipmasq = value == "true";
+                have_masq = true;
+            }
+            _ => {}
+        }
+    }
+    let mut missing = Vec::new();
+    if env.networks.is_empty() && env.ipv6_networks.is_empty() {
+        missing.push("FLANNEL_NETWORK or FLANNEL_IPV6_NETWORK");
+    }
+    if env.subnet.is_none() && env.ipv6_subnet.is_none() {
+        missing.push("FLANNEL_SUBNET or FLANNEL_IPV6_SUBNET");
+    }
+    if !have_mtu {
+        missing.push("FLANNEL_MTU");
+    }
+    if !have_masq {
+        missing.push("FLANNEL_IPMASQ");
+    }
+    if !missing.is_empty() {
+        return Err(format!("{source} is missing {}", missing.join(", ")));
+    }
+    Ok(env)
+}
+
+fn path_setting(value: &str, default: &str, key: &str) -> CniResult<PathBuf> {
+    let v = if value.is_empty() { default } else { value };
+    let p = Path::new(v);
+    if !p.is_absolute() || p.components().any(|c| c == Component::ParentDir) || v.contains('\0') {
+        return Err(Error::invalid_config(format!(
+            "invalid {key} {v:?}: must be an absolute path without '..'"
+        )));
+    }
+    Ok(p.to_path_buf())
+}
+
+/// The delegate config, built exactly as the reference builds it.
+pub fn delegate_config(
+    conf: &Map<String, Value>,
+    env: &SubnetEnv,
+) -> CniResult<Map<String, Value>> {
+    let mut d = match conf.get("delegate") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => return Err(Error::invalid_config("'delegate' must be an object")),
+    };
+    if d.contains_key("name") {
+        return Err(Error::invalid_config(
+            "'delegate' dictionary should not have 'name' field, it'll get it from the main config",
+        ));
+    }
+    if d.contains_key("ipam") {
+        return Err(Error::invalid_config(
+            "'delegate' dictionary should not have 'ipam' field, it'll get it from the main config",
+        ));
+    }
+    let name = conf.get("name").cloned().unwrap_or(json!(""));
+    d.insert("name".into(), name);
+    let kind = match d.get("type") {
+        None => {
+            d.insert("type".into(), json!("bridge"));
+            "bridge".to_string()
+        }
+        Some(Value::String(t)) => t.clone(),
+        Some(_) => return Err(Error::invalid_config("'delegate' 'type' must be a string")),
+    };
+    d.entry("ipMasq").or_insert(json!(!env.ipmasq));
+    d.entry("mtu").or_insert(json!(env.mtu));
+    if kind == "bridge" {
+        d.entry("isGateway").or_insert(json!(true));
+    }
+    if let Some(v) = conf
+        .get("cniVersion")
+        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    {
+        d.insert("cniVersion".into(), v.clone());
+    }
+    let mut ipam = match conf.get("ipam") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => return Err(Error::invalid_config("'ipam' must be an object")),
+    };
+    ipam.entry("type").or_insert(json!("host-local"));
+    let ranges: Vec<Value> = [env.subnet, env.ipv6_subnet]
+        .iter()
+        .flatten()
+        .map(|s| json!([{"subnet": s.to_string()}]))
+        .collect();
+    ipam.insert("ranges".into(), Value::Array(ranges));
+    let mut routes: Vec<Value> = match ipam.get("routes") {
+        Some(Value::Array(r)) => r.clone(),
+        _ => Vec::new(),
+    };
+    for net in env.networks.iter().chain(&env.ipv6_networks) {
+        routes.push(json!({"dst": net.to_string()}));
+    }
+    ipam.insert("routes".into(), Value::Array(routes));
+    d.insert("ipam".into(), Value::Object(ipam));
+    if let Some(Value::Object(rc)) = conf.get("runtimeConfig")
+        && !rc.is_empty()
+    {
+        d.insert("runtimeConfig".into(), Value::Object(rc.clone()));
+    }
+    Ok(d)
+}
+
+/// Writes the delegate config (sorted keys, fsync'd) before delegating.
+fn save(dir: &Path, container_id: &str, bytes: &[u8]) -> CniResult<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::internal(format!("failed to create {}: {e}", dir.display())))?;
+    let path = dir.join(container_id);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))?;
+    file.write_all(bytes)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))
+}
+
+impl Plugin for Flannel {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let _ = k.delegate;
+        let subnet_file = path_setting(&k.subnet_file, DEFAULT_SUBNET_FILE, "subnetFile")?;
+        let data_dir = path_setting(&k.data_dir, DEFAULT_DATA_DIR, "dataDir")?;
+        let text = std::fs::read_to_string(&subnet_file).map_err(|e| {
+            Error::internal(format!(
+                "failed to load flannel 'subnet.env' file {}: {e}. Check the flannel pod log for details",
+                subnet_file.display()
+            ))
+        })?;
+        let env =
+            parse_subnet_env(&text, &subnet_file.display().to_string()).map_err(Error::internal)?;
+        let delegate = delegate_config(&inv.conf.raw, &env)?;
+        let plugin_type = delegate
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("bridge")
+            .to_string();
+        let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
+        save(&data_dir, &inv.env.container_id, &bytes)?;
+        Delegate::new(&plugin_type, &inv.env, &bytes)?.add()
+    }
+
+    /// Replays the saved delegate config; nothing saved (or unreadable) is success.
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let data_dir = path_setting(&k.data_dir, DEFAULT_DATA_DIR, "dataDir")?;
+        let path = data_dir.join(&inv.env.container_id);
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Ok(());
+        };
+        let Ok(saved) = serde_json::from_slice::<Map<String, Value>>(&bytes) else {
+            return Ok(());
+        };
+        let plugin_type = saved
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("bridge")
+            .to_string();
+        Delegate::new(&plugin_type, &inv.env, &bytes)?.del()?;
+        let _ = std::fs::remove_file(&path);
+        Ok(())
+    }
+
+    fn check(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnet_env_rules() {
+        let env = parse_subnet_env(
+            "FLANNEL_NETWORK=10.1.0.0/16,10.1.0.0/16\nFLANNEL_SUBNET=10.1.17.1/24\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=true\n",
+            "s",
+        )
+        .expect("valid");
+        assert_eq!(env.networks.len(), 1);
+        assert_eq!(
+            env.subnet.map(|s| s.to_string()).as_deref(),
+            Some("10.1.17.0/24")
+        );
+        assert!(env.ipmasq);
+        let e = parse_subnet_env("FLANNEL_SUBNET=10.1.17.1/24\n", "s").expect_err("missing");
+        assert!(
+            e.contains("FLANNEL_MTU")
+                && e.contains("FLANNEL_IPMASQ")
+                && e.contains("FLANNEL_NETWORK"),
+            "{e}"
+        );
+        assert!(!parse_subnet_env("FLANNEL_NETWORK=10.1.0.0/16\nFLANNEL_SUBNET=10.1.17.1/24\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=yes\n", "s").expect("valid").ipmasq);
+    }
+}

@@ -1,0 +1,98 @@
+//! flannel end to end: the delegate config saved on disk equals the fixture,
+//! the container gets an address from FLANNEL_SUBNET, DEL works after
+//! subnet.env is gone.
+
+mod harness;
+
+use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
+use serde_json::json;
+
+#[test]
+fn delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal() {
+    enter_test_host();
+    let (bin, state, store, etc) = (
+        plugin_dir(),
+        TempDir::new("flannel-data"),
+        TempDir::new("flannel-store"),
+        TempDir::new("flannel-run"),
+    );
+    let subnet_env = etc.0.join("subnet.env");
+    std::fs::copy("testdata/flannel/subnet.env", &subnet_env).expect("subnet.env");
+    let conf = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+        "subnetFile": subnet_env, "dataDir": state.0,
+        "delegate": {"hairpinMode": true, "isDefaultGateway": true},
+        "ipam": {"dataDir": store.0}
+    })
+    .to_string();
+    let ns = Netns::new();
+    let call = |cmd: &str| {
+        Call::new("flannel", cmd, ns.path(), &conf)
+            .set("CNI_CONTAINERID", "pod-1")
+            .path(&bin)
+    };
+    let out = call("ADD").run().ok();
+    assert_eq!(out["ips"][0]["address"], "10.244.1.2/24", "{out}");
+    assert_eq!(out["ips"][0]["gateway"], "10.244.1.1");
+
+    let saved = std::fs::read_to_string(state.0.join("pod-1")).expect("saved delegate");
+    let expected = std::fs::read_to_string("testdata/flannel/expected-delegate.json")
+        .expect("fixture")
+        .replace("@STORE@", &store.0.to_string_lossy());
+    assert_eq!(saved, expected);
+
+    // The container: address, MTU from FLANNEL_MTU, route to the flannel network.
+    let addr = ns.sh("ip", &["-4", "addr", "show", "dev", "eth0"]);
+    assert!(
+        addr.contains("10.244.1.2/24") && addr.contains("mtu 1450"),
+        "{addr}"
+    );
+    assert!(
+        ns.sh("ip", &["route"])
+            .contains("10.244.0.0/16 via 10.244.1.1")
+    );
+    assert!(run_in(None, "ip", &["-o", "link", "show", "cni0"]).contains("cni0"));
+
+    std::fs::remove_file(&subnet_env).expect("remove subnet.env");
+    call("DEL").run().ok();
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    assert!(!state.0.join("pod-1").exists());
+    assert!(!store.0.join("cbr0").join("10.244.1.2").exists());
+    call("DEL").run().ok();
+    // Without subnet.env, ADD fails with a clear error.
+    let e = call("ADD").run().err(999);
+    assert!(
+        e["msg"].as_str().is_some_and(|m| m.contains("subnet.env")),
+        "{e}"
+    );
+}
+
+#[test]
+fn delegate_must_not_set_name_or_ipam() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let etc = TempDir::new("flannel-bad");
+    let subnet_env = etc.0.join("subnet.env");
+    std::fs::copy("testdata/flannel/subnet.env", &subnet_env).expect("subnet.env");
+    for delegate in [
+        json!({"name": "x"}),
+        json!({"ipam": {}}),
+        json!({"type": 5}),
+    ] {
+        let conf = json!({"cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+                          "subnetFile": subnet_env, "dataDir": etc.0, "delegate": delegate});
+        Call::new(
+            "flannel",
+            "ADD",
+            "/run/netns/flannel-none",
+            &conf.to_string(),
+        )
+        .path(&bin)
+        .run()
+        .err(7);
+    }
+}
