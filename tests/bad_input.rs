@@ -394,23 +394,23 @@ fn cases() -> Vec<Case> {
         ),
         // Plugins not built yet fail clearly.
         Case {
-            plugin: "sbr",
+            plugin: "dhcp",
             ..case(
                 "plugin not built yet",
                 &[ADD],
                 GOOD,
                 999,
-                "the sbr plugin is not implemented",
+                "the dhcp plugin is not implemented",
             )
         },
         Case {
-            plugin: "sbr",
+            plugin: "dhcp",
             ..case(
                 "STATUS of a plugin not built yet",
                 &[STATUS],
                 r#"{"cniVersion":"1.1.0","name":"n"}"#,
                 50,
-                "the sbr plugin is not implemented",
+                "the dhcp plugin is not implemented",
             )
         },
         // CNI_ARGS, for a plugin that reads it (host-local reads IP).

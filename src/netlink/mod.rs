@@ -7,6 +7,7 @@ pub mod conntrack;
 pub mod link;
 pub mod nfnl;
 pub mod route;
+pub mod rule;
 pub mod sysctl;
 pub mod tun;
 pub mod wire;

@@ -201,6 +201,21 @@ impl Socket {
 }
 
 impl Socket {
+    /// Unicast routes of one family in every table.
+    pub fn all_routes(&mut self, family: Family) -> Result<Vec<Route>> {
+        let body = Body::new(&wire::rtmsg(family.af(), 0, 0, 0, 0, 0, 0, 0));
+        let replies: Vec<Buffer> = self.get(
+            "list routes",
+            Rtm::Getroute,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .filter_map(|b| Route::parse(b.as_ref()))
+            .collect())
+    }
+
     /// The route the kernel would use to reach `ip` (`ip route get`).
     pub fn route_get(&mut self, ip: std::net::IpAddr) -> Result<Option<Route>> {
         let family = Family::of(ip);

@@ -13,6 +13,7 @@ mod macvlan;
 mod pending;
 mod portmap;
 mod ptp;
+mod sbr;
 mod static_ipam;
 mod tap;
 mod tuning;
@@ -133,7 +134,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "sbr",
         summary: "meta: source-based routing",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("sbr"),
+        plugin: &sbr::Sbr,
     },
     PluginInfo {
         name: "vrf",

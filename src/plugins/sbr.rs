@@ -1,0 +1,219 @@
+//! sbr (chained): source-based routing for CNI_IFNAME, so replies from each of
+//! its addresses leave by that interface: a `from <ip>` rule per address into
+//! its own table holding the interface's routes. Its output is prevResult.
+
+use crate::cni::result::{IpConfig, NetResult};
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::addr::Family;
+use crate::netlink::route::Route;
+use crate::netlink::rule::Rule;
+use crate::netns::NetNs;
+use ipnet::IpNet;
+use nix::fcntl::{Flock, FlockArg};
+use nix::libc;
+use serde::Deserialize;
+
+pub struct Sbr;
+
+/// The first table sbr considers when it picks one.
+const FIRST_TABLE: u32 = 100;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Keys {
+    table: Option<u32>,
+}
+
+/// The IPs of CNI_IFNAME in prevResult (or with no interface index).
+fn ips_of_iface(prev: &NetResult, ifname: &str) -> Vec<IpConfig> {
+    prev.ips
+        .iter()
+        .filter(|ip| match ip.interface {
+            None => true,
+            Some(i) => prev.interfaces.get(i).is_some_and(|itf| itf.name == ifname),
+        })
+        .cloned()
+        .collect()
+}
+
+fn host(ip: std::net::IpAddr) -> IpNet {
+    IpNet::from(ip)
+}
+
+/// The first table ≥ 100 that no rule points to and no route lives in.
+fn free_table(sock: &mut Socket) -> CniResult<u32> {
+    let mut used = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        used.extend(sock.rules(family)?.into_iter().map(|r| r.table));
+        used.extend(sock.all_routes(family)?.into_iter().map(|r| r.table));
+    }
+    (FIRST_TABLE..u32::MAX)
+        .find(|t| !used.contains(t))
+        .ok_or_else(|| Error::internal("no free routing table"))
+}
+
+fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()> {
+    let rule = Rule {
+        family: Family::of(ip),
+        src: Some(host(ip)),
+        table,
+        priority: None,
+    };
+    match sock.add_rule(&rule) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Err(e) => Err(Error::internal(format!("failed to add rule for {ip}: {e}"))),
+    }
+}
+
+/// The reference's doRoutes: rules, default routes and the interface's routes
+/// moved out of the main table into one table per address.
+fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<()> {
+    let mut table = free_table(sock)?;
+    let link = sock.link_by_name(ifname)?;
+    let mut routes = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        routes.extend(sock.routes(
+            family,
+            crate::netlink::route::RT_TABLE_MAIN,
+            Some(link.index),
+        )?);
+    }
+    for ip in ips {
+        add_rule(sock, ip.address.addr(), table)?;
+        if let Some(gw) = ip.gateway {
+            let default = if gw.is_ipv4() {
+                IpNet::V4(ipnet::Ipv4Net::default())
+            } else {
+                IpNet::V6(ipnet::Ipv6Net::default())
+            };
+            let mut route = Route::new(default);
+            route.gw = Some(gw);
+            route.oif = Some(link.index);
+            route.table = table;
+            match sock.add_route(&route) {
+                Ok(()) => {}
+                Err(e) if e.is(libc::EEXIST) => {}
+                Err(e) => {
+                    return Err(Error::internal(format!(
+                        "failed to add default route to {gw}: {e}"
+                    )));
+                }
+            }
+        }
+        for r in &routes {
+            let generic = r.src.is_none() && r.gw.is_none();
+            let ours = r.src.is_some_and(|s| ip.address.contains(&s))
+                || r.gw.is_some_and(|g| ip.address.contains(&g));
+            if !(generic || ours) || Family::of(r.dst.addr()) != Family::of(ip.address.addr()) {
+                continue;
+            }
+            let mut copy = r.clone();
+            copy.table = table;
+            sock.replace_route(&copy).map_err(|e| {
+                Error::internal(format!(
+                    "failed to copy route {} to table {table}: {e}",
+                    r.dst
+                ))
+            })?;
+        }
+        table += 1;
+    }
+    // Deleted only now: several addresses of one subnet share these routes.
+    for r in &routes {
+        match sock.del_route(r) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                return Err(Error::internal(format!(
+                    "failed to delete route {}: {e}",
+                    r.dst
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Holds an flock on the netns file while sbr works (as the reference).
+fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::internal(format!("failed to open {path}: {e}")))?;
+    Flock::lock(file, FlockArg::LockExclusive)
+        .map_err(|(_, e)| Error::internal(format!("failed to lock {path}: {e}")))
+}
+
+fn prev(inv: &Invocation) -> CniResult<NetResult> {
+    inv.conf
+        .prev_result()?
+        .ok_or_else(|| Error::invalid_config("This plugin must be called as chained plugin"))
+}
+
+impl Plugin for Sbr {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let prev = prev(inv)?;
+        let ips = ips_of_iface(&prev, &inv.env.ifname);
+        let ns = iface::open_netns(&inv.env.netns)?;
+        let _lock = lock_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.clone();
+        ns.run(move || -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            match k.table {
+                Some(table) => ips
+                    .iter()
+                    .try_for_each(|ip| add_rule(&mut sock, ip.address.addr(), table)),
+                None => source_route(&mut sock, &ifname, &ips),
+            }
+        })??;
+        Ok(prev)
+    }
+
+    /// Deletes the rules whose source is an address of the interface.
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        if inv.env.netns.is_empty() {
+            return Ok(());
+        }
+        let ns = match NetNs::open(&inv.env.netns) {
+            Ok(ns) => ns,
+            Err(crate::netns::Error::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let _lock = lock_netns(&inv.env.netns)?;
+        let ifname = inv.env.ifname.clone();
+        ns.run(move || -> CniResult<()> {
+            let mut sock = Socket::open()?;
+            let link = match sock.link_by_name(&ifname) {
+                Ok(l) => l,
+                Err(e) if e.is_not_found() => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            for family in [Family::V4, Family::V6] {
+                let addrs: Vec<_> = sock
+                    .addresses(link.index, family)?
+                    .into_iter()
+                    .map(|a| a.addr.addr())
+                    .collect();
+                for rule in sock.rules(family)? {
+                    let ours = rule.src.is_some_and(|s| addrs.contains(&s.addr()));
+                    if ours && k.table.is_none_or(|t| t == rule.table) {
+                        match sock.del_rule(&rule) {
+                            Ok(()) => {}
+                            Err(e) if e.is_not_found() => {}
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })?
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let _: Keys = inv.conf.plugin_keys()?;
+        Ok(())
+    }
+}
