@@ -9,6 +9,7 @@ pub mod nfnl;
 pub mod route;
 pub mod rule;
 pub mod sysctl;
+pub mod tc;
 pub mod tun;
 pub mod wire;
 

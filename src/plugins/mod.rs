@@ -1,6 +1,7 @@
 //! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
+mod bandwidth;
 mod bridge;
 mod dummy;
 mod firewall;
@@ -116,7 +117,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "bandwidth",
         summary: "meta: ingress/egress rate limits",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("bandwidth"),
+        plugin: &bandwidth::Bandwidth,
     },
     PluginInfo {
         name: "tuning",

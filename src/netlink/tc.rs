@@ -1,0 +1,229 @@
+//! Traffic control over rtnetlink (no `tc`): tbf and ingress qdiscs, and the u32
+//! match-all filter with a mirred egress redirect that bandwidth uses.
+
+use super::wire::{self, Body};
+use super::{Result, Socket};
+use neli::consts::nl::NlmF;
+use neli::consts::rtnl::Rtm;
+use neli::types::Buffer;
+
+const TCA_KIND: u16 = 1;
+const TCA_OPTIONS: u16 = 2;
+const TCA_TBF_PARMS: u16 = 1;
+const TCA_TBF_RATE64: u16 = 4;
+const TCA_U32_CLASSID: u16 = 1;
+const TCA_U32_SEL: u16 = 5;
+const TCA_U32_ACT: u16 = 7;
+const TCA_ACT_KIND: u16 = 1;
+const TCA_ACT_OPTIONS: u16 = 2;
+const TCA_MIRRED_PARMS: u16 = 2;
+const TC_U32_TERMINAL: u8 = 1;
+const TC_ACT_STOLEN: i32 = 4;
+const TCA_EGRESS_REDIR: i32 = 1;
+const ETH_P_ALL: u16 = 0x0003;
+const TCMSG_LEN: usize = 20;
+
+pub const HANDLE_ROOT: u32 = 0xFFFF_FFFF;
+pub const HANDLE_INGRESS: u32 = 0xFFFF_FFF1;
+pub const TIME_UNITS_PER_SEC: f64 = 1_000_000.0;
+
+pub const fn make_handle(major: u16, minor: u16) -> u32 {
+    ((major as u32) << 16) | minor as u32
+}
+
+fn tcmsg(index: u32, handle: u32, parent: u32, info: u32) -> [u8; TCMSG_LEN] {
+    let mut h = [0u8; TCMSG_LEN];
+    h[4..8].copy_from_slice(&index.to_ne_bytes());
+    h[8..12].copy_from_slice(&handle.to_ne_bytes());
+    h[12..16].copy_from_slice(&parent.to_ne_bytes());
+    h[16..20].copy_from_slice(&info.to_ne_bytes());
+    h
+}
+
+/// `struct tc_ratespec` with only the rate set (no rate table, as Go netlink).
+fn ratespec(rate: u32) -> [u8; 12] {
+    let mut r = [0u8; 12];
+    r[8..12].copy_from_slice(&rate.to_ne_bytes());
+    r
+}
+
+/// Microseconds → scheduler ticks, from /proc/net/psched as Go netlink reads it.
+pub fn tick_in_usec() -> f64 {
+    let text = std::fs::read_to_string("/proc/net/psched").unwrap_or_default();
+    let vals: Vec<u64> = text
+        .split_whitespace()
+        .take(4)
+        .filter_map(|p| u64::from_str_radix(p, 16).ok())
+        .collect();
+    let [mut t2us, us2t, clock_res, _] = vals[..] else {
+        return 1.0;
+    };
+    if clock_res == 1_000_000_000 {
+        t2us = us2t;
+    }
+    let clock_factor = clock_res as f64 / TIME_UNITS_PER_SEC;
+    if us2t == 0 {
+        return 1.0;
+    }
+    t2us as f64 / us2t as f64 * clock_factor
+}
+
+/// A qdisc as dumped: kind, handle, parent and (tbf) rate, limit and buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Qdisc {
+    pub kind: String,
+    pub handle: u32,
+    pub parent: u32,
+    pub tbf: Option<Tbf>,
+}
+
+/// tbf parameters in the kernel's units: bytes/s, bytes, ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tbf {
+    pub rate: u64,
+    pub limit: u32,
+    pub buffer: u32,
+}
+
+impl Socket {
+    /// `tc qdisc add dev <index> root handle 1: tbf …`.
+    pub fn add_tbf(&mut self, index: u32, tbf: Tbf) -> Result<()> {
+        let op = format!("add tbf qdisc on link {index}");
+        let mut qopt = Vec::with_capacity(36);
+        qopt.extend_from_slice(&ratespec(u32::try_from(tbf.rate).unwrap_or(u32::MAX)));
+        qopt.extend_from_slice(&ratespec(0));
+        qopt.extend_from_slice(&tbf.limit.to_ne_bytes());
+        qopt.extend_from_slice(&tbf.buffer.to_ne_bytes());
+        qopt.extend_from_slice(&0u32.to_ne_bytes());
+        let rate64 = (tbf.rate >= 1 << 32).then_some(tbf.rate);
+        let body = Body::new(&tcmsg(index, make_handle(1, 0), HANDLE_ROOT, 0))
+            .str(TCA_KIND, "tbf")
+            .nest(TCA_OPTIONS, |o| {
+                let o = o.attr(TCA_TBF_PARMS, &qopt);
+                match rate64 {
+                    Some(r) => o.attr(TCA_TBF_RATE64, &r.to_ne_bytes()),
+                    None => o,
+                }
+            });
+        self.change(
+            &op,
+            Rtm::Newqdisc,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// `tc qdisc add dev <index> ingress`.
+    pub fn add_ingress(&mut self, index: u32) -> Result<()> {
+        let op = format!("add ingress qdisc on link {index}");
+        let body = Body::new(&tcmsg(index, make_handle(0xffff, 0), HANDLE_INGRESS, 0))
+            .str(TCA_KIND, "ingress");
+        self.change(
+            &op,
+            Rtm::Newqdisc,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// A u32 match-all filter on the ingress qdisc redirecting every packet to `target`.
+    pub fn add_redirect(&mut self, index: u32, target: u32) -> Result<()> {
+        let op = format!("add redirect filter on link {index}");
+        // tc_u32_sel (16 bytes) with one all-zero key (16 bytes): match all.
+        let mut sel = vec![0u8; 32];
+        sel[0] = TC_U32_TERMINAL;
+        sel[2] = 1;
+        let mut mirred = Vec::with_capacity(28);
+        for v in [0i32, 0, TC_ACT_STOLEN, 0, 0, TCA_EGRESS_REDIR] {
+            mirred.extend_from_slice(&v.to_ne_bytes());
+        }
+        mirred.extend_from_slice(&target.to_ne_bytes());
+        let info = (1u32 << 16) | u32::from(ETH_P_ALL.to_be());
+        let body = Body::new(&tcmsg(index, 0, make_handle(0xffff, 0), info))
+            .str(TCA_KIND, "u32")
+            .nest(TCA_OPTIONS, |o| {
+                o.u32(TCA_U32_CLASSID, make_handle(1, 1))
+                    .attr(TCA_U32_SEL, &sel)
+                    .nest(TCA_U32_ACT, |acts| {
+                        acts.nest(1, |a| {
+                            a.str(TCA_ACT_KIND, "mirred")
+                                .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
+                        })
+                    })
+            });
+        self.change(
+            &op,
+            Rtm::Newtfilter,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// The qdiscs of link `index`.
+    pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>> {
+        let body = Body::new(&tcmsg(index, 0, 0, 0));
+        let replies: Vec<Buffer> = self.get(
+            "list qdiscs",
+            Rtm::Getqdisc,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        let mut out = Vec::new();
+        for b in &replies {
+            let msg: &[u8] = b.as_ref();
+            let Some(h) = msg.get(..TCMSG_LEN) else {
+                continue;
+            };
+            let ifindex = u32::from_ne_bytes([h[4], h[5], h[6], h[7]]);
+            if ifindex != index {
+                continue;
+            }
+            let handle = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
+            let parent = u32::from_ne_bytes([h[12], h[13], h[14], h[15]]);
+            let attrs = &msg[TCMSG_LEN..];
+            let kind = wire::find(attrs, TCA_KIND)
+                .map(wire::as_str)
+                .unwrap_or_default();
+            let tbf = (kind == "tbf")
+                .then(|| wire::find(attrs, TCA_OPTIONS))
+                .flatten()
+                .and_then(|o| wire::find(o, TCA_TBF_PARMS))
+                .and_then(|p| {
+                    let rate = u64::from(wire::as_u32(p.get(8..12)?)?);
+                    let limit = wire::as_u32(p.get(24..28)?)?;
+                    let buffer = wire::as_u32(p.get(28..32)?)?;
+                    let rate = wire::find(attrs, TCA_OPTIONS)
+                        .and_then(|o| wire::find(o, TCA_TBF_RATE64))
+                        .and_then(|r| Some(u64::from_ne_bytes(r.get(..8)?.try_into().ok()?)))
+                        .unwrap_or(rate);
+                    Some(Tbf {
+                        rate,
+                        limit,
+                        buffer,
+                    })
+                });
+            out.push(Qdisc {
+                kind,
+                handle,
+                parent,
+                tbf,
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_and_headers() {
+        assert_eq!(make_handle(1, 0), 0x0001_0000);
+        assert_eq!(make_handle(0xffff, 0), 0xffff_0000);
+        let h = tcmsg(7, 1, 2, 3);
+        assert_eq!(h.len(), 20);
+        assert_eq!(u32::from_ne_bytes([h[4], h[5], h[6], h[7]]), 7);
+        assert!(tick_in_usec() > 0.0);
+    }
+}

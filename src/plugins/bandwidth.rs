@@ -1,0 +1,296 @@
+//! bandwidth (chained): rate limits on the host end of the container's veth —
+//! ingress as a root tbf on it, egress through an IFB (`bwp` + hash) fed by a
+//! mirred redirect from its ingress qdisc — all over netlink, no `tc`.
+
+use crate::cni::result::{Interface, NetResult};
+use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::iface;
+use crate::netlink::Socket;
+use crate::netlink::link::{Change, Kind, Link, NewLink};
+use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
+use serde::Deserialize;
+
+pub struct Bandwidth;
+
+const LATENCY_MS: f64 = 25.0;
+/// IFBs we create carry this alias prefix, so GC can tell them apart.
+const ALIAS_PREFIX: &str = "cni-multi bandwidth";
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq)]
+#[serde(default)]
+struct Limits {
+    #[serde(rename = "ingressRate")]
+    ingress_rate: u64,
+    #[serde(rename = "ingressBurst")]
+    ingress_burst: u64,
+    #[serde(rename = "egressRate")]
+    egress_rate: u64,
+    #[serde(rename = "egressBurst")]
+    egress_burst: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct TopLevel {
+    #[serde(rename = "ingressRate")]
+    ingress_rate: Option<u64>,
+    #[serde(rename = "ingressBurst")]
+    ingress_burst: Option<u64>,
+    #[serde(rename = "egressRate")]
+    egress_rate: Option<u64>,
+    #[serde(rename = "egressBurst")]
+    egress_burst: Option<u64>,
+}
+
+/// Top-level keys when any is present, else the `bandwidth` capability.
+fn limits(inv: &Invocation) -> CniResult<Limits> {
+    let top: TopLevel = inv.conf.plugin_keys()?;
+    let any_top = top.ingress_rate.is_some()
+        || top.ingress_burst.is_some()
+        || top.egress_rate.is_some()
+        || top.egress_burst.is_some();
+    let l = if any_top {
+        Limits {
+            ingress_rate: top.ingress_rate.unwrap_or(0),
+            ingress_burst: top.ingress_burst.unwrap_or(0),
+            egress_rate: top.egress_rate.unwrap_or(0),
+            egress_burst: top.egress_burst.unwrap_or(0),
+        }
+    } else {
+        inv.conf
+            .runtime_config::<Limits>("bandwidth")?
+            .unwrap_or_default()
+    };
+    for (rate, burst) in [
+        (l.ingress_rate, l.ingress_burst),
+        (l.egress_rate, l.egress_burst),
+    ] {
+        if rate > 0 && burst == 0 {
+            return Err(Error::invalid_config(
+                "if rate is set, burst must also be set",
+            ));
+        }
+        if burst > 0 && rate == 0 {
+            return Err(Error::invalid_config(
+                "if burst is set, rate must also be set",
+            ));
+        }
+        if burst / 8 >= u64::from(u32::MAX) {
+            return Err(Error::invalid_config("burst cannot be more than 4GB"));
+        }
+    }
+    Ok(l)
+}
+
+/// The reference's tbf parameters for a rate (bits/s) and burst (bits).
+fn tbf_params(rate_bits: u64, burst_bits: u64) -> Tbf {
+    let rate = rate_bits / 8;
+    let burst = (burst_bits / 8) as u32;
+    let ticks = tick_in_usec();
+    let buffer =
+        ((f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64) as u32 as f64 * ticks) as u32;
+    let latency = TIME_UNITS_PER_SEC * (LATENCY_MS / 1000.0);
+    let limit = (rate as f64 * latency / TIME_UNITS_PER_SEC) as u32 + burst;
+    Tbf {
+        rate,
+        limit,
+        buffer,
+    }
+}
+
+/// `bwp` + the first 12 hex digits of SHA-512(network + container ID).
+fn ifb_name(network: &str, container_id: &str) -> String {
+    format!(
+        "bwp{}",
+        &crate::digest::sha512_hex(format!("{network}{container_id}").as_bytes())[..12]
+    )
+}
+
+fn alias(network: &str, container_id: &str) -> String {
+    format!("{ALIAS_PREFIX} {network} {container_id}")
+}
+
+/// The host end of the container's veth among prevResult's host interfaces.
+fn host_interface(inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
+    let ns = iface::open_netns(&inv.env.netns)?;
+    let ifname = inv.env.ifname.clone();
+    let container = ns.run(move || Socket::open().and_then(|mut s| s.link_by_name(&ifname)))??;
+    if container.kind != "veth" {
+        return Err(Error::internal(format!(
+            "container interface {} is not a veth",
+            inv.env.ifname
+        )));
+    }
+    let peer = container
+        .parent
+        .ok_or_else(|| Error::internal("container interface has no veth peer"))?;
+    let host = Socket::open()?.link_by_index(peer)?;
+    if prev
+        .interfaces
+        .iter()
+        .any(|i| i.sandbox.is_empty() && i.name == host.name)
+    {
+        Ok(host)
+    } else {
+        Err(Error::internal(
+            "no veth peer of container interface found in host ns",
+        ))
+    }
+}
+
+impl Plugin for Bandwidth {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let l = limits(inv)?;
+        let prev = inv.conf.prev_result()?;
+        if l == Limits::default() {
+            return Ok(prev.unwrap_or_else(NetResult::new));
+        }
+        let mut result =
+            prev.ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
+        let host = host_interface(inv, &result)?;
+        let mut sock = Socket::open()?;
+        if l.ingress_rate > 0 {
+            sock.add_tbf(host.index, tbf_params(l.ingress_rate, l.ingress_burst))
+                .map_err(|e| Error::internal(format!("create ingress qdisc: {e}")))?;
+        }
+        if l.egress_rate > 0 {
+            let name = ifb_name(inv.conf.name(), &inv.env.container_id);
+            let mut spec = NewLink::new(&name, Kind::Ifb);
+            spec.mtu = Some(host.mtu);
+            spec.txqlen = Some(0);
+            sock.create_link(&spec)
+                .map_err(|e| Error::internal(format!("adding link: {e}")))?;
+            let ifb = sock.link_by_name(&name)?;
+            let setup = (|| -> CniResult<()> {
+                sock.set_link(
+                    ifb.index,
+                    Change::Alias(&alias(inv.conf.name(), &inv.env.container_id)),
+                )?;
+                sock.set_link(ifb.index, Change::Up(true))?;
+                sock.add_ingress(host.index)?;
+                sock.add_redirect(host.index, ifb.index)?;
+                sock.add_tbf(ifb.index, tbf_params(l.egress_rate, l.egress_burst))?;
+                Ok(())
+            })();
+            if let Err(e) = setup {
+                let _ = sock.delete_link(ifb.index);
+                return Err(e.context("create egress qdisc"));
+            }
+            result.interfaces.push(Interface {
+                name,
+                mac: ifb.mac_string(),
+                ..Interface::default()
+            });
+        }
+        Ok(result)
+    }
+
+    /// Removes the IFB (the host veth's qdiscs go with the veth).
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        limits(inv)?;
+        let mut sock = Socket::open()?;
+        match sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id)) {
+            Ok(ifb) => match sock.delete_link(ifb.index) {
+                Err(e) if !e.is_not_found() => Err(e.into()),
+                _ => Ok(()),
+            },
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let l = limits(inv)?;
+        let prev = inv
+            .conf
+            .prev_result()?
+            .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
+        if l == Limits::default() {
+            return Ok(());
+        }
+        let host = host_interface(inv, &prev)?;
+        let mut sock = Socket::open()?;
+        let expect =
+            |sock: &mut Socket, index: u32, rate: u64, burst: u64, what: &str| -> CniResult<()> {
+                let want = tbf_params(rate, burst);
+                let found = sock
+                    .qdiscs(index)?
+                    .into_iter()
+                    .find_map(|q| q.tbf)
+                    .ok_or_else(|| Error::internal(format!("{what}: no tbf qdisc")))?;
+                if found != want {
+                    return Err(Error::internal(format!(
+                        "{what}: tbf is {found:?}, expected {want:?}"
+                    )));
+                }
+                Ok(())
+            };
+        if l.ingress_rate > 0 {
+            expect(
+                &mut sock,
+                host.index,
+                l.ingress_rate,
+                l.ingress_burst,
+                "ingress",
+            )?;
+        }
+        if l.egress_rate > 0 {
+            let ifb = sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id))?;
+            expect(
+                &mut sock,
+                ifb.index,
+                l.egress_rate,
+                l.egress_burst,
+                "egress",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Deletes this network's IFBs whose container is not in the valid list.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = inv
+            .conf
+            .raw
+            .get("cni.dev/valid-attachments")
+            .and_then(|v| v.as_array())
+        else {
+            return Ok(());
+        };
+        let keep: Vec<&str> = valid
+            .iter()
+            .filter_map(|a| a.get("containerID").and_then(|c| c.as_str()))
+            .collect();
+        let prefix = format!("{ALIAS_PREFIX} {} ", inv.conf.name());
+        let mut sock = Socket::open()?;
+        for link in sock.links()? {
+            let Some(id) = link.alias.strip_prefix(&prefix) else {
+                continue;
+            };
+            if link.kind == "ifb" && !keep.contains(&id) {
+                match sock.delete_link(link.index) {
+                    Err(e) if !e.is_not_found() => return Err(e.into()),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_parameters() {
+        let name = ifb_name("net", "ctr");
+        assert_eq!(name.len(), 15);
+        assert!(name.starts_with("bwp"));
+        let t = tbf_params(8_000_000, 80_000);
+        assert_eq!(t.rate, 1_000_000);
+        // limit = rate * 25 ms + burst bytes
+        assert_eq!(t.limit, 25_000 + 10_000);
+        assert!(t.buffer > 0);
+    }
+}

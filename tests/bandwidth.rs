@@ -1,0 +1,235 @@
+//! bandwidth end to end: measured throughput across the shaped veth within 20%
+//! of the configured 8 Mbit/s in both directions, far above it unshaped; the
+//! reference's IFB and qdiscs; CHECK; DEL leaves no IFB; GC.
+
+mod harness;
+
+use harness::{BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in};
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RATE: u64 = 8_000_000;
+
+struct Setup {
+    conf: TempDir,
+    cache: TempDir,
+    store: TempDir,
+    bin: TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let s = Setup {
+            conf: TempDir::new("bw-conf"),
+            cache: TempDir::new("bw-cache"),
+            store: TempDir::new("bw-store"),
+            bin: plugin_dir(),
+        };
+        let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
+            {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": s.store.0}},
+            {"type": "bandwidth", "capabilities": {"bandwidth": true}}]});
+        std::fs::write(s.conf.0.join("bw.conflist"), list.to_string()).expect("conf");
+        s
+    }
+
+    fn run(&self, args: &[&str], caps: &Value) -> Outcome {
+        let child = Command::new(BIN)
+            .arg("cnitool")
+            .arg("--cache-dir")
+            .arg(&self.cache.0)
+            .args(args)
+            .env_clear()
+            .env("NETCONFPATH", &self.conf.0)
+            .env("CNI_PATH", &self.bin.0)
+            .env("CAP_ARGS", caps.to_string())
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cnitool");
+        Outcome::of(child)
+    }
+}
+
+fn enter(netns: Option<&str>) {
+    if let Some(p) = netns {
+        let f = std::fs::File::open(p).expect("netns");
+        nix::sched::setns(f.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).expect("setns");
+    }
+}
+
+/// Bits per second of a 3 s TCP stream from `from` to `to_addr`, served in `server_ns`.
+fn throughput(from: Option<&str>, server_ns: Option<&str>, to_addr: &str, port: u16) -> f64 {
+    let server_ns = server_ns.map(String::from);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = std::thread::spawn(move || {
+        enter(server_ns.as_deref());
+        let listener = std::net::TcpListener::bind(("0.0.0.0", port)).expect("bind");
+        tx.send(()).expect("ready");
+        let (mut conn, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 1 << 16];
+        let mut total = 0u64;
+        let mut first = None;
+        let mut last = Instant::now();
+        while let Ok(n) = conn.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            // Time from the end of the first read: the initial burst is not rate limited.
+            if first.is_none() {
+                first = Some(Instant::now());
+            } else {
+                total += n as u64;
+            }
+            last = Instant::now();
+        }
+        let secs = last
+            .duration_since(first.unwrap_or(last))
+            .as_secs_f64()
+            .max(1e-3);
+        total as f64 * 8.0 / secs
+    });
+    rx.recv().expect("server ready");
+    let from = from.map(String::from);
+    let addr: std::net::SocketAddr = format!("{to_addr}:{port}").parse().expect("addr");
+    std::thread::spawn(move || {
+        enter(from.as_deref());
+        let mut s =
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).expect("connect");
+        let chunk = vec![7u8; 1 << 16];
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            if s.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    })
+    .join()
+    .expect("client");
+    server.join().expect("server")
+}
+
+fn within(measured: f64, rate: f64) -> bool {
+    (measured - rate).abs() <= 0.2 * rate
+}
+
+#[test]
+fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
+    enter_test_host();
+    let s = Setup::new();
+    let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
+    let container_ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+    let ifs = out["interfaces"].as_array().expect("interfaces");
+    let ifb = ifs.last().expect("ifb")["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    let id = format!("cnitool-{}", sha512(ns.path(), 20));
+    assert_eq!(ifb, format!("bwp{}", sha512(&format!("bw-net{id}"), 12)));
+    let host_veth = ifs[1]["name"].as_str().expect("veth").to_string();
+    let qdiscs = run_in(None, "tc", &["qdisc", "show", "dev", &host_veth]);
+    assert!(
+        qdiscs.contains("qdisc tbf 1: root") && qdiscs.contains("rate 8Mbit"),
+        "{qdiscs}"
+    );
+    assert!(qdiscs.contains("qdisc ingress ffff:"), "{qdiscs}");
+    let filters = run_in(
+        None,
+        "tc",
+        &["filter", "show", "dev", &host_veth, "parent", "ffff:"],
+    );
+    assert!(
+        filters.contains(&format!("Egress Redirect to device {ifb}")),
+        "{filters}"
+    );
+    assert!(run_in(None, "tc", &["qdisc", "show", "dev", &ifb]).contains("rate 8Mbit"));
+
+    let ingress = throughput(None, Some(ns.path()), &container_ip, 5001);
+    let egress = throughput(Some(ns.path()), None, "10.90.0.1", 5002);
+    eprintln!(
+        "bandwidth: shaped ingress {:.2} Mbit/s, egress {:.2} Mbit/s",
+        ingress / 1e6,
+        egress / 1e6
+    );
+    assert!(within(ingress, RATE as f64), "ingress {ingress}");
+    assert!(within(egress, RATE as f64), "egress {egress}");
+
+    s.run(&["check", "bw-net", ns.path()], &caps).ok();
+    s.run(&["del", "bw-net", ns.path()], &caps).ok();
+    assert!(
+        !run_in(None, "ip", &["-o", "link"]).contains("bwp"),
+        "no IFB left"
+    );
+
+    // Unshaped: the same path without the limits is far faster.
+    let free = Netns::new();
+    let out = s.run(&["add", "bw-net", free.path()], &json!({})).ok();
+    let free_ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+    let unshaped = throughput(None, Some(free.path()), &free_ip, 5003);
+    eprintln!("bandwidth: unshaped {:.0} Mbit/s", unshaped / 1e6);
+    assert!(unshaped > 10.0 * RATE as f64, "unshaped {unshaped}");
+}
+
+fn sha512(s: &str, n: usize) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s '{s}' | sha512sum"))
+        .output()
+        .expect("sha512sum");
+    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+}
+
+#[test]
+fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
+    enter_test_host();
+    let s = Setup::new();
+    let caps = json!({"bandwidth": {"egressRate": RATE, "egressBurst": 524288}});
+    let (a, b) = (Netns::new(), Netns::new());
+    s.run(&["add", "bw-net", a.path()], &caps).ok();
+    s.run(&["add", "bw-net", b.path()], &caps).ok();
+    let keep = format!("cnitool-{}", sha512(a.path(), 20));
+    let list = json!({"cniVersion": "1.1.0", "name": "bw-net", "type": "bandwidth",
+                      "cni.dev/valid-attachments": [{"containerID": keep, "ifname": "eth0"}]});
+    harness::Call::new("bandwidth", "GC", "", &list.to_string())
+        .unset("CNI_CONTAINERID")
+        .unset("CNI_IFNAME")
+        .unset("CNI_NETNS")
+        .path(&s.bin)
+        .run()
+        .ok();
+    let links = run_in(None, "ip", &["-o", "link"]);
+    assert_eq!(links.matches("bwp").count(), 1, "{links}");
+    assert!(links.contains(&format!("bwp{}", sha512(&format!("bw-net{keep}"), 12))));
+
+    for bad in [
+        json!({"ingressRate": 1000}),
+        json!({"egressBurst": 1000}),
+        json!({"ingressRate": 1, "ingressBurst": 40_000_000_000u64}),
+    ] {
+        let c = json!({"cniVersion": "1.0.0", "name": "bw-net", "type": "bandwidth",
+                       "runtimeConfig": {"bandwidth": bad}, "prevResult": {"cniVersion": "1.0.0"}});
+        harness::Call::new("bandwidth", "ADD", a.path(), &c.to_string())
+            .path(&s.bin)
+            .run()
+            .err(7);
+    }
+}
