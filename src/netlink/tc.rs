@@ -159,6 +159,23 @@ impl Socket {
         )
     }
 
+    /// Deletes the root qdisc (`root`) or the ingress qdisc of a link.
+    pub fn del_qdisc(&mut self, index: u32, ingress: bool) -> Result<()> {
+        let op = format!("delete qdisc of link {index}");
+        let (handle, parent) = if ingress {
+            (make_handle(0xffff, 0), HANDLE_INGRESS)
+        } else {
+            (0, HANDLE_ROOT)
+        };
+        let body = Body::new(&tcmsg(index, handle, parent, 0));
+        self.change(
+            &op,
+            Rtm::Delqdisc,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
     /// The qdiscs of link `index`.
     pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>> {
         let body = Body::new(&tcmsg(index, 0, 0, 0));

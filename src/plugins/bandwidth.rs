@@ -138,6 +138,19 @@ fn host_interface(inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
     }
 }
 
+/// Best effort: the root tbf and the ingress qdisc (with its filter) on the host veth.
+fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
+    let Ok(qdiscs) = sock.qdiscs(host.index) else {
+        return;
+    };
+    if qdiscs.iter().any(|q| q.kind == "tbf") {
+        let _ = sock.del_qdisc(host.index, false);
+    }
+    if qdiscs.iter().any(|q| q.kind == "ingress") {
+        let _ = sock.del_qdisc(host.index, true);
+    }
+}
+
 impl Plugin for Bandwidth {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let l = limits(inv)?;
@@ -149,6 +162,8 @@ impl Plugin for Bandwidth {
             prev.ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
         let host = host_interface(inv, &result)?;
         let mut sock = Socket::open()?;
+        // A repeated ADD replaces what an earlier one left on the host veth.
+        clear_host_qdiscs(&mut sock, &host);
         if l.ingress_rate > 0 {
             sock.add_tbf(host.index, tbf_params(l.ingress_rate, l.ingress_burst))
                 .map_err(|e| Error::internal(format!("create ingress qdisc: {e}")))?;
@@ -185,10 +200,16 @@ impl Plugin for Bandwidth {
         Ok(result)
     }
 
-    /// Removes the IFB (the host veth's qdiscs go with the veth).
+    /// Removes the IFB, and the host veth's qdiscs when prevResult names it (they
+    /// go with the veth anyway when the main plugin deletes it).
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         limits(inv)?;
         let mut sock = Socket::open()?;
+        if let Ok(Some(prev)) = inv.conf.prev_result()
+            && let Ok(host) = host_interface(inv, &prev)
+        {
+            clear_host_qdiscs(&mut sock, &host);
+        }
         match sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id)) {
             Ok(ifb) => match sock.delete_link(ifb.index) {
                 Err(e) if !e.is_not_found() => Err(e.into()),

@@ -19,6 +19,7 @@ mod static_ipam;
 mod tap;
 mod tuning;
 mod vlan;
+mod vrf;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
 use pending::Pending;
@@ -141,7 +142,7 @@ pub static PLUGINS: &[PluginInfo] = &[
         name: "vrf",
         summary: "meta: puts the interface into a VRF",
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("vrf"),
+        plugin: &vrf::Vrf,
     },
     PluginInfo {
         name: "flannel",

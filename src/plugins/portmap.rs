@@ -320,7 +320,8 @@ fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
 /// `net.ipv4.conf.<interface towards ip>.route_localnet=1` in the host namespace.
 fn enable_route_localnet(ip: IpAddr) -> CniResult<()> {
     let mut sock = Socket::open()?;
-    let Some(route) = sock.route_get(ip)? else {
+    // No route to the container from here: no interface to enable it on.
+    let Ok(Some(route)) = sock.route_get(ip) else {
         return Ok(());
     };
     let Some(oif) = route.oif else { return Ok(()) };
