@@ -233,3 +233,74 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
             .err(7);
     }
 }
+
+#[test]
+fn unshaped_subnets_bypass_the_limit_and_others_are_shaped() {
+    enter_test_host();
+    let s = Setup::new();
+    // The same network, but traffic with the bridge's own subnet is not shaped.
+    let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
+        {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
+         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": s.store.0,
+                  "routes": [{"dst": "0.0.0.0/0"}]}},
+        {"type": "bandwidth", "capabilities": {"bandwidth": true}, "unshapedSubnets": ["10.90.0.0/24"]}]});
+    std::fs::write(s.conf.0.join("bw.conflist"), list.to_string()).expect("conf");
+    // A remote client at 192.0.2.2, outside the unshaped subnet.
+    let client = Netns::new();
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "to-cl",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "c0",
+            "netns",
+            client.path(),
+        ],
+    );
+    run_in(None, "ip", &["addr", "add", "192.0.2.1/24", "dev", "to-cl"]);
+    run_in(None, "ip", &["link", "set", "to-cl", "up"]);
+    client.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "c0"]);
+    client.sh("ip", &["link", "set", "c0", "up"]);
+    client.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
+    let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
+    let ip = out["ips"][0]["address"]
+        .as_str()
+        .expect("ip")
+        .split('/')
+        .next()
+        .expect("ip")
+        .to_string();
+
+    let remote_in = throughput(Some(client.path()), Some(ns.path()), &ip, 5101);
+    let remote_out = throughput(Some(ns.path()), Some(client.path()), "192.0.2.2", 5102);
+    let local_in = throughput(None, Some(ns.path()), &ip, 5103);
+    let local_out = throughput(Some(ns.path()), None, "10.90.0.1", 5104);
+    eprintln!(
+        "bandwidth subnets: remote in {:.2} out {:.2} Mbit/s; unshaped subnet in {:.0} out {:.0} Mbit/s",
+        remote_in / 1e6,
+        remote_out / 1e6,
+        local_in / 1e6,
+        local_out / 1e6
+    );
+    assert!(within(remote_in, RATE as f64), "remote ingress {remote_in}");
+    assert!(
+        within(remote_out, RATE as f64),
+        "remote egress {remote_out}"
+    );
+    assert!(local_in > 10.0 * RATE as f64, "unshaped ingress {local_in}");
+    assert!(
+        local_out > 10.0 * RATE as f64,
+        "unshaped egress {local_out}"
+    );
+    s.run(&["check", "bw-net", ns.path()], &caps).ok();
+    s.run(&["del", "bw-net", ns.path()], &caps).ok();
+    assert!(!run_in(None, "ip", &["-o", "link"]).contains("bwp"));
+}

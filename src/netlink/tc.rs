@@ -18,6 +18,12 @@ const TCA_ACT_KIND: u16 = 1;
 const TCA_ACT_OPTIONS: u16 = 2;
 const TCA_MIRRED_PARMS: u16 = 2;
 const TC_U32_TERMINAL: u8 = 1;
+const TCA_HTB_PARMS: u16 = 1;
+const TCA_HTB_INIT: u16 = 2;
+const TCA_HTB_RATE64: u16 = 6;
+const TCA_HTB_CEIL64: u16 = 7;
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86DD;
 const TC_ACT_STOLEN: i32 = 4;
 const TCA_EGRESS_REDIR: i32 = 1;
 const ETH_P_ALL: u16 = 0x0003;
@@ -150,6 +156,112 @@ impl Socket {
                                 .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
                         })
                     })
+            });
+        self.change(
+            &op,
+            Rtm::Newtfilter,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// `tc qdisc add dev <index> root handle 1: htb default <default_minor>`.
+    pub fn add_htb(&mut self, index: u32, default_minor: u16) -> Result<()> {
+        let op = format!("add htb qdisc on link {index}");
+        let mut glob = Vec::with_capacity(20);
+        for v in [3u32, 10, u32::from(default_minor), 0, 0] {
+            glob.extend_from_slice(&v.to_ne_bytes());
+        }
+        let body = Body::new(&tcmsg(index, make_handle(1, 0), HANDLE_ROOT, 0))
+            .str(TCA_KIND, "htb")
+            .nest(TCA_OPTIONS, |o| o.attr(TCA_HTB_INIT, &glob));
+        self.change(
+            &op,
+            Rtm::Newqdisc,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// An htb class `1:<minor>` with rate = ceil (bytes/s) and `buffer` ticks.
+    pub fn add_htb_class(&mut self, index: u32, minor: u16, rate: u64, buffer: u32) -> Result<()> {
+        let op = format!("add htb class 1:{minor} on link {index}");
+        let rate32 = u32::try_from(rate).unwrap_or(u32::MAX);
+        let mut opt = Vec::with_capacity(44);
+        opt.extend_from_slice(&ratespec(rate32));
+        opt.extend_from_slice(&ratespec(rate32));
+        for v in [buffer, buffer, 0, 0, 0] {
+            opt.extend_from_slice(&v.to_ne_bytes());
+        }
+        let big = (rate >= 1 << 32).then_some(rate);
+        let body = Body::new(&tcmsg(index, make_handle(1, minor), make_handle(1, 0), 0))
+            .str(TCA_KIND, "htb")
+            .nest(TCA_OPTIONS, |o| {
+                let o = o.attr(TCA_HTB_PARMS, &opt);
+                match big {
+                    Some(r) => o
+                        .attr(TCA_HTB_RATE64, &r.to_ne_bytes())
+                        .attr(TCA_HTB_CEIL64, &r.to_ne_bytes()),
+                    None => o,
+                }
+            });
+        self.change(
+            &op,
+            Rtm::Newtclass,
+            NlmF::CREATE | NlmF::EXCL,
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
+    /// A u32 filter on the htb root sending packets whose source (or destination)
+    /// lies in `net` to class `1:<minor>`.
+    pub fn add_subnet_filter(
+        &mut self,
+        index: u32,
+        net: ipnet::IpNet,
+        source: bool,
+        minor: u16,
+    ) -> Result<()> {
+        let op = format!("add subnet filter {net} on link {index}");
+        let (words, proto, base): (Vec<(u32, u32)>, u16, i32) = match net {
+            ipnet::IpNet::V4(v4) => (
+                vec![(u32::from(v4.netmask()), u32::from(v4.network()))],
+                ETH_P_IP,
+                if source { 12 } else { 16 },
+            ),
+            ipnet::IpNet::V6(v6) => {
+                let mask = u128::from(v6.netmask());
+                let val = u128::from(v6.network());
+                let words = (0..4)
+                    .map(|i| {
+                        let shift = 96 - 32 * i;
+                        ((mask >> shift) as u32, (val >> shift) as u32)
+                    })
+                    .filter(|(m, _)| *m != 0)
+                    .collect();
+                (words, ETH_P_IPV6, if source { 8 } else { 24 })
+            }
+        };
+        let nkeys = words.len().max(1);
+        let mut sel = vec![0u8; 16];
+        sel[0] = TC_U32_TERMINAL;
+        sel[2] = nkeys as u8;
+        if words.is_empty() {
+            sel.extend_from_slice(&[0u8; 16]);
+        }
+        for (i, (mask, val)) in words.iter().enumerate() {
+            sel.extend_from_slice(&mask.to_be_bytes());
+            sel.extend_from_slice(&val.to_be_bytes());
+            sel.extend_from_slice(&(base + 4 * i as i32).to_ne_bytes());
+            sel.extend_from_slice(&0i32.to_ne_bytes());
+        }
+        let prio: u32 = if proto == ETH_P_IP { 16 } else { 17 };
+        let info = (prio << 16) | u32::from(proto.to_be());
+        let body = Body::new(&tcmsg(index, 0, make_handle(1, 0), info))
+            .str(TCA_KIND, "u32")
+            .nest(TCA_OPTIONS, |o| {
+                o.u32(TCA_U32_CLASSID, make_handle(1, minor))
+                    .attr(TCA_U32_SEL, &sel)
             });
         self.change(
             &op,

@@ -8,6 +8,7 @@ use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Kind, Link, NewLink};
 use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
+use ipnet::IpNet;
 use serde::Deserialize;
 
 pub struct Bandwidth;
@@ -27,6 +28,76 @@ struct Limits {
     egress_rate: u64,
     #[serde(rename = "egressBurst")]
     egress_burst: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SubnetKeys {
+    #[serde(rename = "shapedSubnets")]
+    shaped: Vec<String>,
+    #[serde(rename = "unshapedSubnets")]
+    unshaped: Vec<String>,
+}
+
+/// Which traffic is shaped: everything, only to/from `Only`, or all but `Except`.
+#[derive(Debug, Clone, PartialEq)]
+enum Scope {
+    All,
+    Only(Vec<IpNet>),
+    Except(Vec<IpNet>),
+}
+
+/// htb classes when subnets select the shaped traffic.
+const UNSHAPED_CLASS: u16 = 1;
+const SHAPED_CLASS: u16 = 48;
+/// The unshaped class's rate: 100 Gbit/s in bytes/s.
+const UNCAPPED_RATE: u64 = 12_500_000_000;
+
+fn scope(inv: &Invocation) -> CniResult<Scope> {
+    let k: SubnetKeys = inv.conf.plugin_keys()?;
+    let parse = |list: &[String]| {
+        list.iter()
+            .map(|s| {
+                s.parse::<IpNet>()
+                    .map(|n| n.trunc())
+                    .map_err(|_| Error::invalid_config(format!("invalid subnet {s:?}")))
+            })
+            .collect::<CniResult<Vec<_>>>()
+    };
+    match (k.shaped.is_empty(), k.unshaped.is_empty()) {
+        (true, true) => Ok(Scope::All),
+        (false, true) => Ok(Scope::Only(parse(&k.shaped)?)),
+        (true, false) => Ok(Scope::Except(parse(&k.unshaped)?)),
+        (false, false) => Err(Error::invalid_config(
+            "unshapedSubnets and shapedSubnets cannot be both specified",
+        )),
+    }
+}
+
+/// Shapes link `index` at `rate`/`burst` (bits): a tbf, or with subnets an htb
+/// whose filters match the source (`source`) or destination address.
+fn shape(
+    sock: &mut Socket,
+    index: u32,
+    rate: u64,
+    burst: u64,
+    scope: &Scope,
+    source: bool,
+) -> CniResult<()> {
+    let tbf = tbf_params(rate, burst);
+    let (default, listed, to) = match scope {
+        Scope::All => return Ok(sock.add_tbf(index, tbf)?),
+        Scope::Only(nets) => (UNSHAPED_CLASS, nets, SHAPED_CLASS),
+        Scope::Except(nets) => (SHAPED_CLASS, nets, UNSHAPED_CLASS),
+    };
+    sock.add_htb(index, default)?;
+    let uncapped = tbf_params(UNCAPPED_RATE * 8, 8 * 1024 * 1024);
+    sock.add_htb_class(index, UNSHAPED_CLASS, UNCAPPED_RATE, uncapped.buffer.max(1))?;
+    sock.add_htb_class(index, SHAPED_CLASS, tbf.rate, tbf.buffer)?;
+    for net in listed {
+        sock.add_subnet_filter(index, *net, source, to)?;
+    }
+    Ok(())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,7 +214,7 @@ fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
     let Ok(qdiscs) = sock.qdiscs(host.index) else {
         return;
     };
-    if qdiscs.iter().any(|q| q.kind == "tbf") {
+    if qdiscs.iter().any(|q| q.kind == "tbf" || q.kind == "htb") {
         let _ = sock.del_qdisc(host.index, false);
     }
     if qdiscs.iter().any(|q| q.kind == "ingress") {
@@ -158,6 +229,7 @@ impl Plugin for Bandwidth {
         if l == Limits::default() {
             return Ok(prev.unwrap_or_else(NetResult::new));
         }
+        let scope = scope(inv)?;
         let mut result =
             prev.ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
         let host = host_interface(inv, &result)?;
@@ -165,14 +237,23 @@ impl Plugin for Bandwidth {
         // A repeated ADD replaces what an earlier one left on the host veth.
         clear_host_qdiscs(&mut sock, &host);
         if l.ingress_rate > 0 {
-            sock.add_tbf(host.index, tbf_params(l.ingress_rate, l.ingress_burst))
-                .map_err(|e| Error::internal(format!("create ingress qdisc: {e}")))?;
+            // Traffic to the container: the remote end is the source.
+            shape(
+                &mut sock,
+                host.index,
+                l.ingress_rate,
+                l.ingress_burst,
+                &scope,
+                true,
+            )
+            .map_err(|e| e.context("create ingress qdisc"))?;
         }
         if l.egress_rate > 0 {
             let name = ifb_name(inv.conf.name(), &inv.env.container_id);
             let mut spec = NewLink::new(&name, Kind::Ifb);
             spec.mtu = Some(host.mtu);
-            spec.txqlen = Some(0);
+            // tbf has its own limit; htb leaf classes queue up to txqueuelen.
+            spec.txqlen = Some(if scope == Scope::All { 0 } else { 1000 });
             sock.create_link(&spec)
                 .map_err(|e| Error::internal(format!("adding link: {e}")))?;
             let ifb = sock.link_by_name(&name)?;
@@ -184,7 +265,15 @@ impl Plugin for Bandwidth {
                 sock.set_link(ifb.index, Change::Up(true))?;
                 sock.add_ingress(host.index)?;
                 sock.add_redirect(host.index, ifb.index)?;
-                sock.add_tbf(ifb.index, tbf_params(l.egress_rate, l.egress_burst))?;
+                // Traffic from the container: the remote end is the destination.
+                shape(
+                    &mut sock,
+                    ifb.index,
+                    l.egress_rate,
+                    l.egress_burst,
+                    &scope,
+                    false,
+                )?;
                 Ok(())
             })();
             if let Err(e) = setup {
@@ -204,6 +293,7 @@ impl Plugin for Bandwidth {
     /// go with the veth anyway when the main plugin deletes it).
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         limits(inv)?;
+        scope(inv)?;
         let mut sock = Socket::open()?;
         if let Ok(Some(prev)) = inv.conf.prev_result()
             && let Ok(host) = host_interface(inv, &prev)
@@ -229,8 +319,25 @@ impl Plugin for Bandwidth {
         if l == Limits::default() {
             return Ok(());
         }
+        let scope = scope(inv)?;
         let host = host_interface(inv, &prev)?;
         let mut sock = Socket::open()?;
+        if scope != Scope::All {
+            // htb shaping: the qdisc is there on each shaped device.
+            let has_htb = |sock: &mut Socket, index: u32| -> CniResult<bool> {
+                Ok(sock.qdiscs(index)?.iter().any(|q| q.kind == "htb"))
+            };
+            if l.ingress_rate > 0 && !has_htb(&mut sock, host.index)? {
+                return Err(Error::internal("ingress: no htb qdisc"));
+            }
+            if l.egress_rate > 0 {
+                let ifb = sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id))?;
+                if !has_htb(&mut sock, ifb.index)? {
+                    return Err(Error::internal("egress: no htb qdisc"));
+                }
+            }
+            return Ok(());
+        }
         let expect =
             |sock: &mut Socket, index: u32, rate: u64, burst: u64, what: &str| -> CniResult<()> {
                 let want = tbf_params(rate, burst);
