@@ -40,9 +40,9 @@ install-check: build
 
 test: deps lint install-check unit
 
+# Speed, memory, size, scale: bench/run.sh (REF_DIR=/usr/lib/cni for side-by-side ratios).
 bench: build
-	@echo "The full benchmark comes with issue 8; for now: bridge scale (200 containers)."
-	./bench/bridge-scale.sh 200 $(REF_DIR)
+	./bench/run.sh
 
 clean:
 	$(CARGO) clean

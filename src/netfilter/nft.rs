@@ -10,6 +10,7 @@ use std::net::IpAddr;
 const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;
 const NFT_MSG_NEWCHAIN: u16 = 3;
+const NFT_MSG_GETCHAIN: u16 = 4;
 const NFT_MSG_NEWRULE: u16 = 6;
 const NFT_MSG_GETRULE: u16 = 7;
 const NFT_MSG_DELRULE: u16 = 8;
@@ -423,6 +424,20 @@ impl Tx {
         NfSocket::open()
             .and_then(|mut s| s.transaction(&self.msgs))
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The chain names of a table; a missing table has none.
+pub fn chains(family: u8, table: &str) -> Result<Vec<String>, String> {
+    let attrs = Body::default().str(NFTA_CHAIN_TABLE, table);
+    match NfSocket::open().and_then(|mut s| s.dump(NFT_MSG_GETCHAIN, family, attrs)) {
+        Ok(objects) => Ok(objects
+            .iter()
+            .filter(|a| wire::find(a, NFTA_CHAIN_TABLE).map(wire::as_str).as_deref() == Some(table))
+            .filter_map(|a| wire::find(a, NFTA_CHAIN_NAME).map(wire::as_str))
+            .collect()),
+        Err(e) if e.is_not_found() => Ok(Vec::new()),
+        Err(e) => Err(e.to_string()),
     }
 }
 

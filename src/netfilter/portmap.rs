@@ -614,44 +614,48 @@ pub mod nftables {
                 continue;
             }
             let f = nfproto(family);
-            let (stale, _) = existing(family, &plan.container_id)?;
+            // No dump of the container's old rules here: a second ADD without DEL
+            // is not a runtime's move, dumping every rule costs O(pods), and DEL
+            // removes every rule carrying the container ID anyway.
+            let have = nft::chains(f, TABLE).map_err(map_err)?;
             let mut tx = Tx::new();
-            tx.table(f, TABLE, TABLE_COMMENT);
-            for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
-                tx.chain(f, TABLE, chain, None);
+            // The skeleton (table, chains, jumps) is written once; rewriting base
+            // chains on every ADD would re-register their hooks each time.
+            if !have.iter().any(|c| c == HOSTPORTS_ALL) {
+                tx.table(f, TABLE, TABLE_COMMENT);
+                for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
+                    tx.chain(f, TABLE, chain, None);
+                }
+                tx.chain(
+                    f,
+                    TABLE,
+                    "prerouting",
+                    Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
+                );
+                tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
+                tx.flush(f, TABLE, HOSTPORTS_ALL);
+                tx.rule(
+                    f,
+                    TABLE,
+                    HOSTPORTS_ALL,
+                    &[nft::jump(HOSTIP_HOSTPORTS)],
+                    None,
+                );
+                tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
+                for base in ["prerouting", "output"] {
+                    tx.flush(f, TABLE, base);
+                    let mut exprs = match_fib_daddr_local();
+                    exprs.push(nft::jump(HOSTPORTS_ALL));
+                    tx.rule(f, TABLE, base, &exprs, None);
+                }
             }
-            tx.chain(
-                f,
-                TABLE,
-                "prerouting",
-                Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
-            );
-            tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
-            if plan.snat {
+            if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
                 tx.chain(
                     f,
                     TABLE,
                     MASQUERADING,
                     Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
                 );
-            }
-            tx.flush(f, TABLE, HOSTPORTS_ALL);
-            tx.rule(
-                f,
-                TABLE,
-                HOSTPORTS_ALL,
-                &[nft::jump(HOSTIP_HOSTPORTS)],
-                None,
-            );
-            tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
-            for base in ["prerouting", "output"] {
-                tx.flush(f, TABLE, base);
-                let mut exprs = match_fib_daddr_local();
-                exprs.push(nft::jump(HOSTPORTS_ALL));
-                tx.rule(f, TABLE, base, &exprs, None);
-            }
-            for (chain, handle) in stale {
-                tx.delete_rule(f, TABLE, chain, handle);
             }
             let cip = target.address.addr();
             for m in mappings {

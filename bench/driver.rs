@@ -1,0 +1,703 @@
+//! `make bench`: what a node gains, measured with one driver for cni-multi and,
+//! given REF_DIR, for another plugin directory (e.g. Debian's /usr/lib/cni).
+//! Runs inside the private mount + network namespace `bench/run.sh` makes.
+//!
+//! Every ADD/CHECK/DEL goes through `cni-multi cnitool` (the same runtime for
+//! both), so the differences are the plugins'. Peak RSS and process counts come
+//! from ptrace: fork/vfork events are counted, and VmHWM is read at the traced
+//! process's exit, so the tracer's own memory never counts.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, String>;
+
+struct Impl {
+    label: &'static str,
+    plugin_dir: PathBuf,
+}
+
+struct Bench {
+    bin: PathBuf,
+    work: PathBuf,
+    iterations: usize,
+    seq: std::cell::Cell<usize>,
+}
+
+fn percentile(samples: &[f64], p: f64) -> f64 {
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return 0.0;
+    }
+    let idx = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[idx.min(v.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The scenarios: (name, plugin list, capability args).
+fn scenarios() -> Vec<(&'static str, Value, Value)> {
+    let ipam = |subnet: &str| json!({"type": "host-local", "subnet": subnet, "dataDir": "@STORE@"});
+    vec![
+        ("loopback", json!([{"type": "loopback"}]), json!({})),
+        (
+            "bridge+host-local",
+            json!([{"type": "bridge", "bridge": "bench-br0", "isGateway": true, "ipam": ipam("10.100.0.0/16")}]),
+            json!({}),
+        ),
+        (
+            "ptp+host-local",
+            json!([{"type": "ptp", "ipam": ipam("10.101.0.0/16")}]),
+            json!({}),
+        ),
+        (
+            "bridge+portmap+bandwidth+tuning",
+            json!([
+                {"type": "bridge", "bridge": "bench-br1", "isGateway": true, "ipam": ipam("10.102.0.0/16")},
+                {"type": "portmap", "capabilities": {"portMappings": true}},
+                {"type": "bandwidth", "capabilities": {"bandwidth": true}},
+                {"type": "tuning", "sysctl": {"net.core.somaxconn": "512"}}
+            ]),
+            json!({"portMappings": [{"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}],
+                   "bandwidth": {"ingressRate": 100000000, "ingressBurst": 1000000, "egressRate": 100000000, "egressBurst": 1000000}}),
+        ),
+    ]
+}
+
+impl Bench {
+    fn conf_dir(&self, im: &Impl, name: &str, plugins: &Value) -> Res<PathBuf> {
+        let dir = self
+            .work
+            .join(format!("conf-{}-{}", im.label, name.replace('+', "-")));
+        let store = self.work.join(format!("store-{}", im.label));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let text =
+            json!({"cniVersion": "1.0.0", "name": name.replace('+', "-"), "plugins": plugins})
+                .to_string()
+                .replace("@STORE@", &store.to_string_lossy());
+        std::fs::write(dir.join("net.conflist"), text).map_err(|e| e.to_string())?;
+        Ok(dir)
+    }
+
+    fn netns(&self) -> Res<String> {
+        let n = self.seq.get();
+        self.seq.set(n + 1);
+        let name = format!("bench{n}");
+        let out = Command::new(&self.bin)
+            .args(["cnitool", "netns", "add", &name])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(format!("/run/netns/{name}"))
+    }
+
+    fn drop_netns(&self, path: &str) {
+        let name = path.rsplit('/').next().unwrap_or_default();
+        let _ = Command::new(&self.bin)
+            .args(["cnitool", "netns", "del", name])
+            .output();
+    }
+
+    fn cnitool(&self, im: &Impl, conf: &Path, caps: &Value, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("cnitool")
+            .arg("--cache-dir")
+            .arg(self.work.join(format!("cache-{}", im.label)))
+            .args(args)
+            .env("NETCONFPATH", conf)
+            .env("CNI_PATH", &im.plugin_dir)
+            .env("CAP_ARGS", caps.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn timed(&self, mut cmd: Command) -> Res<f64> {
+        let start = Instant::now();
+        let out = cmd.output().map_err(|e| e.to_string())?;
+        let t = ms(start.elapsed());
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(t)
+    }
+
+    /// Median and p90 of ADD, CHECK, DEL over `iterations` fresh namespaces.
+    fn latency(&self, im: &Impl, name: &str, plugins: &Value, caps: &Value) -> Res<Value> {
+        let conf = self.conf_dir(im, name, plugins)?;
+        let net = name.replace('+', "-");
+        let (mut add, mut check, mut del) = (Vec::new(), Vec::new(), Vec::new());
+        let mut check_error = None;
+        for _ in 0..self.iterations {
+            let ns = self.netns()?;
+            add.push(self.timed(self.cnitool(im, &conf, caps, &["add", &net, &ns]))?);
+            // A plugin whose CHECK is broken (Debian's 1.1.1 portmap checks ip6tables
+            // even without IPv6) is reported, not fatal.
+            match self.timed(self.cnitool(im, &conf, caps, &["check", &net, &ns])) {
+                Ok(t) => check.push(t),
+                Err(e) => check_error = Some(e.trim().to_string()),
+            }
+            del.push(self.timed(self.cnitool(im, &conf, caps, &["del", &net, &ns]))?);
+            self.drop_netns(&ns);
+        }
+        let stat =
+            |v: &[f64]| json!({"median_ms": percentile(v, 0.5), "p90_ms": percentile(v, 0.9)});
+        let check = match check_error {
+            Some(e) => json!({"failed": e}),
+            None => stat(&check),
+        };
+        Ok(json!({"add": stat(&add), "check": check, "del": stat(&del)}))
+    }
+
+    /// ADD latency of the first and last 20 of `count` containers on one bridge with port mappings.
+    fn scale(&self, im: &Impl, count: usize) -> Res<Value> {
+        let plugins = json!([
+            {"type": "bridge", "bridge": "bench-br2", "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": "10.103.0.0/16", "dataDir": "@STORE@"}},
+            {"type": "portmap", "capabilities": {"portMappings": true}}
+        ]);
+        let mut plugins = plugins;
+        if let Ok(backend) = std::env::var("BENCH_SCALE_BACKEND") {
+            plugins[1]["backend"] = json!(backend);
+        }
+        let conf = self.conf_dir(im, "scale", &plugins)?;
+        let mut times = Vec::new();
+        let mut spaces = Vec::new();
+        for i in 0..count {
+            let ns = self.netns()?;
+            let caps = json!({"portMappings": [{"hostPort": 20000 + i, "containerPort": 80, "protocol": "tcp"}]});
+            times.push(self.timed(self.cnitool(im, &conf, &caps, &["add", "scale", &ns]))?);
+            spaces.push((ns, caps));
+        }
+        for (ns, caps) in &spaces {
+            self.timed(self.cnitool(im, &conf, caps, &["del", "scale", ns]))?;
+            self.drop_netns(ns);
+        }
+        let first = percentile(&times[..20.min(times.len())], 0.5);
+        let last = percentile(&times[times.len().saturating_sub(20)..], 0.5);
+        Ok(
+            json!({"containers": count, "first20_median_ms": first, "last20_median_ms": last, "growth": last / first}),
+        )
+    }
+
+    /// 30 ADDs at once, then 30 DELs at once: all succeed, distinct IPs, nothing left.
+    fn parallel(&self, im: &Impl, n: usize) -> Res<Value> {
+        let plugins = json!([{"type": "bridge", "bridge": "bench-br3", "isGateway": true,
+                               "ipam": {"type": "host-local", "subnet": "10.104.0.0/16", "dataDir": "@STORE@"}}]);
+        let conf = self.conf_dir(im, "parallel", &plugins)?;
+        let spaces: Vec<String> = (0..n).map(|_| self.netns()).collect::<Res<_>>()?;
+        let run = |verb: &str| -> Res<(f64, f64, Vec<String>)> {
+            let start = Instant::now();
+            let children: Vec<_> = spaces
+                .iter()
+                .map(|ns| {
+                    let mut cmd = self.cnitool(im, &conf, &json!({}), &[verb, "parallel", ns]);
+                    cmd.stdout(Stdio::piped());
+                    (Instant::now(), cmd.spawn())
+                })
+                .collect();
+            let mut per_call = Vec::new();
+            let mut ips = Vec::new();
+            for (t0, child) in children {
+                let out = child
+                    .map_err(|e| e.to_string())?
+                    .wait_with_output()
+                    .map_err(|e| e.to_string())?;
+                per_call.push(ms(t0.elapsed()));
+                if !out.status.success() {
+                    return Err(format!(
+                        "parallel {verb}: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ));
+                }
+                if let Ok(v) = serde_json::from_slice::<Value>(&out.stdout)
+                    && let Some(ip) = v["ips"][0]["address"].as_str()
+                {
+                    ips.push(ip.to_string());
+                }
+            }
+            Ok((
+                ms(start.elapsed()),
+                per_call.iter().sum::<f64>() / per_call.len() as f64,
+                ips,
+            ))
+        };
+        let (add_wall, add_mean, mut ips) = run("add")?;
+        let (del_wall, del_mean, _) = run("del")?;
+        ips.sort();
+        ips.dedup();
+        let store = self
+            .work
+            .join(format!("store-{}", im.label))
+            .join("parallel");
+        let left = std::fs::read_dir(&store)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        n != "lock" && !n.starts_with("last_reserved_ip")
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        let links = String::from_utf8_lossy(
+            &Command::new("ip")
+                .args(["-o", "link"])
+                .output()
+                .map_err(|e| e.to_string())?
+                .stdout,
+        )
+        .lines()
+        .filter(|l| l.contains("master bench-br3"))
+        .count();
+        for ns in &spaces {
+            self.drop_netns(ns);
+        }
+        Ok(json!({
+            "containers": n, "distinct_ips": ips.len(), "reservations_left": left, "ports_left": links,
+            "add_wall_ms": add_wall, "add_per_call_ms": add_mean, "del_wall_ms": del_wall, "del_per_call_ms": del_mean
+        }))
+    }
+
+    /// Peak RSS of the bridge plugin process (ADD, run as a runtime runs it).
+    fn rss(&self, im: &Impl) -> Res<f64> {
+        let store = self.work.join(format!("store-{}", im.label));
+        let conf = json!({"cniVersion": "1.0.0", "name": "rss", "type": "bridge", "bridge": "bench-br4", "isGateway": true,
+                          "ipam": {"type": "host-local", "subnet": "10.105.0.0/16", "dataDir": store}})
+        .to_string();
+        let mut peak: f64 = 0.0;
+        for i in 0..5 {
+            let ns = self.netns()?;
+            let id = format!("rss{i}");
+            for verb in ["ADD", "DEL"] {
+                let mut cmd = Command::new(im.plugin_dir.join("bridge"));
+                cmd.stdout(Stdio::null())
+                    .env("CNI_COMMAND", verb)
+                    .env("CNI_CONTAINERID", &id)
+                    .env("CNI_NETNS", &ns)
+                    .env("CNI_IFNAME", "eth0")
+                    .env("CNI_PATH", &im.plugin_dir);
+                let traced = trace::run(cmd, conf.as_bytes())?;
+                peak = peak.max(traced.first_hwm_kb as f64 / 1024.0);
+            }
+            self.drop_netns(&ns);
+        }
+        Ok(peak)
+    }
+
+    /// Processes that exist for one bridge+portmap ADD (cnitool included).
+    fn processes(&self, im: &Impl, backend: &str) -> Res<usize> {
+        let plugins = json!([
+            {"type": "bridge", "bridge": "bench-br5", "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": "10.106.0.0/16", "dataDir": "@STORE@"}},
+            {"type": "portmap", "backend": backend, "capabilities": {"portMappings": true}}
+        ]);
+        let name = format!("procs-{backend}");
+        let conf = self.conf_dir(im, &name, &plugins)?;
+        let caps =
+            json!({"portMappings": [{"hostPort": 19090, "containerPort": 80, "protocol": "tcp"}]});
+        let ns = self.netns()?;
+        let cmd = self.cnitool(im, &conf, &caps, &["add", &name, &ns]);
+        let traced = trace::run(cmd, b"")?;
+        self.timed(self.cnitool(im, &conf, &caps, &["del", &name, &ns]))?;
+        self.drop_netns(&ns);
+        if traced.status != 0 {
+            return Err(format!("traced ADD exited {}", traced.status));
+        }
+        Ok(traced.processes)
+    }
+}
+
+fn installed_size(dir: &Path, ours: Option<&Path>) -> u64 {
+    if let Some(bin) = ours {
+        return std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0);
+    }
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::symlink_metadata(e.path()).ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn run() -> Res<()> {
+    let mut args = std::env::args().skip(1);
+    let mut bin = PathBuf::from("target/x86_64-unknown-linux-gnu/release/cni-multi");
+    let mut ref_dir: Option<PathBuf> = None;
+    let mut out = PathBuf::from("bench/results");
+    let mut iterations = 30;
+    let mut scale = 300;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--bin" => bin = PathBuf::from(val()?),
+            "--ref" => ref_dir = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty()),
+            "--out" => out = PathBuf::from(val()?),
+            "--iterations" => iterations = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--scale" => scale = val()?.parse().map_err(|e| format!("{e}"))?,
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    let bin = std::fs::canonicalize(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    let work = std::env::temp_dir().join(format!("cni-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+    let ours_dir = work.join("bin");
+    std::fs::create_dir_all(&ours_dir).map_err(|e| e.to_string())?;
+    let names = Command::new(&bin)
+        .arg("--list")
+        .output()
+        .map_err(|e| e.to_string())?;
+    for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
+        std::os::unix::fs::symlink(&bin, ours_dir.join(name)).map_err(|e| e.to_string())?;
+    }
+    let b = Bench {
+        bin: bin.clone(),
+        work: work.clone(),
+        iterations,
+        seq: std::cell::Cell::new(0),
+    };
+    let _ = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status();
+    let mut impls = vec![Impl {
+        label: "cni-multi",
+        plugin_dir: ours_dir,
+    }];
+    if let Some(dir) = &ref_dir {
+        impls.push(Impl {
+            label: "reference",
+            plugin_dir: dir.clone(),
+        });
+    }
+    let mut results: BTreeMap<&str, Value> = BTreeMap::new();
+    for im in &impls {
+        eprintln!("bench: {} ({})", im.label, im.plugin_dir.display());
+        let mut r = serde_json::Map::new();
+        let mut lat = serde_json::Map::new();
+        for (name, plugins, caps) in scenarios() {
+            eprintln!("bench:   {name}");
+            lat.insert(name.into(), b.latency(im, name, &plugins, &caps)?);
+        }
+        r.insert("latency".into(), Value::Object(lat));
+        eprintln!("bench:   peak RSS");
+        r.insert("peak_rss_mb".into(), json!(b.rss(im)?));
+        eprintln!("bench:   processes");
+        r.insert(
+            "processes_bridge_portmap_iptables".into(),
+            json!(b.processes(im, "iptables")?),
+        );
+        if im.label == "cni-multi" {
+            r.insert(
+                "processes_bridge_portmap_nftables".into(),
+                json!(b.processes(im, "nftables")?),
+            );
+        }
+        let ours_bin = (im.label == "cni-multi").then_some(bin.as_path());
+        r.insert(
+            "installed_bytes".into(),
+            json!(installed_size(&im.plugin_dir, ours_bin)),
+        );
+        eprintln!("bench:   scale ({scale} containers)");
+        r.insert("scale".into(), b.scale(im, scale)?);
+        eprintln!("bench:   30 parallel");
+        r.insert("parallel".into(), b.parallel(im, 30)?);
+        results.insert(im.label, Value::Object(r));
+    }
+    let machine = machine();
+    let report =
+        json!({"date": date(), "machine": machine, "iterations": iterations, "results": results});
+    let table = markdown(&report);
+    println!("{table}");
+    std::fs::write(
+        out.with_extension("json"),
+        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::write(out.with_extension("md"), &table).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+fn date() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} cores, {cpu}, Linux {}", kernel.trim())
+}
+
+fn markdown(report: &Value) -> String {
+    let r = &report["results"];
+    let ours = &r["cni-multi"];
+    let refr = &r["reference"];
+    let has_ref = !refr.is_null();
+    let mut s = format!(
+        "Machine: {}; date: {}; {} iterations per latency.\n\n",
+        report["machine"].as_str().unwrap_or(""),
+        report["date"].as_str().unwrap_or(""),
+        report["iterations"]
+    );
+    if has_ref {
+        s.push_str("| Measure | cni-multi | reference | cni-multi / reference |\n| --- | --- | --- | --- |\n");
+    } else {
+        s.push_str("| Measure | cni-multi |\n| --- | --- |\n");
+    }
+    let row = |s: &mut String, label: String, a: f64, b: Option<f64>, unit: &str| match b
+        .filter(|_| has_ref)
+    {
+        Some(b) => s.push_str(&format!(
+            "| {label} | {a:.2}{unit} | {b:.2}{unit} | {:.3} |\n",
+            if b > 0.0 { a / b } else { 0.0 }
+        )),
+        None if has_ref => s.push_str(&format!("| {label} | {a:.2}{unit} | – | – |\n")),
+        None => s.push_str(&format!("| {label} | {a:.2}{unit} |\n")),
+    };
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    for (name, _, _) in scenarios() {
+        for verb in ["add", "check", "del"] {
+            if !refr["latency"][name][verb]["failed"].is_null()
+                || !ours["latency"][name][verb]["failed"].is_null()
+            {
+                s.push_str(&format!(
+                    "| {name} {} | see note: CHECK fails in one implementation | | |\n",
+                    verb.to_uppercase()
+                ));
+                continue;
+            }
+            for (stat, key) in [("median", "median_ms"), ("p90", "p90_ms")] {
+                let a = num(&ours["latency"][name][verb][key]);
+                let b = num(&refr["latency"][name][verb][key]);
+                row(
+                    &mut s,
+                    format!("{name} {} {stat}", verb.to_uppercase()),
+                    a,
+                    Some(b),
+                    " ms",
+                );
+            }
+        }
+    }
+    row(
+        &mut s,
+        "peak RSS of the bridge plugin process".into(),
+        num(&ours["peak_rss_mb"]),
+        Some(num(&refr["peak_rss_mb"])),
+        " MB",
+    );
+    row(
+        &mut s,
+        "processes for one bridge+portmap ADD (iptables)".into(),
+        num(&ours["processes_bridge_portmap_iptables"]),
+        Some(num(&refr["processes_bridge_portmap_iptables"])),
+        "",
+    );
+    row(
+        &mut s,
+        "processes for one bridge+portmap ADD (nftables)".into(),
+        num(&ours["processes_bridge_portmap_nftables"]),
+        None,
+        "",
+    );
+    row(
+        &mut s,
+        "installed size".into(),
+        num(&ours["installed_bytes"]) / 1e6,
+        Some(num(&refr["installed_bytes"]) / 1e6),
+        " MB",
+    );
+    let sc = |v: &Value, k: &str| num(&v["scale"][k]);
+    row(
+        &mut s,
+        format!(
+            "first 20 of {} ADDs (bridge+portmap), median",
+            ours["scale"]["containers"]
+        ),
+        sc(ours, "first20_median_ms"),
+        Some(sc(refr, "first20_median_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "last 20, median".into(),
+        sc(ours, "last20_median_ms"),
+        Some(sc(refr, "last20_median_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "last 20 / first 20".into(),
+        sc(ours, "growth"),
+        Some(sc(refr, "growth")),
+        "",
+    );
+    let p = |v: &Value, k: &str| num(&v["parallel"][k]);
+    row(
+        &mut s,
+        "30 parallel ADDs, per call".into(),
+        p(ours, "add_per_call_ms"),
+        Some(p(refr, "add_per_call_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "30 parallel DELs, per call".into(),
+        p(ours, "del_per_call_ms"),
+        Some(p(refr, "del_per_call_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "30 parallel: distinct IPs".into(),
+        p(ours, "distinct_ips"),
+        Some(p(refr, "distinct_ips")),
+        "",
+    );
+    row(
+        &mut s,
+        "30 parallel: reservations + ports left after DEL".into(),
+        p(ours, "reservations_left") + p(ours, "ports_left"),
+        Some(p(refr, "reservations_left") + p(refr, "ports_left")),
+        "",
+    );
+    s
+}
+
+/// Process tracing with ptrace: counts processes and reads the first one's peak RSS at exit.
+mod trace {
+    use nix::libc;
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    pub struct Traced {
+        pub processes: usize,
+        pub first_hwm_kb: u64,
+        pub status: i32,
+    }
+
+    fn hwm_kb(pid: i32) -> u64 {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("VmHWM:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    pub fn run(mut cmd: Command, stdin: &[u8]) -> Result<Traced, String> {
+        // SAFETY: only ptrace(2), async-signal-safe, runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+        let first = child.id() as i32;
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin);
+        }
+        let opts = libc::PTRACE_O_TRACEFORK
+            | libc::PTRACE_O_TRACEVFORK
+            | libc::PTRACE_O_TRACECLONE
+            | libc::PTRACE_O_TRACEEXIT;
+        let mut processes = 1;
+        let mut hwm = 0;
+        let mut status_code = -1;
+        let mut set_options = true;
+        loop {
+            let mut status = 0;
+            // SAFETY: plain waitpid on our tracees.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+            if pid < 0 {
+                break;
+            }
+            if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                if pid == first {
+                    status_code = if libc::WIFEXITED(status) {
+                        libc::WEXITSTATUS(status)
+                    } else {
+                        128
+                    };
+                }
+                continue;
+            }
+            if !libc::WIFSTOPPED(status) {
+                continue;
+            }
+            let sig = libc::WSTOPSIG(status);
+            let event = (status >> 16) & 0xff;
+            let mut deliver = 0;
+            if pid == first && set_options {
+                // SAFETY: pid is our stopped tracee.
+                unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as libc::c_long) };
+                set_options = false;
+            } else if event == libc::PTRACE_EVENT_FORK || event == libc::PTRACE_EVENT_VFORK {
+                processes += 1;
+            } else if event == libc::PTRACE_EVENT_EXIT && pid == first {
+                hwm = hwm_kb(pid);
+                if std::env::var_os("BENCH_RSS_DETAIL").is_some() {
+                    let status =
+                        std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                    for l in status.lines().filter(|l| {
+                        l.starts_with("Vm") || l.starts_with("Rss") || l.starts_with("Threads")
+                    }) {
+                        eprintln!("  {l}");
+                    }
+                    let maps = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+                        .unwrap_or_default();
+                    eprintln!("{maps}");
+                }
+            } else if event == 0 && sig != libc::SIGTRAP && sig != libc::SIGSTOP {
+                deliver = sig;
+            }
+            // SAFETY: pid is a stopped tracee of ours.
+            unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, deliver as libc::c_long) };
+        }
+        let _ = child.wait();
+        Ok(Traced {
+            processes,
+            first_hwm_kb: hwm,
+            status: status_code,
+        })
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("bench: {e}");
+        std::process::exit(1);
+    }
+}
