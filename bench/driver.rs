@@ -159,14 +159,13 @@ impl Bench {
     }
 
     /// ADD latency of the first and last 20 of `count` containers on one bridge with port mappings.
-    fn scale(&self, im: &Impl, count: usize) -> Res<Value> {
-        let plugins = json!([
+    fn scale(&self, im: &Impl, count: usize, backend: Option<&str>) -> Res<Value> {
+        let mut plugins = json!([
             {"type": "bridge", "bridge": "bench-br2", "isGateway": true,
              "ipam": {"type": "host-local", "subnet": "10.103.0.0/16", "dataDir": "@STORE@"}},
             {"type": "portmap", "capabilities": {"portMappings": true}}
         ]);
-        let mut plugins = plugins;
-        if let Ok(backend) = std::env::var("BENCH_SCALE_BACKEND") {
+        if let Some(backend) = backend {
             plugins[1]["backend"] = json!(backend);
         }
         let conf = self.conf_dir(im, "scale", &plugins)?;
@@ -410,7 +409,14 @@ fn run() -> Res<()> {
             json!(installed_size(&im.plugin_dir, ours_bin)),
         );
         eprintln!("bench:   scale ({scale} containers)");
-        r.insert("scale".into(), b.scale(im, scale)?);
+        r.insert("scale".into(), b.scale(im, scale, None)?);
+        if im.label == "cni-multi" {
+            eprintln!("bench:   scale ({scale} containers, nftables backend)");
+            r.insert(
+                "scale_nftables".into(),
+                b.scale(im, scale, Some("nftables"))?,
+            );
+        }
         eprintln!("bench:   30 parallel");
         r.insert("parallel".into(), b.parallel(im, 30)?);
         results.insert(im.label, Value::Object(r));
@@ -556,6 +562,28 @@ fn markdown(report: &Value) -> String {
         "last 20 / first 20".into(),
         sc(ours, "growth"),
         Some(sc(refr, "growth")),
+        "",
+    );
+    let scn = |k: &str| num(&ours["scale_nftables"][k]);
+    row(
+        &mut s,
+        "same, portmap on nftables: first 20, median".into(),
+        scn("first20_median_ms"),
+        None,
+        " ms",
+    );
+    row(
+        &mut s,
+        "nftables: last 20, median".into(),
+        scn("last20_median_ms"),
+        None,
+        " ms",
+    );
+    row(
+        &mut s,
+        "nftables: last 20 / first 20".into(),
+        scn("growth"),
+        None,
         "",
     );
     let p = |v: &Value, k: &str| num(&v["parallel"][k]);

@@ -215,6 +215,18 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
     }
 }
 
+/// Whether the family's iptables is the nf_tables flavour (xtables-nft-multi),
+/// whose state can then be read over netlink instead of by `iptables-save`.
+pub fn is_nft_based(family: Family) -> bool {
+    let restore = tool(family, "restore");
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::canonicalize(dir.join(&restore))
+                .is_ok_and(|p| p.to_string_lossy().contains("nft"))
+        })
+    })
+}
+
 /// Whether the family's tools are installed (looked up on PATH, no process run:
 /// detection must not cost an exec per operation).
 pub fn usable(family: Family) -> bool {

@@ -446,6 +446,27 @@ pub fn chains(family: u8, table: &str) -> Result<Vec<String>, String> {
 pub struct DumpedRule {
     pub handle: u64,
     pub comment: String,
+    /// Chains this rule jumps or goes to (immediate verdicts).
+    pub jumps: Vec<String>,
+}
+
+/// The chain names of a rule's jump/goto verdicts.
+fn verdict_chains(attrs: &[u8]) -> Vec<String> {
+    let Some(list) = wire::find(attrs, NFTA_RULE_EXPRESSIONS) else {
+        return Vec::new();
+    };
+    wire::attrs(list)
+        .filter(|(t, _)| *t == NFTA_LIST_ELEM)
+        .filter(|(_, e)| {
+            wire::find(e, NFTA_EXPR_NAME).map(wire::as_str).as_deref() == Some("immediate")
+        })
+        .filter_map(|(_, e)| {
+            let data = wire::find(e, NFTA_EXPR_DATA)?;
+            let value = wire::find(data, 2)?;
+            let verdict = wire::find(value, NFTA_DATA_VERDICT)?;
+            wire::find(verdict, NFTA_VERDICT_CHAIN).map(wire::as_str)
+        })
+        .collect()
 }
 
 /// The rules of one chain; a missing table or chain is an empty list.
@@ -480,7 +501,11 @@ pub fn rules(family: u8, table: &str, chain: &str) -> Result<Vec<DumpedRule>, St
                     None
                 })
                 .unwrap_or_default();
-            Some(DumpedRule { handle, comment })
+            Some(DumpedRule {
+                handle,
+                comment,
+                jumps: verdict_chains(attrs),
+            })
         })
         .collect())
 }

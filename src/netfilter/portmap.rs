@@ -235,6 +235,37 @@ fn ensure_shared(batch: &mut Batch, saved: &mut Saved, plan: &Plan) {
     }
 }
 
+/// With iptables-nft, the shared chains and entry jumps can be verified over
+/// netlink (no `iptables-save`, whose cost grows with every pod's rules). True
+/// when everything the container's rules hang on is in place and the container
+/// has no rules yet: then one restore with only its own lines is enough.
+fn shared_state_ready(plan: &Plan, family: Family) -> bool {
+    if !iptables::is_nft_based(family) {
+        return false;
+    }
+    let f = match family {
+        Family::V4 => super::nft::NFPROTO_IPV4,
+        Family::V6 => super::nft::NFPROTO_IPV6,
+    };
+    let Ok(chains) = super::nft::chains(f, "nat") else {
+        return false;
+    };
+    let has = |c: &str| chains.iter().any(|x| x == c);
+    let jumps = |chain: &str, target: &str| {
+        super::nft::rules(f, "nat", chain)
+            .is_ok_and(|rules| rules.iter().any(|r| r.jumps.iter().any(|j| j == target)))
+    };
+    let chain = plan.dnat_chain();
+    let masq_ready = !plan.snat
+        || plan.external_mark_chain.is_some()
+        || (has(SETMARK_CHAIN) && has(MASQ_CHAIN) && jumps("POSTROUTING", MASQ_CHAIN));
+    has(DNAT_CHAIN)
+        && !has(&chain)
+        && masq_ready
+        && jumps("PREROUTING", DNAT_CHAIN)
+        && jumps("OUTPUT", DNAT_CHAIN)
+}
+
 /// Adds (or rewrites) the container's mappings for each family it has an address of.
 pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
     let _lock = lock()?;
@@ -242,6 +273,21 @@ pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
+        }
+        if shared_state_ready(plan, family) {
+            let mut batch = Batch::new(family, "nat");
+            let chain = plan.dnat_chain();
+            batch.reset_chain(&chain);
+            for rule in dnat_rules(plan, family, target) {
+                batch.append(&chain, &rule);
+            }
+            for rule in entry_rules(plan, family) {
+                batch.append(DNAT_CHAIN, &rule);
+            }
+            // The restore is atomic: if the state changed meanwhile, fall back.
+            if iptables::apply(&batch).is_ok() {
+                continue;
+            }
         }
         let mut saved = iptables::save(family, "nat").map_err(Error::internal)?;
         let mut batch = Batch::new(family, "nat");
