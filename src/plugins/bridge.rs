@@ -259,6 +259,8 @@ impl Plugin for Bridge {
             }
         })??;
 
+        // A gateway bridge whose MAC an earlier ADD pinned keeps it: no refetch.
+        let mut mac_settled = false;
         if conf.is_gateway {
             let mut added = false;
             for gw in &gateways {
@@ -275,13 +277,15 @@ impl Plugin for Bridge {
                 }
             }
             iface::enable_forwarding(&result.ips)?;
+            mac_settled = !created && !added;
         }
-
-        let bridge_now = host.link_by_index(bridge.index)?;
-        result.interfaces[0].mac = bridge_now.mac_string();
-        let container_now =
-            ns.run(|| Socket::open().and_then(|mut s| s.link_by_name(ifname)))??;
-        result.interfaces[2].mac = container_now.mac_string();
+        if !mac_settled {
+            // Unpinned, a bridge takes the lowest port MAC: read what it is now.
+            let bridge_now = host.link_by_index(bridge.index)?;
+            result.interfaces[0].mac = bridge_now.mac_string();
+        }
+        // The container end's MAC was fixed when the veth was made (it is in
+        // interfaces[2] already); configuring addresses does not change it.
         if !conf.disable_container_interface {
             wait_oper_up(&mut host, veth.host.index)?;
         }
