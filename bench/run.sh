@@ -5,7 +5,7 @@
 # Writes bench/results.md and bench/results.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${BENCH_BIN:-target/x86_64-unknown-linux-gnu/release/cni-multi}
+bin=${BENCH_BIN:-target/cni-multi}
 cargo build --release --locked --example bench >/dev/null
 driver=target/release/examples/bench
 if [ -z "${CNI_BENCH_INNER:-}" ]; then

@@ -2,7 +2,7 @@
 # The static release binary installs into a DESTDIR with one symlink per plugin,
 # and every link answers VERSION with the seven spec versions.
 set -eu
-bin=target/x86_64-unknown-linux-gnu/release/cni-multi
+bin=target/cni-multi
 file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
     echo "install-check: $bin is not statically linked: $(file -L "$bin")" >&2; exit 1; }
 d=$(mktemp -d)
