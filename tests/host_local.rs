@@ -314,3 +314,23 @@ fn names_and_data_dirs_that_escape_the_store_are_refused() {
     call("ADD", "x", &v.to_string()).run().err(7);
     assert!(!dir.0.join("hl-net").exists());
 }
+
+#[test]
+fn a_duplicate_add_fails_and_keeps_the_first_reservation() {
+    enter_test_host();
+    let dir = TempDir::new("hl-dup");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.12.0.0/24"}));
+    call("ADD", "ctr-a", &stdin).run().ok();
+    let e = call("ADD", "ctr-a", &stdin).run().err(999);
+    assert!(
+        e["msg"].as_str().is_some_and(|m| m.contains("duplicate")),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(dir.0.join("hl-net").join("10.12.0.2")).ok(),
+        Some(b"ctr-a\r\neth0".to_vec()),
+        "the first ADD's reservation is still there"
+    );
+    call("DEL", "ctr-a", &stdin).run().ok();
+    assert!(!dir.0.join("hl-net").join("10.12.0.2").exists());
+}

@@ -24,8 +24,12 @@ impl Plugin for HostLocal {
         let store = conf.open_store()?;
         let (id, ifname) = (inv.env.container_id.as_str(), inv.env.ifname.as_str());
         let mut requested = conf.requested.clone();
-        let release = |store: &DiskStore| {
-            let _ = store.release_by_id(id, ifname);
+        // On failure, give back only what this call reserved: a duplicate ADD
+        // must not release the reservation the first ADD made.
+        let release = |store: &DiskStore, got: &NetResult| {
+            for ip in &got.ips {
+                let _ = store.release_ip(ip.address.addr());
+            }
         };
         for (idx, set) in conf.sets.iter().enumerate() {
             let wanted = requested
@@ -39,7 +43,7 @@ impl Plugin for HostLocal {
                     gateway: Some(a.gateway),
                 }),
                 Err(e) => {
-                    release(&store);
+                    release(&store, &result);
                     return Err(Error::internal(format!(
                         "failed to allocate for range {idx}: {e}"
                     )));
@@ -47,7 +51,7 @@ impl Plugin for HostLocal {
             }
         }
         if !requested.is_empty() {
-            release(&store);
+            release(&store, &result);
             let left: Vec<String> = requested.iter().map(ToString::to_string).collect();
             return Err(Error::internal(format!(
                 "failed to allocate all requested IPs: {}",
