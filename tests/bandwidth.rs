@@ -4,56 +4,23 @@
 
 mod harness;
 
-use harness::{BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in};
-use serde_json::{Value, json};
+use harness::{Netns, Runtime, enter_test_host, peer_netns, run_in, sha512_prefix};
+use serde_json::json;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RATE: u64 = 8_000_000;
 
-struct Setup {
-    conf: TempDir,
-    cache: TempDir,
-    store: TempDir,
-    bin: TempDir,
-}
-
-impl Setup {
-    fn new() -> Setup {
-        let s = Setup {
-            conf: TempDir::new("bw-conf"),
-            cache: TempDir::new("bw-cache"),
-            store: TempDir::new("bw-store"),
-            bin: plugin_dir(),
-        };
-        let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
-            {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
-             "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": s.store.0}},
-            {"type": "bandwidth", "capabilities": {"bandwidth": true}}]});
-        std::fs::write(s.conf.0.join("bw.conflist"), list.to_string()).expect("conf");
-        s
-    }
-
-    fn run(&self, args: &[&str], caps: &Value) -> Outcome {
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .arg("--cache-dir")
-            .arg(&self.cache.0)
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("CAP_ARGS", caps.to_string())
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cnitool");
-        Outcome::of(child)
-    }
+/// bridge + bandwidth (capability) as `bw-net`.
+fn setup() -> Runtime {
+    let rt = Runtime::new("bw");
+    let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
+        {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
+         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": "@STORE@"}},
+        {"type": "bandwidth", "capabilities": {"bandwidth": true}}]});
+    rt.write_list("bw.conflist", &list);
+    rt
 }
 
 fn enter(netns: Option<&str>) {
@@ -121,7 +88,7 @@ fn within(measured: f64, rate: f64) -> bool {
 #[test]
 fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
     enter_test_host();
-    let s = Setup::new();
+    let s = setup();
     let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
     let ns = Netns::new();
     let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
@@ -137,8 +104,11 @@ fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
         .as_str()
         .expect("name")
         .to_string();
-    let id = format!("cnitool-{}", sha512(ns.path(), 20));
-    assert_eq!(ifb, format!("bwp{}", sha512(&format!("bw-net{id}"), 12)));
+    let id = format!("cnitool-{}", sha512_prefix(ns.path(), 20));
+    assert_eq!(
+        ifb,
+        format!("bwp{}", sha512_prefix(&format!("bw-net{id}"), 12))
+    );
     let host_veth = ifs[1]["name"].as_str().expect("veth").to_string();
     let qdiscs = run_in(None, "tc", &["qdisc", "show", "dev", &host_veth]);
     assert!(
@@ -189,24 +159,15 @@ fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
     assert!(unshaped > 10.0 * RATE as f64, "unshaped {unshaped}");
 }
 
-fn sha512(s: &str, n: usize) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("printf %s '{s}' | sha512sum"))
-        .output()
-        .expect("sha512sum");
-    String::from_utf8_lossy(&out.stdout)[..n].to_string()
-}
-
 #[test]
 fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
     enter_test_host();
-    let s = Setup::new();
+    let s = setup();
     let caps = json!({"bandwidth": {"egressRate": RATE, "egressBurst": 524288}});
     let (a, b) = (Netns::new(), Netns::new());
     s.run(&["add", "bw-net", a.path()], &caps).ok();
     s.run(&["add", "bw-net", b.path()], &caps).ok();
-    let keep = format!("cnitool-{}", sha512(a.path(), 20));
+    let keep = format!("cnitool-{}", sha512_prefix(a.path(), 20));
     let list = json!({"cniVersion": "1.1.0", "name": "bw-net", "type": "bandwidth",
                       "cni.dev/valid-attachments": [{"containerID": keep, "ifname": "eth0"}]});
     harness::Call::new("bandwidth", "GC", "", &list.to_string())
@@ -218,7 +179,10 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
         .ok();
     let links = run_in(None, "ip", &["-o", "link"]);
     assert_eq!(links.matches("bwp").count(), 1, "{links}");
-    assert!(links.contains(&format!("bwp{}", sha512(&format!("bw-net{keep}"), 12))));
+    assert!(links.contains(&format!(
+        "bwp{}",
+        sha512_prefix(&format!("bw-net{keep}"), 12)
+    )));
 
     for bad in [
         json!({"ingressRate": 1000}),
@@ -237,37 +201,16 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
 #[test]
 fn unshaped_subnets_bypass_the_limit_and_others_are_shaped() {
     enter_test_host();
-    let s = Setup::new();
+    let s = setup();
     // The same network, but traffic with the bridge's own subnet is not shaped.
     let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
         {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
-         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": s.store.0,
+         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": "@STORE@",
                   "routes": [{"dst": "0.0.0.0/0"}]}},
         {"type": "bandwidth", "capabilities": {"bandwidth": true}, "unshapedSubnets": ["10.90.0.0/24"]}]});
-    std::fs::write(s.conf.0.join("bw.conflist"), list.to_string()).expect("conf");
+    s.write_list("bw.conflist", &list);
     // A remote client at 192.0.2.2, outside the unshaped subnet.
-    let client = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "to-cl",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "c0",
-            "netns",
-            client.path(),
-        ],
-    );
-    run_in(None, "ip", &["addr", "add", "192.0.2.1/24", "dev", "to-cl"]);
-    run_in(None, "ip", &["link", "set", "to-cl", "up"]);
-    client.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "c0"]);
-    client.sh("ip", &["link", "set", "c0", "up"]);
-    client.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
+    let client = peer_netns("to-cl");
     let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
     let ns = Netns::new();
     let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();

@@ -5,106 +5,32 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in, tcp_fetch, tcp_server,
+    Netns, Runtime, enter_test_host, iptables_table, merged, peer_netns, plugin_dir, run_in,
+    tcp_fetch, tcp_server,
 };
 use serde_json::{Value, json};
-use std::process::{Command, Stdio};
 
 fn filter() -> String {
-    run_in(None, "iptables-save", &["-t", "filter"])
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
+    iptables_table("filter")
 }
 
-struct Setup {
-    conf: TempDir,
-    cache: TempDir,
-    store: TempDir,
-    bin: TempDir,
-}
-
-impl Setup {
-    fn new() -> Setup {
-        Setup {
-            conf: TempDir::new("fw-conf"),
-            cache: TempDir::new("fw-cache"),
-            store: TempDir::new("fw-store"),
-            bin: plugin_dir(),
-        }
-    }
-
-    fn network(&self, name: &str, bridge: &str, subnet: &str, firewall: Value) {
-        let mut fw = json!({"type": "firewall"});
-        if let (Some(f), Some(extra)) = (fw.as_object_mut(), firewall.as_object()) {
-            for (k, v) in extra {
-                f.insert(k.clone(), v.clone());
-            }
-        }
-        let list = json!({
-            "cniVersion": "1.0.0", "name": name,
-            "plugins": [
-                {"type": "bridge", "bridge": bridge, "isGateway": true,
-                 "ipam": {"type": "host-local", "subnet": subnet, "dataDir": self.store.0,
-                          "routes": [{"dst": "0.0.0.0/0"}]}},
-                fw
-            ]
-        });
-        std::fs::write(
-            self.conf.0.join(format!("{name}.conflist")),
-            list.to_string(),
-        )
-        .expect("conf");
-    }
-
-    fn run(&self, args: &[&str]) -> Outcome {
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .arg("--cache-dir")
-            .arg(&self.cache.0)
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cnitool");
-        Outcome::of(child)
-    }
+/// A bridge network followed by the firewall plugin with `firewall` keys.
+fn network(rt: &Runtime, name: &str, bridge: &str, subnet: &str, firewall: Value) {
+    let list = json!({
+        "cniVersion": "1.0.0", "name": name,
+        "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": subnet, "dataDir": "@STORE@",
+                      "routes": [{"dst": "0.0.0.0/0"}]}},
+            merged(json!({"type": "firewall"}), firewall)
+        ]
+    });
+    rt.write_list(&format!("{name}.conflist"), &list);
 }
 
 /// A server namespace at 192.0.2.2 behind the host's 192.0.2.1, serving TCP 80.
 fn server() -> Netns {
-    let s = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "to-srv",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "s0",
-            "netns",
-            s.path(),
-        ],
-    );
-    run_in(
-        None,
-        "ip",
-        &["addr", "add", "192.0.2.1/24", "dev", "to-srv"],
-    );
-    run_in(None, "ip", &["link", "set", "to-srv", "up"]);
-    s.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "s0"]);
-    s.sh("ip", &["link", "set", "s0", "up"]);
-    s.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
+    let s = peer_netns("to-srv");
     tcp_server(s.path(), 80, "outside");
     s
 }
@@ -114,11 +40,11 @@ fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
     enter_test_host();
     let _srv = server();
     run_in(None, "iptables", &["-P", "FORWARD", "DROP"]);
-    let s = Setup::new();
-    s.network("fw-net", "cni-fw0", "10.50.0.0/24", json!({}));
+    let s = Runtime::new("fw");
+    network(&s, "fw-net", "cni-fw0", "10.50.0.0/24", json!({}));
     let before = filter();
     let ns = Netns::new();
-    let out = s.run(&["add", "fw-net", ns.path()]).ok();
+    let out = s.run(&["add", "fw-net", ns.path()], &json!({})).ok();
     let ip = out["ips"][0]["address"]
         .as_str()
         .expect("ip")
@@ -140,7 +66,7 @@ fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
     ] {
         assert!(rules.contains(&expected), "missing {expected}\n{rules}");
     }
-    s.run(&["check", "fw-net", ns.path()]).ok();
+    s.run(&["check", "fw-net", ns.path()], &json!({})).ok();
     run_in(
         None,
         "iptables",
@@ -153,31 +79,33 @@ fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
             "ACCEPT",
         ],
     );
-    assert_eq!(s.run(&["check", "fw-net", ns.path()]).status, 1);
-    s.run(&["del", "fw-net", ns.path()]).ok();
+    assert_eq!(s.run(&["check", "fw-net", ns.path()], &json!({})).status, 1);
+    s.run(&["del", "fw-net", ns.path()], &json!({})).ok();
     assert_eq!(filter(), before, "DEL leaves the filter table as it was");
 }
 
 #[test]
 fn same_bridge_policy_isolates_bridges() {
     enter_test_host();
-    let s = Setup::new();
-    s.network(
+    let s = Runtime::new("fw");
+    network(
+        &s,
         "net-a",
         "cni-fwa",
         "10.51.0.0/24",
         json!({"ingressPolicy": "same-bridge"}),
     );
-    s.network(
+    network(
+        &s,
         "net-b",
         "cni-fwb",
         "10.52.0.0/24",
         json!({"ingressPolicy": "same-bridge"}),
     );
     let (a1, a2, b1) = (Netns::new(), Netns::new(), Netns::new());
-    s.run(&["add", "net-a", a1.path()]).ok();
-    s.run(&["add", "net-a", a2.path()]).ok();
-    s.run(&["add", "net-b", b1.path()]).ok();
+    s.run(&["add", "net-a", a1.path()], &json!({})).ok();
+    s.run(&["add", "net-a", a2.path()], &json!({})).ok();
+    s.run(&["add", "net-b", b1.path()], &json!({})).ok();
     tcp_server(a2.path(), 80, "a2");
     tcp_server(b1.path(), 80, "b1");
     assert_eq!(
@@ -234,8 +162,9 @@ fn unsupported_backends_are_refused() {
 fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
     enter_test_host();
     let _srv = server();
-    let s = Setup::new();
-    s.network(
+    let s = Runtime::new("fw");
+    network(
+        &s,
         "fw-nft",
         "cni-fwn0",
         "10.53.0.0/24",
@@ -244,7 +173,7 @@ fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
     let ruleset = || run_in(None, "nft", &["list", "ruleset"]);
     let before = ruleset();
     let ns = Netns::new();
-    let out = s.run(&["add", "fw-nft", ns.path()]).ok();
+    let out = s.run(&["add", "fw-nft", ns.path()], &json!({})).ok();
     let ip = out["ips"][0]["address"]
         .as_str()
         .expect("ip")
@@ -265,7 +194,7 @@ fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
     ] {
         assert!(rules.contains(&expected), "missing {expected}\n{rules}");
     }
-    s.run(&["check", "fw-nft", ns.path()]).ok();
-    s.run(&["del", "fw-nft", ns.path()]).ok();
+    s.run(&["check", "fw-nft", ns.path()], &json!({})).ok();
+    s.run(&["del", "fw-nft", ns.path()], &json!({})).ok();
     assert_eq!(ruleset(), before);
 }

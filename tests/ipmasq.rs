@@ -4,24 +4,13 @@
 
 mod harness;
 
-use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
+use harness::{
+    Call, Netns, TempDir, enter_test_host, iptables_table, plugin_dir, run_in, sha512_prefix,
+};
 use serde_json::{Value, json};
 
 fn nat() -> String {
-    run_in(None, "iptables-save", &["-t", "nat"])
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn sha512_prefix(s: &str, n: usize) -> String {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("printf %s '{s}' | sha512sum"))
-        .output()
-        .expect("sha512sum");
-    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+    iptables_table("nat")
 }
 
 fn conf(plugin: &str, store: &TempDir) -> Value {

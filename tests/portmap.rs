@@ -6,99 +6,36 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in, tcp_fetch, tcp_server,
-    udp_fetch, udp_server,
+    Netns, Outcome, Runtime, TempDir, enter_test_host, iptables_table, merged, nft_ruleset,
+    peer_netns, plugin_dir, run_in, sha512_prefix, tcp_fetch, tcp_server, udp_fetch, udp_server,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn nat() -> String {
-    run_in(None, "iptables-save", &["-t", "nat"])
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
+    iptables_table("nat")
 }
 
 fn ruleset() -> String {
-    run_in(None, "nft", &["list", "ruleset"])
+    nft_ruleset()
 }
 
-fn sha512_prefix(s: &str, n: usize) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("printf %s '{s}' | sha512sum"))
-        .output()
-        .expect("sha512sum");
-    String::from_utf8_lossy(&out.stdout)[..n].to_string()
-}
-
-struct Net {
-    conf: TempDir,
-    cache: TempDir,
-    _store: TempDir,
-    bin: TempDir,
-}
-
-impl Net {
-    /// bridge (hairpin) + portmap, as a conflist in a private conf dir.
-    fn new(portmap_extra: Value) -> Net {
-        let (conf, cache, store, bin) = (
-            TempDir::new("pm-conf"),
-            TempDir::new("pm-cache"),
-            TempDir::new("pm-store"),
-            plugin_dir(),
-        );
-        let mut portmap = json!({"type": "portmap", "capabilities": {"portMappings": true}});
-        if let (Some(p), Some(extra)) = (portmap.as_object_mut(), portmap_extra.as_object()) {
-            for (k, v) in extra {
-                p.insert(k.clone(), v.clone());
-            }
-        }
-        let list = json!({
-            "cniVersion": "1.0.0",
-            "name": "pm-net",
-            "plugins": [
-                {"type": "bridge", "bridge": "cni-pm0", "isGateway": true, "hairpinMode": true,
-                 "ipam": {"type": "host-local", "subnet": "10.40.0.0/24", "dataDir": store.0,
-                          "routes": [{"dst": "0.0.0.0/0"}]}},
-                portmap
-            ]
-        });
-        std::fs::write(conf.0.join("pm.conflist"), list.to_string()).expect("conf");
-        Net {
-            conf,
-            cache,
-            _store: store,
-            bin,
-        }
-    }
-
-    fn cnitool(&self, args: &[&str], caps: &Value, path: Option<&str>) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("cnitool")
-            .arg("--cache-dir")
-            .arg(&self.cache.0)
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("CAP_ARGS", caps.to_string())
-            .env(
-                "PATH",
-                path.map(String::from)
-                    .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default()),
-            )
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
-    }
-
-    fn run(&self, args: &[&str], caps: &Value) -> Outcome {
-        Outcome::of(self.cnitool(args, caps, None).spawn().expect("cnitool"))
-    }
+/// bridge (hairpin) + portmap with `portmap_extra` keys, as `pm-net`.
+fn network(portmap_extra: Value) -> Runtime {
+    let rt = Runtime::new("pm");
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": "pm-net",
+        "plugins": [
+            {"type": "bridge", "bridge": "cni-pm0", "isGateway": true, "hairpinMode": true,
+             "ipam": {"type": "host-local", "subnet": "10.40.0.0/24", "dataDir": "@STORE@",
+                      "routes": [{"dst": "0.0.0.0/0"}]}},
+            merged(json!({"type": "portmap", "capabilities": {"portMappings": true}}), portmap_extra)
+        ]
+    });
+    rt.write_list("pm.conflist", &list);
+    rt
 }
 
 fn maps(list: &[(u16, u16, &str, &str)]) -> Value {
@@ -111,33 +48,7 @@ fn maps(list: &[(u16, u16, &str, &str)]) -> Value {
 
 /// A client namespace at 192.0.2.2 reaching the host at 192.0.2.1.
 fn client() -> Netns {
-    let c = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "to-client",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "c0",
-            "netns",
-            c.path(),
-        ],
-    );
-    run_in(
-        None,
-        "ip",
-        &["addr", "add", "192.0.2.1/24", "dev", "to-client"],
-    );
-    run_in(None, "ip", &["link", "set", "to-client", "up"]);
-    c.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "c0"]);
-    c.sh("ip", &["link", "set", "c0", "up"]);
-    c.sh("ip", &["link", "set", "lo", "up"]);
-    c
+    peer_netns("to-client")
 }
 
 #[test]
@@ -145,7 +56,7 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
     enter_test_host();
     run_in(None, "ip", &["link", "set", "lo", "up"]);
     let client = client();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     let before = nat();
     let ns = Netns::new();
     let caps = maps(&[
@@ -238,7 +149,7 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
 #[test]
 fn hundred_add_del_cycles_and_gc_leave_the_table_as_it_was() {
     enter_test_host();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     let before = nat();
     let caps = maps(&[(8080, 80, "tcp", ""), (8443, 443, "tcp", "")]);
     for i in 0..100 {
@@ -412,7 +323,7 @@ fn rules_written_by_the_go_portmap_are_removed_by_del() {
 #[test]
 fn one_add_runs_one_save_and_one_restore_per_family() {
     enter_test_host();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     let wrappers = TempDir::new("pm-wrap");
     let log = wrappers.0.join("execs");
     for tool in [
@@ -446,7 +357,7 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
     let ns = Netns::new();
     let caps = maps(&[(8080, 80, "tcp", ""), (8081, 81, "udp", "")]);
     let child = net
-        .cnitool(&["add", "pm-net", ns.path()], &caps, Some(&path))
+        .command(&["add", "pm-net", ns.path()], &caps, Some(&path))
         .spawn()
         .expect("cnitool");
     Outcome::of(child).ok();
@@ -466,7 +377,7 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
     );
     let _ = std::fs::remove_file(&log);
     let child = net
-        .cnitool(&["del", "pm-net", ns.path()], &caps, Some(&path))
+        .command(&["del", "pm-net", ns.path()], &caps, Some(&path))
         .spawn()
         .expect("cnitool");
     Outcome::of(child).ok();
@@ -481,14 +392,14 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
 fn thirty_two_concurrent_adds_all_work() {
     enter_test_host();
     let client = client();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     let namespaces: Vec<Netns> = (0..32).map(|_| Netns::new()).collect();
     let children: Vec<_> = namespaces
         .iter()
         .enumerate()
         .map(|(i, ns)| {
             let caps = maps(&[(10000 + i as u16, 80, "tcp", "")]);
-            net.cnitool(&["add", "pm-net", ns.path()], &caps, None)
+            net.command(&["add", "pm-net", ns.path()], &caps, None)
                 .spawn()
                 .expect("cnitool")
         })
@@ -571,7 +482,7 @@ fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
     enter_test_host();
     run_in(None, "ip", &["link", "set", "lo", "up"]);
     let client = client();
-    let net = Net::new(json!({"backend": "nftables"}));
+    let net = network(json!({"backend": "nftables"}));
     let before = ruleset();
     let ns = Netns::new();
     let caps = maps(&[
@@ -644,7 +555,7 @@ fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
 #[test]
 fn nftables_backend_runs_no_process_and_cycles_leave_nothing() {
     enter_test_host();
-    let net = Net::new(json!({"backend": "nftables"}));
+    let net = network(json!({"backend": "nftables"}));
     let wrappers = TempDir::new("pm-nft-wrap");
     let log = wrappers.0.join("execs");
     for tool in [
@@ -668,7 +579,7 @@ fn nftables_backend_runs_no_process_and_cycles_leave_nothing() {
         let ns = Netns::new();
         let caps = maps(&[(8000 + i, 80, "tcp", ""), (9000 + i, 53, "udp", "")]);
         let add = net
-            .cnitool(&["add", "pm-net", ns.path()], &caps, Some(&path))
+            .command(&["add", "pm-net", ns.path()], &caps, Some(&path))
             .spawn()
             .expect("cnitool");
         Outcome::of(add).ok();
@@ -680,7 +591,7 @@ fn nftables_backend_runs_no_process_and_cycles_leave_nothing() {
             );
         }
         let del = net
-            .cnitool(&["del", "pm-net", ns.path()], &caps, Some(&path))
+            .command(&["del", "pm-net", ns.path()], &caps, Some(&path))
             .spawn()
             .expect("cnitool");
         Outcome::of(del).ok();
@@ -741,7 +652,7 @@ fn nftables_ipmasq_for_bridge() {
 fn a_udp_flow_started_before_the_mapping_reaches_the_container_after_add() {
     enter_test_host();
     let client = client();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     // Another pod's mapping already exists, so the nat hooks (and conntrack) are live.
     let other = Netns::new();
     net.run(
@@ -790,7 +701,7 @@ fn a_udp_flow_started_before_the_mapping_reaches_the_container_after_add() {
 #[test]
 fn sctp_mappings_get_rules_and_work_where_the_kernel_has_sctp() {
     enter_test_host();
-    let net = Net::new(json!({}));
+    let net = network(json!({}));
     let ns = Netns::new();
     net.run(
         &["add", "pm-net", ns.path()],

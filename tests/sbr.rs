@@ -5,47 +5,14 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in, tcp_fetch, tcp_server,
+    Netns, Runtime, enter_test_host, peer_netns, plugin_dir, run_in, tcp_fetch, tcp_server,
 };
 use serde_json::json;
-use std::process::{Command, Stdio};
-
-struct Setup {
-    conf: TempDir,
-    cache: TempDir,
-    store: TempDir,
-    bin: TempDir,
-}
-
-impl Setup {
-    fn run(&self, args: &[&str]) -> Outcome {
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .arg("--cache-dir")
-            .arg(&self.cache.0)
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cnitool");
-        Outcome::of(child)
-    }
-}
 
 #[test]
 fn replies_leave_by_the_interface_of_their_source_address() {
     enter_test_host();
-    let s = Setup {
-        conf: TempDir::new("sbr-conf"),
-        cache: TempDir::new("sbr-cache"),
-        store: TempDir::new("sbr-store"),
-        bin: plugin_dir(),
-    };
+    let s = Runtime::new("sbr");
     let net_a = json!({"cniVersion": "1.0.0", "name": "net-a", "plugins": [
         {"type": "bridge", "bridge": "cni-sa", "isGateway": true,
          "ipam": {"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": s.store.0, "routes": [{"dst": "0.0.0.0/0"}]}}]});
@@ -56,33 +23,13 @@ fn replies_leave_by_the_interface_of_their_source_address() {
     std::fs::write(s.conf.0.join("a.conflist"), net_a.to_string()).expect("conf");
     std::fs::write(s.conf.0.join("b.conflist"), net_b.to_string()).expect("conf");
     // A client at 192.0.2.2 behind the host; strict reverse-path filtering on the host.
-    let client = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "to-cl",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "c0",
-            "netns",
-            client.path(),
-        ],
-    );
-    run_in(None, "ip", &["addr", "add", "192.0.2.1/24", "dev", "to-cl"]);
-    run_in(None, "ip", &["link", "set", "to-cl", "up"]);
-    client.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "c0"]);
-    client.sh("ip", &["link", "set", "c0", "up"]);
-    client.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
+    let client = peer_netns("to-cl");
     run_in(None, "sysctl", &["-w", "net.ipv4.conf.all.rp_filter=1"]);
 
     let ns = Netns::new();
-    s.run(&["add", "net-a", ns.path()]).ok();
-    s.run(&["-i", "net1", "add", "net-b", ns.path()]).ok();
+    s.run(&["add", "net-a", ns.path()], &json!({})).ok();
+    s.run(&["-i", "net1", "add", "net-b", ns.path()], &json!({}))
+        .ok();
     tcp_server(ns.path(), 80, "hello");
 
     let rules = ns.sh("ip", &["rule"]);
@@ -121,7 +68,8 @@ fn replies_leave_by_the_interface_of_their_source_address() {
         None,
         "no rule: replies dropped"
     );
-    s.run(&["-i", "net1", "del", "net-b", ns.path()]).ok();
+    s.run(&["-i", "net1", "del", "net-b", ns.path()], &json!({}))
+        .ok();
     assert!(!ns.sh("ip", &["rule"]).contains("10.82.0.2"));
 }
 

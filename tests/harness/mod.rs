@@ -399,3 +399,121 @@ pub fn udp_fetch(netns: Option<&str>, addr: &str) -> Option<String> {
         Some(String::from_utf8_lossy(&buf[..n]).into_owned())
     })
 }
+
+/// One table of `iptables-save`, without its comment lines.
+pub fn iptables_table(table: &str) -> String {
+    run_in(None, "iptables-save", &["-t", table])
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `nft list ruleset` of the test's host namespace.
+pub fn nft_ruleset() -> String {
+    run_in(None, "nft", &["list", "ruleset"])
+}
+
+/// The first `n` hex digits of SHA-512 of `s`, computed independently with sha512sum.
+pub fn sha512_prefix(s: &str, n: usize) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s '{s}' | sha512sum"))
+        .output()
+        .expect("sha512sum");
+    String::from_utf8_lossy(&out.stdout)[..n].to_string()
+}
+
+/// A peer namespace at 192.0.2.2 behind the host's 192.0.2.1 (on `host_if`),
+/// with a default route through the host: a client or a remote server.
+pub fn peer_netns(host_if: &str) -> Netns {
+    let peer = Netns::new();
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            host_if,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "p0",
+            "netns",
+            peer.path(),
+        ],
+    );
+    run_in(None, "ip", &["addr", "add", "192.0.2.1/24", "dev", host_if]);
+    run_in(None, "ip", &["link", "set", host_if, "up"]);
+    peer.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "p0"]);
+    peer.sh("ip", &["link", "set", "p0", "up"]);
+    peer.sh("ip", &["link", "set", "lo", "up"]);
+    peer.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
+    peer
+}
+
+/// `base` with the keys of `extra` set (both JSON objects).
+pub fn merged(mut base: Value, extra: Value) -> Value {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        b.extend(e);
+    }
+    base
+}
+
+/// A cnitool setup for one test: conf dir, cache dir, host-local store, plugins.
+pub struct Runtime {
+    pub conf: TempDir,
+    pub cache: TempDir,
+    pub store: TempDir,
+    pub bin: TempDir,
+}
+
+impl Runtime {
+    pub fn new(tag: &str) -> Runtime {
+        Runtime {
+            conf: TempDir::new(&format!("{tag}-conf")),
+            cache: TempDir::new(&format!("{tag}-cache")),
+            store: TempDir::new(&format!("{tag}-store")),
+            bin: plugin_dir(),
+        }
+    }
+
+    /// Writes a conflist; `@STORE@` in it becomes the store directory.
+    pub fn write_list(&self, file: &str, list: &Value) {
+        let text = list
+            .to_string()
+            .replace("@STORE@", &self.store.0.to_string_lossy());
+        std::fs::write(self.conf.0.join(file), text).expect("write conflist");
+    }
+
+    /// `cni-multi cnitool <args>` with this setup, CAP_ARGS and PATH (default: ours).
+    pub fn command(&self, args: &[&str], caps: &Value, path: Option<&str>) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("cnitool")
+            .arg("--cache-dir")
+            .arg(&self.cache.0)
+            .args(args)
+            .env_clear()
+            .env("NETCONFPATH", &self.conf.0)
+            .env("CNI_PATH", &self.bin.0)
+            .env("CAP_ARGS", caps.to_string())
+            .env(
+                "PATH",
+                path.map(String::from)
+                    .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str], caps: &Value) -> Outcome {
+        Outcome::of(
+            self.command(args, caps, None)
+                .spawn()
+                .expect("spawn cnitool"),
+        )
+    }
+}
