@@ -4,7 +4,7 @@
 
 mod harness;
 
-use harness::{Netns, Runtime, enter_test_host, peer_netns, run_in, sha512_prefix};
+use harness::{Netns, Runtime, enter_test_host, first_ip, peer_netns, run_in, sha512_prefix};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -92,13 +92,7 @@ fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
     let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
     let ns = Netns::new();
     let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
-    let container_ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let container_ip = first_ip(&out);
     let ifs = out["interfaces"].as_array().expect("interfaces");
     let ifb = ifs.last().expect("ifb")["name"]
         .as_str()
@@ -147,13 +141,7 @@ fn shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb() {
     // Unshaped: the same path without the limits is far faster.
     let free = Netns::new();
     let out = s.run(&["add", "bw-net", free.path()], &json!({})).ok();
-    let free_ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let free_ip = first_ip(&out);
     let unshaped = throughput(None, Some(free.path()), &free_ip, 5003);
     eprintln!("bandwidth: unshaped {:.0} Mbit/s", unshaped / 1e6);
     assert!(unshaped > 10.0 * RATE as f64, "unshaped {unshaped}");
@@ -214,13 +202,7 @@ fn unshaped_subnets_bypass_the_limit_and_others_are_shaped() {
     let caps = json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}});
     let ns = Netns::new();
     let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
-    let ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let ip = first_ip(&out);
 
     let remote_in = throughput(Some(client.path()), Some(ns.path()), &ip, 5101);
     let remote_out = throughput(Some(ns.path()), Some(client.path()), "192.0.2.2", 5102);

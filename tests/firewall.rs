@@ -5,8 +5,8 @@
 mod harness;
 
 use harness::{
-    Netns, Runtime, enter_test_host, iptables_table, merged, peer_netns, plugin_dir, run_in,
-    tcp_fetch, tcp_server,
+    Netns, Runtime, enter_test_host, first_ip, iptables_table, merged, peer_netns, plugin_dir,
+    run_in, tcp_fetch, tcp_server,
 };
 use serde_json::{Value, json};
 
@@ -45,13 +45,7 @@ fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
     let before = filter();
     let ns = Netns::new();
     let out = s.run(&["add", "fw-net", ns.path()], &json!({})).ok();
-    let ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let ip = first_ip(&out);
     assert_eq!(
         tcp_fetch(Some(ns.path()), "192.0.2.2:80").as_deref(),
         Some("outside")
@@ -174,13 +168,7 @@ fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
     let before = ruleset();
     let ns = Netns::new();
     let out = s.run(&["add", "fw-nft", ns.path()], &json!({})).ok();
-    let ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let ip = first_ip(&out);
     assert_eq!(
         tcp_fetch(Some(ns.path()), "192.0.2.2:80").as_deref(),
         Some("outside")

@@ -6,8 +6,9 @@
 mod harness;
 
 use harness::{
-    Netns, Outcome, Runtime, TempDir, enter_test_host, iptables_table, merged, nft_ruleset,
-    peer_netns, plugin_dir, run_in, sha512_prefix, tcp_fetch, tcp_server, udp_fetch, udp_server,
+    Netns, Outcome, Runtime, TempDir, enter_test_host, first_ip, iptables_table, merged,
+    nft_ruleset, peer_netns, plugin_dir, run_in, sha512_prefix, tcp_fetch, tcp_server, udp_fetch,
+    udp_server,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -65,13 +66,7 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
         (9090, 90, "tcp", "192.0.2.1"),
     ]);
     let out = net.run(&["add", "pm-net", ns.path()], &caps).ok();
-    let ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let ip = first_ip(&out);
     tcp_server(ns.path(), 80, "hello");
     tcp_server(ns.path(), 90, "ninety");
     udp_server(ns.path(), 53, "udp-hello");
@@ -491,13 +486,7 @@ fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
         (9090, 90, "tcp", "192.0.2.1"),
     ]);
     let out = net.run(&["add", "pm-net", ns.path()], &caps).ok();
-    let ip = out["ips"][0]["address"]
-        .as_str()
-        .expect("ip")
-        .split('/')
-        .next()
-        .expect("ip")
-        .to_string();
+    let ip = first_ip(&out);
     tcp_server(ns.path(), 80, "hello");
     tcp_server(ns.path(), 90, "ninety");
     udp_server(ns.path(), 53, "udp-hello");

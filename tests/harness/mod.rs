@@ -517,3 +517,11 @@ impl Runtime {
         )
     }
 }
+
+/// The first address of a result, without its prefix length.
+pub fn first_ip(result: &Value) -> String {
+    let address = result["ips"][0]["address"]
+        .as_str()
+        .expect("result has an address");
+    address.split('/').next().unwrap_or(address).to_string()
+}
