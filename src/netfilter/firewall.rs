@@ -3,7 +3,7 @@
 //! optional bridge isolation stages; the reference's names, comments and order.
 
 use super::iptables::{self, Batch, Saved, jumps};
-use super::{Family, lock};
+use super::lock;
 use crate::cni::{CniResult, Error};
 use ipnet::IpNet;
 
@@ -201,14 +201,7 @@ fn ensure_isolation(batch: &mut Batch, saved: &mut Saved, policy: IngressPolicy,
 /// ADD: accept the container's addresses in CNI-FORWARD (one restore per family).
 pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> CniResult<()> {
     let _lock = lock()?;
-    for family in [Family::V4, Family::V6] {
-        let mine: Vec<&IpNet> = ips
-            .iter()
-            .filter(|ip| Family::of(ip.addr()) == family)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
+    for (family, mine) in super::by_family(ips) {
         let mut saved = iptables::save(family, "filter").map_err(Error::internal)?;
         let mut batch = Batch::new(family, "filter");
         ensure_base(&mut batch, &mut saved, admin);
@@ -233,14 +226,7 @@ pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> C
 /// jump and the admin chain is empty, the chains and FORWARD's jump go too.
 pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
     let _lock = lock()?;
-    for family in [Family::V4, Family::V6] {
-        let mine: Vec<&IpNet> = ips
-            .iter()
-            .filter(|ip| Family::of(ip.addr()) == family)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
+    for (family, mine) in super::by_family(ips) {
         let Ok(saved) = iptables::save(family, "filter") else {
             continue;
         };
@@ -274,14 +260,7 @@ pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
 
 /// CHECK: the chains and each address's rules are there.
 pub fn check(ips: &[IpNet], admin: &str) -> CniResult<()> {
-    for family in [Family::V4, Family::V6] {
-        let mine: Vec<&IpNet> = ips
-            .iter()
-            .filter(|ip| Family::of(ip.addr()) == family)
-            .collect();
-        if mine.is_empty() {
-            continue;
-        }
+    for (family, mine) in super::by_family(ips) {
         let saved = iptables::save(family, "filter").map_err(Error::internal)?;
         if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
             return Err(Error::internal(format!(

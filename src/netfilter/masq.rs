@@ -14,10 +14,6 @@ fn multicast(family: Family) -> &'static str {
     }
 }
 
-fn family_of(ip: &IpNet) -> Family {
-    Family::of(ip.addr())
-}
-
 fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_string()).collect()
 }
@@ -32,11 +28,7 @@ pub fn setup(backend: Backend, network: &str, container_id: &str, ips: &[IpNet])
     let chain = chain_name("", network, container_id);
     let comment = attachment_comment(network, container_id);
     let _lock = lock()?;
-    for family in [Family::V4, Family::V6] {
-        let mine: Vec<&IpNet> = ips.iter().filter(|ip| family_of(ip) == family).collect();
-        if mine.is_empty() {
-            continue;
-        }
+    for (family, mine) in super::by_family(ips) {
         let saved = iptables::save(family, "nat").map_err(Error::internal)?;
         let mut batch = Batch::new(family, "nat");
         // The chain is ours alone: declaring it rewrites it whole.

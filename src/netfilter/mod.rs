@@ -58,6 +58,23 @@ impl Backend {
     }
 }
 
+/// The addresses of `ips` in `family`, with the family: what per-family rule
+/// batches iterate over (families without addresses are skipped).
+pub fn by_family(ips: &[ipnet::IpNet]) -> Vec<(Family, Vec<&ipnet::IpNet>)> {
+    [Family::V4, Family::V6]
+        .into_iter()
+        .map(|f| {
+            (
+                f,
+                ips.iter()
+                    .filter(|ip| Family::of(ip.addr()) == f)
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, mine)| !mine.is_empty())
+        .collect()
+}
+
 /// `CNI-` + `prefix` + the SHA-512 hex of `network + container_id`, cut to the
 /// reference's 28 characters (`CNI-` 24 hex, `CNI-DN-` 21 hex).
 pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {
