@@ -5,7 +5,7 @@
 use crate::cni::result::{IpConfig, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error};
 use crate::netlink::addr::{Family, IFA_F_DADFAILED, IFA_F_TENTATIVE};
-use crate::netlink::link::{Change, Kind, Link, NewLink};
+use crate::netlink::link::{Change, Kind, Link, NewLink, parse_mac};
 use crate::netlink::route::{RT_TABLE_MAIN, Route};
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
@@ -27,16 +27,6 @@ pub fn random_name(prefix: &str) -> CniResult<String> {
     ))
 }
 
-/// A locally administered unicast MAC from the kernel's random generator.
-pub fn random_mac() -> CniResult<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut mac))
-        .map_err(|e| Error::internal(format!("failed to read random bytes: {e}")))?;
-    mac[0] = (mac[0] & 0xfe) | 0x02;
-    Ok(mac)
-}
-
 /// Both ends of a new veth pair.
 pub struct VethPair {
     pub host: Link,
@@ -44,9 +34,10 @@ pub struct VethPair {
 }
 
 /// Creates `ifname` in the container with its peer (`veth…`) straight in the host
-/// namespace, as the reference does; retries on a peer-name collision. The host
+/// namespace (`host` is the caller's socket there), as the reference does; retries on a peer-name collision. The host
 /// end is set up with `accept_ra=0`; the container end stays down.
 pub fn setup_veth(
+    host: &mut Socket,
     container: &NetNs,
     ifname: &str,
     mtu: Option<u32>,
@@ -82,13 +73,12 @@ pub fn setup_veth(
             "failed to find a unique veth name after 10 tries",
         ))
     })??;
-    let mut sock = Socket::open()?;
-    let host = sock.link_by_name(&peer_name)?;
-    sock.set_link(host.index, Change::Up(true))?;
+    let host_end = host.link_by_name(&peer_name)?;
+    host.set_link(host_end.index, Change::Up(true))?;
     // IPv6 may be off on the node: then there is no accept_ra to clear.
     let _ = sysctl::set(&sysctl::conf_key("ipv6", &peer_name, "accept_ra"), "0");
     Ok(VethPair {
-        host,
+        host: host_end,
         container: container_link,
     })
 }
@@ -408,7 +398,7 @@ pub fn configure_single(
     mut result: NetResult,
     ipam_required: bool,
 ) -> CniResult<NetResult> {
-    let has_ipam = ipam_type(inv).is_some();
+    let has_ipam = inv.conf.ipam_type().is_some();
     if !has_ipam {
         if ipam_required {
             return Err(Error::invalid_config("IPAM config missing 'type' key"));
@@ -434,22 +424,11 @@ pub fn configure_single(
 
 /// DEL for plugins with one container interface: IPAM DEL, then the link.
 pub fn del_single(inv: &crate::cni::Invocation) -> CniResult<()> {
-    if ipam_type(inv).is_some() {
+    if inv.conf.ipam_type().is_some() {
         crate::cni::delegate::Delegate::ipam(inv)?.del()?;
     }
     delete_for_del(&inv.env.netns, &inv.env.ifname)?;
     Ok(())
-}
-
-/// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
-pub fn ipam_type(inv: &crate::cni::Invocation) -> Option<&str> {
-    inv.conf
-        .common
-        .ipam
-        .as_ref()
-        .and_then(|i| i.get("type"))
-        .and_then(|t| t.as_str())
-        .filter(|t| !t.is_empty())
 }
 
 /// The link of the first default route (IPv4, then IPv6) in the calling
@@ -472,7 +451,7 @@ pub fn default_route_link(sock: &mut Socket) -> CniResult<Link> {
 /// prevResult's MAC, its addresses and routes are there. Returns the link.
 /// `kind` None accepts any link kind (host-device moves physical devices).
 pub fn check_single(inv: &crate::cni::Invocation, kind: Option<&str>) -> CniResult<Link> {
-    if ipam_type(inv).is_some() {
+    if inv.conf.ipam_type().is_some() {
         crate::cni::delegate::Delegate::ipam(inv)?.check()?;
     }
     let prev = inv
@@ -517,7 +496,7 @@ pub fn check_single(inv: &crate::cni::Invocation, kind: Option<&str>) -> CniResu
 
 /// GC forwarded to the IPAM plugin, when there is one.
 pub fn gc_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
-    match ipam_type(inv) {
+    match inv.conf.ipam_type() {
         Some(_) => crate::cni::delegate::Delegate::ipam(inv)?.gc(),
         None => Ok(()),
     }
@@ -525,7 +504,7 @@ pub fn gc_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
 
 /// STATUS forwarded to the IPAM plugin, when there is one.
 pub fn status_ipam(inv: &crate::cni::Invocation) -> CniResult<()> {
-    match ipam_type(inv) {
+    match inv.conf.ipam_type() {
         Some(_) => crate::cni::delegate::Delegate::ipam(inv)?.status(),
         None => Ok(()),
     }
@@ -585,4 +564,25 @@ pub fn optional_mtu(mtu: i64) -> CniResult<Option<u32>> {
     let mtu =
         u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
     Ok((mtu > 0).then_some(mtu))
+}
+
+/// MAC from CNI_ARGS `MAC`, then `args.cni.mac`, then `runtimeConfig.mac`: the last one set wins.
+pub fn requested_mac(
+    inv: &crate::cni::Invocation,
+    from_conf: Option<String>,
+) -> CniResult<Option<[u8; 6]>> {
+    let mut mac = from_conf.filter(|m| !m.is_empty());
+    if let Some(m) = inv.cni_args.get("MAC") {
+        mac = Some(m.to_string());
+    }
+    if let Some(m) = inv.conf.args_cni::<String>("mac")? {
+        mac = Some(m);
+    }
+    if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
+        mac = Some(m);
+    }
+    mac.map(|m| {
+        parse_mac(&m).ok_or_else(|| Error::invalid_config(format!("invalid MAC address {m:?}")))
+    })
+    .transpose()
 }

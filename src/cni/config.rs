@@ -31,6 +31,15 @@ pub struct CommonKeys {
     pub prev_result: Option<Value>,
 }
 
+/// An attachment as GC names it: `{containerID, ifname}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Attachment {
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    #[serde(default)]
+    pub ifname: String,
+}
+
 /// A parsed configuration: common keys plus the whole object.
 #[derive(Debug, Clone)]
 pub struct NetConf {
@@ -67,6 +76,16 @@ impl NetConf {
         &self.common.name
     }
 
+    /// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
+    pub fn ipam_type(&self) -> Option<&str> {
+        self.common
+            .ipam
+            .as_ref()
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+    }
+
     /// The plugin's own keys, decoded from the whole object. Type errors are decode
     /// failures (code 6); value checks belong to the plugin (code 7).
     pub fn plugin_keys<T: DeserializeOwned>(&self) -> CniResult<T> {
@@ -97,6 +116,17 @@ impl NetConf {
         Ok(Some((parsed, current)))
     }
 
+    /// `cni.dev/valid-attachments` of a GC (1.1.0); None when the key is absent,
+    /// which plugins read as "nothing is known to be stale".
+    pub fn valid_attachments(&self) -> CniResult<Option<Vec<Attachment>>> {
+        match self.raw.get("cni.dev/valid-attachments") {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
+                Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))
+            }),
+        }
+    }
+
     /// A `runtimeConfig` entry, decoded.
     pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
         decode_entry(self.common.runtime_config.as_ref(), key, "runtimeConfig")
@@ -125,6 +155,25 @@ fn decode_entry<T: DeserializeOwned>(
             .map(Some)
             .map_err(|e| Error::decode(format!("failed to parse {section}.{key}: {e}"))),
     }
+}
+
+/// A path setting (dataDir, subnetFile, …): `default` when empty; it must be
+/// absolute, without `..` and NUL, because it is used as given on the host.
+pub fn absolute_path(
+    value: Option<&str>,
+    default: &str,
+    key: &str,
+) -> CniResult<std::path::PathBuf> {
+    use std::path::{Component, Path};
+    let v = value.filter(|v| !v.is_empty()).unwrap_or(default);
+    let path = Path::new(v);
+    let escapes = path.components().any(|c| c == Component::ParentDir);
+    if v.contains('\0') || !path.is_absolute() || escapes {
+        return Err(Error::invalid_config(format!(
+            "invalid {key} {v:?}: must be an absolute path without '..'"
+        )));
+    }
+    Ok(path.to_path_buf())
 }
 
 /// CNI_ARGS as the reference's `LoadArgs` reads it: `K=V;K=V`, keys matched
@@ -203,6 +252,19 @@ mod tests {
         assert!(CniArgs::parse("FOO=2;IgnoreUnknown=TRUE", &known).is_ok());
         assert!(CniArgs::parse("FOO=2;IgnoreUnknown=0", &known).is_err());
         assert!(CniArgs::parse("IgnoreUnknown=yes", &known).is_err());
+    }
+
+    #[test]
+    fn path_settings_must_not_escape() {
+        assert!(absolute_path(None, "/var/lib/cni/networks", "dataDir").is_ok());
+        assert!(absolute_path(Some("/tmp/x"), "/d", "dataDir").is_ok());
+        for bad in ["relative", "/a/../b", "/a/b/..", "/a\0b"] {
+            assert_eq!(
+                absolute_path(Some(bad), "/d", "dataDir").map_err(|e| e.code),
+                Err(7),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -49,15 +49,8 @@ impl<'a> Delegate<'a> {
     pub fn ipam(inv: &'a Invocation) -> CniResult<Delegate<'a>> {
         let plugin_type = inv
             .conf
-            .common
-            .ipam
-            .as_ref()
-            .and_then(|ipam| ipam.get("type"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if plugin_type.is_empty() {
-            return Err(Error::invalid_config("IPAM config missing 'type' key"));
-        }
+            .ipam_type()
+            .ok_or_else(|| Error::invalid_config("IPAM config missing 'type' key"))?;
         Delegate::new(plugin_type, &inv.env, &inv.conf.bytes)
     }
 

@@ -182,7 +182,7 @@ fn alias(network: &str, container_id: &str) -> String {
 }
 
 /// The host end of the container's veth among prevResult's host interfaces.
-fn host_interface(inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
+fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
     let ns = iface::open_netns(&inv.env.netns)?;
     let ifname = inv.env.ifname.clone();
     let container = ns.run(move || Socket::open().and_then(|mut s| s.link_by_name(&ifname)))??;
@@ -195,7 +195,7 @@ fn host_interface(inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
     let peer = container
         .parent
         .ok_or_else(|| Error::internal("container interface has no veth peer"))?;
-    let host = Socket::open()?.link_by_index(peer)?;
+    let host = sock.link_by_index(peer)?;
     if prev
         .interfaces
         .iter()
@@ -232,8 +232,8 @@ impl Plugin for Bandwidth {
         let scope = scope(inv)?;
         let mut result =
             prev.ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
-        let host = host_interface(inv, &result)?;
         let mut sock = Socket::open()?;
+        let host = host_interface(&mut sock, inv, &result)?;
         // A repeated ADD replaces what an earlier one left on the host veth.
         clear_host_qdiscs(&mut sock, &host);
         if l.ingress_rate > 0 {
@@ -296,7 +296,7 @@ impl Plugin for Bandwidth {
         scope(inv)?;
         let mut sock = Socket::open()?;
         if let Ok(Some(prev)) = inv.conf.prev_result()
-            && let Ok(host) = host_interface(inv, &prev)
+            && let Ok(host) = host_interface(&mut sock, inv, &prev)
         {
             clear_host_qdiscs(&mut sock, &host);
         }
@@ -320,8 +320,8 @@ impl Plugin for Bandwidth {
             return Ok(());
         }
         let scope = scope(inv)?;
-        let host = host_interface(inv, &prev)?;
         let mut sock = Socket::open()?;
+        let host = host_interface(&mut sock, inv, &prev)?;
         if scope != Scope::All {
             // htb shaping: the qdisc is there on each shaped device.
             let has_htb = |sock: &mut Socket, index: u32| -> CniResult<bool> {
@@ -338,7 +338,7 @@ impl Plugin for Bandwidth {
             }
             return Ok(());
         }
-        let expect =
+        let check_tbf =
             |sock: &mut Socket, index: u32, rate: u64, burst: u64, what: &str| -> CniResult<()> {
                 let want = tbf_params(rate, burst);
                 let found = sock
@@ -354,7 +354,7 @@ impl Plugin for Bandwidth {
                 Ok(())
             };
         if l.ingress_rate > 0 {
-            expect(
+            check_tbf(
                 &mut sock,
                 host.index,
                 l.ingress_rate,
@@ -364,7 +364,7 @@ impl Plugin for Bandwidth {
         }
         if l.egress_rate > 0 {
             let ifb = sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id))?;
-            expect(
+            check_tbf(
                 &mut sock,
                 ifb.index,
                 l.egress_rate,
@@ -377,18 +377,10 @@ impl Plugin for Bandwidth {
 
     /// Deletes this network's IFBs whose container is not in the valid list.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        let Some(valid) = inv
-            .conf
-            .raw
-            .get("cni.dev/valid-attachments")
-            .and_then(|v| v.as_array())
-        else {
+        let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
-        let keep: Vec<&str> = valid
-            .iter()
-            .filter_map(|a| a.get("containerID").and_then(|c| c.as_str()))
-            .collect();
+        let keep: Vec<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
         let prefix = format!("{ALIAS_PREFIX} {} ", inv.conf.name());
         let mut sock = Socket::open()?;
         for link in sock.links()? {

@@ -8,7 +8,7 @@ use crate::iface;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, parse_mac};
+use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP};
 use ipnet::IpNet;
 use nix::libc;
 use serde::Deserialize;
@@ -108,7 +108,7 @@ impl Conf {
                 "macspoofchk is not supported yet (it comes with the nftables layer)",
             ));
         }
-        let layer3 = iface::ipam_type(inv).is_some();
+        let layer3 = inv.conf.ipam_type().is_some();
         if k.disable_container_interface && layer3 {
             return Err(Error::invalid_config(
                 "cannot use IPAM when 'disableContainerInterface' flag is set",
@@ -116,7 +116,7 @@ impl Conf {
         }
         let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
         let mtu = iface::optional_mtu(k.mtu)?;
-        let mac = requested_mac(inv, k.mac)?;
+        let mac = iface::requested_mac(inv, k.mac)?;
         Ok(Conf {
             bridge: if k.bridge.is_empty() {
                 DEFAULT_BRIDGE.into()
@@ -141,27 +141,6 @@ impl Conf {
             masq,
         })
     }
-}
-
-/// MAC from CNI_ARGS `MAC`, then `args.cni.mac`, then `runtimeConfig.mac`: the last one set wins.
-pub(crate) fn requested_mac(
-    inv: &Invocation,
-    from_conf: Option<String>,
-) -> CniResult<Option<[u8; 6]>> {
-    let mut mac = from_conf.filter(|m| !m.is_empty());
-    if let Some(m) = inv.cni_args.get("MAC") {
-        mac = Some(m.to_string());
-    }
-    if let Some(m) = inv.conf.args_cni::<String>("mac")? {
-        mac = Some(m);
-    }
-    if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
-        mac = Some(m);
-    }
-    mac.map(|m| {
-        parse_mac(&m).ok_or_else(|| Error::invalid_config(format!("invalid MAC address {m:?}")))
-    })
-    .transpose()
 }
 
 fn trunk_ids(entries: &[TrunkKeys]) -> CniResult<Vec<u16>> {
@@ -208,7 +187,7 @@ impl Plugin for Bridge {
         let (bridge, created) = ensure_bridge(&mut host, &conf)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
-        let veth = iface::setup_veth(&ns, ifname, conf.mtu, conf.mac)?;
+        let veth = iface::setup_veth(&mut host, &ns, ifname, conf.mtu, conf.mac)?;
         // From here on, a failure removes the container end (and with it the host end).
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         attach_port(&mut host, &conf, &bridge, &veth.host)?;
@@ -219,7 +198,7 @@ impl Plugin for Bridge {
             iface::result_interface(&veth.host, None),
             iface::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
-        let ipam = match iface::ipam_type(inv) {
+        let ipam = match inv.conf.ipam_type() {
             Some(_) => Some(Delegate::ipam(inv)?),
             None => None,
         };

@@ -9,7 +9,7 @@ pub struct Dummy;
 
 impl Plugin for Dummy {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        if iface::ipam_type(inv).is_none() {
+        if inv.conf.ipam_type().is_none() {
             return Err(Error::invalid_config(
                 "IPAM config missing 'type' key: dummy needs IPAM",
             ));

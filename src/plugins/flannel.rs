@@ -2,13 +2,14 @@
 //! host-local by default), saves it under `<dataDir>/<containerID>` and
 //! delegates; DEL replays the saved config, so it works after subnet.env is gone.
 
+use crate::cni::config::absolute_path;
 use crate::cni::delegate::Delegate;
 use crate::cni::result::{NetResult, go_escape};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 pub struct Flannel;
 
@@ -101,17 +102,6 @@ pub fn parse_subnet_env(text: &str, source: &str) -> Result<SubnetEnv, String> {
         return Err(format!("{source} is missing {}", missing.join(", ")));
     }
     Ok(env)
-}
-
-fn path_setting(value: &str, default: &str, key: &str) -> CniResult<PathBuf> {
-    let v = if value.is_empty() { default } else { value };
-    let p = Path::new(v);
-    if !p.is_absolute() || p.components().any(|c| c == Component::ParentDir) || v.contains('\0') {
-        return Err(Error::invalid_config(format!(
-            "invalid {key} {v:?}: must be an absolute path without '..'"
-        )));
-    }
-    Ok(p.to_path_buf())
 }
 
 /// The delegate config, built exactly as the reference builds it.
@@ -210,8 +200,8 @@ impl Plugin for Flannel {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
         let _ = k.delegate;
-        let subnet_file = path_setting(&k.subnet_file, DEFAULT_SUBNET_FILE, "subnetFile")?;
-        let data_dir = path_setting(&k.data_dir, DEFAULT_DATA_DIR, "dataDir")?;
+        let subnet_file = absolute_path(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
+        let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
         let text = std::fs::read_to_string(&subnet_file).map_err(|e| {
             Error::internal(format!(
                 "failed to load flannel 'subnet.env' file {}: {e}. Check the flannel pod log for details",
@@ -234,7 +224,7 @@ impl Plugin for Flannel {
     /// Replays the saved delegate config; nothing saved (or unreadable) is success.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k: Keys = inv.conf.plugin_keys()?;
-        let data_dir = path_setting(&k.data_dir, DEFAULT_DATA_DIR, "dataDir")?;
+        let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
         let path = data_dir.join(&inv.env.container_id);
         let Ok(bytes) = std::fs::read(&path) else {
             return Ok(());

@@ -154,7 +154,7 @@ impl Plugin for HostDevice {
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         selector(inv)?;
-        if iface::ipam_type(inv).is_some() {
+        if inv.conf.ipam_type().is_some() {
             crate::cni::delegate::Delegate::ipam(inv)?.del()?;
         }
         if inv.env.netns.is_empty() {

@@ -10,7 +10,7 @@ use crate::ipam::{check_addresses_per_family, parse_requested_ip};
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::net::IpAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct HostLocal;
 
@@ -86,7 +86,7 @@ impl Plugin for HostLocal {
     /// `cni.dev/valid-attachments`. Without that key nothing is released: a runtime
     /// that sends no list (cnitool) must not wipe the store.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        let Some(valid) = valid_attachments(inv)? else {
+        let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
         let conf = Settings::load(inv)?;
@@ -204,7 +204,11 @@ impl Settings {
         }
         Ok(Settings {
             network: inv.conf.name().to_string(),
-            data_dir: validate_data_dir(ipam.data_dir.as_deref())?,
+            data_dir: crate::cni::config::absolute_path(
+                ipam.data_dir.as_deref(),
+                DEFAULT_DATA_DIR,
+                "dataDir",
+            )?,
             sets,
             routes: ipam.routes.unwrap_or_default(),
             resolv_conf: ipam.resolv_conf.filter(|s| !s.is_empty()),
@@ -241,36 +245,6 @@ fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
     Ok(out)
 }
 
-/// dataDir becomes a path: it must be absolute, with no `..` and no NUL.
-fn validate_data_dir(dir: Option<&str>) -> CniResult<PathBuf> {
-    let dir = dir.filter(|d| !d.is_empty()).unwrap_or(DEFAULT_DATA_DIR);
-    let path = Path::new(dir);
-    let escapes = path.components().any(|c| c == Component::ParentDir);
-    if dir.contains('\0') || !path.is_absolute() || escapes {
-        return Err(Error::invalid_config(format!(
-            "invalid dataDir {dir:?}: must be an absolute path without '..'"
-        )));
-    }
-    Ok(path.to_path_buf())
-}
-
-#[derive(Debug, Deserialize)]
-struct Attachment {
-    #[serde(rename = "containerID")]
-    container_id: String,
-    #[serde(default)]
-    ifname: String,
-}
-
-fn valid_attachments(inv: &Invocation) -> CniResult<Option<Vec<Attachment>>> {
-    match inv.conf.raw.get("cni.dev/valid-attachments") {
-        None | Some(serde_json::Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone())
-            .map(Some)
-            .map_err(|e| Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))),
-    }
-}
-
 /// resolv.conf → result DNS: nameserver, domain, search, options; `#`/`;` comments.
 fn parse_resolv_conf(path: &str) -> CniResult<crate::cni::result::Dns> {
     let text = std::fs::read_to_string(path)
@@ -294,22 +268,4 @@ fn parse_resolv_conf(path: &str) -> CniResult<crate::cni::result::Dns> {
         }
     }
     Ok(dns)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn data_dir_must_not_escape() {
-        assert!(validate_data_dir(None).is_ok());
-        assert!(validate_data_dir(Some("/tmp/x")).is_ok());
-        for bad in ["relative", "/a/../b", "/a/b/..", "/a\0b"] {
-            assert_eq!(
-                validate_data_dir(Some(bad)).map_err(|e| e.code),
-                Err(7),
-                "{bad:?}"
-            );
-        }
-    }
 }

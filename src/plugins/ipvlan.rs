@@ -84,7 +84,7 @@ impl Plugin for Ipvlan {
         })?;
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
-        let chained_ips = match (iface::ipam_type(inv), inv.conf.prev_result()?) {
+        let chained_ips = match (inv.conf.ipam_type(), inv.conf.prev_result()?) {
             (None, Some(prev)) if !prev.ips.is_empty() => Some(prev),
             _ => None,
         };

@@ -53,7 +53,7 @@ impl Conf {
         Ok(Conf {
             mode,
             mtu: iface::mtu_within_master(k.mtu, &master)?,
-            mac: crate::plugins::bridge::requested_mac(inv, k.mac)?,
+            mac: iface::requested_mac(inv, k.mac)?,
             link_in_container: k.link_in_container,
             bc_queue_len: k.bcqueuelen,
             master,

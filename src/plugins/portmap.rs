@@ -263,25 +263,11 @@ impl Plugin for Portmap {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        let valid: Option<Vec<serde_json::Value>> =
-            match inv.conf.raw.get("cni.dev/valid-attachments") {
-                None | Some(serde_json::Value::Null) => None,
-                Some(v) => Some(serde_json::from_value(v.clone()).map_err(|e| {
-                    Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))
-                })?),
-            };
         // Without a valid list nothing is known to be stale.
-        let Some(valid) = valid else {
+        let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
-        let keep: Vec<String> = valid
-            .iter()
-            .filter_map(|a| {
-                a.get("containerID")
-                    .and_then(|c| c.as_str())
-                    .map(String::from)
-            })
-            .collect();
+        let keep: Vec<String> = valid.into_iter().map(|a| a.container_id).collect();
         // nftables rules carry only the container ID, not the network: GC there
         // could not tell this network's rules from another's, so it only runs on iptables.
         if !crate::netfilter::iptables::usable(Family::V4) {

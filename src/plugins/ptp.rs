@@ -64,7 +64,8 @@ impl Plugin for Ptp {
         iface::enable_forwarding(&result.ips)?;
 
         let ifname = inv.env.ifname.as_str();
-        let veth = iface::setup_veth(&ns, ifname, conf.mtu, None)?;
+        let mut host = Socket::open()?;
+        let veth = iface::setup_veth(&mut host, &ns, ifname, conf.mtu, None)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         result.interfaces = vec![
             iface::result_interface(&veth.host, None),
@@ -106,7 +107,6 @@ impl Plugin for Ptp {
             Ok(())
         })??;
 
-        let mut host = Socket::open()?;
         for ip in &result.ips {
             let Some(gw) = ip.gateway else { continue };
             match host.add_address(veth.host.index, host_prefix(gw)?, 0) {

@@ -35,7 +35,7 @@ impl Plugin for Tap {
             ));
         }
         let mtu = iface::optional_mtu(k.mtu)?;
-        let mac = crate::plugins::bridge::requested_mac(inv, k.mac.clone())?;
+        let mac = iface::requested_mac(inv, k.mac.clone())?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let tmp = iface::random_name("tap")?;

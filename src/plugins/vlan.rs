@@ -58,7 +58,7 @@ impl Conf {
 impl Plugin for Vlan {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
-        if iface::ipam_type(inv).is_none() {
+        if inv.conf.ipam_type().is_none() {
             return Err(Error::invalid_config("IPAM config missing 'type' key"));
         }
         let ns = iface::open_netns(&inv.env.netns)?;

@@ -31,12 +31,8 @@ pub struct RuntimeConf {
     pub capability_args: Map<String, Value>,
 }
 
-/// An attachment that GC must keep.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    pub container_id: String,
-    pub ifname: String,
-}
+/// An attachment that GC must keep (the type plugins read it back into).
+pub use crate::cni::config::Attachment;
 
 impl RuntimeConf {
     fn cmd_args(&self, cni_path: &[PathBuf]) -> CmdArgs {

@@ -13,7 +13,7 @@ use crate::netns::NetNs;
 use pattern::Pattern;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct Tuning;
 
@@ -105,24 +105,6 @@ fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
     Ok(path)
 }
 
-fn validate_data_dir(dir: &str) -> CniResult<PathBuf> {
-    let dir = if dir.is_empty() {
-        DEFAULT_DATA_DIR
-    } else {
-        dir
-    };
-    let path = Path::new(dir);
-    if !path.is_absolute()
-        || path.components().any(|c| c == Component::ParentDir)
-        || dir.contains('\0')
-    {
-        return Err(Error::invalid_config(format!(
-            "invalid dataDir {dir:?}: must be an absolute path without '..'"
-        )));
-    }
-    Ok(path.to_path_buf())
-}
-
 fn load(inv: &Invocation) -> CniResult<Conf> {
     let k: Keys = inv.conf.plugin_keys()?;
     let args: ArgsKeys = inv
@@ -188,7 +170,11 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
         mtu: (mtu > 0).then_some(mtu),
         allmulti: args.allmulti.or(k.allmulti),
         tx_qlen,
-        data_dir: validate_data_dir(&k.data_dir)?,
+        data_dir: crate::cni::config::absolute_path(
+            Some(&k.data_dir),
+            DEFAULT_DATA_DIR,
+            "dataDir",
+        )?,
     })
 }
 
