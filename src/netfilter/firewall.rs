@@ -304,7 +304,8 @@ pub mod nftables {
     }
 
     pub fn add(container_id: &str, ips: &[IpNet]) -> CniResult<()> {
-        let stale = nft::rules(NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
+        let mut sock = nft::open().map_err(map_err)?;
+        let stale = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
         let mut tx = Tx::new();
         tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
         tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
@@ -333,18 +334,19 @@ pub mod nftables {
             from.push(nft::accept());
             tx.rule(NFPROTO_INET, TABLE, FORWARD, &from, Some(container_id));
         }
-        tx.commit().map_err(map_err)
+        tx.commit(&mut sock).map_err(map_err)
     }
 
     /// Deletes the container's rules; the table goes when only the admin jump
     /// is left and the admin chain is empty.
     pub fn del(container_id: &str) -> CniResult<()> {
-        let rules = nft::rules(NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
+        let mut sock = nft::open().map_err(map_err)?;
+        let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
         let mine: Vec<_> = rules.iter().filter(|r| r.comment == container_id).collect();
         if mine.is_empty() {
             return Ok(());
         }
-        let admin_empty = nft::rules(NFPROTO_INET, TABLE, ADMIN)
+        let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)
             .map_err(map_err)?
             .is_empty();
         let mut tx = Tx::new();
@@ -355,11 +357,12 @@ pub mod nftables {
                 tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
             }
         }
-        tx.commit().map_err(map_err)
+        tx.commit(&mut sock).map_err(map_err)
     }
 
     pub fn check(container_id: &str, ips: &[IpNet]) -> CniResult<()> {
-        let found = nft::rules(NFPROTO_INET, TABLE, FORWARD)
+        let mut sock = nft::open().map_err(map_err)?;
+        let found = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)
             .map_err(map_err)?
             .iter()
             .filter(|r| r.comment == container_id)

@@ -206,8 +206,9 @@ pub mod nftables {
     }
 
     pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> CniResult<()> {
+        let mut sock = nft::open().map_err(map_err)?;
         let prefix = instance(network, ifname, container_id);
-        let existing = nft::rules(NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
+        let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
         let mut tx = Tx::new();
         tx.table(NFPROTO_INET, TABLE, TABLE_COMMENT);
         tx.chain(NFPROTO_INET, TABLE, CHECKS, None);
@@ -241,13 +242,14 @@ pub mod nftables {
             exprs.push(nft::masquerade());
             tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
         }
-        tx.commit().map_err(map_err)
+        tx.commit(&mut sock).map_err(map_err)
     }
 
     /// Deletes the attachment's rules; the table goes with the last of them.
     pub fn teardown(network: &str, container_id: &str, ifname: &str) -> CniResult<()> {
+        let mut sock = nft::open().map_err(map_err)?;
         let prefix = instance(network, ifname, container_id);
-        let existing = nft::rules(NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
+        let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS).map_err(map_err)?;
         let mine: Vec<_> = existing
             .iter()
             .filter(|r| r.comment.starts_with(&prefix))
@@ -263,6 +265,6 @@ pub mod nftables {
                 tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
             }
         }
-        tx.commit().map_err(map_err)
+        tx.commit(&mut sock).map_err(map_err)
     }
 }

@@ -288,6 +288,11 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
     ]
 }
 
+/// One nfnetlink socket for all the reads and the commit of an operation.
+pub fn open() -> Result<NfSocket, String> {
+    NfSocket::open().map_err(|e| e.to_string())
+}
+
 /// A table of a family, a chain or a rule to put in a transaction.
 pub struct Tx {
     msgs: Vec<NfMsg>,
@@ -420,17 +425,15 @@ impl Tx {
         });
     }
 
-    pub fn commit(self) -> Result<(), String> {
-        NfSocket::open()
-            .and_then(|mut s| s.transaction(&self.msgs))
-            .map_err(|e| e.to_string())
+    pub fn commit(self, sock: &mut NfSocket) -> Result<(), String> {
+        sock.transaction(&self.msgs).map_err(|e| e.to_string())
     }
 }
 
 /// The chain names of a table; a missing table has none.
-pub fn chains(family: u8, table: &str) -> Result<Vec<String>, String> {
+pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String>, String> {
     let attrs = Body::default().str(NFTA_CHAIN_TABLE, table);
-    match NfSocket::open().and_then(|mut s| s.dump(NFT_MSG_GETCHAIN, family, attrs)) {
+    match sock.dump(NFT_MSG_GETCHAIN, family, attrs) {
         Ok(objects) => Ok(objects
             .iter()
             .filter(|a| wire::find(a, NFTA_CHAIN_TABLE).map(wire::as_str).as_deref() == Some(table))
@@ -470,11 +473,16 @@ fn verdict_chains(attrs: &[u8]) -> Vec<String> {
 }
 
 /// The rules of one chain; a missing table or chain is an empty list.
-pub fn rules(family: u8, table: &str, chain: &str) -> Result<Vec<DumpedRule>, String> {
+pub fn rules(
+    sock: &mut NfSocket,
+    family: u8,
+    table: &str,
+    chain: &str,
+) -> Result<Vec<DumpedRule>, String> {
     let attrs = Body::default()
         .str(NFTA_RULE_TABLE, table)
         .str(NFTA_RULE_CHAIN, chain);
-    let objects = match NfSocket::open().and_then(|mut s| s.dump(NFT_MSG_GETRULE, family, attrs)) {
+    let objects = match sock.dump(NFT_MSG_GETRULE, family, attrs) {
         Ok(o) => o,
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e.to_string()),

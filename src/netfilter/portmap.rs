@@ -247,12 +247,15 @@ fn shared_state_ready(plan: &Plan, family: Family) -> bool {
         Family::V4 => super::nft::NFPROTO_IPV4,
         Family::V6 => super::nft::NFPROTO_IPV6,
     };
-    let Ok(chains) = super::nft::chains(f, "nat") else {
+    let Ok(mut sock) = super::nft::open() else {
+        return false;
+    };
+    let Ok(chains) = super::nft::chains(&mut sock, f, "nat") else {
         return false;
     };
     let has = |c: &str| chains.iter().any(|x| x == c);
-    let jumps = |chain: &str, target: &str| {
-        super::nft::rules(f, "nat", chain)
+    let mut jumps = |chain: &str, target: &str| {
+        super::nft::rules(&mut sock, f, "nat", chain)
             .is_ok_and(|rules| rules.iter().any(|r| r.jumps.iter().any(|j| j == target)))
     };
     let chain = plan.dnat_chain();
@@ -627,13 +630,14 @@ pub mod nftables {
 
     /// The container's rules now in the per-container chains: (chain, handle).
     fn existing(
+        sock: &mut crate::netlink::nfnl::NfSocket,
         family: Family,
         container_id: &str,
     ) -> CniResult<(Vec<(&'static str, u64)>, usize)> {
         let mut mine = Vec::new();
         let mut total = 0;
         for chain in PER_CONTAINER {
-            let rules = nft::rules(nfproto(family), TABLE, chain).map_err(map_err)?;
+            let rules = nft::rules(sock, nfproto(family), TABLE, chain).map_err(map_err)?;
             total += rules.len();
             mine.extend(
                 rules
@@ -648,6 +652,7 @@ pub mod nftables {
     /// One transaction per family: shared chains ensured and rewritten, the
     /// container's previous rules replaced.
     pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+        let mut sock = nft::open().map_err(map_err)?;
         if !plan.conditions_v4.is_empty() || !plan.conditions_v6.is_empty() {
             return Err(Error::invalid_config(
                 "portmap conditions are not supported with the nftables backend of cni-multi",
@@ -663,7 +668,7 @@ pub mod nftables {
             // No dump of the container's old rules here: a second ADD without DEL
             // is not a runtime's move, dumping every rule costs O(pods), and DEL
             // removes every rule carrying the container ID anyway.
-            let have = nft::chains(f, TABLE).map_err(map_err)?;
+            let have = nft::chains(&mut sock, f, TABLE).map_err(map_err)?;
             let mut tx = Tx::new();
             // The skeleton (table, chains, jumps) is written once; rewriting base
             // chains on every ADD would re-register their hooks each time.
@@ -729,15 +734,16 @@ pub mod nftables {
                     tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
                 }
             }
-            tx.commit().map_err(map_err)?;
+            tx.commit(&mut sock).map_err(map_err)?;
         }
         Ok(())
     }
 
     /// Deletes the container's rules per family; the table goes with the last rule.
     pub fn del(container_id: &str, families: &[Family]) -> CniResult<()> {
+        let mut sock = nft::open().map_err(map_err)?;
         for family in families {
-            let (mine, total) = existing(*family, container_id)?;
+            let (mine, total) = existing(&mut sock, *family, container_id)?;
             if mine.is_empty() {
                 continue;
             }
@@ -750,20 +756,21 @@ pub mod nftables {
                     tx.delete_rule(f, TABLE, chain, handle);
                 }
             }
-            tx.commit().map_err(map_err)?;
+            tx.commit(&mut sock).map_err(map_err)?;
         }
         Ok(())
     }
 
     /// CHECK: one DNAT rule per mapping of the family.
     pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+        let mut sock = nft::open().map_err(map_err)?;
         for target in targets {
             let family = Family::of(target.address.addr());
             let wanted = plan.mappings_for(family).len();
             if wanted == 0 {
                 continue;
             }
-            let found = nft::rules(nfproto(family), TABLE, HOSTPORTS)
+            let found = nft::rules(&mut sock, nfproto(family), TABLE, HOSTPORTS)
                 .map_err(map_err)?
                 .iter()
                 .filter(|r| r.comment == plan.container_id)
