@@ -174,13 +174,7 @@ impl<'a> Delegate<'a> {
         let config_version = serde_json::from_slice::<VersionOnly>(self.stdin)
             .map(|v| v.cni_version)
             .unwrap_or_default();
-        let own_version = value
-            .get("cniVersion")
-            .and_then(Value::as_str)
-            .filter(|v| !v.is_empty())
-            .unwrap_or(version::effective(&config_version))
-            .to_string();
-        Versioned::parse(value, &own_version)
+        Versioned::parse_own(value, version::effective(&config_version))
             .map_err(|e| {
                 Error::decode(format!(
                     "failed to parse result of {}: {e}",

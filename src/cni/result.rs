@@ -277,6 +277,18 @@ impl Versioned {
         Ok(parsed)
     }
 
+    /// Parses a plugin's output as libcni does: with the result's own
+    /// `cniVersion`, or `fallback` (the config's) when it has none.
+    pub fn parse_own(value: serde_json::Value, fallback: &str) -> Result<Versioned, String> {
+        let own = value
+            .get("cniVersion")
+            .and_then(serde_json::Value::as_str)
+            .filter(|v| !v.is_empty())
+            .unwrap_or(fallback)
+            .to_string();
+        Versioned::parse(value, &own)
+    }
+
     /// Converts to another version following libcni's conversion registry.
     pub fn convert(self, to: &str) -> Result<Versioned, Error> {
         let to = version::effective(to);

@@ -137,13 +137,7 @@ fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<O
 
 /// A result converted to `to_version` (as libcni converts cached results).
 pub fn convert_result(value: &Value, to_version: &str) -> CniResult<Value> {
-    let own = value
-        .get("cniVersion")
-        .and_then(Value::as_str)
-        .filter(|v| !v.is_empty())
-        .unwrap_or(to_version)
-        .to_string();
-    let parsed = Versioned::parse(value.clone(), &own)
+    let parsed = Versioned::parse_own(value.clone(), to_version)
         .map_err(|e| Error::decode(format!("failed to parse result: {e}")))?;
     let converted = parsed.convert(to_version)?;
     serde_json::from_str(&converted.to_json())
