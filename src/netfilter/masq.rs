@@ -101,6 +101,9 @@ pub fn teardown(backend: Backend, network: &str, container_id: &str) -> CniResul
     let chain = chain_name("", network, container_id);
     let _lock = lock()?;
     for family in [Family::V4, Family::V6] {
+        if iptables::surely_absent(family, "nat", std::slice::from_ref(&chain)) {
+            continue;
+        }
         let Ok(saved) = iptables::save(family, "nat") else {
             // No ip6tables here: nothing of that family can exist.
             continue;

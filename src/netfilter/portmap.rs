@@ -335,6 +335,10 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
 pub fn del(plan: &Plan, families: &[Family]) -> CniResult<()> {
     let _lock = lock()?;
     for family in families {
+        let ours = [plan.dnat_chain(), plan.legacy_snat_chain()];
+        if iptables::surely_absent(*family, "nat", &ours) {
+            continue;
+        }
         let Ok(saved) = iptables::save(*family, "nat") else {
             continue;
         };
