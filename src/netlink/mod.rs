@@ -1,6 +1,7 @@
-//! One rtnetlink layer for every plugin, on neli's `NlSocketHandle` with our own
+//! One rtnetlink layer for every plugin, on neli's raw `NlSocket` with our own
 //! request loop: it keeps the kernel's extended-ACK text and the errno, which
-//! neli's router drops (see netlink-notes.md).
+//! neli's router drops (see netlink-notes.md), and reads into one buffer per
+//! socket (neli's handle re-zeroes a 32 KB pool buffer after every read).
 
 pub mod addr;
 pub mod conntrack;
@@ -13,16 +14,15 @@ pub mod tc;
 pub mod tun;
 pub mod wire;
 
-use neli::consts::nl::{NlType, NlmF};
-use neli::consts::socket::NlFamily;
-use neli::nl::{NlPayload, NlmsghdrBuilder};
-use neli::socket::synchronous::NlSocketHandle;
+use neli::consts::nl::NlmF;
+use neli::consts::rtnl::Rtm;
+use neli::consts::socket::{Msg, NlFamily};
+use neli::socket::NlSocket;
 use neli::types::Buffer;
 use neli::utils::Groups;
-use neli::{FromBytesWithInput, Size, ToBytes};
 use nix::libc;
 use std::fmt;
-use std::io::Cursor;
+use wire::{NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR};
 
 /// A failed netlink operation: what was tried, the kernel's errno and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,46 +77,80 @@ impl From<Error> for crate::cni::Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// A netlink socket with one receive buffer, reused for every read.
+pub(crate) struct Channel {
+    sock: NlSocket,
+    buf: Vec<u8>,
+}
+
+impl Channel {
+    /// Opens a socket of `family` in the calling thread's network namespace.
+    pub(crate) fn open(family: NlFamily, buf_len: usize) -> std::io::Result<Channel> {
+        let sock = NlSocket::connect(family, None, Groups::empty())?;
+        // Best effort: older kernels lack it and still work.
+        let _ = sock.enable_ext_ack(true);
+        Ok(Channel {
+            sock,
+            buf: vec![0; buf_len],
+        })
+    }
+
+    pub(crate) fn socket(&self) -> &NlSocket {
+        &self.sock
+    }
+
+    pub(crate) fn send(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.sock.send(bytes, Msg::empty()).map(|_| ())
+    }
+
+    /// One datagram: every message the kernel put in it.
+    pub(crate) fn recv(&mut self) -> std::io::Result<&[u8]> {
+        let (n, _) = self.sock.recv(&mut self.buf[..], Msg::empty())?;
+        Ok(&self.buf[..n.min(self.buf.len())])
+    }
+}
+
+/// An error reply as our `Error`.
+fn kernel_error(op: &str, errno: i32, extack: Option<String>) -> Error {
+    Error {
+        op: op.to_string(),
+        errno,
+        extack,
+        detail: std::io::Error::from_raw_os_error(errno).to_string(),
+    }
+}
+
 /// An rtnetlink socket bound to the namespace of the thread that opened it.
 pub struct Socket {
-    handle: NlSocketHandle,
+    channel: Channel,
     seq: u32,
 }
 
 const DUMP_RETRIES: usize = 5;
+/// neli's receive size: a dump datagram of rtnetlink fits.
+const RECV_LEN: usize = 32 * 1024;
 
 impl Socket {
     /// Opens a socket in the calling thread's network namespace.
     pub fn open() -> Result<Socket> {
-        let handle = NlSocketHandle::connect(NlFamily::Route, None, Groups::empty())
+        let channel = Channel::open(NlFamily::Route, RECV_LEN)
             .map_err(|e| Error::local("open netlink socket", e))?;
-        // Both are best effort: older kernels lack them and still work.
-        let _ = handle.enable_ext_ack(true);
-        let _ = handle.enable_strict_checking(true);
-        Ok(Socket { handle, seq: 0 })
+        // Best effort, as extended ACKs.
+        let _ = channel.socket().enable_strict_checking(true);
+        Ok(Socket { channel, seq: 0 })
     }
 
     /// A change (NEW/SET/DEL): one request, one ACK.
-    pub fn change<T, P>(&mut self, op: &str, ty: T, flags: NlmF, payload: P) -> Result<()>
-    where
-        T: NlType + fmt::Debug + Copy,
-        P: Size + ToBytes + fmt::Debug,
-    {
-        self.transact::<T, P, Buffer>(op, ty, flags, payload)
-            .map(|_| ())
+    pub fn change(&mut self, op: &str, ty: Rtm, flags: NlmF, payload: Buffer) -> Result<()> {
+        self.transact(op, ty, flags, payload.as_ref()).map(|_| ())
     }
 
-    /// A GET: one request, the replies parsed as `R`. Dumps interrupted by a
+    /// A GET: one request, the replies' payloads. Dumps interrupted by a
     /// concurrent change (NLM_F_DUMP_INTR) are retried, as the reference's netlinksafe does.
-    pub fn get<T, P, R>(&mut self, op: &str, ty: T, flags: NlmF, payload: P) -> Result<Vec<R>>
-    where
-        T: NlType + fmt::Debug + Copy,
-        P: Size + ToBytes + fmt::Debug + Clone,
-        R: Size + FromBytesWithInput<Input = usize> + fmt::Debug,
-    {
+    pub fn get(&mut self, op: &str, ty: Rtm, flags: NlmF, payload: Buffer) -> Result<Vec<Buffer>> {
         let mut last = None;
         for _ in 0..DUMP_RETRIES {
-            match self.transact::<T, P, R>(op, ty, flags, payload.clone()) {
+            match self.transact(op, ty, flags, payload.as_ref()) {
                 Err(e) if e.is(libc::EINTR) => last = Some(e),
                 other => return other,
             }
@@ -124,80 +158,39 @@ impl Socket {
         Err(last.unwrap_or_else(|| Error::local(op, "dump interrupted")))
     }
 
-    fn transact<T, P, R>(&mut self, op: &str, ty: T, flags: NlmF, payload: P) -> Result<Vec<R>>
-    where
-        T: NlType + fmt::Debug + Copy,
-        P: Size + ToBytes + fmt::Debug,
-        R: Size + FromBytesWithInput<Input = usize> + fmt::Debug,
-    {
+    fn transact(&mut self, op: &str, ty: Rtm, flags: NlmF, body: &[u8]) -> Result<Vec<Buffer>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         // Always ask for an ACK: without one a change gives no reply to wait for.
-        let msg = NlmsghdrBuilder::default()
-            .nl_type(ty)
-            .nl_flags(flags | NlmF::REQUEST | NlmF::ACK)
-            .nl_seq(seq)
-            .nl_pid(0)
-            .nl_payload(NlPayload::Payload(payload))
-            .build()
+        let flags = (flags | NlmF::REQUEST | NlmF::ACK).bits();
+        let mut request = Vec::with_capacity(wire::HDR_LEN + body.len());
+        wire::frame(&mut request, u16::from(ty), flags, seq, body);
+        self.channel
+            .send(&request)
             .map_err(|e| Error::local(op, e))?;
-        self.handle.send(&msg).map_err(|e| Error::local(op, e))?;
 
         let mut replies = Vec::new();
         let mut interrupted = false;
         loop {
-            let (msgs, _) = self
-                .handle
-                .recv::<u16, Buffer>()
-                .map_err(|e| Error::local(op, e))?;
-            for msg in msgs {
-                let msg = msg.map_err(|e| Error::local(op, e))?;
-                if *msg.nl_seq() != seq {
+            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
+            for msg in wire::messages(datagram) {
+                if msg.seq != seq {
                     continue;
                 }
-                if msg.nl_flags().contains(NlmF::DUMP_INTR) {
+                if msg.flags & NLM_F_DUMP_INTR != 0 {
                     interrupted = true;
                 }
-                let done = *msg.nl_type() == libc::NLMSG_DONE as u16;
-                match msg.nl_payload() {
-                    NlPayload::Payload(buf) if !done => {
-                        let bytes: &[u8] = buf.as_ref();
-                        let parsed = R::from_bytes_with_input(&mut Cursor::new(bytes), bytes.len())
-                            .map_err(|e| Error::local(op, format!("bad reply: {e}")))?;
-                        replies.push(parsed);
-                    }
-                    NlPayload::Err(err) => {
-                        let extack = err
-                            .ext_ack()
-                            .get_attr_handle()
-                            .get_attr_payload_as_with_len::<String>(
-                                neli::consts::nl::NlmsgerrAttr::Msg,
-                            )
-                            .ok()
-                            .map(|s| s.trim_end_matches('\0').to_string())
-                            .filter(|s| !s.is_empty());
-                        let errno = -*err.error();
-                        return Err(Error {
-                            op: op.to_string(),
-                            errno,
-                            extack,
-                            detail: std::io::Error::from_raw_os_error(errno).to_string(),
-                        });
-                    }
-                    NlPayload::DumpExtAck(ack) if *ack.error() != 0 => {
-                        let errno = -*ack.error();
-                        return Err(Error {
-                            op: op.to_string(),
-                            errno,
-                            extack: None,
-                            detail: std::io::Error::from_raw_os_error(errno).to_string(),
-                        });
-                    }
-                    NlPayload::Ack(_) | NlPayload::DumpExtAck(_) => {
+                match msg.ty {
+                    NLMSG_ERROR | NLMSG_DONE => {
+                        let (errno, extack) = wire::error_of(&msg);
+                        if errno != 0 {
+                            return Err(kernel_error(op, errno, extack));
+                        }
                         return finish(op, interrupted, replies);
                     }
-                    _ if done => return finish(op, interrupted, replies),
-                    _ => {}
+                    // NOOP / OVERRUN: control messages, not replies.
+                    ty if ty < 0x10 => {}
+                    _ => replies.push(Buffer::from(msg.payload)),
                 }
             }
         }

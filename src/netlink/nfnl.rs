@@ -2,11 +2,9 @@
 //! buffer on neli's raw socket, every message acknowledged; and rule dumps.
 //! neli has no nf_tables support, so frames are written here (see netlink-notes).
 
-use super::wire::{self, Body};
-use super::{Error, Result};
-use neli::consts::socket::{Msg, NlFamily};
-use neli::socket::NlSocket;
-use neli::utils::Groups;
+use super::wire::{self, Body, NLMSG_DONE, NLMSG_ERROR};
+use super::{Channel, Error, Result, kernel_error};
+use neli::consts::socket::NlFamily;
 use nix::libc;
 
 const NFNL_SUBSYS_NFTABLES: u16 = 10;
@@ -18,10 +16,6 @@ pub const NLM_F_DUMP: u16 = 0x300;
 pub const NLM_F_CREATE: u16 = 0x400;
 pub const NLM_F_EXCL: u16 = 0x200;
 pub const NLM_F_APPEND: u16 = 0x800;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const HDR_LEN: usize = 16;
-
 /// One nf_tables message of a batch.
 #[derive(Debug, Clone)]
 pub struct NfMsg {
@@ -35,100 +29,35 @@ pub struct NfMsg {
     pub what: String,
 }
 
+/// Appends one nfnetlink message: `nlmsghdr`, `nfgenmsg`, attributes.
 fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u16, attrs: &[u8]) {
-    let len = HDR_LEN + 4 + attrs.len();
-    out.extend_from_slice(&(len as u32).to_ne_bytes());
-    out.extend_from_slice(&ty.to_ne_bytes());
-    out.extend_from_slice(&flags.to_ne_bytes());
-    out.extend_from_slice(&seq.to_ne_bytes());
-    out.extend_from_slice(&0u32.to_ne_bytes());
-    out.push(family);
-    out.push(0); // NFNETLINK_V0
-    out.extend_from_slice(&res_id.to_be_bytes());
-    out.extend_from_slice(attrs);
-    while !out.len().is_multiple_of(4) {
-        out.push(0);
-    }
-}
-
-/// A received netlink message: type, flags, seq, payload.
-struct Received<'a> {
-    ty: u16,
-    seq: u32,
-    payload: &'a [u8],
-}
-
-fn messages(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
-    std::iter::from_fn(move || {
-        if buf.len() < HDR_LEN {
-            return None;
-        }
-        let len = u32::from_ne_bytes(buf[0..4].try_into().ok()?) as usize;
-        if len < HDR_LEN || len > buf.len() {
-            return None;
-        }
-        let msg = Received {
-            ty: u16::from_ne_bytes(buf[4..6].try_into().ok()?),
-            seq: u32::from_ne_bytes(buf[8..12].try_into().ok()?),
-            payload: &buf[HDR_LEN..len],
-        };
-        buf = &buf[((len + 3) & !3).min(buf.len())..];
-        Some(msg)
-    })
-}
-
-/// An NLMSG_ERROR payload: errno (positive; 0 = ack) and extack text.
-fn error_of(payload: &[u8]) -> (i32, Option<String>) {
-    let code = payload
-        .get(..4)
-        .and_then(|b| b.try_into().ok())
-        .map(i32::from_ne_bytes)
-        .unwrap_or(0);
-    // With extended ACKs the original header (capped) follows, then TLVs.
-    let orig_len = payload
-        .get(4..8)
-        .and_then(|b| b.try_into().ok())
-        .map(|b| u32::from_ne_bytes(b) as usize)
-        .unwrap_or(0);
-    let capped = if code == 0 {
-        HDR_LEN
-    } else {
-        HDR_LEN.max(orig_len.min(payload.len().saturating_sub(4)))
-    };
-    let tlvs = payload.get(4 + capped..).unwrap_or_default();
-    let text = wire::find(tlvs, 1)
-        .map(wire::as_str)
-        .filter(|s| !s.is_empty());
-    (-code, text)
+    let mut body = Vec::with_capacity(4 + attrs.len());
+    body.push(family);
+    body.push(0); // NFNETLINK_V0
+    body.extend_from_slice(&res_id.to_be_bytes());
+    body.extend_from_slice(attrs);
+    wire::frame(out, ty, flags, seq, &body);
 }
 
 /// An nfnetlink socket in the calling thread's namespace.
 pub struct NfSocket {
-    sock: NlSocket,
+    channel: Channel,
     seq: u32,
 }
 
+/// Rule dumps of busy chains come in large datagrams.
+const RECV_LEN: usize = 64 * 1024;
+
 impl NfSocket {
     pub fn open() -> Result<NfSocket> {
-        let sock = NlSocket::connect(NlFamily::Netfilter, None, Groups::empty())
+        let channel = Channel::open(NlFamily::Netfilter, RECV_LEN)
             .map_err(|e| Error::local("open nfnetlink socket", e))?;
-        let _ = sock.enable_ext_ack(true);
-        Ok(NfSocket { sock, seq: 0 })
+        Ok(NfSocket { channel, seq: 0 })
     }
 
     fn next_seq(&mut self) -> u32 {
         self.seq = self.seq.wrapping_add(1);
         self.seq
-    }
-
-    fn receive(&self, op: &str) -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; 1 << 16];
-        let (n, _) = self
-            .sock
-            .recv(&mut buf[..], Msg::empty())
-            .map_err(|e| Error::local(op, e))?;
-        buf.truncate(n);
-        Ok(buf)
     }
 
     /// Commits the messages as one transaction: all or nothing.
@@ -172,24 +101,22 @@ impl NfSocket {
             NFNL_SUBSYS_NFTABLES,
             &[],
         );
-        self.sock
-            .send(&out, Msg::empty())
+        self.channel
+            .send(&out)
             .map_err(|e| Error::local("send nf_tables batch", e))?;
         while !pending.is_empty() {
-            let buf = self.receive("nf_tables batch")?;
-            for msg in messages(&buf) {
+            let datagram = self
+                .channel
+                .recv()
+                .map_err(|e| Error::local("nf_tables batch", e))?;
+            for msg in wire::messages(datagram) {
                 if msg.ty != NLMSG_ERROR {
                     continue;
                 }
-                let (errno, extack) = error_of(msg.payload);
+                let (errno, extack) = wire::error_of(&msg);
                 let what = pending.remove(&msg.seq).unwrap_or("nf_tables batch");
                 if errno != 0 {
-                    return Err(Error {
-                        op: what.to_string(),
-                        errno,
-                        extack,
-                        detail: std::io::Error::from_raw_os_error(errno).to_string(),
-                    });
+                    return Err(kernel_error(what, errno, extack));
                 }
             }
         }
@@ -215,25 +142,17 @@ impl NfSocket {
             0,
             attrs,
         );
-        self.sock
-            .send(&out, Msg::empty())
-            .map_err(|e| Error::local(op, e))?;
+        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
         loop {
-            let buf = self.receive(op)?;
-            for msg in messages(&buf) {
+            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
+            for msg in wire::messages(datagram) {
                 if msg.seq != seq || msg.ty != NLMSG_ERROR {
                     continue;
                 }
-                let (errno, extack) = error_of(msg.payload);
-                if errno == 0 {
-                    return Ok(());
-                }
-                return Err(Error {
-                    op: op.to_string(),
-                    errno,
-                    extack,
-                    detail: std::io::Error::from_raw_os_error(errno).to_string(),
-                });
+                return match wire::error_of(&msg) {
+                    (0, _) => Ok(()),
+                    (errno, extack) => Err(kernel_error(op, errno, extack)),
+                };
             }
         }
     }
@@ -259,29 +178,20 @@ impl NfSocket {
             0,
             &attrs.into_bytes(),
         );
-        self.sock
-            .send(&out, Msg::empty())
-            .map_err(|e| Error::local(op, e))?;
+        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
         let mut objects = Vec::new();
         loop {
-            let buf = self.receive(op)?;
-            for msg in messages(&buf) {
+            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
+            for msg in wire::messages(datagram) {
                 if msg.seq != seq {
                     continue;
                 }
                 match msg.ty {
-                    NLMSG_DONE => return Ok(objects),
-                    NLMSG_ERROR => {
-                        let (errno, extack) = error_of(msg.payload);
-                        if errno == 0 {
-                            return Ok(objects);
-                        }
-                        return Err(Error {
-                            op: op.to_string(),
-                            errno,
-                            extack,
-                            detail: std::io::Error::from_raw_os_error(errno).to_string(),
-                        });
+                    NLMSG_DONE | NLMSG_ERROR => {
+                        return match wire::error_of(&msg) {
+                            (0, _) => Ok(objects),
+                            (errno, extack) => Err(kernel_error(op, errno, extack)),
+                        };
                     }
                     _ => objects.push(msg.payload.get(4..).unwrap_or_default().to_vec()),
                 }
@@ -302,16 +212,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn frames_parse_back() {
+    fn frames_carry_the_nfgenmsg() {
         let mut out = Vec::new();
-        frame(&mut out, 0x0a06, NLM_F_REQUEST, 7, 2, 0, &[1, 2, 3]);
+        frame(&mut out, 0x0a06, NLM_F_REQUEST, 7, 2, 0x0a, &[1, 2, 3]);
         assert_eq!(out.len() % 4, 0);
-        let msgs: Vec<_> = messages(&out).collect();
+        let msgs: Vec<_> = wire::messages(&out).collect();
         assert_eq!(msgs.len(), 1);
         assert_eq!((msgs[0].ty, msgs[0].seq), (0x0a06, 7));
-        assert_eq!(&msgs[0].payload[..7], &[2, 0, 0, 0, 1, 2, 3]);
-        let mut err = (-17i32).to_ne_bytes().to_vec();
-        err.extend_from_slice(&[0u8; 16]);
-        assert_eq!(error_of(&err), (17, None));
+        assert_eq!(&msgs[0].payload[..7], &[2, 0, 0, 0x0a, 1, 2, 3]);
     }
 }

@@ -1,7 +1,7 @@
-//! rtnetlink message bodies as bytes: a fixed header struct followed by
-//! attributes. neli's typed builders need a new type per nesting level and kind;
-//! a byte writer with the kernel's TLV rules covers every kind in a few lines,
-//! and neli still frames, sends and receives the messages.
+//! Netlink messages as bytes: bodies (a fixed header struct followed by
+//! attributes), the `nlmsghdr` frame around them, and parsing of what the kernel
+//! sends back. neli's typed builders need a new type per nesting level and kind;
+//! a byte writer with the kernel's TLV rules covers every kind in a few lines.
 
 use std::net::IpAddr;
 
@@ -115,6 +115,75 @@ pub fn as_ip(p: &[u8]) -> Option<IpAddr> {
     }
 }
 
+/// `struct nlmsghdr` length.
+pub const HDR_LEN: usize = 16;
+pub const NLMSG_ERROR: u16 = 2;
+pub const NLMSG_DONE: u16 = 3;
+/// NLM_F_DUMP_INTR: the dump raced a change and may be inconsistent.
+pub const NLM_F_DUMP_INTR: u16 = 0x10;
+
+/// Appends one message: `nlmsghdr` (port id 0: the kernel), then `body`, padded.
+pub fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, body: &[u8]) {
+    let len = HDR_LEN + body.len();
+    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    out.extend_from_slice(&ty.to_ne_bytes());
+    out.extend_from_slice(&flags.to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+    out.extend_from_slice(body);
+    out.resize(align4(out.len()), 0);
+}
+
+/// A received netlink message: type, flags, seq, payload (after the header).
+#[derive(Debug)]
+pub struct Received<'a> {
+    pub ty: u16,
+    pub flags: u16,
+    pub seq: u32,
+    pub payload: &'a [u8],
+}
+
+/// The messages of one `recv`; a truncated or malformed tail ends the iteration.
+pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
+    std::iter::from_fn(move || {
+        let len = as_u32(buf.get(0..4)?)? as usize;
+        if len < HDR_LEN || len > buf.len() {
+            return None;
+        }
+        let msg = Received {
+            ty: as_u16(&buf[4..6])?,
+            flags: as_u16(&buf[6..8])?,
+            seq: as_u32(&buf[8..12])?,
+            payload: &buf[HDR_LEN..len],
+        };
+        buf = &buf[align4(len).min(buf.len())..];
+        Some(msg)
+    })
+}
+
+/// NLM_F_CAPPED on an NLMSG_ERROR: only the request's header is echoed.
+const NLM_F_CAPPED: u16 = 0x100;
+
+/// An NLMSG_ERROR (or NLMSG_DONE) message: errno (positive; 0 = success) and
+/// the extended-ACK text.
+pub fn error_of(msg: &Received) -> (i32, Option<String>) {
+    let payload = msg.payload;
+    let code = payload.get(..4).and_then(as_u32).unwrap_or(0) as i32;
+    // After the code of an NLMSG_ERROR comes the request (whole on errors unless
+    // capped), then the extack TLVs; NLMSG_DONE has the TLVs right after it.
+    let echoed = if msg.ty == NLMSG_DONE {
+        0
+    } else if code == 0 || msg.flags & NLM_F_CAPPED != 0 {
+        HDR_LEN
+    } else {
+        let orig_len = payload.get(4..8).and_then(as_u32).unwrap_or(0) as usize;
+        HDR_LEN.max(align4(orig_len).min(payload.len().saturating_sub(4)))
+    };
+    let tlvs = payload.get(4 + echoed..).unwrap_or_default();
+    let text = find(tlvs, 1).map(as_str).filter(|s| !s.is_empty());
+    (-code, text)
+}
+
 /// `struct ifinfomsg`.
 pub fn ifinfomsg(family: u8, index: u32, flags: u32, change: u32) -> [u8; 16] {
     let mut h = [0u8; 16];
@@ -189,5 +258,45 @@ mod tests {
         // Truncated input ends the iteration instead of panicking.
         assert_eq!(attrs(&body[4..9]).count(), 0);
         assert_eq!(attrs(&[200, 0, 1, 0]).count(), 0);
+    }
+
+    #[test]
+    fn frames_parse_back_and_errors_decode() {
+        let mut out = Vec::new();
+        frame(&mut out, 16, 0x5, 7, &[1, 2, 3]);
+        frame(&mut out, NLMSG_DONE, 0x10, 8, &[0, 0, 0, 0]);
+        assert_eq!(out.len(), 20 + 20);
+        let msgs: Vec<_> = messages(&out).collect();
+        assert_eq!(msgs.len(), 2);
+        assert_eq!((msgs[0].ty, msgs[0].flags, msgs[0].seq), (16, 5, 7));
+        assert_eq!(msgs[0].payload, &[1, 2, 3]);
+        assert_eq!((msgs[1].ty, msgs[1].flags), (NLMSG_DONE, NLM_F_DUMP_INTR));
+        // A header claiming more than was received ends the iteration.
+        assert_eq!(messages(&out[..30]).count(), 1);
+
+        // errno -17 with the request echoed (16-byte header) and an extack text.
+        let mut err = (-17i32).to_ne_bytes().to_vec();
+        let mut echoed = Vec::new();
+        frame(&mut echoed, 16, 1, 7, &[]);
+        err.extend_from_slice(&echoed);
+        err.extend_from_slice(&Body::default().str(1, "File exists").into_bytes());
+        let mut framed = Vec::new();
+        frame(&mut framed, NLMSG_ERROR, 0, 7, &err);
+        let msg = messages(&framed).next().expect("one message");
+        assert_eq!(error_of(&msg), (17, Some("File exists".into())));
+        let ack = Received {
+            ty: NLMSG_ERROR,
+            flags: 0,
+            seq: 1,
+            payload: &[0u8; 20],
+        };
+        assert_eq!(error_of(&ack), (0, None));
+        let empty = Received {
+            ty: NLMSG_ERROR,
+            flags: 0,
+            seq: 1,
+            payload: &[],
+        };
+        assert_eq!(error_of(&empty), (0, None));
     }
 }
