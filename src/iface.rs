@@ -280,9 +280,8 @@ pub fn delete_in_container(ns: &NetNs, ifname: &str) -> CniResult<Vec<IpNet>> {
                     .map(|a| a.addr),
             );
         }
-        match sock.delete_link(link.index) {
+        match sock.delete_link_detached(link.index) {
             Ok(()) => Ok(addrs),
-            Err(e) if e.is_not_found() => Ok(addrs),
             Err(e) => Err(Error::internal(format!("failed to delete {ifname:?}: {e}"))),
         }
     })?

@@ -301,10 +301,7 @@ impl Plugin for Bandwidth {
             clear_host_qdiscs(&mut sock, &host);
         }
         match sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id)) {
-            Ok(ifb) => match sock.delete_link(ifb.index) {
-                Err(e) if !e.is_not_found() => Err(e.into()),
-                _ => Ok(()),
-            },
+            Ok(ifb) => Ok(sock.delete_link_detached(ifb.index)?),
             Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e.into()),
         }
