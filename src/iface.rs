@@ -5,7 +5,7 @@
 use crate::cni::result::{IpConfig, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error};
 use crate::netlink::addr::{Family, IFA_F_DADFAILED, IFA_F_TENTATIVE};
-use crate::netlink::link::{Change, Kind, Link, NewLink, parse_mac};
+use crate::netlink::link::{Change, IPV4_DEVCONF_ARP_NOTIFY, Kind, Link, NewLink, parse_mac};
 use crate::netlink::route::{RT_TABLE_MAIN, Route};
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
@@ -196,15 +196,28 @@ fn wait_for_dad(sock: &mut Socket, link: &Link) -> CniResult<()> {
     }
 }
 
-/// Enables forwarding in the calling thread's namespace for each family present.
-pub fn enable_forwarding(ips: &[IpConfig]) -> CniResult<()> {
-    if ips.iter().any(|ip| ip.address.addr().is_ipv4()) {
-        sysctl::set("net.ipv4.ip_forward", "1").map_err(Error::internal)?;
-    }
-    if ips.iter().any(|ip| ip.address.addr().is_ipv6()) {
-        sysctl::set("net.ipv6.conf.all.forwarding", "1").map_err(Error::internal)?;
+/// Enables forwarding for each family present, in the calling thread's
+/// namespace (where `sock` lives): the sysctl is written only when netlink says
+/// it is off, so the usual ADD on a forwarding node walks no /proc/sys path.
+pub fn enable_forwarding(sock: &mut Socket, ips: &[IpConfig]) -> CniResult<()> {
+    for (family, key) in [
+        (Family::V4, "net.ipv4.ip_forward"),
+        (Family::V6, "net.ipv6.conf.all.forwarding"),
+    ] {
+        if !ips.iter().any(|ip| Family::of(ip.address.addr()) == family) {
+            continue;
+        }
+        if sock.forwarding(family).ok().flatten() != Some(true) {
+            sysctl::set(key, "1").map_err(Error::internal)?;
+        }
     }
     Ok(())
+}
+
+/// `net.ipv4.conf.<link>.arp_notify=1`, best effort as in the reference, over
+/// netlink (no /proc/sys path walk).
+pub fn set_arp_notify(sock: &mut Socket, index: u32) {
+    let _ = sock.set_link(index, Change::Ipv4Conf(IPV4_DEVCONF_ARP_NOTIFY, 1));
 }
 
 /// CHECK: every address of `ifname` in the result is on the link.

@@ -193,17 +193,43 @@ impl Reservation {
     }
 }
 
+/// Overwrites in place, then trims: truncating to zero on open would make ext4
+/// start writeback of the file when it is closed (auto_da_alloc), an I/O
+/// submission on every ADD. Readers hold the store lock, as we do.
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .mode(0o600)
         .open(path)
         .map_err(|e| annotate(e, "open", path))?;
-    f.write_all(bytes).map_err(|e| annotate(e, "write", path))
+    f.write_all(bytes).map_err(|e| annotate(e, "write", path))?;
+    f.set_len(bytes.len() as u64)
+        .map_err(|e| annotate(e, "truncate", path))
 }
 
 fn annotate(e: io::Error, op: &str, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("failed to {op} {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewrite_in_place_leaves_only_the_new_content() {
+        let dir = std::env::temp_dir().join(format!("cni-store-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("last_reserved_ip.0");
+        write_private(&path, b"2001:db8::ffff:ffff").expect("first write");
+        write_private(&path, b"10.0.0.2").expect("shorter write");
+        assert_eq!(std::fs::read(&path).expect("read"), b"10.0.0.2");
+        write_private(&path, b"10.100.100.100").expect("longer write");
+        assert_eq!(std::fs::read(&path).expect("read"), b"10.100.100.100");
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -25,6 +25,7 @@ const IFLA_IFALIAS: u16 = 20;
 const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
 const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_INET_CONF: u16 = 1;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
 const VETH_INFO_PEER: u16 = 1;
@@ -43,6 +44,9 @@ const AF_UNSPEC: u8 = 0;
 const AF_BRIDGE: u8 = 7;
 /// RFC 2863 operational state "up".
 pub const OPER_UP: u8 = 6;
+/// IPv4 per-interface settings (`net.ipv4.conf.<if>.*`), by their devconf id.
+pub const IPV4_DEVCONF_ARP_NOTIFY: u16 = 22;
+pub const IPV4_DEVCONF_ROUTE_LOCALNET: u16 = 26;
 
 /// What plugins need to know about a link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -63,6 +67,8 @@ pub struct Link {
     pub txqlen: u32,
     /// IFLA_INFO_DATA as received, for kind-specific checks.
     pub info_data: Vec<u8>,
+    /// `net.ipv4.conf.<if>.*` values, devconf id `n` at index `n - 1`.
+    pub ipv4_conf: Vec<u32>,
 }
 
 impl Link {
@@ -89,6 +95,11 @@ impl Link {
         wire::as_u32(p).or_else(|| wire::as_u16(p).map(u32::from))
     }
 
+    /// An IPv4 per-interface setting (IPV4_DEVCONF_*), if the link reported it.
+    pub fn ipv4_conf(&self, id: u16) -> Option<u32> {
+        self.ipv4_conf.get(usize::from(id).checked_sub(1)?).copied()
+    }
+
     fn parse(msg: &[u8]) -> Option<Link> {
         let header = msg.get(..IFINFOMSG_LEN)?;
         let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
@@ -109,6 +120,13 @@ impl Link {
                 IFLA_IFALIAS => link.alias = wire::as_str(p),
                 IFLA_OPERSTATE => link.oper_state = p.first().copied().unwrap_or(0),
                 IFLA_TXQLEN => link.txqlen = wire::as_u32(p).unwrap_or(0),
+                IFLA_AF_SPEC => {
+                    if let Some(conf) = wire::find(p, libc::AF_INET as u16)
+                        .and_then(|inet| wire::find(inet, IFLA_INET_CONF))
+                    {
+                        link.ipv4_conf = conf.chunks_exact(4).filter_map(wire::as_u32).collect();
+                    }
+                }
                 IFLA_LINKINFO => {
                     for (ity, ip) in wire::attrs(p) {
                         match ity {
@@ -241,6 +259,9 @@ pub enum Change<'a> {
     Up(bool),
     Promisc(bool),
     AllMulti(bool),
+    /// Sets `net.ipv4.conf.<if>.<setting>` (IPV4_DEVCONF_* id) without a
+    /// /proc/sys path walk, whose cost grows with the number of namespaces.
+    Ipv4Conf(u16, u32),
 }
 
 fn not_found(op: String) -> Error {
@@ -416,6 +437,11 @@ impl Socket {
                     Change::Alias(alias) => body.attr(IFLA_IFALIAS, alias.as_bytes()),
                     Change::Netns(fd) => body.u32(IFLA_NET_NS_FD, fd as u32),
                     Change::TxQueueLen(q) => body.u32(IFLA_TXQLEN, q),
+                    Change::Ipv4Conf(id, value) => body.nest(IFLA_AF_SPEC, |spec| {
+                        spec.nest(libc::AF_INET as u16, |inet| {
+                            inet.nest(IFLA_INET_CONF, |conf| conf.u32(id, value))
+                        })
+                    }),
                     Change::Up(_) | Change::Promisc(_) | Change::AllMulti(_) => body,
                 }
             }
@@ -513,6 +539,26 @@ mod tests {
         );
         assert!(link.is_up());
         assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
+        assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), None);
+    }
+
+    #[test]
+    fn reads_ipv4_devconf_from_af_spec() {
+        // The kernel sends the whole table: value of devconf id n at index n - 1.
+        let table: Vec<u8> = (1..=33u32).flat_map(|id| (id * 10).to_ne_bytes()).collect();
+        let msg = Body::new(&wire::ifinfomsg(0, 7, 0, 0))
+            .str(IFLA_IFNAME, "eth0")
+            .nest(IFLA_AF_SPEC, |spec| {
+                spec.nest(libc::AF_INET as u16, |inet| {
+                    inet.attr(IFLA_INET_CONF, &table)
+                })
+            })
+            .into_bytes();
+        let link = Link::parse(&msg).expect("parsed");
+        assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), Some(220));
+        assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ROUTE_LOCALNET), Some(260));
+        assert_eq!(link.ipv4_conf(0), None);
+        assert_eq!(link.ipv4_conf(99), None);
     }
 }
 

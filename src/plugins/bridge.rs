@@ -221,7 +221,8 @@ impl Plugin for Bridge {
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
             if layer3 {
-                iface::set_conf("ipv4", ifname, "arp_notify", "1");
+                let link = sock.link_by_name(ifname)?;
+                iface::set_arp_notify(&mut sock, link.index);
                 if enable_dad {
                     iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
                     iface::set_conf("ipv6", ifname, "accept_dad", "1");
@@ -255,7 +256,7 @@ impl Plugin for Bridge {
                     host.set_link(bridge.index, Change::Mac(mac))?;
                 }
             }
-            iface::enable_forwarding(&result.ips)?;
+            iface::enable_forwarding(&mut host, &result.ips)?;
             mac_settled = !created && !added;
         }
         if !mac_settled {

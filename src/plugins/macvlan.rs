@@ -4,6 +4,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
+use crate::netlink::Socket;
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
@@ -79,7 +80,9 @@ impl Plugin for Macvlan {
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         ns.run(|| {
-            iface::set_conf("ipv4", ifname, "arp_notify", "1");
+            if let Ok(mut sock) = Socket::open() {
+                iface::set_arp_notify(&mut sock, link.index);
+            }
             iface::set_conf("ipv6", ifname, "ndisc_notify", "1");
         })?;
         let mut result = NetResult::new();

@@ -6,7 +6,8 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
 use crate::netfilter::{Backend, Family};
-use crate::netlink::{Socket, sysctl};
+use crate::netlink::Socket;
+use crate::netlink::link::{Change, IPV4_DEVCONF_ROUTE_LOCALNET};
 use serde::Deserialize;
 use std::net::IpAddr;
 
@@ -311,8 +312,17 @@ fn enable_route_localnet(ip: IpAddr) -> CniResult<()> {
         return Ok(());
     };
     let Some(oif) = route.oif else { return Ok(()) };
+    // Read and set over netlink: no /proc/sys path walk, whose cost grows with
+    // the number of namespaces on the node; most ADDs find it already set.
     let link = sock.link_by_index(oif)?;
-    sysctl::set(&sysctl::conf_key("ipv4", &link.name, "route_localnet"), "1")
-        .map_err(Error::internal)?;
+    if link.ipv4_conf(IPV4_DEVCONF_ROUTE_LOCALNET) != Some(1) {
+        sock.set_link(oif, Change::Ipv4Conf(IPV4_DEVCONF_ROUTE_LOCALNET, 1))
+            .map_err(|e| {
+                Error::internal(format!(
+                    "failed to set net.ipv4.conf.{}.route_localnet=1: {e}",
+                    link.name
+                ))
+            })?;
+    }
     Ok(())
 }

@@ -61,10 +61,10 @@ impl Plugin for Ptp {
                 ip.address
             )));
         }
-        iface::enable_forwarding(&result.ips)?;
+        let mut host = Socket::open()?;
+        iface::enable_forwarding(&mut host, &result.ips)?;
 
         let ifname = inv.env.ifname.as_str();
-        let mut host = Socket::open()?;
         let veth = iface::setup_veth(&mut host, &ns, ifname, conf.mtu, None)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         result.interfaces = vec![

@@ -74,7 +74,7 @@ impl Plugin for Tap {
                     })?;
                     sock.set_link(link.index, Change::Master(Some(br.index)))?;
                 }
-                iface::set_conf("ipv4", ifname, "arp_notify", "1");
+                iface::set_arp_notify(&mut sock, link.index);
                 Ok(())
             })();
             if let Err(e) = configured {
