@@ -315,11 +315,10 @@ fn rules_written_by_the_go_portmap_are_removed_by_del() {
     assert_eq!(nat(), before);
 }
 
-#[test]
-fn one_add_runs_one_save_and_one_restore_per_family() {
-    enter_test_host();
-    let net = network(json!({}));
-    let wrappers = TempDir::new("pm-wrap");
+/// Wrappers for the netfilter tools that log each run, then run the real tool;
+/// returns (their dir, the log, a PATH with them first).
+fn logging_wrappers(tag: &str) -> (TempDir, std::path::PathBuf, String) {
+    let wrappers = TempDir::new(tag);
     let log = wrappers.0.join("execs");
     for tool in [
         "iptables-save",
@@ -349,6 +348,15 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
         wrappers.0.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    (wrappers, log, path)
+}
+
+#[test]
+fn one_add_runs_one_save_and_one_restore_per_family() {
+    enter_test_host();
+    let net = network(json!({}));
+    // Not named like the nf_tables flavour: the state is read with iptables-save.
+    let (_wrappers, log, path) = logging_wrappers("pm-wrap");
     let ns = Netns::new();
     let caps = maps(&[(8080, 80, "tcp", ""), (8081, 81, "udp", "")]);
     let child = net
@@ -381,17 +389,69 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
         execs.lines().filter(|l| l.ends_with("-restore")).count() <= 2,
         "{execs}"
     );
-    // A DEL with nothing of the container's to remove reads the state over netlink
-    // (iptables-nft) and starts no process at all.
-    if run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+}
+
+#[test]
+fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip(
+            "with_iptables_nft_every_add_runs_one_restore_and_no_save",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let net = network(json!({}));
+    // The wrappers' path names the nf_tables flavour, as the real tools' does
+    // (xtables-nft-multi): the state is then read over netlink. (Elsewhere the
+    // wrappers are taken for iptables-legacy, whose state needs iptables-save.)
+    let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft");
+    let before = nat();
+    let (a, b) = (Netns::new(), Netns::new());
+    let ports = [
+        maps(&[(8080, 80, "tcp", "")]),
+        maps(&[(8081, 80, "tcp", "")]),
+    ];
+    // First ADD on an empty table (creates the shared chains), then a second.
+    for (ns, caps) in [(&a, &ports[0]), (&b, &ports[1])] {
         let _ = std::fs::remove_file(&log);
         let child = net
-            .command(&["del", "pm-net", ns.path()], &caps, Some(&path))
+            .command(&["add", "pm-net", ns.path()], caps, Some(&path))
             .spawn()
             .expect("cnitool");
         Outcome::of(child).ok();
-        assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
+        let execs = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(execs, "iptables-restore\n", "{}", ns.path());
     }
+    let table = nat();
+    for expected in [
+        "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+        "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+        "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ",
+        "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE",
+        "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000",
+    ] {
+        assert_eq!(table.matches(expected).count(), 1, "{expected}\n{table}");
+    }
+    assert_eq!(table.matches("--dports 808").count(), 2, "{table}");
+    for (ns, caps) in [(&a, &ports[0]), (&b, &ports[1])] {
+        net.run(&["check", "pm-net", ns.path()], caps).ok();
+        net.run(&["del", "pm-net", ns.path()], caps).ok();
+    }
+    assert_eq!(
+        nat(),
+        before,
+        "the last DEL leaves the table as it found it"
+    );
+    // A DEL with nothing of the container's to remove reads the state over
+    // netlink and starts no process at all.
+    let _ = std::fs::remove_file(&log);
+    let child = net
+        .command(&["del", "pm-net", a.path()], &ports[0], Some(&path))
+        .spawn()
+        .expect("cnitool");
+    Outcome::of(child).ok();
+    assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
 }
 
 #[test]

@@ -219,11 +219,11 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
 /// whose state can then be read over netlink instead of by `iptables-save`.
 pub fn is_nft_based(family: Family) -> bool {
     let restore = tool(family, "restore");
+    // The first one on PATH is the one that will run.
     std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            std::fs::canonicalize(dir.join(&restore))
-                .is_ok_and(|p| p.to_string_lossy().contains("nft"))
-        })
+        std::env::split_paths(&path)
+            .find_map(|dir| std::fs::canonicalize(dir.join(&restore)).ok())
+            .is_some_and(|p| p.to_string_lossy().contains("nft"))
     })
 }
 

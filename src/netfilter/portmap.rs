@@ -235,38 +235,56 @@ fn ensure_shared(batch: &mut Batch, saved: &mut Saved, plan: &Plan) {
     }
 }
 
-/// With iptables-nft, the shared chains and entry jumps can be verified over
-/// netlink (no `iptables-save`, whose cost grows with every pod's rules). True
-/// when everything the container's rules hang on is in place and the container
-/// has no rules yet: then one restore with only its own lines is enough.
-fn shared_state_ready(plan: &Plan, family: Family) -> bool {
+/// What nf_tables netlink says of the shared chains, so that an ADD can skip
+/// `iptables-save` (one process, O(table) text) in the two common cases.
+enum SharedState {
+    /// Shared chains and jumps in place, the container's chain absent: append.
+    Ready,
+    /// None of the shared chains nor the container's exists: create them all.
+    Fresh,
+    /// Anything else, or iptables-legacy, or no answer: read the table.
+    Unknown,
+}
+
+fn shared_state(plan: &Plan, family: Family) -> SharedState {
     if !iptables::is_nft_based(family) {
-        return false;
+        return SharedState::Unknown;
     }
     let f = match family {
         Family::V4 => super::nft::NFPROTO_IPV4,
         Family::V6 => super::nft::NFPROTO_IPV6,
     };
     let Ok(mut sock) = super::nft::open() else {
-        return false;
+        return SharedState::Unknown;
     };
     let Ok(chains) = super::nft::chains(&mut sock, f, "nat") else {
-        return false;
+        return SharedState::Unknown;
     };
     let has = |c: &str| chains.iter().any(|x| x == c);
+    let chain = plan.dnat_chain();
+    if [DNAT_CHAIN, SETMARK_CHAIN, MASQ_CHAIN, chain.as_str()]
+        .iter()
+        .all(|c| !has(c))
+    {
+        return SharedState::Fresh;
+    }
     let mut jumps = |chain: &str, target: &str| {
         super::nft::rules(&mut sock, f, "nat", chain)
             .is_ok_and(|rules| rules.iter().any(|r| r.jumps.iter().any(|j| j == target)))
     };
-    let chain = plan.dnat_chain();
     let masq_ready = !plan.snat
         || plan.external_mark_chain.is_some()
         || (has(SETMARK_CHAIN) && has(MASQ_CHAIN) && jumps("POSTROUTING", MASQ_CHAIN));
-    has(DNAT_CHAIN)
+    let ready = has(DNAT_CHAIN)
         && !has(&chain)
         && masq_ready
         && jumps("PREROUTING", DNAT_CHAIN)
-        && jumps("OUTPUT", DNAT_CHAIN)
+        && jumps("OUTPUT", DNAT_CHAIN);
+    if ready {
+        SharedState::Ready
+    } else {
+        SharedState::Unknown
+    }
 }
 
 /// Adds (or rewrites) the container's mappings for each family it has an address of.
@@ -277,8 +295,13 @@ pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
         if plan.mappings_for(family).is_empty() {
             continue;
         }
-        if shared_state_ready(plan, family) {
+        let state = shared_state(plan, family);
+        if !matches!(state, SharedState::Unknown) {
             let mut batch = Batch::new(family, "nat");
+            if matches!(state, SharedState::Fresh) {
+                // `-N` fails if another process made a chain meanwhile.
+                ensure_shared(&mut batch, &mut Saved::default(), plan);
+            }
             let chain = plan.dnat_chain();
             batch.reset_chain(&chain);
             for rule in dnat_rules(plan, family, target) {
