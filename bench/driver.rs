@@ -196,22 +196,29 @@ impl Bench {
         let spaces: Vec<String> = (0..n).map(|_| self.netns()).collect::<Res<_>>()?;
         let run = |verb: &str| -> Res<(f64, f64, Vec<String>)> {
             let start = Instant::now();
-            let children: Vec<_> = spaces
+            // One waiter thread per call: each call's time ends when it exits,
+            // not when the driver gets round to waiting for it.
+            let waiters: Vec<_> = spaces
                 .iter()
                 .map(|ns| {
                     let mut cmd = self.cnitool(im, &conf, &json!({}), &[verb, "parallel", ns]);
                     cmd.stdout(Stdio::piped());
-                    (Instant::now(), cmd.spawn())
+                    let t0 = Instant::now();
+                    let child = cmd.spawn();
+                    std::thread::spawn(move || {
+                        let out = child.and_then(|c| c.wait_with_output());
+                        (ms(t0.elapsed()), out)
+                    })
                 })
                 .collect();
             let mut per_call = Vec::new();
             let mut ips = Vec::new();
-            for (t0, child) in children {
-                let out = child
-                    .map_err(|e| e.to_string())?
-                    .wait_with_output()
-                    .map_err(|e| e.to_string())?;
-                per_call.push(ms(t0.elapsed()));
+            for waiter in waiters {
+                let (took, out) = waiter
+                    .join()
+                    .map_err(|_| "waiter thread failed".to_string())?;
+                let out = out.map_err(|e| e.to_string())?;
+                per_call.push(took);
                 if !out.status.success() {
                     return Err(format!(
                         "parallel {verb}: {}",

@@ -166,10 +166,29 @@ fn tool(family: Family, what: &str) -> String {
     }
 }
 
+/// The first executable `name` on PATH: what a shell would run. Running it by
+/// this path spares the child one failed execve per PATH entry before it.
+fn locate(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+}
+
+/// A command for the family's tool, by its located path when found.
+fn command(family: Family, what: &str) -> (String, Command) {
+    let name = tool(family, what);
+    let cmd = match locate(&name) {
+        Some(path) => Command::new(path),
+        None => Command::new(&name),
+    };
+    (name, cmd)
+}
+
 /// `iptables-save -t <table>` (or ip6tables-save): one process.
 pub fn save(family: Family, table: &str) -> Result<Saved, String> {
-    let bin = tool(family, "save");
-    let out = Command::new(&bin)
+    let (bin, mut cmd) = command(family, "save");
+    let out = cmd
         .args(["-t", table])
         .stdin(Stdio::null())
         .output()
@@ -188,8 +207,8 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
     if batch.is_empty() {
         return Ok(());
     }
-    let bin = tool(batch.family, "restore");
-    let mut child = Command::new(&bin)
+    let (bin, mut cmd) = command(batch.family, "restore");
+    let mut child = cmd
         .args(["--noflush", "--wait"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -218,13 +237,9 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
 /// Whether the family's iptables is the nf_tables flavour (xtables-nft-multi),
 /// whose state can then be read over netlink instead of by `iptables-save`.
 pub fn is_nft_based(family: Family) -> bool {
-    let restore = tool(family, "restore");
-    // The first one on PATH is the one that will run.
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path)
-            .find_map(|dir| std::fs::canonicalize(dir.join(&restore)).ok())
-            .is_some_and(|p| p.to_string_lossy().contains("nft"))
-    })
+    locate(&tool(family, "restore"))
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .is_some_and(|p| p.to_string_lossy().contains("nft"))
 }
 
 /// With iptables-nft, true when none of `chains` exists in `table`, read over
@@ -248,15 +263,7 @@ pub fn surely_absent(family: Family, table: &str, chains: &[String]) -> bool {
 /// Whether the family's tools are installed (looked up on PATH, no process run:
 /// detection must not cost an exec per operation).
 pub fn usable(family: Family) -> bool {
-    let restore = tool(family, "restore");
-    let save = tool(family, "save");
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| {
-            let executable =
-                |name: &str| std::fs::metadata(dir.join(name)).is_ok_and(|m| m.is_file());
-            executable(&restore) && executable(&save)
-        })
-    })
+    locate(&tool(family, "restore")).is_some() && locate(&tool(family, "save")).is_some()
 }
 
 #[cfg(test)]
