@@ -1,5 +1,6 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
+pub mod alloc;
 pub mod cni;
 pub mod cnitool;
 pub mod digest;
