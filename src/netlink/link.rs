@@ -562,6 +562,12 @@ mod tests {
     }
 }
 
+/// Children of detached deletes not reaped yet (still tearing down); reaps
+/// those that ended first.
+pub fn unreaped_detached_deletes() -> usize {
+    detached::unreaped()
+}
+
 /// The forked child of `delete_link_detached`: raw syscalls only, no allocation
 /// (the parent may have other threads, whose locks the child inherits held).
 mod detached {
@@ -586,6 +592,42 @@ mod detached {
 
     pub struct Child {
         report: OwnedFd,
+        pid: libc::pid_t,
+    }
+
+    /// Children not reaped when their `Child` went away (still tearing down).
+    /// Each is reaped by a later spawn, so a process that deletes many links
+    /// (cnitool GC) keeps no more zombies than deletes in flight.
+    static UNREAPED: std::sync::Mutex<Vec<libc::pid_t>> = std::sync::Mutex::new(Vec::new());
+
+    /// Reaps `pid` if it has ended; true when it is gone.
+    fn reap(pid: libc::pid_t) -> bool {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, without blocking.
+        let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        got == pid || got < 0
+    }
+
+    fn reap_finished() {
+        if let Ok(mut pids) = UNREAPED.lock() {
+            pids.retain(|pid| !reap(*pid));
+        }
+    }
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            if !reap(self.pid)
+                && let Ok(mut pids) = UNREAPED.lock()
+            {
+                pids.push(self.pid);
+            }
+        }
+    }
+
+    /// How many children are not reaped yet (for tests).
+    pub fn unreaped() -> usize {
+        reap_finished();
+        UNREAPED.lock().map(|p| p.len()).unwrap_or(0)
     }
 
     impl Child {
@@ -621,6 +663,7 @@ mod detached {
 
     /// Forks a child that deletes link `index` in the namespace of `sock`.
     pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
+        reap_finished();
         // SAFETY: plain ioctl returning a new descriptor (or -1).
         let ns = unsafe { libc::ioctl(sock, SIOCGSKNS as _) };
         if ns < 0 {
@@ -650,7 +693,7 @@ mod detached {
         match unsafe { libc::fork() } {
             -1 => Err(std::io::Error::last_os_error()),
             0 => unsafe { child(ns.as_raw_fd(), write.as_raw_fd(), &request) },
-            _ => Ok(Child { report: read }),
+            pid => Ok(Child { report: read, pid }),
         }
     }
 
