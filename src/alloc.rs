@@ -5,6 +5,7 @@
 //! carved out of arenas that are kept for the life of the process; blocks larger
 //! than the biggest class, or aligned beyond 16 bytes, go to the system allocator.
 
+use nix::libc;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::ptr::null_mut;
@@ -77,36 +78,68 @@ impl Default for Pool {
     }
 }
 
-unsafe impl GlobalAlloc for Pool {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let Some(class) = class_of(layout) else {
-            // SAFETY: the caller's layout, passed on.
-            return unsafe { System.alloc(layout) };
-        };
+impl Pool {
+    /// A block of `class`, and whether it is fresh from an arena (still zero).
+    fn take(&self, class: usize) -> (*mut u8, bool) {
         let size = CLASSES[class];
         self.locked(|s| {
             let head = s.free[class];
             if !head.is_null() {
                 // SAFETY: a free block of this class holds the next pointer.
                 s.free[class] = unsafe { head.cast::<*mut u8>().read() };
-                return head;
+                return (head, false);
             }
             if (s.end as usize) - (s.next as usize) < size {
                 // The rest of the old arena is left unused (less than one block).
-                // SAFETY: a valid, non-zero layout.
-                let arena = unsafe { System.alloc(Layout::from_size_align_unchecked(ARENA, 4096)) };
-                if arena.is_null() {
-                    return null_mut();
+                // Anonymous pages: zero, and resident only once touched.
+                // SAFETY: a fresh private anonymous mapping; no existing memory involved.
+                let arena = unsafe {
+                    libc::mmap(
+                        null_mut(),
+                        ARENA,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                        -1,
+                        0,
+                    )
+                };
+                if arena == libc::MAP_FAILED {
+                    return (null_mut(), false);
                 }
-                s.next = arena;
-                // SAFETY: one past the end of the arena just allocated.
-                s.end = unsafe { arena.add(ARENA) };
+                s.next = arena.cast();
+                // SAFETY: one past the end of the mapping just made.
+                s.end = unsafe { s.next.add(ARENA) };
             }
             let block = s.next;
             // SAFETY: `size` bytes fit before `end` (checked above).
             s.next = unsafe { block.add(size) };
-            block
+            (block, true)
         })
+    }
+}
+
+unsafe impl GlobalAlloc for Pool {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        match class_of(layout) {
+            Some(class) => self.take(class).0,
+            // SAFETY: the caller's layout, passed on.
+            None => unsafe { System.alloc(layout) },
+        }
+    }
+
+    /// Fresh arena memory is already zero: not writing it keeps untouched
+    /// pages (most of a 32 KB netlink receive buffer) out of the resident set.
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let Some(class) = class_of(layout) else {
+            // SAFETY: the caller's layout, passed on.
+            return unsafe { System.alloc_zeroed(layout) };
+        };
+        let (block, fresh) = self.take(class);
+        if !block.is_null() && !fresh {
+            // SAFETY: the block holds at least `layout.size()` bytes.
+            unsafe { std::ptr::write_bytes(block, 0, layout.size()) };
+        }
+        block
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -201,6 +234,31 @@ mod tests {
             pool.dealloc(a, l);
             assert_eq!(pool.alloc(l), a);
             pool.dealloc(a, l);
+        }
+    }
+
+    #[test]
+    fn zeroed_blocks_are_zero_whether_fresh_or_reused() {
+        let pool = Pool::new();
+        let l = layout(5000, 8);
+        // SAFETY: blocks used within their size.
+        unsafe {
+            let a = pool.alloc_zeroed(l);
+            assert!(
+                std::slice::from_raw_parts(a, l.size())
+                    .iter()
+                    .all(|b| *b == 0)
+            );
+            std::ptr::write_bytes(a, 0xab, l.size());
+            pool.dealloc(a, l);
+            let b = pool.alloc_zeroed(l);
+            assert_eq!(a, b, "reused");
+            assert!(
+                std::slice::from_raw_parts(b, l.size())
+                    .iter()
+                    .all(|b| *b == 0)
+            );
+            pool.dealloc(b, l);
         }
     }
 
