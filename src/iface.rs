@@ -220,6 +220,18 @@ pub fn set_arp_notify(sock: &mut Socket, index: u32) {
     let _ = sock.set_link(index, Change::Ipv4Conf(IPV4_DEVCONF_ARP_NOTIFY, 1));
 }
 
+/// arp_notify and ndisc_notify on a new container link (best effort, as the
+/// reference's macvlan and ipvlan): the kernel announces it when it comes up.
+pub fn announce_on_up(ns: &NetNs, ifname: &str, index: u32) -> CniResult<()> {
+    ns.run(|| {
+        if let Ok(mut sock) = Socket::open() {
+            set_arp_notify(&mut sock, index);
+        }
+        set_conf("ipv6", ifname, "ndisc_notify", "1");
+    })?;
+    Ok(())
+}
+
 /// CHECK: every address of `ifname` in the result is on the link.
 pub fn check_addresses(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResult<()> {
     let link = sock.link_by_name(ifname)?;

@@ -52,13 +52,9 @@ fn client() -> Netns {
     peer_netns("to-client")
 }
 
-#[test]
-fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
-    enter_test_host();
-    run_in(None, "ip", &["link", "set", "lo", "up"]);
-    let client = client();
-    let net = network(json!({}));
-    let before = nat();
+/// A container on `net` with a TCP, a UDP and a hostIP (192.0.2.1) mapping and a
+/// server behind each; returns it, its mappings and its IP.
+fn mapped_container(net: &Runtime) -> (Netns, Value, String) {
     let ns = Netns::new();
     let caps = maps(&[
         (8080, 80, "tcp", ""),
@@ -70,7 +66,13 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
     tcp_server(ns.path(), 80, "hello");
     tcp_server(ns.path(), 90, "ninety");
     udp_server(ns.path(), 53, "udp-hello");
+    (ns, caps, ip)
+}
 
+/// The mappings of `mapped_container` answer from the client, the host
+/// (localhost and its address) and the container itself (hairpin); the hostIP
+/// one only on its IP.
+fn assert_reachable(client: &Netns, ns: &Netns) {
     let hello = Some("hello".to_string());
     assert_eq!(
         tcp_fetch(Some(client.path()), "192.0.2.1:8080"),
@@ -107,6 +109,17 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
         None,
         "hostIP mapping only on that IP"
     );
+}
+
+#[test]
+fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let net = network(json!({}));
+    let before = nat();
+    let (ns, caps, ip) = mapped_container(&net);
+    assert_reachable(&client, &ns);
 
     // The reference's rules, names and comments.
     let id = format!("cnitool-{}", sha512_prefix(ns.path(), 20));
@@ -315,9 +328,9 @@ fn rules_written_by_the_go_portmap_are_removed_by_del() {
     assert_eq!(nat(), before);
 }
 
-/// Wrappers for the netfilter tools that log each run, then run the real tool;
-/// returns (their dir, the log, a PATH with them first).
-fn logging_wrappers(tag: &str) -> (TempDir, std::path::PathBuf, String) {
+/// Wrappers for the netfilter tools that log each run, then run the real tool
+/// (`run_real`) or fail; returns (their dir, the log, a PATH with them first).
+fn logging_wrappers(tag: &str, run_real: bool) -> (TempDir, std::path::PathBuf, String) {
     let wrappers = TempDir::new(tag);
     let log = wrappers.0.join("execs");
     for tool in [
@@ -329,16 +342,20 @@ fn logging_wrappers(tag: &str) -> (TempDir, std::path::PathBuf, String) {
         "ip6tables",
         "nft",
     ] {
-        let real = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .expect("which");
-        let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
-        let script = format!(
-            "#!/bin/sh\necho {tool} >> '{}'\nexec {real} \"$@\"\n",
-            log.display()
-        );
+        let then = if run_real {
+            let real = Command::new("sh")
+                .arg("-c")
+                .arg(format!("command -v {tool}"))
+                .output()
+                .expect("which");
+            format!(
+                "exec {} \"$@\"",
+                String::from_utf8_lossy(&real.stdout).trim()
+            )
+        } else {
+            "exit 1".to_string()
+        };
+        let script = format!("#!/bin/sh\necho {tool} >> '{}'\n{then}\n", log.display());
         let path = wrappers.0.join(tool);
         std::fs::write(&path, script).expect("wrapper");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -356,7 +373,7 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
     enter_test_host();
     let net = network(json!({}));
     // Not named like the nf_tables flavour: the state is read with iptables-save.
-    let (_wrappers, log, path) = logging_wrappers("pm-wrap");
+    let (_wrappers, log, path) = logging_wrappers("pm-wrap", true);
     let ns = Netns::new();
     let caps = maps(&[(8080, 80, "tcp", ""), (8081, 81, "udp", "")]);
     let child = net
@@ -405,7 +422,7 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
     // The wrappers' path names the nf_tables flavour, as the real tools' does
     // (xtables-nft-multi): the state is then read over netlink. (Elsewhere the
     // wrappers are taken for iptables-legacy, whose state needs iptables-save.)
-    let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft");
+    let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft", true);
     let before = nat();
     let (a, b) = (Netns::new(), Netns::new());
     let ports = [
@@ -550,48 +567,8 @@ fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
     let client = client();
     let net = network(json!({"backend": "nftables"}));
     let before = ruleset();
-    let ns = Netns::new();
-    let caps = maps(&[
-        (8080, 80, "tcp", ""),
-        (5353, 53, "udp", ""),
-        (9090, 90, "tcp", "192.0.2.1"),
-    ]);
-    let out = net.run(&["add", "pm-net", ns.path()], &caps).ok();
-    let ip = first_ip(&out);
-    tcp_server(ns.path(), 80, "hello");
-    tcp_server(ns.path(), 90, "ninety");
-    udp_server(ns.path(), 53, "udp-hello");
-    let hello = Some("hello".to_string());
-    assert_eq!(
-        tcp_fetch(Some(client.path()), "192.0.2.1:8080"),
-        hello,
-        "client -> host port"
-    );
-    assert_eq!(
-        udp_fetch(Some(client.path()), "192.0.2.1:5353"),
-        Some("udp-hello".into()),
-        "UDP"
-    );
-    assert_eq!(
-        tcp_fetch(Some(client.path()), "192.0.2.1:9090"),
-        Some("ninety".into()),
-        "hostIP"
-    );
-    assert_eq!(
-        tcp_fetch(None, "127.0.0.1:8080"),
-        hello,
-        "host via localhost"
-    );
-    assert_eq!(
-        tcp_fetch(Some(ns.path()), "192.0.2.1:8080"),
-        hello,
-        "hairpin"
-    );
-    assert_eq!(
-        tcp_fetch(None, "10.40.0.1:9090"),
-        None,
-        "hostIP mapping only on that IP"
-    );
+    let (ns, caps, ip) = mapped_container(&net);
+    assert_reachable(&client, &ns);
     let id = format!("cnitool-{}", sha512_prefix(ns.path(), 20));
     let rules = ruleset();
     for expected in [
@@ -616,22 +593,7 @@ fn nftables_backend_reachability_rules_and_del_restore_the_ruleset() {
 fn nftables_backend_runs_no_process_and_cycles_leave_nothing() {
     enter_test_host();
     let net = network(json!({"backend": "nftables"}));
-    let wrappers = TempDir::new("pm-nft-wrap");
-    let log = wrappers.0.join("execs");
-    for tool in [
-        "iptables-save",
-        "iptables-restore",
-        "ip6tables-save",
-        "ip6tables-restore",
-        "iptables",
-        "ip6tables",
-        "nft",
-    ] {
-        let script = format!("#!/bin/sh\necho {tool} >> '{}'\nexit 1\n", log.display());
-        let path = wrappers.0.join(tool);
-        std::fs::write(&path, script).expect("wrapper");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    }
+    let (wrappers, log, _) = logging_wrappers("pm-nft-wrap", false);
     // Only the wrappers on PATH: any netfilter tool run would be logged.
     let path = wrappers.0.to_string_lossy().into_owned();
     let before = ruleset();

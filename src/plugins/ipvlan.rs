@@ -78,12 +78,7 @@ impl Plugin for Ipvlan {
         spec.mtu = conf.mtu;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        ns.run(|| {
-            if let Ok(mut sock) = Socket::open() {
-                iface::set_arp_notify(&mut sock, link.index);
-            }
-            iface::set_conf("ipv6", ifname, "ndisc_notify", "1");
-        })?;
+        iface::announce_on_up(&ns, ifname, link.index)?;
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
         let chained_ips = match (inv.conf.ipam_type(), inv.conf.prev_result()?) {

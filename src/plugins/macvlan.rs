@@ -4,7 +4,6 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
-use crate::netlink::Socket;
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
@@ -79,12 +78,7 @@ impl Plugin for Macvlan {
         spec.mac = conf.mac;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        ns.run(|| {
-            if let Ok(mut sock) = Socket::open() {
-                iface::set_arp_notify(&mut sock, link.index);
-            }
-            iface::set_conf("ipv6", ifname, "ndisc_notify", "1");
-        })?;
+        iface::announce_on_up(&ns, ifname, link.index)?;
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
         let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;
