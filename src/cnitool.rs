@@ -196,7 +196,7 @@ fn parse_cap_args(raw: &str) -> Result<Map<String, Value>, String> {
     if raw.is_empty() {
         return Ok(Map::new());
     }
-    serde_json::from_str(raw).map_err(|e| format!("CAP_ARGS must be a JSON object: {e}"))
+    crate::cni::json::from_str(raw).map_err(|e| format!("CAP_ARGS must be a JSON object: {e}"))
 }
 
 /// A netns argument as a path: absolute as given, relative made absolute, and a

@@ -229,3 +229,59 @@ fn unshaped_subnets_bypass_the_limit_and_others_are_shaped() {
     s.run(&["del", "bw-net", ns.path()], &caps).ok();
     assert!(!run_in(None, "ip", &["-o", "link"]).contains("bwp"));
 }
+
+/// containerd (go-cni) sends its BandWidth struct without JSON tags, burst
+/// always 2^32-1: the capitalised keys are read as Go reads them.
+#[test]
+fn go_cased_limits_as_containerd_sends_them_are_applied() {
+    enter_test_host();
+    let s = setup();
+    let caps = json!({"bandwidth": {"IngressRate": RATE, "IngressBurst": 4294967295u64,
+                                    "EgressRate": RATE, "EgressBurst": 4294967295u64}});
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &caps).ok();
+    let ifs = out["interfaces"].as_array().expect("interfaces");
+    let host_veth = ifs[1]["name"].as_str().expect("veth").to_string();
+    let ifb = ifs.last().expect("ifb")["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    assert!(ifb.starts_with("bwp"), "{out}");
+    let qdiscs = run_in(None, "tc", &["qdisc", "show", "dev", &host_veth]);
+    assert!(
+        qdiscs.contains("qdisc tbf 1: root") && qdiscs.contains("rate 8Mbit"),
+        "{qdiscs}"
+    );
+    assert!(run_in(None, "tc", &["qdisc", "show", "dev", &ifb]).contains("rate 8Mbit"));
+    s.run(&["check", "bw-net", ns.path()], &caps).ok();
+    s.run(&["del", "bw-net", ns.path()], &caps).ok();
+    assert!(!run_in(None, "ip", &["-o", "link"]).contains("bwp"));
+}
+
+/// A bandwidth capability that sets no rate (keys nobody reads) fails ADD with
+/// code 7 naming it, never passes for limits applied; DEL still succeeds.
+#[test]
+fn a_bandwidth_capability_without_rates_fails_add_and_del_still_succeeds() {
+    enter_test_host();
+    let s = setup();
+    let limits = json!({"ingress_rate": RATE, "ingress_burst": 524288});
+    let ns = Netns::new();
+    let c = json!({"cniVersion": "1.0.0", "name": "bw-net", "type": "bandwidth",
+                   "runtimeConfig": {"bandwidth": limits}, "prevResult": {"cniVersion": "1.0.0"}});
+    let err = harness::Call::new("bandwidth", "ADD", ns.path(), &c.to_string())
+        .path(&s.bin)
+        .run()
+        .err(7);
+    let msg = err["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("runtimeConfig.bandwidth"), "{err}");
+    // The same through a runtime: the chain's ADD fails, its DEL cleans up.
+    let caps = json!({"bandwidth": limits});
+    let add = s.run(&["add", "bw-net", ns.path()], &caps);
+    assert!(
+        add.status == 1 && add.stderr.contains("runtimeConfig.bandwidth"),
+        "{add:?}"
+    );
+    s.run(&["del", "bw-net", ns.path()], &caps).ok();
+    let links = run_in(None, "ip", &["-o", "link"]);
+    assert!(!links.contains("bwp") && !links.contains("veth"), "{links}");
+}

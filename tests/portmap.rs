@@ -766,3 +766,62 @@ fn sctp_mappings_get_rules_and_work_where_the_kernel_has_sctp() {
     )
     .ok();
 }
+
+/// containerd (go-cni) sends its PortMapping struct without JSON tags: the keys
+/// arrive capitalised, and Go's decoder (so the reference) reads them.
+#[test]
+fn go_cased_mappings_as_containerd_sends_them_are_published_and_removed() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let net = network(json!({}));
+    let before = nat();
+    let ns = Netns::new();
+    let caps = json!({"portMappings": [
+        {"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""},
+        {"HostPort": 5353, "ContainerPort": 53, "Protocol": "udp", "HostIP": ""},
+        {"HostPort": 9090, "ContainerPort": 90, "Protocol": "tcp", "HostIP": "192.0.2.1"}]});
+    net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    tcp_server(ns.path(), 80, "hello");
+    tcp_server(ns.path(), 90, "ninety");
+    udp_server(ns.path(), 53, "udp-hello");
+    assert_reachable(&client, &ns);
+    net.run(&["check", "pm-net", ns.path()], &caps).ok();
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    assert_eq!(nat(), before, "DEL leaves the nat table as it was");
+}
+
+/// A mapping that names no usable port (a key nobody reads, here `host_port`)
+/// fails ADD with code 7 naming the entry, instead of publishing nothing while
+/// the runtime believes the port is mapped; DEL of that config still succeeds.
+#[test]
+fn a_mapping_without_a_usable_host_port_fails_add_and_del_still_succeeds() {
+    enter_test_host();
+    let net = network(json!({}));
+    let before = nat();
+    let bin = plugin_dir();
+    let maps = json!([{"host_port": 8080, "containerPort": 80, "protocol": "tcp"}]);
+    let c = json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap",
+                   "runtimeConfig": {"portMappings": maps},
+                   "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "10.40.0.5/24"}]}});
+    let call = |command| {
+        harness::Call::new("portmap", command, "/run/netns/pm-none", &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    let err = call("ADD").err(7);
+    let msg = err["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("runtimeConfig.portMappings[0]"), "{err}");
+    call("DEL").ok();
+    // The same through a runtime: the chain's ADD fails, its DEL cleans up.
+    let ns = Netns::new();
+    let caps = json!({"portMappings": maps});
+    let add = net.run(&["add", "pm-net", ns.path()], &caps);
+    assert!(
+        add.status == 1 && add.stderr.contains("runtimeConfig.portMappings[0]"),
+        "{add:?}"
+    );
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    assert_eq!(nat(), before);
+    assert!(!run_in(None, "ip", &["-o", "link"]).contains("veth"));
+}

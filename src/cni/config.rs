@@ -2,6 +2,7 @@
 //! typed, plus the raw object for each plugin's own keys.
 
 use crate::cni::error::{CniResult, Error};
+use crate::cni::json::{self, Json};
 use crate::cni::result::{Dns, NetResult, Versioned};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -45,6 +46,9 @@ pub struct Attachment {
 pub struct NetConf {
     pub common: CommonKeys,
     pub raw: Map<String, Value>,
+    /// The object as Go's decoder sees it (key order and duplicates kept):
+    /// every typed read of the config goes through it.
+    pub doc: Json,
     /// The exact stdin bytes, which delegates receive unchanged.
     pub bytes: Vec<u8>,
 }
@@ -52,18 +56,23 @@ pub struct NetConf {
 impl NetConf {
     /// Parses stdin: a JSON object with well-typed common keys.
     pub fn parse(bytes: &[u8]) -> CniResult<NetConf> {
-        let raw: Map<String, Value> = serde_json::from_slice(bytes)
-            .map_err(|e| Error::decode(format!("error unmarshall network config: {e}")))?;
-        NetConf::from_object(raw, bytes)
+        NetConf::from_document(parse_object(bytes)?, bytes)
     }
 
     /// Types the common keys of an object already parsed from `bytes`.
-    pub fn from_object(raw: Map<String, Value>, bytes: &[u8]) -> CniResult<NetConf> {
-        let common = CommonKeys::deserialize(&Value::Object(raw.clone()))
+    pub fn from_document(doc: Json, bytes: &[u8]) -> CniResult<NetConf> {
+        let common: CommonKeys = doc
+            .decode()
             .map_err(|e| Error::decode(format!("failed to parse network config: {e}")))?;
+        let Value::Object(raw) = doc.to_value() else {
+            return Err(Error::decode(
+                "error unmarshall network config: not a JSON object",
+            ));
+        };
         Ok(NetConf {
             common,
             raw,
+            doc,
             bytes: bytes.to_vec(),
         })
     }
@@ -78,18 +87,18 @@ impl NetConf {
 
     /// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
     pub fn ipam_type(&self) -> Option<&str> {
-        self.common
-            .ipam
-            .as_ref()
-            .and_then(|i| i.get("type"))
-            .and_then(Value::as_str)
+        self.doc
+            .field("ipam")
+            .and_then(|i| i.field("type"))
+            .and_then(Json::as_str)
             .filter(|t| !t.is_empty())
     }
 
     /// The plugin's own keys, decoded from the whole object. Type errors are decode
     /// failures (code 6); value checks belong to the plugin (code 7).
     pub fn plugin_keys<T: DeserializeOwned>(&self) -> CniResult<T> {
-        serde_json::from_value(Value::Object(self.raw.clone()))
+        self.doc
+            .decode()
             .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))
     }
 
@@ -101,13 +110,10 @@ impl NetConf {
 
     /// `prevResult` in its own version's layout and in the current one.
     pub fn prev_result_versioned(&self) -> CniResult<Option<(Versioned, NetResult)>> {
-        let Some(raw) = &self.common.prev_result else {
+        let Some(raw) = self.doc.field("prevResult") else {
             return Ok(None);
         };
-        if raw.is_null() {
-            return Ok(None);
-        }
-        let parsed = Versioned::parse(raw.clone(), self.cni_version())
+        let parsed = Versioned::parse(raw.to_value(), self.cni_version())
             .map_err(|e| Error::decode(format!("could not parse prevResult: {e}")))?;
         let current = parsed
             .clone()
@@ -119,42 +125,53 @@ impl NetConf {
     /// `cni.dev/valid-attachments` of a GC (1.1.0); None when the key is absent,
     /// which plugins read as "nothing is known to be stale".
     pub fn valid_attachments(&self) -> CniResult<Option<Vec<Attachment>>> {
-        match self.raw.get("cni.dev/valid-attachments") {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
-                Error::decode(format!("failed to parse cni.dev/valid-attachments: {e}"))
-            }),
-        }
+        decode_entry(
+            self.doc.field("cni.dev/valid-attachments"),
+            "cni.dev/valid-attachments",
+        )
     }
 
     /// A `runtimeConfig` entry, decoded.
     pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
-        decode_entry(self.common.runtime_config.as_ref(), key, "runtimeConfig")
+        let entry = self.doc.field("runtimeConfig").and_then(|rc| rc.field(key));
+        decode_entry(entry, &format!("runtimeConfig.{key}"))
+    }
+
+    /// The whole `args.cni` object, decoded (absent: the default).
+    pub fn args_cni_all<T: DeserializeOwned + Default>(&self) -> CniResult<T> {
+        let entry = self.doc.field("args").and_then(|a| a.field("cni"));
+        Ok(decode_entry(entry, "args.cni")?.unwrap_or_default())
     }
 
     /// An `args.cni` entry, decoded.
     pub fn args_cni<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
-        let cni = self
-            .common
-            .args
-            .as_ref()
-            .and_then(|a| a.get("cni"))
-            .and_then(|c| c.as_object());
-        decode_entry(cni, key, "args.cni")
+        let entry = self
+            .doc
+            .field("args")
+            .and_then(|a| a.field("cni"))
+            .and_then(|c| c.field(key));
+        decode_entry(entry, &format!("args.cni.{key}"))
     }
 }
 
-fn decode_entry<T: DeserializeOwned>(
-    map: Option<&Map<String, Value>>,
-    key: &str,
-    section: &str,
-) -> CniResult<Option<T>> {
-    match map.and_then(|m| m.get(key)) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone())
-            .map(Some)
-            .map_err(|e| Error::decode(format!("failed to parse {section}.{key}: {e}"))),
+/// Parses stdin as a JSON object, keeping what Go's decoder would see.
+pub fn parse_object(bytes: &[u8]) -> CniResult<Json> {
+    match json::parse(bytes) {
+        Ok(doc @ Json::Object(_)) => Ok(doc),
+        Ok(_) => Err(Error::decode(
+            "error unmarshall network config: not a JSON object",
+        )),
+        Err(e) => Err(Error::decode(format!(
+            "error unmarshall network config: {e}"
+        ))),
     }
+}
+
+fn decode_entry<T: DeserializeOwned>(entry: Option<&Json>, what: &str) -> CniResult<Option<T>> {
+    entry
+        .map(|v| v.decode())
+        .transpose()
+        .map_err(|e| Error::decode(format!("failed to parse {what}: {e}")))
 }
 
 /// A path setting (dataDir, subnetFile, …): `default` when empty; it must be

@@ -7,6 +7,7 @@
 use crate::cni::dispatch;
 use crate::cni::env::{CmdArgs, Command};
 use crate::cni::error::{CniResult, Code, Error};
+use crate::cni::json;
 use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{Invocation, version};
 use serde::Deserialize;
@@ -159,7 +160,7 @@ impl<'a> Delegate<'a> {
     /// Parses a delegate's result with its own version (the config's when it has
     /// none), as libcni does, and converts it to the current version.
     fn decode_result(&self, stdout: &str) -> CniResult<NetResult> {
-        let value: Value = serde_json::from_str(stdout).map_err(|e| {
+        let value: Value = json::from_str(stdout).map_err(|e| {
             Error::decode(format!(
                 "failed to parse result of {}: {e}",
                 self.plugin_type
@@ -171,7 +172,7 @@ impl<'a> Delegate<'a> {
                 self.plugin_type
             )));
         }
-        let config_version = serde_json::from_slice::<VersionOnly>(self.stdin)
+        let config_version = json::from_slice::<VersionOnly>(self.stdin)
             .map(|v| v.cni_version)
             .unwrap_or_default();
         Versioned::parse_own(value, version::effective(&config_version))
@@ -271,7 +272,7 @@ fn decode_failure(stdout: &str, status: &str) -> Error {
     if stdout.trim().is_empty() {
         return Error::internal(format!("netplugin failed with no error message: {status}"));
     }
-    match serde_json::from_str::<WireError>(stdout) {
+    match json::from_str::<WireError>(stdout) {
         Ok(e) => Error {
             code: e.code,
             msg: e.msg,

@@ -4,9 +4,9 @@
 use crate::cni::config::{CniArgs, NetConf};
 use crate::cni::env::{self, CmdArgs, Command};
 use crate::cni::error::{CniResult, Code, Error};
+use crate::cni::json::Json;
 use crate::cni::version;
 use crate::cni::{ArgsPolicy, Invocation, PluginInfo};
-use serde_json::{Map, Value};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 
@@ -117,14 +117,14 @@ pub fn prepare(
     env: CmdArgs,
     stdin: &[u8],
 ) -> CniResult<Invocation> {
-    let raw: Map<String, Value> = serde_json::from_slice(stdin)
-        .map_err(|e| Error::decode(format!("error unmarshall network config: {e}")))?;
-    let name = match raw.get("name") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(s)) => s.as_str(),
+    let doc = crate::cni::config::parse_object(stdin)?;
+    let name = match doc.field("name") {
+        None => "",
+        Some(Json::String(s)) => s.as_str(),
         Some(other) => {
             return Err(Error::decode(format!(
-                "error unmarshall network config: name must be a string, not {other}"
+                "error unmarshall network config: name must be a string, not {}",
+                other.to_value()
             )));
         }
     };
@@ -133,17 +133,18 @@ pub fn prepare(
         env::validate_container_id(&env.container_id)?;
         env::validate_ifname(&env.ifname)?;
     }
-    let cni_version = match raw.get("cniVersion") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(s)) => s.as_str(),
+    let cni_version = match doc.field("cniVersion") {
+        None => "",
+        Some(Json::String(s)) => s.as_str(),
         Some(other) => {
             return Err(Error::decode(format!(
-                "decoding version from network config: cniVersion must be a string, not {other}"
+                "decoding version from network config: cniVersion must be a string, not {}",
+                other.to_value()
             )));
         }
     };
     check_version_gate(command, cni_version)?;
-    let conf = NetConf::from_object(raw, stdin)?;
+    let conf = NetConf::from_document(doc, stdin)?;
     let cni_args = match info.cni_args {
         ArgsPolicy::Ignored => CniArgs::default(),
         ArgsPolicy::Keys(keys) => CniArgs::parse(&env.args, keys)?,

@@ -1,11 +1,13 @@
 //! The CNI protocol: environment, configuration, results, errors, versions, and
 //! the dispatcher every plugin plugs into through [`Plugin`].
 
+pub mod capabilities;
 pub mod config;
 pub mod delegate;
 pub mod dispatch;
 pub mod env;
 pub mod error;
+pub mod json;
 pub mod result;
 pub mod version;
 

@@ -2,6 +2,7 @@
 //! and printing in the reference's exact shape.
 
 use crate::cni::error::{Code, Error};
+use crate::cni::json;
 use crate::cni::version::{self, Family};
 use ipnet::IpNet;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -256,15 +257,15 @@ impl Versioned {
         let obj = value
             .as_object_mut()
             .ok_or_else(|| "result is not a JSON object".to_string())?;
-        let stamped = matches!(obj.get("cniVersion"), None | Some(serde_json::Value::Null))
-            || obj.get("cniVersion").and_then(|v| v.as_str()) == Some("");
+        let stamped =
+            crate::cni::json::map_field(obj, "cniVersion").is_none_or(|v| v.as_str() == Some(""));
         if stamped {
             obj.insert("cniVersion".into(), as_version.into());
         }
         let parsed = match family {
-            Family::V020 => serde_json::from_value(value).map(Versioned::V020),
-            Family::V040 => serde_json::from_value(value).map(Versioned::V040),
-            Family::V100 => serde_json::from_value(value).map(Versioned::V100),
+            Family::V020 => json::from_value(value).map(Versioned::V020),
+            Family::V040 => json::from_value(value).map(Versioned::V040),
+            Family::V100 => json::from_value(value).map(Versioned::V100),
         }
         .map_err(|e| e.to_string())?;
         if !family.versions().contains(&parsed.version()) {
@@ -281,7 +282,8 @@ impl Versioned {
     /// `cniVersion`, or `fallback` (the config's) when it has none.
     pub fn parse_own(value: serde_json::Value, fallback: &str) -> Result<Versioned, String> {
         let own = value
-            .get("cniVersion")
+            .as_object()
+            .and_then(|o| json::map_field(o, "cniVersion"))
             .and_then(serde_json::Value::as_str)
             .filter(|v| !v.is_empty())
             .unwrap_or(fallback)

@@ -17,18 +17,8 @@ const LATENCY_MS: f64 = 25.0;
 /// IFBs we create carry this alias prefix, so GC can tell them apart.
 const ALIAS_PREFIX: &str = "cni-multi bandwidth";
 
-#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq)]
-#[serde(default)]
-struct Limits {
-    #[serde(rename = "ingressRate")]
-    ingress_rate: u64,
-    #[serde(rename = "ingressBurst")]
-    ingress_burst: u64,
-    #[serde(rename = "egressRate")]
-    egress_rate: u64,
-    #[serde(rename = "egressBurst")]
-    egress_burst: u64,
-}
+/// The limits in force: the top-level keys or the `bandwidth` capability.
+type Limits = crate::cni::capabilities::Bandwidth;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -113,24 +103,27 @@ struct TopLevel {
     egress_burst: Option<u64>,
 }
 
-/// Top-level keys when any is present, else the `bandwidth` capability.
-fn limits(inv: &Invocation) -> CniResult<Limits> {
+/// Top-level keys when any is present, else the `bandwidth` capability (and
+/// whether the runtime passed that capability at all).
+fn limits(inv: &Invocation) -> CniResult<(Limits, bool)> {
     let top: TopLevel = inv.conf.plugin_keys()?;
     let any_top = top.ingress_rate.is_some()
         || top.ingress_burst.is_some()
         || top.egress_rate.is_some()
         || top.egress_burst.is_some();
-    let l = if any_top {
-        Limits {
+    let (l, capability) = if any_top {
+        let l = Limits {
             ingress_rate: top.ingress_rate.unwrap_or(0),
             ingress_burst: top.ingress_burst.unwrap_or(0),
             egress_rate: top.egress_rate.unwrap_or(0),
             egress_burst: top.egress_burst.unwrap_or(0),
-        }
+        };
+        (l, false)
     } else {
-        inv.conf
-            .runtime_config::<Limits>("bandwidth")?
-            .unwrap_or_default()
+        match inv.conf.runtime_config::<Limits>("bandwidth")? {
+            Some(l) => (l, true),
+            None => (Limits::default(), false),
+        }
     };
     for (rate, burst) in [
         (l.ingress_rate, l.ingress_burst),
@@ -150,7 +143,7 @@ fn limits(inv: &Invocation) -> CniResult<Limits> {
             return Err(Error::invalid_config("burst cannot be more than 4GB"));
         }
     }
-    Ok(l)
+    Ok((l, capability))
 }
 
 /// The reference's tbf parameters for a rate (bits/s) and burst (bits).
@@ -224,9 +217,16 @@ fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
 
 impl Plugin for Bandwidth {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let l = limits(inv)?;
+        let (l, capability) = limits(inv)?;
         let prev = inv.conf.prev_result()?;
-        if l == Limits::default() {
+        if l.is_empty() {
+            // A capability the runtime passed that names no rate (keys it spells
+            // in a way nobody reads, say) must not pass for limits applied.
+            if capability {
+                return Err(Error::invalid_config(
+                    "runtimeConfig.bandwidth sets no rate or burst: nothing to apply",
+                ));
+            }
             return Ok(prev.unwrap_or_else(NetResult::new));
         }
         let scope = scope(inv)?;
@@ -308,7 +308,7 @@ impl Plugin for Bandwidth {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let l = limits(inv)?;
+        let (l, _) = limits(inv)?;
         let prev = inv
             .conf
             .prev_result()?

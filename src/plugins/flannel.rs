@@ -4,6 +4,7 @@
 
 use crate::cni::config::absolute_path;
 use crate::cni::delegate::Delegate;
+use crate::cni::json::map_field;
 use crate::cni::result::{NetResult, go_escape};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use ipnet::IpNet;
@@ -109,8 +110,8 @@ pub fn delegate_config(
     conf: &Map<String, Value>,
     env: &SubnetEnv,
 ) -> CniResult<Map<String, Value>> {
-    let mut d = match conf.get("delegate") {
-        None | Some(Value::Null) => Map::new(),
+    let mut d = match map_field(conf, "delegate") {
+        None => Map::new(),
         Some(Value::Object(o)) => o.clone(),
         Some(_) => return Err(Error::invalid_config("'delegate' must be an object")),
     };
@@ -124,7 +125,7 @@ pub fn delegate_config(
             "'delegate' dictionary should not have 'ipam' field, it'll get it from the main config",
         ));
     }
-    let name = conf.get("name").cloned().unwrap_or(json!(""));
+    let name = map_field(conf, "name").cloned().unwrap_or(json!(""));
     d.insert("name".into(), name);
     let kind = match d.get("type") {
         None => {
@@ -139,14 +140,13 @@ pub fn delegate_config(
     if kind == "bridge" {
         d.entry("isGateway").or_insert(json!(true));
     }
-    if let Some(v) = conf
-        .get("cniVersion")
-        .filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    if let Some(v) =
+        map_field(conf, "cniVersion").filter(|v| v.as_str().is_some_and(|s| !s.is_empty()))
     {
         d.insert("cniVersion".into(), v.clone());
     }
-    let mut ipam = match conf.get("ipam") {
-        None | Some(Value::Null) => Map::new(),
+    let mut ipam = match map_field(conf, "ipam") {
+        None => Map::new(),
         Some(Value::Object(o)) => o.clone(),
         Some(_) => return Err(Error::invalid_config("'ipam' must be an object")),
     };
@@ -166,7 +166,7 @@ pub fn delegate_config(
     }
     ipam.insert("routes".into(), Value::Array(routes));
     d.insert("ipam".into(), Value::Object(ipam));
-    if let Some(Value::Object(rc)) = conf.get("runtimeConfig")
+    if let Some(Value::Object(rc)) = map_field(conf, "runtimeConfig")
         && !rc.is_empty()
     {
         d.insert("runtimeConfig".into(), Value::Object(rc.clone()));
@@ -229,7 +229,7 @@ impl Plugin for Flannel {
         let Ok(bytes) = std::fs::read(&path) else {
             return Ok(());
         };
-        let Ok(saved) = serde_json::from_slice::<Map<String, Value>>(&bytes) else {
+        let Ok(saved) = crate::cni::json::from_slice::<Map<String, Value>>(&bytes) else {
             return Ok(());
         };
         let plugin_type = saved

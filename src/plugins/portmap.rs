@@ -2,6 +2,7 @@
 //! masquerading for hairpin and localhost, in the reference's iptables chains.
 //! Its output is prevResult, unchanged.
 
+use crate::cni::capabilities::PortMapping;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
@@ -12,18 +13,6 @@ use serde::Deserialize;
 use std::net::IpAddr;
 
 pub struct Portmap;
-
-#[derive(Debug, Deserialize)]
-struct MappingKeys {
-    #[serde(rename = "hostPort", default)]
-    host_port: i64,
-    #[serde(rename = "containerPort", default)]
-    container_port: i64,
-    #[serde(default)]
-    protocol: String,
-    #[serde(rename = "hostIP", default)]
-    host_ip: String,
-}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -49,9 +38,19 @@ fn is_iptables_syntax(conditions: &[String]) -> bool {
         .is_some_and(|t| t.starts_with('-') || t.starts_with('!'))
 }
 
+/// What `load` does with `runtimeConfig.portMappings`.
+#[derive(Clone, Copy, PartialEq)]
+enum Mappings {
+    /// ADD and CHECK: every entry must be a usable mapping.
+    Required,
+    /// DEL finds the rules by chain name: the mappings are not read, so a config
+    /// whose ADD was refused can still be deleted.
+    Ignored,
+}
+
 /// The plan, the backend to use for ADD/CHECK, and the backend the config names
 /// (explicitly or through its conditions' syntax), if any.
-fn load(inv: &Invocation) -> CniResult<(Plan, Backend, Option<Backend>)> {
+fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Option<Backend>)> {
     let k: Keys = inv.conf.plugin_keys()?;
     let mark_bit = k.mark_masq_bit.unwrap_or(13);
     if !(0..=31).contains(&mark_bit) {
@@ -112,13 +111,21 @@ fn load(inv: &Invocation) -> CniResult<(Plan, Backend, Option<Backend>)> {
         (None, Some(false)) => Some(Backend::Nftables),
         (None, None) => None,
     };
-    let mappings: Vec<MappingKeys> = inv.conf.runtime_config("portMappings")?.unwrap_or_default();
+    let mappings: Vec<PortMapping> = match mappings {
+        Mappings::Required => inv.conf.runtime_config("portMappings")?.unwrap_or_default(),
+        Mappings::Ignored => Vec::new(),
+    };
     let mappings = mappings
         .into_iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
+            // A mapping that names no usable port is refused, never skipped: the
+            // runtime would believe the port published.
             let port = |p: i64, what: &str| {
                 u16::try_from(p).ok().filter(|p| *p > 0).ok_or_else(|| {
-                    Error::invalid_config(format!("Invalid {what} port number: {p}"))
+                    Error::invalid_config(format!(
+                        "Invalid {what} port number: {p} (runtimeConfig.portMappings[{i}])"
+                    ))
                 })
             };
             let protocol = m.protocol.to_lowercase();
@@ -197,7 +204,7 @@ fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
 
 impl Plugin for Portmap {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let (plan, backend, _) = load(inv)?;
+        let (plan, backend, _) = load(inv, Mappings::Required)?;
         let prev = prev_result(inv)?;
         if plan.mappings.is_empty() {
             return Ok(prev);
@@ -222,7 +229,7 @@ impl Plugin for Portmap {
 
     /// Found by chain name: the mappings need not be given again.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, _, configured) = load(inv)?;
+        let (plan, _, configured) = load(inv, Mappings::Ignored)?;
         let known: Vec<Family> = match inv.conf.prev_result()? {
             Some(prev) => targets(&prev, &inv.env.ifname)
                 .iter()
@@ -251,7 +258,7 @@ impl Plugin for Portmap {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, backend, _) = load(inv)?;
+        let (plan, backend, _) = load(inv, Mappings::Required)?;
         let prev = prev_result(inv)?;
         if plan.mappings.is_empty() {
             return Ok(());

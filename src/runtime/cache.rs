@@ -2,6 +2,7 @@
 //! one compact JSON object of kind `cniCacheV1`, so runtimes can CHECK and DEL
 //! what the other one added.
 
+use crate::cni::json;
 use crate::cni::result::go_escape;
 use crate::cni::{CniResult, Error};
 use serde::{Deserialize, Serialize};
@@ -158,9 +159,10 @@ impl Cache {
 }
 
 fn parse(bytes: &[u8]) -> Result<Cached, String> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-    if value.get("kind").and_then(Value::as_str) == Some(KIND) {
-        let entry: Entry = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let value: Value = json::from_slice(bytes).map_err(|e| e.to_string())?;
+    let kind = value.as_object().and_then(|o| json::map_field(o, "kind"));
+    if kind.and_then(Value::as_str) == Some(KIND) {
+        let entry: Entry = json::from_value(value).map_err(|e| e.to_string())?;
         return Ok(Cached::Entry(Box::new(entry)));
     }
     Ok(Cached::LegacyResult(value))

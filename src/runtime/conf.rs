@@ -107,7 +107,7 @@ fn resolve_version(obj: &Map<String, Value>, source: &Path) -> CniResult<String>
 
 /// Parses a `.conflist`.
 pub fn list_from_bytes(bytes: &[u8], source: &Path) -> CniResult<NetworkList> {
-    let obj: Map<String, Value> = serde_json::from_slice(bytes)
+    let obj: Map<String, Value> = crate::cni::json::from_slice(bytes)
         .map_err(|e| err(source, format!("error parsing configuration list: {e}")))?;
     let name = match obj.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -152,7 +152,7 @@ pub fn list_from_bytes(bytes: &[u8], source: &Path) -> CniResult<NetworkList> {
 
 /// Parses a single-plugin `.conf`/`.json` and wraps it into a one-plugin list.
 pub fn conf_from_bytes(bytes: &[u8], source: &Path) -> CniResult<NetworkList> {
-    let value: Value = serde_json::from_slice(bytes)
+    let value: Value = crate::cni::json::from_slice(bytes)
         .map_err(|e| err(source, format!("error parsing configuration: {e}")))?;
     let plugin = plugin_conf(&value, source, 0)?;
     let name = plugin
@@ -255,7 +255,7 @@ pub fn load(dir: &Path, name: &str) -> CniResult<NetworkList> {
 
 /// Appends `<dir>/<name>/*.conf` unless the list says loadOnlyInlinedPlugins.
 fn with_extra_plugins(mut list: NetworkList, dir: &Path) -> CniResult<NetworkList> {
-    let obj: Map<String, Value> = serde_json::from_slice(&list.bytes).unwrap_or_default();
+    let obj: Map<String, Value> = crate::cni::json::from_slice(&list.bytes).unwrap_or_default();
     let only_inlined = loose_bool(
         obj.get("loadOnlyInlinedPlugins"),
         "loadOnlyInlinedPlugins",
@@ -263,7 +263,7 @@ fn with_extra_plugins(mut list: NetworkList, dir: &Path) -> CniResult<NetworkLis
     )?;
     if !only_inlined && crate::cni::env::is_valid_name(&list.name) {
         for path in files_with(&dir.join(&list.name), &["conf"])? {
-            let value: Value = serde_json::from_slice(&read(&path)?)
+            let value: Value = crate::cni::json::from_slice(&read(&path)?)
                 .map_err(|e| err(&path, format!("error parsing configuration: {e}")))?;
             list.plugins
                 .push(plugin_conf(&value, &path, list.plugins.len())?);

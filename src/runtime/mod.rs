@@ -96,7 +96,7 @@ fn stdin_for(
 /// Capabilities the plugin enables and the runtime supplied go to
 /// `runtimeConfig`, which is then replaced wholesale (libcni's rule).
 fn inject_runtime_config(obj: &mut Map<String, Value>, caps: &Map<String, Value>) {
-    let Some(Value::Object(enabled)) = obj.get("capabilities") else {
+    let Some(Value::Object(enabled)) = crate::cni::json::map_field(obj, "capabilities") else {
         return;
     };
     let runtime_config: Map<String, Value> = enabled
@@ -114,7 +114,7 @@ fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<O
     if stdout.trim().is_empty() {
         return Ok(None);
     }
-    let mut value: Value = serde_json::from_str(stdout).map_err(|e| {
+    let mut value: Value = crate::cni::json::from_str(stdout).map_err(|e| {
         Error::decode(format!(
             "plugin {plugin:?} printed a result that is not JSON: {e}"
         ))
@@ -140,7 +140,7 @@ pub fn convert_result(value: &Value, to_version: &str) -> CniResult<Value> {
     let parsed = Versioned::parse_own(value.clone(), to_version)
         .map_err(|e| Error::decode(format!("failed to parse result: {e}")))?;
     let converted = parsed.convert(to_version)?;
-    serde_json::from_str(&converted.to_json())
+    crate::cni::json::from_str(&converted.to_json())
         .map_err(|e| Error::internal(format!("failed to re-read converted result: {e}")))
 }
 
@@ -352,7 +352,7 @@ impl Runtime {
         let out = self
             .run(plugin, Command::Version, &rt, br#"{"cniVersion":"1.1.0"}"#)?
             .unwrap_or_default();
-        let reply: Value = serde_json::from_str(&out).map_err(|e| {
+        let reply: Value = crate::cni::json::from_str(&out).map_err(|e| {
             Error::decode(format!(
                 "plugin {:?} gave an unreadable VERSION reply: {e}",
                 plugin.plugin_type

@@ -107,16 +107,7 @@ fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
 
 fn load(inv: &Invocation) -> CniResult<Conf> {
     let k: Keys = inv.conf.plugin_keys()?;
-    let args: ArgsKeys = inv
-        .conf
-        .common
-        .args
-        .as_ref()
-        .and_then(|a| a.get("cni"))
-        .map(|c| serde_json::from_value(c.clone()))
-        .transpose()
-        .map_err(|e| Error::decode(format!("failed to parse args.cni: {e}")))?
-        .unwrap_or_default();
+    let args: ArgsKeys = inv.conf.args_cni_all()?;
     let mut sysctls = k.sysctl;
     sysctls.extend(args.sysctl.unwrap_or_default());
     // MAC: config, then CNI_ARGS MAC, runtimeConfig.mac, args.cni.mac (last wins).
@@ -240,7 +231,7 @@ impl Plugin for Tuning {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Ok(());
         };
-        if let Ok(backup) = serde_json::from_str::<Backup>(&text)
+        if let Ok(backup) = crate::cni::json::from_str::<Backup>(&text)
             && let Ok(ns) = NetNs::open(&inv.env.netns)
         {
             let ifname = inv.env.ifname.clone();
