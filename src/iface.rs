@@ -542,6 +542,7 @@ pub fn find_master(
     name: &str,
     in_container: bool,
 ) -> CniResult<Link> {
+    crate::cni::config::link_name_key("master", name)?;
     let lookup = || -> CniResult<Link> {
         let mut sock = Socket::open()?;
         if name.is_empty() {

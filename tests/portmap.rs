@@ -330,7 +330,14 @@ fn rules_written_by_the_go_portmap_are_removed_by_del() {
 
 /// Wrappers for the netfilter tools that log each run, then run the real tool
 /// (`run_real`) or fail; returns (their dir, the log, a PATH with them first).
+/// Asked for their flavour (`-V`, not logged) they answer nf_tables when `tag`
+/// says `nft`, else legacy, whose state needs iptables-save.
 fn logging_wrappers(tag: &str, run_real: bool) -> (TempDir, std::path::PathBuf, String) {
+    let flavour = if tag.contains("nft") {
+        "nf_tables"
+    } else {
+        "legacy"
+    };
     let wrappers = TempDir::new(tag);
     let log = wrappers.0.join("execs");
     for tool in [
@@ -355,7 +362,11 @@ fn logging_wrappers(tag: &str, run_real: bool) -> (TempDir, std::path::PathBuf, 
         } else {
             "exit 1".to_string()
         };
-        let script = format!("#!/bin/sh\necho {tool} >> '{}'\n{then}\n", log.display());
+        let script = format!(
+            "#!/bin/sh\n[ \"$1\" = -V ] && {{ echo '{tool} v1.8.9 ({flavour})'; exit 0; }}\n\
+             echo {tool} >> '{}'\n{then}\n",
+            log.display()
+        );
         let path = wrappers.0.join(tool);
         std::fs::write(&path, script).expect("wrapper");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -419,9 +430,9 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
         return;
     }
     let net = network(json!({}));
-    // The wrappers' path names the nf_tables flavour, as the real tools' does
+    // The wrappers say they are the nf_tables flavour, as the real tools are
     // (xtables-nft-multi): the state is then read over netlink. (Elsewhere the
-    // wrappers are taken for iptables-legacy, whose state needs iptables-save.)
+    // wrappers say legacy, whose state needs iptables-save.)
     let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft", true);
     let before = nat();
     let (a, b) = (Netns::new(), Netns::new());
@@ -824,4 +835,45 @@ fn a_mapping_without_a_usable_host_port_fails_add_and_del_still_succeeds() {
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
     assert_eq!(nat(), before);
     assert!(!run_in(None, "ip", &["-o", "link"]).contains("veth"));
+}
+
+/// A DEL that cannot read the table (iptables-save fails) must not report
+/// success over rules it never saw: the error names the tool and its message.
+/// With the real tools back, the same DEL removes everything.
+#[test]
+fn del_fails_naming_the_tool_when_iptables_save_fails() {
+    enter_test_host();
+    let net = network(json!({}));
+    let before = nat();
+    let ns = Netns::new();
+    let caps = maps(&[(8080, 80, "tcp", "")]);
+    net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    // Real tools, but an iptables-save that fails (legacy flavour: state is read with it).
+    let (wrappers, _log, path) = logging_wrappers("pm-wrap-save", true);
+    std::fs::write(
+        wrappers.0.join("iptables-save"),
+        "#!/bin/sh\n[ \"$1\" = -V ] && { echo 'iptables-save v1.8.9 (legacy)'; exit 0; }\n\
+         echo 'iptables-save: cannot read the table: Permission denied' >&2\nexit 4\n",
+    )
+    .expect("failing save");
+    let child = net
+        .command(&["del", "pm-net", ns.path()], &caps, Some(&path))
+        .spawn()
+        .expect("cnitool");
+    let out = Outcome::of(child);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("iptables-save -t nat failed")
+            && out
+                .stderr
+                .contains("cannot read the table: Permission denied"),
+        "{out:?}"
+    );
+    assert_ne!(
+        nat(),
+        before,
+        "nothing was removed without reading the table"
+    );
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    assert_eq!(nat(), before);
 }

@@ -108,17 +108,38 @@ impl NetConf {
         Ok(self.prev_result_versioned()?.map(|(_, current)| current))
     }
 
+    /// `prevResult` for a plugin that acts on the container it describes: every
+    /// `ips[].interface` must name an entry of `interfaces` (a plugin that only
+    /// passes prevResult through uses `prev_result`).
+    pub fn container_prev_result(&self) -> CniResult<Option<NetResult>> {
+        let prev = self.prev_result()?;
+        for (i, ip) in prev.iter().flat_map(|p| p.ips.iter().enumerate()) {
+            let count = prev.as_ref().map_or(0, |p| p.interfaces.len());
+            if let Some(index) = ip.interface
+                && index >= count
+            {
+                return Err(Error::invalid_config(format!(
+                    "prevResult.ips[{i}].interface {index} is out of range ({count} interfaces)"
+                )));
+            }
+        }
+        Ok(prev)
+    }
+
     /// `prevResult` in its own version's layout and in the current one.
     pub fn prev_result_versioned(&self) -> CniResult<Option<(Versioned, NetResult)>> {
         let Some(raw) = self.doc.field("prevResult") else {
             return Ok(None);
         };
-        let parsed = Versioned::parse(raw.to_value(), self.cni_version())
+        let raw = raw.to_value();
+        check_prev_addresses(&raw)?;
+        let parsed = Versioned::parse(raw, self.cni_version())
             .map_err(|e| Error::decode(format!("could not parse prevResult: {e}")))?;
         let current = parsed
             .clone()
             .into_current()
             .map_err(|e| e.context("failed to convert prevResult to current version"))?;
+        check_prev_result(&current)?;
         Ok(Some((parsed, current)))
     }
 
@@ -152,6 +173,54 @@ impl NetConf {
             .and_then(|c| c.field(key));
         decode_entry(entry, &format!("args.cni.{key}"))
     }
+}
+
+/// A link name taken from the config (`bridge`, `master`, `device`): by the
+/// kernel's rules and without control characters, else code 7 naming the key.
+/// Empty is left to the plugin (it means "the default").
+pub fn link_name_key(key: &str, value: &str) -> CniResult<()> {
+    match crate::cni::env::link_name_problem(value) {
+        Some(problem) if !value.is_empty() => Err(Error::invalid_config(format!(
+            "invalid {key} {value:?}: the name {problem}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Every address in `ips[]` carries its prefix length: a bare address would be
+/// read as a /32 or /128 the plugin that wrote it never meant.
+fn check_prev_addresses(raw: &Value) -> CniResult<()> {
+    let ips = raw
+        .as_object()
+        .and_then(|o| json::map_field(o, "ips"))
+        .and_then(Value::as_array);
+    for (i, ip) in ips.into_iter().flatten().enumerate() {
+        let address = ip.as_object().and_then(|o| json::map_field(o, "address"));
+        let Some(Value::String(a)) = address else {
+            continue;
+        };
+        // Anything else malformed is the decoder's (code 6, as the reference).
+        if a.parse::<ipnet::IpNet>().is_err() && a.parse::<std::net::IpAddr>().is_ok() {
+            return Err(Error::invalid_config(format!(
+                "prevResult.ips[{i}].address {a:?} is not an address with a prefix length"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Interface names in prevResult are refused where they enter, for every
+/// plugin, by the kernel's rules: they reach rule text, aliases and file names.
+fn check_prev_result(prev: &NetResult) -> CniResult<()> {
+    for (i, itf) in prev.interfaces.iter().enumerate() {
+        if let Some(problem) = crate::cni::env::link_name_problem(&itf.name) {
+            return Err(Error::invalid_config(format!(
+                "prevResult.interfaces[{i}].name {:?} {problem}",
+                itf.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Parses stdin as a JSON object, keeping what Go's decoder would see.

@@ -141,6 +141,26 @@ pub fn validate_network_name(name: &str) -> CniResult<()> {
     Ok(())
 }
 
+/// What is wrong with a link name by the kernel's rules (`dev_valid_name`:
+/// 1-15 bytes, not `.`/`..`, no `/`, `:` or whitespace), plus no control
+/// character at all: names end up in rule text, aliases and file names.
+pub fn link_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("is empty")
+    } else if name.len() > 15 {
+        Some("is longer than 15 bytes")
+    } else if name == "." || name == ".." {
+        Some("is . or ..")
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+    {
+        Some("contains /, :, whitespace or a control character")
+    } else {
+        None
+    }
+}
+
 /// Linux interface names: 1-15 bytes, not `.`/`..`, no `/`, `:` or whitespace.
 pub fn validate_ifname(name: &str) -> CniResult<()> {
     const MAX: usize = 15;

@@ -227,7 +227,8 @@ pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> C
 pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
     let _lock = lock()?;
     for (family, mine) in super::by_family(ips) {
-        let Ok(saved) = iptables::save(family, "filter") else {
+        let Some(saved) = iptables::save_existing(family, "filter").map_err(Error::internal)?
+        else {
             continue;
         };
         let mut batch = Batch::new(family, "filter");

@@ -63,8 +63,9 @@ pub fn jumps(spec: &str, target: &str) -> bool {
 }
 
 /// Quotes one argument for iptables-restore's tokenizer (as iptables-save does).
+/// Control characters cannot be quoted: `render` refuses lines that hold one.
 pub fn quote(arg: &str) -> String {
-    if !arg.is_empty() && !arg.contains([' ', '"', '\'', '\\', '\t']) {
+    if !arg.is_empty() && !arg.contains([' ', '"', '\'', '\\', '\t', '#']) {
         return arg.to_string();
     }
     let mut out = String::from("\"");
@@ -147,15 +148,24 @@ impl Batch {
         self.lines.extend(other.lines);
     }
 
-    /// The restore input.
-    pub fn render(&self) -> String {
+    /// The restore input. A control character anywhere (a newline would end
+    /// the rule and start another, even a `COMMIT` and a new table) refuses the
+    /// whole batch: names are validated where they enter, this is the backstop.
+    pub fn render(&self) -> Result<String, String> {
         let mut s = format!("*{}\n", self.table);
+        for l in std::iter::once(&self.table).chain(&self.lines) {
+            if l.chars().any(char::is_control) {
+                return Err(format!(
+                    "refusing iptables-restore input with a control character: {l:?}"
+                ));
+            }
+        }
         for l in &self.lines {
             s.push_str(l);
             s.push('\n');
         }
         s.push_str("COMMIT\n");
-        s
+        Ok(s)
     }
 }
 
@@ -187,19 +197,38 @@ fn command(family: Family, what: &str) -> (String, Command) {
 
 /// `iptables-save -t <table>` (or ip6tables-save): one process.
 pub fn save(family: Family, table: &str) -> Result<Saved, String> {
+    save_existing(family, table)?.ok_or_else(|| {
+        format!(
+            "{} -t {table}: the tool or the table does not exist",
+            tool(family, "save")
+        )
+    })
+}
+
+/// As `save`, for DEL and GC: None when nothing of ours can exist in the table
+/// (the tool is not installed, or the kernel has no such table); an error when
+/// the state could not be read, so a DEL never reports success over rules it
+/// did not see.
+pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>, String> {
     let (bin, mut cmd) = command(family, "save");
-    let out = cmd
-        .args(["-t", table])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("failed to run {bin}: {e}"))?;
+    let out = match cmd.args(["-t", table]).stdin(Stdio::null()).output() {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("failed to run {bin}: {e}")),
+    };
     if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // iptables-legacy on a kernel without the table's module.
+        if stderr.contains("Table does not exist") {
+            return Ok(None);
+        }
         return Err(format!(
-            "{bin} -t {table} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+            "{bin} -t {table} failed ({}): {}",
+            out.status,
+            stderr.trim()
         ));
     }
-    Ok(Saved::parse(&String::from_utf8_lossy(&out.stdout)))
+    Ok(Some(Saved::parse(&String::from_utf8_lossy(&out.stdout))))
 }
 
 /// Applies a batch with one `iptables-restore --noflush --wait`; empty batches run nothing.
@@ -207,7 +236,16 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
     if batch.is_empty() {
         return Ok(());
     }
-    let (bin, mut cmd) = command(batch.family, "restore");
+    let input = batch.render()?;
+    let (bin, cmd) = command(batch.family, "restore");
+    restore(&bin, cmd, &input)
+}
+
+/// Runs `cmd` (a restore tool) on `input`. The input is written from a thread
+/// while stderr is read here, so a tool that reports errors while we still
+/// write cannot block either side; the child is always waited for, even when
+/// it exits early and the write fails, and its own error line is reported.
+fn restore(bin: &str, mut cmd: Command, input: &str) -> Result<(), String> {
     let mut child = cmd
         .args(["--noflush", "--wait"])
         .stdin(Stdio::piped())
@@ -215,31 +253,46 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("failed to run {bin}: {e}"))?;
-    let input = batch.render();
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(input.as_bytes())
-            .map_err(|e| format!("failed to write to {bin}: {e}"))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("failed to wait for {bin}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{bin} failed: {} (input:\n{input})",
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_string();
+        std::thread::spawn(move || stdin.write_all(input.as_bytes()))
+    });
+    let out = child.wait_with_output();
+    let written = writer.map(|w| w.join());
+    let out = out.map_err(|e| format!("failed to wait for {bin}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{bin} failed ({}): {} (input:\n{input})",
+            out.status,
             String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        ));
+    }
+    match written {
+        Some(Ok(Err(e))) => Err(format!("failed to write to {bin}: {e}")),
+        Some(Err(_)) => Err(format!("failed to write to {bin}: writer thread panicked")),
+        _ => Ok(()),
     }
 }
 
-/// Whether the family's iptables is the nf_tables flavour (xtables-nft-multi),
-/// whose state can then be read over netlink instead of by `iptables-save`.
+/// Whether the family's iptables is the nf_tables flavour, whose state can then
+/// be read over netlink instead of by `iptables-save`. The two multi-call
+/// binaries of iptables are known by name (no exec on every operation); any
+/// other tool (a wrapper, a renamed binary) is asked: `-V` prints `(nf_tables)`.
 pub fn is_nft_based(family: Family) -> bool {
-    locate(&tool(family, "restore"))
-        .and_then(|p| std::fs::canonicalize(p).ok())
-        .is_some_and(|p| p.to_string_lossy().contains("nft"))
+    let Some(path) = locate(&tool(family, "restore")) else {
+        return false;
+    };
+    let real = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    match real.file_name().and_then(|n| n.to_str()) {
+        Some("xtables-nft-multi") => true,
+        Some("xtables-legacy-multi") => false,
+        _ => Command::new(&path)
+            .arg("-V")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("(nf_tables)")),
+    }
 }
 
 /// With iptables-nft, true when none of `chains` exists in `table`, read over
@@ -291,8 +344,95 @@ mod tests {
         b.ensure_chain(&mut saved, "CNI-NEW");
         b.append("CNI-NEW", &["-j".into(), "RETURN".into()]);
         assert_eq!(
-            b.render(),
-            "*nat\n-N CNI-NEW\n-A CNI-NEW -j RETURN\nCOMMIT\n"
+            b.render().as_deref(),
+            Ok("*nat\n-N CNI-NEW\n-A CNI-NEW -j RETURN\nCOMMIT\n")
         );
+    }
+
+    /// The injection of a name like `x\nCOMMIT\n*nat\n-F\n#`: no line of it is
+    /// ever written, whichever builder call carried it.
+    #[test]
+    fn control_characters_never_reach_restore_input() {
+        let evil = "x\nCOMMIT\n*nat\n-F\n#";
+        let calls: [&dyn Fn(&mut Batch); 6] = [
+            &|b| {
+                b.append(
+                    "FORWARD",
+                    &["-i".into(), evil.into(), "-j".into(), "ACCEPT".into()],
+                )
+            },
+            &|b| {
+                b.insert(
+                    "FORWARD",
+                    1,
+                    &[
+                        "-m".into(),
+                        "comment".into(),
+                        "--comment".into(),
+                        evil.into(),
+                    ],
+                )
+            },
+            &|b| b.delete_saved("FORWARD", evil),
+            &|b| b.delete_chain(evil),
+            &|b| b.reset_chain(evil),
+            &|b| b.append("FORWARD", &["--comment".into(), "a\u{7f}b".into()]),
+        ];
+        for call in calls {
+            let mut b = Batch::new(Family::V4, "filter");
+            call(&mut b);
+            let e = b.render().expect_err("refused");
+            assert!(e.contains("control character"), "{e}");
+        }
+        assert!(Batch::new(Family::V4, "nat\n").render().is_err());
+        // `#` is quoted: iptables-restore would read the rest as a comment.
+        assert_eq!(quote("a#b"), "\"a#b\"");
+    }
+
+    /// A restore tool that fails after reading part of a batch bigger than a pipe
+    /// holds: its own message reaches the error, and it is waited for.
+    #[test]
+    fn a_restore_that_fails_mid_batch_is_reported_and_reaped() {
+        let dir = std::env::temp_dir().join(format!("cni-multi-restore-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let tool = dir.join("iptables-restore");
+        std::fs::write(
+            &tool,
+            format!(
+                "#!/bin/sh\necho $$ >{}/pid\nhead -c 100 >/dev/null\necho 'iptables-restore: line 2 failed' >&2\nexit 1\n",
+                dir.display()
+            ),
+        )
+        .expect("tool");
+        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let mut b = Batch::new(Family::V4, "filter");
+        for i in 0..20_000 {
+            b.append(
+                "FORWARD",
+                &[
+                    "-s".into(),
+                    format!("10.0.{}.{}", i / 256, i % 256),
+                    "-j".into(),
+                    "ACCEPT".into(),
+                ],
+            );
+        }
+        let input = b.render().expect("input");
+        assert!(input.len() > 1 << 16, "more than a pipe holds");
+        let e = restore("iptables-restore", Command::new(&tool), &input).expect_err("fails");
+        assert!(
+            e.contains("iptables-restore: line 2 failed"),
+            "{}",
+            &e[..200.min(e.len())]
+        );
+        let pid = std::fs::read_to_string(dir.join("pid")).expect("pid");
+        // Waited for: its process entry is gone, not left as a zombie.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        assert!(
+            stat.is_err(),
+            "the failed tool was not waited for: {stat:?}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -104,7 +104,7 @@ pub fn teardown(backend: Backend, network: &str, container_id: &str) -> CniResul
         if iptables::surely_absent(family, "nat", std::slice::from_ref(&chain)) {
             continue;
         }
-        let Ok(saved) = iptables::save(family, "nat") else {
+        let Some(saved) = iptables::save_existing(family, "nat").map_err(Error::internal)? else {
             // No ip6tables here: nothing of that family can exist.
             continue;
         };

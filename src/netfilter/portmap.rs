@@ -362,7 +362,7 @@ pub fn del(plan: &Plan, families: &[Family]) -> CniResult<()> {
         if iptables::surely_absent(*family, "nat", &ours) {
             continue;
         }
-        let Ok(saved) = iptables::save(*family, "nat") else {
+        let Some(saved) = iptables::save_existing(*family, "nat").map_err(Error::internal)? else {
             continue;
         };
         let mut batch = teardown_batch(
@@ -440,7 +440,7 @@ pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
 pub fn gc(network: &str, keep: &[String]) -> CniResult<()> {
     let _lock = lock()?;
     for family in [Family::V4, Family::V6] {
-        let Ok(saved) = iptables::save(family, "nat") else {
+        let Some(saved) = iptables::save_existing(family, "nat").map_err(Error::internal)? else {
             continue;
         };
         let prefix = format!("dnat name: {} id: ", go_quote(network));

@@ -218,7 +218,7 @@ fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
 impl Plugin for Bandwidth {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let (l, capability) = limits(inv)?;
-        let prev = inv.conf.prev_result()?;
+        let prev = inv.conf.container_prev_result()?;
         if l.is_empty() {
             // A capability the runtime passed that names no rate (keys it spells
             // in a way nobody reads, say) must not pass for limits applied.
@@ -295,7 +295,7 @@ impl Plugin for Bandwidth {
         limits(inv)?;
         scope(inv)?;
         let mut sock = Socket::open()?;
-        if let Ok(Some(prev)) = inv.conf.prev_result()
+        if let Ok(Some(prev)) = inv.conf.container_prev_result()
             && let Ok(host) = host_interface(&mut sock, inv, &prev)
         {
             clear_host_qdiscs(&mut sock, &host);
@@ -311,7 +311,7 @@ impl Plugin for Bandwidth {
         let (l, _) = limits(inv)?;
         let prev = inv
             .conf
-            .prev_result()?
+            .container_prev_result()?
             .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
         if l == Limits::default() {
             return Ok(());

@@ -114,6 +114,7 @@ impl Conf {
                 "cannot use IPAM when 'disableContainerInterface' flag is set",
             ));
         }
+        crate::cni::config::link_name_key("bridge", &k.bridge)?;
         let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
         let mtu = iface::optional_mtu(k.mtu)?;
         let mac = iface::requested_mac(inv, k.mac)?;

@@ -78,7 +78,7 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
-        .prev_result()?
+        .container_prev_result()?
         .ok_or_else(|| Error::invalid_config("missing prevResult from earlier plugin"))
 }
 
@@ -131,7 +131,7 @@ impl Plugin for Firewall {
         match conf.backend() {
             Ok(Backend::Iptables) => {
                 // The iptables rules carry only addresses: they need prevResult.
-                match inv.conf.prev_result()? {
+                match inv.conf.container_prev_result()? {
                     Some(prev) => rules::del(&addresses(&prev), &conf.admin_chain),
                     None => Ok(()),
                 }

@@ -38,6 +38,7 @@ fn selector(inv: &Invocation) -> CniResult<Selector> {
         .runtime_config::<String>("deviceID")?
         .unwrap_or_default();
     if !k.device.is_empty() {
+        crate::cni::config::link_name_key("device", &k.device)?;
         return Ok(Selector::Name(k.device));
     }
     if !k.hwaddr.is_empty() {

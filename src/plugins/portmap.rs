@@ -198,7 +198,7 @@ fn targets(prev: &NetResult, ifname: &str) -> Vec<Target> {
 
 fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
-        .prev_result()?
+        .container_prev_result()?
         .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))
 }
 
@@ -210,6 +210,14 @@ impl Plugin for Portmap {
             return Ok(prev);
         }
         let targets = targets(&prev, &inv.env.ifname);
+        if targets.is_empty() {
+            // The reference maps nothing and succeeds: the runtime would then
+            // believe the ports published.
+            return Err(Error::invalid_config(format!(
+                "prevResult has no address of the container's interface {:?} to map ports to",
+                inv.env.ifname
+            )));
+        }
         match backend {
             Backend::Iptables => rules::add(&plan, &targets)?,
             Backend::Nftables => {
@@ -230,7 +238,7 @@ impl Plugin for Portmap {
     /// Found by chain name: the mappings need not be given again.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let (plan, _, configured) = load(inv, Mappings::Ignored)?;
-        let known: Vec<Family> = match inv.conf.prev_result()? {
+        let known: Vec<Family> = match inv.conf.container_prev_result()? {
             Some(prev) => targets(&prev, &inv.env.ifname)
                 .iter()
                 .map(|t| Family::of(t.address.addr()))

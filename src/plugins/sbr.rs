@@ -147,7 +147,7 @@ fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
-        .prev_result()?
+        .container_prev_result()?
         .ok_or_else(|| Error::invalid_config("This plugin must be called as chained plugin"))
 }
 
@@ -156,6 +156,12 @@ impl Plugin for Sbr {
         let k: Keys = inv.conf.plugin_keys()?;
         let prev = prev(inv)?;
         let ips = ips_of_iface(&prev, &inv.env.ifname);
+        if ips.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "prevResult has no address of interface {:?} to route from",
+                inv.env.ifname
+            )));
+        }
         let ns = iface::open_netns(&inv.env.netns)?;
         let _lock = lock_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();

@@ -34,6 +34,7 @@ impl Plugin for Tap {
                 "selinuxContext is not supported: cni-multi creates taps without running ip",
             ));
         }
+        crate::cni::config::link_name_key("bridge", &k.bridge)?;
         let mtu = iface::optional_mtu(k.mtu)?;
         let mac = iface::requested_mac(inv, k.mac.clone())?;
         let ns = iface::open_netns(&inv.env.netns)?;

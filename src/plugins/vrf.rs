@@ -126,7 +126,10 @@ fn enslave(sock: &mut Socket, ifname: &str, vrf: &Link) -> CniResult<()> {
 impl Plugin for Vrf {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k = load(inv)?;
-        let result = inv.conf.prev_result()?.unwrap_or_else(NetResult::new);
+        let result = inv
+            .conf
+            .container_prev_result()?
+            .unwrap_or_else(NetResult::new);
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {

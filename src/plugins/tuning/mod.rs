@@ -191,7 +191,7 @@ fn backup_path(conf: &Conf, inv: &Invocation) -> PathBuf {
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
-        .prev_result()?
+        .container_prev_result()?
         .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))
 }
 
