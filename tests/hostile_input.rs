@@ -221,3 +221,72 @@ fn a_prev_result_that_does_not_describe_the_container_is_refused() {
     }
     assert_eq!(tables(), before, "the host's tables are unchanged");
 }
+
+/// The netfilter lock is private: another user could otherwise open it and
+/// hold it, stalling every portmap, ipMasq and firewall call on the node.
+#[test]
+fn the_netfilter_lock_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    enter_test_host();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let prev = json!({"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
+                      "ips": [{"interface": 0, "address": "10.97.0.5/24"}]});
+    let conf = chained("firewall", json!({"backend": "iptables"}), prev);
+    Call::new("firewall", "ADD", ns.path(), &conf)
+        .path(&bin)
+        .run()
+        .ok();
+    Call::new("firewall", "DEL", ns.path(), &conf)
+        .path(&bin)
+        .run()
+        .ok();
+    let mode = std::fs::metadata("/run/cni-multi.netfilter.lock")
+        .expect("lock file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+/// stdin is read up to 16 MiB: a bigger config is refused with code 6, not
+/// read into memory whole.
+#[test]
+fn stdin_larger_than_16_mib_is_refused_with_code_6() {
+    enter_test_host();
+    let ns = Netns::new();
+    let pad = "x".repeat(17 << 20);
+    let conf = format!(r#"{{"cniVersion":"1.0.0","name":"n","type":"loopback","pad":"{pad}"}}"#);
+    let e = Call::new("loopback", "ADD", ns.path(), &conf).run().err(6);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("larger than 16777216 bytes"),
+        "{e}"
+    );
+    // Just under the limit is read and works.
+    let pad = "x".repeat(15 << 20);
+    let conf = format!(r#"{{"cniVersion":"1.0.0","name":"n","type":"loopback","pad":"{pad}"}}"#);
+    Call::new("loopback", "ADD", ns.path(), &conf).run().ok();
+}
+
+/// Container IDs are bounded where they enter: one too long for a netlink
+/// attribute is refused before anything is created.
+#[test]
+fn an_overlong_container_id_is_refused_early() {
+    enter_test_host();
+    let ns = Netns::new();
+    let conf = r#"{"cniVersion":"1.0.0","name":"n","type":"loopback"}"#;
+    let id = "a".repeat(70_000);
+    let e = Call::new("loopback", "ADD", ns.path(), conf)
+        .set("CNI_CONTAINERID", &id)
+        .run()
+        .err(4);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("longer than"),
+        "{e}"
+    );
+}

@@ -10,6 +10,9 @@ use crate::cni::{ArgsPolicy, Invocation, PluginInfo};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 
+/// Largest network configuration read from stdin (16 MiB).
+pub const MAX_STDIN: u64 = crate::files::MAX_FILE;
+
 /// Runs one plugin invocation against the process environment and stdio.
 /// Returns the exit status.
 pub fn run_main(info: &PluginInfo) -> i32 {
@@ -62,10 +65,18 @@ pub fn run(
         return 0;
     }
     let mut input = Vec::new();
-    if let Err(e) = stdin.read_to_end(&mut input) {
+    if let Err(e) = stdin.take(MAX_STDIN + 1).read_to_end(&mut input) {
         return fail(
             stdout,
             &Error::new(Code::Io, format!("error reading from stdin: {e}")),
+        );
+    }
+    if input.len() as u64 > MAX_STDIN {
+        return fail(
+            stdout,
+            &Error::decode(format!(
+                "error unmarshall network config: stdin is larger than {MAX_STDIN} bytes"
+            )),
         );
     }
     match execute(info, command, args, &input) {

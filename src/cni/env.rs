@@ -119,9 +119,19 @@ pub fn is_valid_name(s: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
+/// Longest container ID accepted: far above what runtimes use (64 hex
+/// digits), and bounded so that IDs reaching netlink attributes never overflow
+/// an attribute's u16 length.
+pub const MAX_NAME_LEN: usize = 1024;
+
 pub fn validate_container_id(id: &str) -> CniResult<()> {
     if id.is_empty() {
         return Err(Error::new(Code::UnknownContainer, "missing containerID"));
+    }
+    if id.len() > MAX_NAME_LEN {
+        return Err(Error::invalid_env(format!(
+            "containerID is longer than {MAX_NAME_LEN} bytes"
+        )));
     }
     if !is_valid_name(id) {
         return Err(Error::invalid_env("invalid characters in containerID").with_details(id));
@@ -132,6 +142,12 @@ pub fn validate_container_id(id: &str) -> CniResult<()> {
 pub fn validate_network_name(name: &str) -> CniResult<()> {
     if name.is_empty() {
         return Err(Error::invalid_config("missing network name"));
+    }
+    // A path component (the host-local store, caches): NAME_MAX.
+    if name.len() > 255 {
+        return Err(Error::invalid_config(
+            "network name is longer than 255 bytes",
+        ));
     }
     if !is_valid_name(name) {
         return Err(

@@ -2,7 +2,7 @@
 //! plugins with live pods: `<dataDir>/<network>/<ip>` holding `<id>\r\n<ifname>`,
 //! `last_reserved_ip.<set>` and a `lock` file held with flock for the whole operation.
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -42,17 +42,7 @@ impl DiskStore {
             .mode(0o755)
             .create(&dir)
             .map_err(|e| annotate(e, "create", &dir))?;
-        let lock_path = dir.join("lock");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o750)
-            .open(&lock_path)
-            .map_err(|e| annotate(e, "open", &lock_path))?;
-        let lock = Flock::lock(file, FlockArg::LockExclusive)
-            .map_err(|(_, e)| annotate(io::Error::from(e), "lock", &lock_path))?;
+        let lock = crate::lockfile::lock_private(&dir.join("lock"), crate::lockfile::DEADLINE)?;
         Ok(DiskStore { dir, _lock: lock })
     }
 
@@ -92,7 +82,8 @@ impl DiskStore {
     /// The last IP handed out for range set `set_index`, if recorded and readable.
     pub fn last_reserved_ip(&self, set_index: usize) -> Option<IpAddr> {
         let path = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
-        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+        let text = crate::files::read_string_limited(&path, 64).ok()?;
+        text.trim().parse().ok()
     }
 
     /// Every reservation file in the store (files named by an IP).
@@ -165,6 +156,10 @@ impl DiskStore {
     }
 }
 
+/// At most this much of a reservation file is read: an owner is a container ID
+/// and an ifname. A bigger file still reserves its IP, for no known owner.
+const MAX_RESERVATION: usize = 64 << 10;
+
 /// A small file under `dir` as text (open, read, close; no stat). Files that
 /// vanish meanwhile (a concurrent DEL outside our lock) read as None.
 fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<String> {
@@ -172,9 +167,9 @@ fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<S
     use nix::sys::stat::Mode;
     let fd = openat(dir, name, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
     let mut len = 0;
-    loop {
+    while len < MAX_RESERVATION {
         if len == buf.len() {
-            buf.resize(buf.len() * 2, 0);
+            buf.resize((buf.len() * 2).min(MAX_RESERVATION), 0);
         }
         match nix::unistd::read(&fd, &mut buf[len..]) {
             Ok(0) => break,

@@ -12,7 +12,7 @@ pub use crate::netlink::addr::Family;
 
 use crate::cni::{CniResult, Error};
 use crate::digest::sha512_hex;
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use std::fs::File;
 
 /// Which netfilter implementation rules go to.
@@ -108,15 +108,9 @@ pub struct Lock(#[allow(dead_code)] Flock<File>);
 pub const LOCK_PATH: &str = "/run/cni-multi.netfilter.lock";
 
 pub fn lock() -> CniResult<Lock> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(LOCK_PATH)
-        .map_err(|e| Error::internal(format!("failed to open {LOCK_PATH}: {e}")))?;
-    Flock::lock(file, FlockArg::LockExclusive)
+    crate::lockfile::lock_private(std::path::Path::new(LOCK_PATH), crate::lockfile::DEADLINE)
         .map(Lock)
-        .map_err(|(_, e)| Error::internal(format!("failed to lock {LOCK_PATH}: {e}")))
+        .map_err(|e| Error::internal(e.to_string()))
 }
 
 #[cfg(test)]

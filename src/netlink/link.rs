@@ -766,7 +766,7 @@ mod detached {
                 for msg in wire::messages(got) {
                     if msg.seq == SEQ && msg.ty == wire::NLMSG_ERROR {
                         let code = msg.payload.get(..4).and_then(wire::as_u32).unwrap_or(0);
-                        return -(code as i32);
+                        return i32::try_from((code as i32).unsigned_abs()).unwrap_or(i32::MAX);
                     }
                 }
             }

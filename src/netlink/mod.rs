@@ -22,6 +22,7 @@ use neli::types::Buffer;
 use neli::utils::Groups;
 use nix::libc;
 use std::fmt;
+use std::os::fd::AsRawFd;
 use wire::{NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR};
 
 /// A failed netlink operation: what was tried, the kernel's errno and its text.
@@ -89,6 +90,15 @@ impl Channel {
         let sock = NlSocket::connect(family, None, Groups::empty())?;
         // Best effort: older kernels lack it and still work.
         let _ = sock.enable_ext_ack(true);
+        // A reply that never comes (a kernel bug, a wedged subsystem) ends in an
+        // error after RECV_TIMEOUT instead of a plugin that never returns.
+        // SAFETY: the descriptor belongs to `sock`, which outlives this borrow.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(sock.as_raw_fd()) };
+        nix::sys::socket::setsockopt(
+            &fd,
+            nix::sys::socket::sockopt::ReceiveTimeout,
+            &nix::sys::time::TimeVal::new(RECV_TIMEOUT.as_secs() as _, 0),
+        )?;
         Ok(Channel {
             sock,
             buf: vec![0; buf_len],
@@ -103,10 +113,33 @@ impl Channel {
         self.sock.send(bytes, Msg::empty()).map(|_| ())
     }
 
-    /// One datagram: every message the kernel put in it.
+    /// One datagram: every message the kernel put in it. MSG_TRUNC makes the
+    /// kernel report a datagram's full size, so one that did not fit is an
+    /// error rather than messages silently lost; a timeout says so.
     pub(crate) fn recv(&mut self) -> std::io::Result<&[u8]> {
-        let (n, _) = self.sock.recv(&mut self.buf[..], Msg::empty())?;
-        Ok(&self.buf[..n.min(self.buf.len())])
+        let n = match self.sock.recv(&mut self.buf[..], Msg::TRUNC) {
+            Ok((n, _)) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "no reply from the kernel within {} s",
+                        RECV_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if n > self.buf.len() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "netlink reply of {n} bytes truncated to the {}-byte buffer",
+                    self.buf.len()
+                ),
+            ));
+        }
+        Ok(&self.buf[..n])
     }
 }
 
@@ -119,6 +152,9 @@ fn kernel_error(op: &str, errno: i32, extack: Option<String>) -> Error {
         detail: std::io::Error::from_raw_os_error(errno).to_string(),
     }
 }
+
+/// How long any netlink socket waits for a reply.
+pub const RECV_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// An rtnetlink socket bound to the namespace of the thread that opened it.
 pub struct Socket {

@@ -24,9 +24,12 @@ impl Body {
     }
 
     pub fn attr(mut self, ty: u16, payload: &[u8]) -> Body {
-        let len = 4 + payload.len();
-        // Attribute lengths are u16 by protocol; our payloads are small.
-        self.0.extend_from_slice(&(len as u16).to_ne_bytes());
+        // Attribute lengths are u16 by protocol. Inputs that reach attributes are
+        // bounded where they enter (names, container IDs); past the limit the
+        // length saturates, which the kernel refuses (it never wraps into a
+        // shorter, different attribute).
+        let len = u16::try_from(4 + payload.len()).unwrap_or(u16::MAX);
+        self.0.extend_from_slice(&len.to_ne_bytes());
         self.0.extend_from_slice(&ty.to_ne_bytes());
         self.0.extend_from_slice(payload);
         self.0.resize(align4(self.0.len()), 0);
@@ -181,7 +184,8 @@ pub fn error_of(msg: &Received) -> (i32, Option<String>) {
     };
     let tlvs = payload.get(4 + echoed..).unwrap_or_default();
     let text = find(tlvs, 1).map(as_str).filter(|s| !s.is_empty());
-    (-code, text)
+    // -errno; a malformed (positive or i32::MIN) code still reads as a failure.
+    (i32::try_from(code.unsigned_abs()).unwrap_or(i32::MAX), text)
 }
 
 /// `struct ifinfomsg`.
@@ -299,4 +303,62 @@ mod tests {
         };
         assert_eq!(error_of(&empty), (0, None));
     }
+}
+
+#[cfg(test)]
+mod hostile_tests {
+    use super::*;
+
+    fn error_message(code: i32) -> Vec<u8> {
+        let mut payload = code.to_ne_bytes().to_vec();
+        payload.extend_from_slice(&[0u8; HDR_LEN]);
+        let mut out = Vec::new();
+        frame(&mut out, NLMSG_ERROR, NLM_F_CAPPED, 1, &payload);
+        out
+    }
+
+    #[test]
+    fn malformed_error_codes_still_read_as_failures() {
+        for (code, errno) in [(-17, 17), (i32::MIN, i32::MAX), (5, 5), (0, 0)] {
+            let bytes = error_message(code);
+            let msg = messages(&bytes).next().expect("message");
+            assert_eq!(error_of(&msg).0, errno, "code {code}");
+        }
+    }
+
+    #[test]
+    fn an_attribute_too_long_for_its_u16_length_never_wraps() {
+        let body = Body::default().attr(1, &vec![7u8; 70_000]).into_bytes();
+        let len = u16::from_ne_bytes([body[0], body[1]]);
+        assert_eq!(
+            len,
+            u16::MAX,
+            "saturated, not wrapped to {}",
+            70_004 % 65_536
+        );
+    }
+}
+
+/// A reply bigger than the receive buffer is an error, not messages lost.
+#[cfg(test)]
+#[test]
+fn a_truncated_reply_is_an_error() {
+    std::thread::spawn(|| {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root)");
+        let mut ch =
+            super::Channel::open(neli::consts::socket::NlFamily::Route, 64).expect("socket");
+        let body = Body::new(&ifinfomsg(0, 0, 0, 0)).into_bytes();
+        let mut req = Vec::new();
+        frame(
+            &mut req, 18,    /* RTM_GETLINK */
+            0x301, /* REQUEST|DUMP */
+            1, &body,
+        );
+        ch.send(&req).expect("send");
+        let e = ch.recv().expect_err("truncated");
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+        assert!(e.to_string().contains("truncated"), "{e}");
+    })
+    .join()
+    .expect("test thread");
 }

@@ -202,7 +202,7 @@ impl Plugin for Flannel {
         let _ = k.delegate;
         let subnet_file = absolute_path(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
         let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
-        let text = std::fs::read_to_string(&subnet_file).map_err(|e| {
+        let text = crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE).map_err(|e| {
             Error::internal(format!(
                 "failed to load flannel 'subnet.env' file {}: {e}. Check the flannel pod log for details",
                 subnet_file.display()
@@ -226,14 +226,21 @@ impl Plugin for Flannel {
         let k: Keys = inv.conf.plugin_keys()?;
         let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
         let path = data_dir.join(&inv.env.container_id);
-        let Ok(bytes) = std::fs::read(&path) else {
-            return Ok(());
+        // Gone: nothing to delete. Unreadable: its delegate may still hold state.
+        let bytes = match crate::files::read_limited(&path, crate::files::MAX_FILE) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(Error::internal(format!(
+                    "failed to read {}: {e}",
+                    path.display()
+                )));
+            }
         };
-        let Ok(saved) = crate::cni::json::from_slice::<Map<String, Value>>(&bytes) else {
-            return Ok(());
-        };
-        let plugin_type = saved
-            .get("type")
+        let saved = crate::cni::json::from_slice::<Map<String, Value>>(&bytes).map_err(|e| {
+            Error::decode(format!("failed to parse netconf {}: {e}", path.display()))
+        })?;
+        let plugin_type = map_field(&saved, "type")
             .and_then(Value::as_str)
             .unwrap_or("bridge")
             .to_string();

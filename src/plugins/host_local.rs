@@ -247,7 +247,7 @@ fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
 
 /// resolv.conf → result DNS: nameserver, domain, search, options; `#`/`;` comments.
 fn parse_resolv_conf(path: &str) -> CniResult<crate::cni::result::Dns> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_string_limited(path, crate::files::MAX_FILE)
         .map_err(|e| Error::internal(format!("failed to read resolvConf {path}: {e}")))?;
     let mut dns = crate::cni::result::Dns::default();
     for line in text.lines().map(str::trim) {

@@ -11,7 +11,7 @@ use crate::netlink::route::Route;
 use crate::netlink::rule::Rule;
 use crate::netns::NetNs;
 use ipnet::IpNet;
-use nix::fcntl::{Flock, FlockArg};
+use nix::fcntl::Flock;
 use nix::libc;
 use serde::Deserialize;
 
@@ -139,10 +139,8 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
 
 /// Holds an flock on the netns file while sbr works (as the reference).
 fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| Error::internal(format!("failed to open {path}: {e}")))?;
-    Flock::lock(file, FlockArg::LockExclusive)
-        .map_err(|(_, e)| Error::internal(format!("failed to lock {path}: {e}")))
+    crate::lockfile::lock_existing(std::path::Path::new(path), crate::lockfile::DEADLINE)
+        .map_err(|e| Error::internal(e.to_string()))
 }
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {

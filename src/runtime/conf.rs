@@ -206,7 +206,7 @@ fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
 }
 
 fn read(path: &Path) -> CniResult<Vec<u8>> {
-    std::fs::read(path).map_err(|e| err(path, e))
+    crate::files::read_limited(path, crate::files::MAX_FILE).map_err(|e| err(path, e))
 }
 
 /// Every network of the directory, in libcni's lookup order (lists first).

@@ -171,7 +171,7 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
 
 /// The allowlist's patterns, when the file exists.
 fn read_allowlist() -> CniResult<Option<Vec<Pattern>>> {
-    let text = match std::fs::read_to_string(ALLOWLIST) {
+    let text = match crate::files::read_string_limited(ALLOWLIST, crate::files::MAX_FILE) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::internal(format!("failed to read {ALLOWLIST}: {e}"))),
@@ -228,7 +228,7 @@ impl Plugin for Tuning {
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let Ok(conf) = load(inv) else { return Ok(()) };
         let path = backup_path(&conf, inv);
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(text) = crate::files::read_string_limited(&path, crate::files::MAX_FILE) else {
             return Ok(());
         };
         if let Ok(backup) = crate::cni::json::from_str::<Backup>(&text)
