@@ -176,6 +176,8 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
         json!({"ingressRate": 1000}),
         json!({"egressBurst": 1000}),
         json!({"ingressRate": 1, "ingressBurst": 40_000_000_000u64}),
+        // Each fits alone; rate x 25 ms + burst overflows the u32 queue limit.
+        json!({"ingressRate": 1_000_000_000_000u64, "ingressBurst": 30_000_000_000u64}),
     ] {
         let c = json!({"cniVersion": "1.0.0", "name": "bw-net", "type": "bandwidth",
                        "runtimeConfig": {"bandwidth": bad}, "prevResult": {"cniVersion": "1.0.0"}});

@@ -142,6 +142,13 @@ fn limits(inv: &Invocation) -> CniResult<(Limits, bool)> {
         if burst / 8 >= u64::from(u32::MAX) {
             return Err(Error::invalid_config("burst cannot be more than 4GB"));
         }
+        // The tbf queue limit is rate x latency + burst, in bytes, as a u32.
+        let queued = (rate / 8) as f64 * LATENCY_MS / 1000.0 + (burst / 8) as f64;
+        if queued >= f64::from(u32::MAX) {
+            return Err(Error::invalid_config(
+                "rate and burst together need a queue of more than 4GB",
+            ));
+        }
     }
     Ok((l, capability))
 }
@@ -154,7 +161,7 @@ fn tbf_params(rate_bits: u64, burst_bits: u64) -> Tbf {
     let buffer =
         ((f64::from(burst) * TIME_UNITS_PER_SEC / rate as f64) as u32 as f64 * ticks) as u32;
     let latency = TIME_UNITS_PER_SEC * (LATENCY_MS / 1000.0);
-    let limit = (rate as f64 * latency / TIME_UNITS_PER_SEC) as u32 + burst;
+    let limit = ((rate as f64 * latency / TIME_UNITS_PER_SEC) as u32).saturating_add(burst);
     Tbf {
         rate,
         limit,

@@ -42,16 +42,24 @@ fn host(ip: std::net::IpAddr) -> IpNet {
     IpNet::from(ip)
 }
 
-/// The first table ≥ 100 that no rule points to and no route lives in.
-fn free_table(sock: &mut Socket) -> CniResult<u32> {
+/// The tables some rule points to or some route lives in.
+fn used_tables(sock: &mut Socket) -> CniResult<Vec<u32>> {
     let mut used = Vec::new();
     for family in [Family::V4, Family::V6] {
         used.extend(sock.rules(family)?.into_iter().map(|r| r.table));
         used.extend(sock.all_routes(family)?.into_iter().map(|r| r.table));
     }
-    (FIRST_TABLE..u32::MAX)
+    Ok(used)
+}
+
+/// The first table ≥ `from` not in `used` (which then holds it too): each
+/// address gets a table checked free, not merely the previous one plus one.
+fn take_free_table(used: &mut Vec<u32>, from: u32) -> CniResult<u32> {
+    let table = (from..u32::MAX)
         .find(|t| !used.contains(t))
-        .ok_or_else(|| Error::internal("no free routing table"))
+        .ok_or_else(|| Error::internal("no free routing table"))?;
+    used.push(table);
+    Ok(table)
 }
 
 fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()> {
@@ -71,7 +79,7 @@ fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()
 /// The reference's doRoutes: rules, default routes and the interface's routes
 /// moved out of the main table into one table per address.
 fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<()> {
-    let mut table = free_table(sock)?;
+    let mut used = used_tables(sock)?;
     let link = sock.link_by_name(ifname)?;
     let mut routes = Vec::new();
     for family in [Family::V4, Family::V6] {
@@ -81,7 +89,10 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
             Some(link.index),
         )?);
     }
+    let mut from = FIRST_TABLE;
     for ip in ips {
+        let table = take_free_table(&mut used, from)?;
+        from = table.saturating_add(1);
         add_rule(sock, ip.address.addr(), table)?;
         if let Some(gw) = ip.gateway {
             let default = if gw.is_ipv4() {
@@ -119,7 +130,6 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
                 ))
             })?;
         }
-        table += 1;
     }
     // Deleted only now: several addresses of one subnet share these routes.
     for r in &routes {
@@ -219,5 +229,21 @@ impl Plugin for Sbr {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_address_gets_a_table_checked_free() {
+        let mut used = vec![100, 101, 103];
+        assert_eq!(take_free_table(&mut used, FIRST_TABLE), Ok(102));
+        assert_eq!(take_free_table(&mut used, 103), Ok(104));
+        assert_eq!(take_free_table(&mut used, FIRST_TABLE), Ok(105));
+        let mut full = vec![u32::MAX - 1];
+        assert!(take_free_table(&mut full, u32::MAX - 1).is_err());
+        assert!(take_free_table(&mut full, u32::MAX).is_err());
     }
 }
