@@ -72,6 +72,11 @@ impl Range {
         if !same_family(end) || !subnet.contains(&end) {
             return Err(format!("RangeEnd {end} not in network {subnet}"));
         }
+        // The reference checks the start against a given end (its Contains):
+        // an inverted range is refused with the start's message. (Found by fuzzing.)
+        if ip_to_u128(start) > ip_to_u128(end) {
+            return Err(format!("RangeStart {start} not in network {subnet}"));
+        }
         Ok(CanonRange {
             subnet,
             start,
@@ -192,5 +197,18 @@ mod tests {
         assert!(e.contains("overlap"), "{e}");
         let e = RangeSet::canonicalize(&[a, range("fd00::/64")]).expect_err("families");
         assert_eq!(e, "mixed address families");
+    }
+
+    /// Regression (fuzz target host_local): a start after the end gave an
+    /// empty, inverted range that later allocation math did not expect.
+    #[test]
+    fn refuses_an_inverted_range_as_the_reference() {
+        let mut r = range("10.1.2.0/24");
+        r.range_start = Some("10.1.2.9".parse().expect("ip"));
+        r.range_end = Some("10.1.2.4".parse().expect("ip"));
+        assert_eq!(
+            r.canonicalize().expect_err("inverted"),
+            "RangeStart 10.1.2.9 not in network 10.1.2.0/24"
+        );
     }
 }

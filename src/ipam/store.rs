@@ -102,11 +102,7 @@ impl DiskStore {
             let Some(content) = read_small(&dir, &name, &mut buf) else {
                 continue;
             };
-            let content = content.trim();
-            let (container_id, ifname) = match content.split_once(LINE_BREAK) {
-                Some((id, ifname)) => (id.to_string(), ifname.to_string()),
-                None => (content.to_string(), String::new()),
-            };
+            let (container_id, ifname) = parse_owner(&content);
             out.push(Reservation {
                 ip,
                 container_id,
@@ -153,6 +149,15 @@ impl DiskStore {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "remove", &path)),
             _ => Ok(()),
         }
+    }
+}
+
+/// A reservation file's owner: `<container ID>\r\n<ifname>`, or (legacy) the ID alone.
+pub fn parse_owner(content: &str) -> (String, String) {
+    let content = content.trim();
+    match content.split_once(LINE_BREAK) {
+        Some((id, ifname)) => (id.to_string(), ifname.to_string()),
+        None => (content.to_string(), String::new()),
     }
 }
 

@@ -453,8 +453,8 @@ pub struct DumpedRule {
     pub jumps: Vec<String>,
 }
 
-/// The chain names of a rule's jump/goto verdicts.
-fn verdict_chains(attrs: &[u8]) -> Vec<String> {
+/// The chain names of a rule's jump/goto verdicts (public for the fuzz targets).
+pub fn verdict_chains(attrs: &[u8]) -> Vec<String> {
     let Some(list) = wire::find(attrs, NFTA_RULE_EXPRESSIONS) else {
         return Vec::new();
     };

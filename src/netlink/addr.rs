@@ -45,7 +45,8 @@ pub struct Address {
 }
 
 impl Address {
-    fn parse(msg: &[u8]) -> Option<Address> {
+    /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
+    pub fn parse(msg: &[u8]) -> Option<Address> {
         let h = msg.get(..IFADDRMSG_LEN)?;
         let index = u32::from_ne_bytes(h[4..8].try_into().ok()?);
         let mut flags = u32::from(h[2]);

@@ -13,8 +13,8 @@ const CTA_TUPLE_PROTO: u16 = 2;
 const CTA_PROTO_NUM: u16 = 1;
 const CTA_PROTO_DST_PORT: u16 = 3;
 
-/// Whether an entry's original tuple is `protocol` to `port`.
-fn matches(entry: &[u8], protocol: u8, port: u16) -> Option<&[u8]> {
+/// Whether an entry's original tuple is `protocol` to `port` (public for the fuzz targets).
+pub fn matches(entry: &[u8], protocol: u8, port: u16) -> Option<&[u8]> {
     let orig = wire::find(entry, CTA_TUPLE_ORIG)?;
     let proto = wire::find(orig, CTA_TUPLE_PROTO)?;
     let num = *wire::find(proto, CTA_PROTO_NUM)?.first()?;

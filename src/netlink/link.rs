@@ -100,7 +100,8 @@ impl Link {
         self.ipv4_conf.get(usize::from(id).checked_sub(1)?).copied()
     }
 
-    fn parse(msg: &[u8]) -> Option<Link> {
+    /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
+    pub fn parse(msg: &[u8]) -> Option<Link> {
         let header = msg.get(..IFINFOMSG_LEN)?;
         let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
         let flags = u32::from_ne_bytes(header[8..12].try_into().ok()?);

@@ -101,7 +101,8 @@ impl Route {
         b
     }
 
-    fn parse(msg: &[u8]) -> Option<Route> {
+    /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
+    pub fn parse(msg: &[u8]) -> Option<Route> {
         let h = msg.get(..RTMSG_LEN)?;
         if h[7] != RTN_UNICAST {
             return None;

@@ -46,7 +46,8 @@ impl Rule {
         b
     }
 
-    fn parse(msg: &[u8]) -> Option<Rule> {
+    /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
+    pub fn parse(msg: &[u8]) -> Option<Rule> {
         let h = msg.get(..RTMSG_LEN)?;
         let family = if u16::from(h[0]) == nix::libc::AF_INET6 as u16 {
             Family::V6

@@ -5,7 +5,7 @@ mod bandwidth;
 mod bridge;
 mod dummy;
 mod firewall;
-mod flannel;
+pub mod flannel;
 mod host_device;
 mod host_local;
 mod ipvlan;
@@ -17,7 +17,7 @@ mod ptp;
 mod sbr;
 mod static_ipam;
 mod tap;
-mod tuning;
+pub mod tuning;
 mod vlan;
 mod vrf;
 

@@ -2,7 +2,7 @@
 //! CNI_IFNAME (mac, mtu, promisc, allmulti, txQLen), with the reference's backup
 //! of the original attributes, restored on DEL. Its output is prevResult.
 
-mod pattern;
+pub mod pattern;
 
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};

@@ -1,0 +1,39 @@
+//! A network configuration as stdin: Go-compatible decoding of the common keys,
+//! every capability, args, prevResult and GC's attachments, and every plugin's
+//! gates (name, version, CNI_ARGS policy) as the dispatcher runs them.
+#![no_main]
+
+use cni_multi::cni::capabilities::{Bandwidth, Dns, PortMapping};
+use cni_multi::cni::env::{CmdArgs, Command};
+use cni_multi::cni::{NetConf, dispatch};
+use cni_multi::ipam::range::Range;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(conf) = NetConf::parse(data) {
+        let _ = conf.ipam_type();
+        let _ = conf.prev_result_versioned();
+        let _ = conf.container_prev_result();
+        let _ = conf.valid_attachments();
+        let _ = conf.plugin_keys::<serde_json::Value>();
+        let _ = conf.runtime_config::<Vec<PortMapping>>("portMappings");
+        let _ = conf.runtime_config::<Bandwidth>("bandwidth");
+        let _ = conf.runtime_config::<Dns>("dns");
+        let _ = conf.runtime_config::<Vec<String>>("ips");
+        let _ = conf.runtime_config::<String>("mac");
+        let _ = conf.runtime_config::<Vec<Vec<Range>>>("ipRanges");
+        let _ = conf.args_cni::<Vec<String>>("ips");
+    }
+    for info in cni_multi::plugins::PLUGINS {
+        for command in [Command::Add, Command::Del, Command::Check, Command::Gc] {
+            let env = CmdArgs {
+                container_id: "ctr".into(),
+                netns: "/run/netns/x".into(),
+                ifname: "eth0".into(),
+                args: "IgnoreUnknown=1;IP=10.0.0.2".into(),
+                ..CmdArgs::default()
+            };
+            let _ = dispatch::prepare(info, command, env, data);
+        }
+    }
+});
