@@ -1,6 +1,7 @@
 //! A network configuration as stdin: Go-compatible decoding of the common keys,
-//! every capability, args, prevResult and GC's attachments, and every plugin's
-//! gates (name, version, CNI_ARGS policy) as the dispatcher runs them.
+//! every capability, args, prevResult and GC's attachments, every plugin's own
+//! keys, and the dispatcher's gates (name, version, CNI_ARGS) for each
+//! CNI_ARGS policy.
 #![no_main]
 
 use cni_multi::cni::capabilities::{Bandwidth, Dns, PortMapping};
@@ -23,9 +24,14 @@ fuzz_target!(|data: &[u8]| {
         let _ = conf.runtime_config::<String>("mac");
         let _ = conf.runtime_config::<Vec<Vec<Range>>>("ipRanges");
         let _ = conf.args_cni::<Vec<String>>("ips");
+        cni_multi::plugins::decode_every_plugins_keys(&conf);
     }
-    for info in cni_multi::plugins::PLUGINS {
-        for command in [Command::Add, Command::Del, Command::Check, Command::Gc] {
+    // The gates differ by CNI_ARGS policy only: one plugin of each policy.
+    for name in ["loopback", "host-local", "static"] {
+        let Some(info) = cni_multi::plugins::PLUGINS.iter().find(|p| p.name == name) else {
+            continue;
+        };
+        for command in [Command::Add, Command::Gc] {
             let env = CmdArgs {
                 container_id: "ctr".into(),
                 netns: "/run/netns/x".into(),

@@ -22,7 +22,7 @@ type Limits = crate::cni::capabilities::Bandwidth;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct SubnetKeys {
+pub(crate) struct SubnetKeys {
     #[serde(rename = "shapedSubnets")]
     shaped: Vec<String>,
     #[serde(rename = "unshapedSubnets")]
@@ -92,7 +92,7 @@ fn shape(
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct TopLevel {
+pub(crate) struct TopLevel {
     #[serde(rename = "ingressRate")]
     ingress_rate: Option<u64>,
     #[serde(rename = "ingressBurst")]

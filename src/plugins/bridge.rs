@@ -30,7 +30,7 @@ struct TrunkKeys {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     bridge: String,
     #[serde(rename = "isGateway")]
     is_gateway: bool,

@@ -13,7 +13,7 @@ pub struct Firewall;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     backend: String,
     #[serde(rename = "iptablesAdminChainName")]
     admin_chain: String,

@@ -19,7 +19,7 @@ const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     #[serde(rename = "subnetFile")]
     subnet_file: String,
     #[serde(rename = "dataDir")]

@@ -14,7 +14,7 @@ pub struct HostDevice;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     device: String,
     hwaddr: String,
     kernelpath: String,

@@ -140,7 +140,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
-struct Keys {
+pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }
 

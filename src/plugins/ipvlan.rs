@@ -14,7 +14,7 @@ const IFLA_IPVLAN_MODE: u16 = 1;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,

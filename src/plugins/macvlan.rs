@@ -13,7 +13,7 @@ const IFLA_MACVLAN_MODE: u16 = 1;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,

@@ -157,6 +157,31 @@ pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
     PLUGINS.iter().find(|p| p.name == name)
 }
 
+/// Decodes a config into every plugin's own key struct, as each plugin's
+/// `plugin_keys` does first: no kernel or disk work. For the `netconf` fuzz target.
+#[doc(hidden)]
+pub fn decode_every_plugins_keys(conf: &crate::cni::NetConf) -> usize {
+    let ok = |r: crate::cni::CniResult<()>| usize::from(r.is_ok());
+    ok(conf.plugin_keys::<bandwidth::SubnetKeys>().map(drop))
+        + ok(conf.plugin_keys::<bandwidth::TopLevel>().map(drop))
+        + ok(conf.plugin_keys::<bridge::Keys>().map(drop))
+        + ok(conf.plugin_keys::<firewall::Keys>().map(drop))
+        + ok(conf.plugin_keys::<flannel::Keys>().map(drop))
+        + ok(conf.plugin_keys::<host_device::Keys>().map(drop))
+        + ok(conf.plugin_keys::<host_local::Keys>().map(drop))
+        + ok(conf.plugin_keys::<ipvlan::Keys>().map(drop))
+        + ok(conf.plugin_keys::<macvlan::Keys>().map(drop))
+        + ok(conf.plugin_keys::<portmap::Keys>().map(drop))
+        + ok(conf.plugin_keys::<ptp::Keys>().map(drop))
+        + ok(conf.plugin_keys::<sbr::Keys>().map(drop))
+        + ok(conf.plugin_keys::<static_ipam::Keys>().map(drop))
+        + ok(conf.plugin_keys::<tap::Keys>().map(drop))
+        + ok(conf.plugin_keys::<vlan::Keys>().map(drop))
+        + ok(conf.plugin_keys::<vrf::Keys>().map(drop))
+        + ok(conf.plugin_keys::<tuning::Keys>().map(drop))
+        + ok(conf.args_cni_all::<tuning::ArgsKeys>().map(drop))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ pub struct Portmap;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     snat: Option<bool>,
     #[serde(rename = "masqAll")]
     masq_all: bool,

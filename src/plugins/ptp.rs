@@ -17,7 +17,7 @@ pub struct Ptp;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     #[serde(rename = "ipMasq")]
     ip_masq: bool,
     #[serde(rename = "ipMasqBackend")]

@@ -22,7 +22,7 @@ const FIRST_TABLE: u32 = 100;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     table: Option<u32>,
 }
 

@@ -85,7 +85,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
-struct Keys {
+pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }
 

@@ -13,7 +13,7 @@ pub struct Tap;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     mac: Option<String>,
     mtu: i64,
     #[serde(rename = "multiQueue")]

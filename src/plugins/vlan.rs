@@ -12,7 +12,7 @@ const IFLA_VLAN_ID: u16 = 1;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     master: String,
     #[serde(rename = "vlanId")]
     vlan_id: i64,

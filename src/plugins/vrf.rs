@@ -19,7 +19,7 @@ const IFLA_VRF_TABLE: u16 = 1;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     vrfname: String,
     table: Option<u32>,
 }

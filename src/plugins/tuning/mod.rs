@@ -22,7 +22,7 @@ const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Keys {
+pub(crate) struct Keys {
     sysctl: BTreeMap<String, String>,
     mac: String,
     promisc: bool,
@@ -37,7 +37,7 @@ struct Keys {
 /// `args.cni` overrides (sysctl merged, the rest replacing).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct ArgsKeys {
+pub(crate) struct ArgsKeys {
     sysctl: Option<BTreeMap<String, String>>,
     mac: Option<String>,
     promisc: Option<bool>,
