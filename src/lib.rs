@@ -14,3 +14,7 @@ pub mod netlink;
 pub mod netns;
 pub mod plugins;
 pub mod runtime;
+
+#[cfg(test)]
+#[path = "layering_tests.rs"]
+mod layering_tests;

@@ -17,7 +17,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if let Some(info) = plugins::lookup(&invoked_as) {
-        return dispatch::run_main(info);
+        return dispatch::run_main(info, plugins::lookup);
     }
     if invoked_as == "cnitool" {
         return crate::cnitool::main(args);
@@ -41,7 +41,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             0
         }
         Some(name) => match plugins::lookup(name) {
-            Some(info) => dispatch::run_main(info),
+            Some(info) => dispatch::run_main(info, plugins::lookup),
             None => {
                 eprintln!(
                     "{BINARY}: unknown plugin or command {name:?}\nplugins: {}\nrun '{BINARY} --help' for usage",

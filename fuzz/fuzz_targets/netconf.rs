@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 args: "IgnoreUnknown=1;IP=10.0.0.2".into(),
                 ..CmdArgs::default()
             };
-            let _ = dispatch::prepare(info, command, env, data);
+            let _ = dispatch::prepare(info, cni_multi::cni::no_plugins, command, env, data);
         }
     }
 });

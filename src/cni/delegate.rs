@@ -9,7 +9,7 @@ use crate::cni::env::{CmdArgs, Command};
 use crate::cni::error::{CniResult, Code, Error};
 use crate::cni::json;
 use crate::cni::result::{NetResult, Versioned};
-use crate::cni::{Invocation, version};
+use crate::cni::{Invocation, Lookup, no_plugins, version};
 use serde::Deserialize;
 use serde_json::Value;
 use std::io::Write;
@@ -25,6 +25,8 @@ pub struct Delegate<'a> {
     stdin: &'a [u8],
     /// The file whose identity (device, inode) marks "this binary".
     this_binary: PathBuf,
+    /// This binary's plugins (none known: every delegate is exec'd).
+    plugins: Lookup,
 }
 
 impl<'a> Delegate<'a> {
@@ -43,7 +45,15 @@ impl<'a> Delegate<'a> {
             env,
             stdin,
             this_binary: PathBuf::from("/proc/self/exe"),
+            plugins: no_plugins,
         })
+    }
+
+    /// Runs the delegate in-process when the file found is this binary and
+    /// `plugins` knows its type.
+    pub fn in_process(mut self, plugins: Lookup) -> Delegate<'a> {
+        self.plugins = plugins;
+        self
     }
 
     /// The IPAM plugin named by `ipam.type`, given the caller's whole config.
@@ -52,7 +62,7 @@ impl<'a> Delegate<'a> {
             .conf
             .ipam_type()
             .ok_or_else(|| Error::invalid_config("IPAM config missing 'type' key"))?;
-        Delegate::new(plugin_type, &inv.env, &inv.conf.bytes)
+        Ok(Delegate::new(plugin_type, &inv.env, &inv.conf.bytes)?.in_process(inv.plugins))
     }
 
     pub fn plugin_type(&self) -> &str {
@@ -99,13 +109,13 @@ impl<'a> Delegate<'a> {
     pub fn invoke(&self, command: Command) -> CniResult<Option<String>> {
         let found = find_in_path(&self.plugin_type, &self.env.path)?;
         if same_file(&found, &self.this_binary)
-            && let Some(info) = crate::plugins::lookup(&self.plugin_type)
+            && let Some(info) = (self.plugins)(&self.plugin_type)
         {
             if command == Command::Version {
                 // As the skel: VERSION ignores stdin.
                 return Ok(Some(version::version_reply()));
             }
-            return dispatch::execute(info, command, self.env.clone(), self.stdin);
+            return dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin);
         }
         self.exec(&found, command).map(Some)
     }

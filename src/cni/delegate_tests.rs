@@ -167,39 +167,92 @@ fn rollback_deletes_unless_kept() {
     assert_eq!(commands, ["ADD", "DEL", "ADD"]);
 }
 
+/// A plugin of "this binary" for the in-process test: counts its ADDs and DELs
+/// and answers ADD with one address.
+struct Counting;
+
+static IN_PROCESS_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl crate::cni::Plugin for Counting {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        IN_PROCESS_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(inv.env.ifname, "eth1", "the caller's environment");
+        let mut r = NetResult::new();
+        r.ips.push(crate::cni::result::IpConfig {
+            interface: None,
+            address: "10.77.0.2/24".parse().expect("address"),
+            gateway: None,
+        });
+        Ok(r)
+    }
+    fn del(&self, _inv: &Invocation) -> CniResult<()> {
+        IN_PROCESS_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+    fn check(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
+}
+
+static COUNTING: crate::cni::PluginInfo = crate::cni::PluginInfo {
+    name: "counting",
+    summary: "test plugin",
+    cni_args: crate::cni::ArgsPolicy::Ignored,
+    plugin: &Counting,
+};
+
+fn lookup_counting(name: &str) -> Option<&'static crate::cni::PluginInfo> {
+    (name == "counting").then_some(&COUNTING)
+}
+
 /// The delegate found on CNI_PATH is a symlink to "this binary" (here a recording
-/// script standing in for it): it runs in-process, so the script never runs.
-/// A copy of the same script is another file: it is exec'd.
+/// script standing in for it) and the injected plugin table knows its type: it
+/// runs in-process, so the script never runs. A copy of the same script is
+/// another file, and without the table nothing runs in-process: both are exec'd.
 #[test]
 fn this_binary_runs_in_process_and_other_files_are_exec_d() {
     let bin = Scratch::new("inproc-bin");
     let linked = Scratch::new("inproc-linked");
     let copied = Scratch::new("inproc-copied");
-    let store = Scratch::new("inproc-store");
     let log = bin.0.join("log");
     let this_binary = recording_plugin(&bin, "cni-multi", &log);
-    std::os::unix::fs::symlink(&this_binary, linked.0.join("host-local")).expect("symlink");
-    std::fs::copy(&this_binary, copied.0.join("host-local")).expect("copy");
+    std::os::unix::fs::symlink(&this_binary, linked.0.join("counting")).expect("symlink");
+    std::fs::copy(&this_binary, copied.0.join("counting")).expect("copy");
 
-    let conf = serde_json::json!({
-        "cniVersion": "1.0.0", "name": "inproc", "type": "bridge",
-        "ipam": {"type": "host-local", "subnet": "10.77.0.0/24", "dataDir": store.0}
-    })
-    .to_string();
+    let conf =
+        br#"{"cniVersion":"1.0.0","name":"inproc","type":"bridge","ipam":{"type":"counting"}}"#;
     let env = env_with_path(&[&linked.0]);
-    let mut delegate = Delegate::new("host-local", &env, conf.as_bytes()).expect("valid");
+    let mut delegate = Delegate::new("counting", &env, conf)
+        .expect("valid")
+        .in_process(lookup_counting);
     delegate.this_binary = this_binary.clone();
     let result = delegate.add().expect("in-process add");
     assert_eq!(result.ips[0].address.to_string(), "10.77.0.2/24");
-    assert!(store.0.join("inproc").join("10.77.0.2").exists());
     delegate.del().expect("in-process del");
-    assert!(!store.0.join("inproc").join("10.77.0.2").exists());
+    assert_eq!(
+        IN_PROCESS_CALLS.load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
     assert!(!log.exists(), "no process was started");
 
+    // The same link, but no plugin table handed down: exec'd.
+    let mut delegate = Delegate::new("counting", &env, conf).expect("valid");
+    delegate.this_binary = this_binary.clone();
+    let result = delegate.add().expect("exec add");
+    assert_eq!(result.ips[0].address.to_string(), "10.9.0.2/24");
+    assert!(log.exists(), "the link was exec'd");
+    std::fs::remove_file(&log).expect("log");
+
     let env = env_with_path(&[&copied.0]);
-    let mut delegate = Delegate::new("host-local", &env, conf.as_bytes()).expect("valid");
+    let mut delegate = Delegate::new("counting", &env, conf)
+        .expect("valid")
+        .in_process(lookup_counting);
     delegate.this_binary = this_binary;
     let result = delegate.add().expect("exec add");
     assert_eq!(result.ips[0].address.to_string(), "10.9.0.2/24");
     assert!(log.exists(), "the copy was exec'd");
+    assert_eq!(
+        IN_PROCESS_CALLS.load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
 }

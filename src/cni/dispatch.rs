@@ -6,7 +6,7 @@ use crate::cni::env::{self, CmdArgs, Command};
 use crate::cni::error::{CniResult, Code, Error};
 use crate::cni::json::Json;
 use crate::cni::version;
-use crate::cni::{ArgsPolicy, Invocation, PluginInfo};
+use crate::cni::{ArgsPolicy, Invocation, Lookup, PluginInfo};
 use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 
@@ -15,12 +15,13 @@ pub const MAX_STDIN: u64 = crate::files::MAX_FILE;
 
 /// Runs one plugin invocation against the process environment and stdio.
 /// Returns the exit status.
-pub fn run_main(info: &PluginInfo) -> i32 {
+pub fn run_main(info: &PluginInfo, plugins: Lookup) -> i32 {
     let getenv = |k: &str| std::env::var(k).ok();
     let mut stdout = std::io::stdout().lock();
     let mut stderr = std::io::stderr().lock();
     run(
         info,
+        plugins,
         &getenv,
         &mut std::io::stdin().lock(),
         &mut stdout,
@@ -32,6 +33,7 @@ pub fn run_main(info: &PluginInfo) -> i32 {
 /// need no process state.
 pub fn run(
     info: &PluginInfo,
+    plugins: Lookup,
     getenv: &dyn Fn(&str) -> Option<String>,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
@@ -79,7 +81,7 @@ pub fn run(
             )),
         );
     }
-    match execute(info, command, args, &input) {
+    match execute(info, plugins, command, args, &input) {
         Ok(Some(out)) => {
             let _ = stdout.write_all(out.as_bytes());
             0
@@ -97,11 +99,12 @@ fn fail(stdout: &mut dyn Write, e: &Error) -> i32 {
 /// Validates and runs one verb (not VERSION). Returns what goes to stdout.
 pub fn execute(
     info: &PluginInfo,
+    plugins: Lookup,
     command: Command,
     env: CmdArgs,
     stdin: &[u8],
 ) -> CniResult<Option<String>> {
-    let inv = prepare(info, command, env, stdin)?;
+    let inv = prepare(info, plugins, command, env, stdin)?;
     let plugin = info.plugin;
     match command {
         Command::Add => {
@@ -124,6 +127,7 @@ pub fn execute(
 /// and ifname, then the version rules of the verb, then the typed config and CNI_ARGS.
 pub fn prepare(
     info: &PluginInfo,
+    plugins: Lookup,
     command: Command,
     env: CmdArgs,
     stdin: &[u8],
@@ -165,6 +169,7 @@ pub fn prepare(
         env,
         conf,
         cni_args,
+        plugins,
     })
 }
 

@@ -16,13 +16,35 @@ pub use env::{CmdArgs, Command};
 pub use error::{CniResult, Code, Error};
 pub use result::NetResult;
 
+/// Finds a plugin of this binary by name. The plugin table lives above the
+/// protocol layer: the front end hands it down, so `cni` knows no plugin.
+pub type Lookup = fn(&str) -> Option<&'static PluginInfo>;
+
+/// A [`Lookup`] that knows no plugin: every delegate is exec'd.
+pub fn no_plugins(_: &str) -> Option<&'static PluginInfo> {
+    None
+}
+
 /// One verb's inputs, parsed and validated before any plugin code runs.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Invocation {
     pub command: Command,
     pub env: CmdArgs,
     pub conf: NetConf,
     pub cni_args: CniArgs,
+    /// This binary's plugins, for delegates that run in-process.
+    pub plugins: Lookup,
+}
+
+impl std::fmt::Debug for Invocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation")
+            .field("command", &self.command)
+            .field("env", &self.env)
+            .field("conf", &self.conf)
+            .field("cni_args", &self.cni_args)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A plugin implements the verbs; the dispatcher does everything else.

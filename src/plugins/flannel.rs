@@ -218,7 +218,9 @@ impl Plugin for Flannel {
             .to_string();
         let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
         save(&data_dir, &inv.env.container_id, &bytes)?;
-        Delegate::new(&plugin_type, &inv.env, &bytes)?.add()
+        Delegate::new(&plugin_type, &inv.env, &bytes)?
+            .in_process(inv.plugins)
+            .add()
     }
 
     /// Replays the saved delegate config; nothing saved (or unreadable) is success.
@@ -244,7 +246,9 @@ impl Plugin for Flannel {
             .and_then(Value::as_str)
             .unwrap_or("bridge")
             .to_string();
-        Delegate::new(&plugin_type, &inv.env, &bytes)?.del()?;
+        Delegate::new(&plugin_type, &inv.env, &bytes)?
+            .in_process(inv.plugins)
+            .del()?;
         let _ = std::fs::remove_file(&path);
         Ok(())
     }

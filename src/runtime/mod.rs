@@ -158,7 +158,9 @@ impl Runtime {
         stdin: &[u8],
     ) -> CniResult<Option<String>> {
         let args = rt.cmd_args(&self.cni_path);
-        Delegate::new(&plugin.plugin_type, &args, stdin)?.invoke(command)
+        Delegate::new(&plugin.plugin_type, &args, stdin)?
+            .in_process(crate::plugins::lookup)
+            .invoke(command)
     }
 
     /// ADD through the whole list; the final result (in the list's version) is
