@@ -3,6 +3,9 @@
 #   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR)
 #   make test          THE test command: installs missing system packages, then
 #                      fmt, clippy, unit + integration tests, static install check
+#   make test-runtimes the installed plugins under real runtimes: containerd's CRI
+#                      and podman, each in its own netns (tests/runtimes/run.sh;
+#                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
 #   make bench         benchmark (see README)
 
 # musl when its Rust target can be installed (smaller: 1.5 MB binary, 1.5 MB RSS
@@ -17,7 +20,7 @@ DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
 
-.PHONY: all build install test deps lint unit install-check bench clean
+.PHONY: all build install test deps lint unit install-check test-runtimes bench clean
 
 all: build
 
@@ -47,6 +50,10 @@ install-check: build
 	./tests/install-check.sh
 
 test: deps lint install-check unit
+
+# Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
+test-runtimes:
+	./tests/runtimes/run.sh
 
 # Speed, memory, size, scale: bench/run.sh (REF_DIR=/usr/lib/cni for side-by-side ratios).
 bench: build
