@@ -6,6 +6,7 @@
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
 #                      and podman, each in its own netns (tests/runtimes/run.sh;
 #                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
+#   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (see README)
 
 # musl when its Rust target can be installed (smaller: 1.5 MB binary, 1.5 MB RSS
@@ -20,7 +21,7 @@ DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
 
-.PHONY: all build install test deps lint unit install-check test-runtimes bench clean
+.PHONY: all build install test deps lint unit install-check test-runtimes fuzz-smoke bench clean
 
 all: build
 
@@ -54,6 +55,9 @@ test: deps lint install-check unit
 # Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
 test-runtimes:
 	./tests/runtimes/run.sh
+
+fuzz-smoke:
+	./fuzz/smoke.sh
 
 # Speed, memory, size, scale: bench/run.sh (REF_DIR=/usr/lib/cni for side-by-side ratios).
 bench: build
