@@ -4,12 +4,18 @@
 //! a loopback ADD was in it). Here small blocks come from size-class free lists
 //! carved out of arenas that are kept for the life of the process; blocks larger
 //! than the biggest class, or aligned beyond 16 bytes, go to the system allocator.
+//!
+//! Invariants: (1) `State` is touched only with `busy` held; (2) a free block of
+//! class `c` is `CLASSES[c]` bytes, 16-aligned, and holds the next free block's
+//! address in its first 8 bytes; (3) arena memory is never returned to the
+//! system, so a block's address stays valid for the life of the process;
+//! (4) fork: see [`Pool::install_fork_handlers`].
 
 use nix::libc;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// Block sizes (steps of 1.5x or 1.33x, so rounding wastes at most a third);
 /// every one a multiple of 16, which keeps carved blocks 16-byte aligned.
@@ -33,8 +39,12 @@ pub struct Pool {
     state: UnsafeCell<State>,
 }
 
-// SAFETY: `state` is only touched while `busy` is held.
+// SAFETY: `state` is only touched while `busy` is held (invariant 1), so
+// sharing a `&Pool` between threads cannot race on it.
 unsafe impl Sync for Pool {}
+
+/// The pool the fork handlers lock: the one installed as the global allocator.
+static FORK_POOL: AtomicPtr<Pool> = AtomicPtr::new(null_mut());
 
 fn class_of(layout: Layout) -> Option<usize> {
     if layout.align() > ALIGN {
@@ -57,7 +67,20 @@ impl Pool {
 
     /// Runs `f` on the state with the lock held (a spin lock: held for a few
     /// instructions, and almost never contended in a one-call process).
+    ///
+    /// Fork: a child has only the forking thread. Had another thread held this
+    /// lock at the fork, the child would spin forever on its first allocation.
+    /// The fork handlers ([`Pool::install_fork_handlers`]) take the lock before
+    /// `fork()` and release it on both sides, so the child starts with it free.
     fn locked<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        self.acquire();
+        // SAFETY: the lock is held, so this is the only reference.
+        let out = f(unsafe { &mut *self.state.get() });
+        self.release();
+        out
+    }
+
+    fn acquire(&self) {
         while self
             .busy
             .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -65,10 +88,37 @@ impl Pool {
         {
             std::hint::spin_loop();
         }
-        // SAFETY: the lock is held, so this is the only reference.
-        let out = f(unsafe { &mut *self.state.get() });
+    }
+
+    fn release(&self) {
         self.busy.store(false, Ordering::Release);
-        out
+    }
+
+    /// Makes `fork()` safe for this pool (call it for the global allocator,
+    /// before threads start; later calls do nothing): `pthread_atfork` handlers
+    /// take the lock before the fork and release it in parent and child, so no
+    /// fork happens while another thread is inside the pool.
+    pub fn install_fork_handlers(&'static self) {
+        extern "C" fn prepare() {
+            // SAFETY: FORK_POOL is null or points to a 'static Pool.
+            if let Some(pool) = unsafe { FORK_POOL.load(Ordering::Acquire).as_ref() } {
+                pool.acquire();
+            }
+        }
+        extern "C" fn after() {
+            // SAFETY: as in `prepare`, which took the lock this releases.
+            if let Some(pool) = unsafe { FORK_POOL.load(Ordering::Acquire).as_ref() } {
+                pool.release();
+            }
+        }
+        let me = std::ptr::from_ref(self).cast_mut();
+        if FORK_POOL
+            .compare_exchange(null_mut(), me, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: plain C callbacks with no arguments, registered once.
+            unsafe { libc::pthread_atfork(Some(prepare), Some(after), Some(after)) };
+        }
     }
 }
 
@@ -118,7 +168,14 @@ impl Pool {
     }
 }
 
+// SAFETY: blocks of a class are disjoint (carved once from an arena, or reused
+// only after `dealloc` put them on the free list), at least `layout.size()`
+// bytes and 16-aligned for the layouts sent to classes (align <= 16); larger or
+// more aligned layouts go to `System`, and `dealloc` routes them back there by
+// the same `class_of` test.
 unsafe impl GlobalAlloc for Pool {
+    /// # Safety
+    /// As `GlobalAlloc::alloc`: `layout` has a non-zero size.
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match class_of(layout) {
             Some(class) => self.take(class).0,
@@ -129,6 +186,9 @@ unsafe impl GlobalAlloc for Pool {
 
     /// Fresh arena memory is already zero: not writing it keeps untouched
     /// pages (most of a 32 KB netlink receive buffer) out of the resident set.
+    ///
+    /// # Safety
+    /// As `GlobalAlloc::alloc_zeroed`: `layout` has a non-zero size.
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let Some(class) = class_of(layout) else {
             // SAFETY: the caller's layout, passed on.
@@ -142,6 +202,9 @@ unsafe impl GlobalAlloc for Pool {
         block
     }
 
+    /// # Safety
+    /// As `GlobalAlloc::dealloc`: `ptr` came from this pool with `layout` and is
+    /// freed once.
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let Some(class) = class_of(layout) else {
             // SAFETY: it came from System.alloc with this layout.
@@ -154,6 +217,9 @@ unsafe impl GlobalAlloc for Pool {
         })
     }
 
+    /// # Safety
+    /// As `GlobalAlloc::realloc`: `ptr` came from this pool with `layout`, and
+    /// `new_size` is non-zero and does not overflow when rounded to the alignment.
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // Growing or shrinking within the block's class needs no move.
         if let (Some(old), Ok(new)) = (
@@ -178,9 +244,68 @@ unsafe impl GlobalAlloc for Pool {
     }
 }
 
+/// The unit tests run on this allocator too (the binary installs it in main.rs).
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOCATOR: Pool = Pool::new();
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Forks while other threads allocate and free on the global pool; each
+    /// child allocates and exits. Without the fork handlers a child can inherit
+    /// the lock held by a thread it does not have, and spin forever.
+    #[test]
+    fn a_child_forked_while_threads_allocate_can_allocate() {
+        TEST_ALLOCATOR.install_fork_handlers();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let v: Vec<Vec<u8>> = (1..64).map(|n| vec![0u8; n * 24]).collect();
+                        std::hint::black_box(v);
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..300 {
+            // SAFETY: the child only allocates (through the pool) and _exits.
+            match unsafe { libc::fork() } {
+                0 => {
+                    let v: Vec<Vec<u8>> = (1..64).map(|n| vec![1u8; n * 24]).collect();
+                    let sum: usize = v.iter().map(Vec::len).sum();
+                    // SAFETY: ends the child without running the parent's atexit state.
+                    unsafe { libc::_exit(if sum > 0 { 0 } else { 1 }) };
+                }
+                pid if pid > 0 => {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                    let mut status = 0;
+                    loop {
+                        // SAFETY: waiting for our own child.
+                        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                        if r == pid {
+                            break;
+                        }
+                        if std::time::Instant::now() > deadline {
+                            // SAFETY: our own child, stuck.
+                            unsafe { libc::kill(pid, libc::SIGKILL) };
+                            panic!("a forked child hung allocating");
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+                }
+                _ => panic!("fork failed"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in busy {
+            t.join().expect("allocating thread");
+        }
+    }
 
     fn layout(size: usize, align: usize) -> Layout {
         Layout::from_size_align(size, align).expect("layout")
