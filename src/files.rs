@@ -1,9 +1,47 @@
-//! Reading files whose size we do not control (state, caches, configs, files
-//! named by a config): bounded, so a huge file is an error naming it instead of
-//! a plugin that reads a gigabyte into memory.
+//! Files the plugins keep and read. Reads of files whose size we do not control
+//! (state, caches, configs, files named by a config) are bounded, so a huge file
+//! is an error naming it instead of a plugin that reads a gigabyte into memory.
+//! Private state is written atomically. Every error names its path (fs-err).
 
-use std::io::{self, Read};
+use fs_err::os::unix::fs::OpenOptionsExt;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
+
+/// Writes a private state file atomically: its directory created 0700 when
+/// missing, the bytes written to a temporary file (0600) beside it, fsync'd, and
+/// renamed over `path`. A crash leaves the old file or the new one, never a
+/// truncated one; no other user can read it.
+pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| {
+            io::Error::new(e.kind(), format!("failed to create {}: {e}", dir.display()))
+        })?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let written = (|| {
+        let mut file = fs_err::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs_err::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
 
 /// Largest config, cache or state file read whole.
 pub const MAX_FILE: u64 = 16 << 20;
@@ -11,7 +49,7 @@ pub const MAX_FILE: u64 = 16 << 20;
 /// The whole file, or an error (InvalidData) naming it when it is larger than `limit`.
 pub fn read_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<Vec<u8>> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path)?;
+    let file = fs_err::File::open(path)?;
     let mut out = Vec::new();
     file.take(limit + 1).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
@@ -36,6 +74,29 @@ pub fn read_string_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn private_state_is_written_whole_0600_in_a_0700_dir() {
+        let root = std::env::temp_dir().join(format!("cni-multi-private-{}", std::process::id()));
+        let path = root.join("state").join("ctr-1");
+        write_private_atomic(&path, b"first").expect("write");
+        write_private_atomic(&path, b"second").expect("overwrite");
+        assert_eq!(std::fs::read(&path).expect("read"), b"second");
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(path.parent().expect("dir")), 0o700);
+        let names: Vec<_> = std::fs::read_dir(path.parent().expect("dir"))
+            .expect("dir")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary file left: {names:?}");
+        // A missing file's error names its path.
+        let e = read_limited(root.join("absent"), 10).expect_err("absent");
+        assert!(e.to_string().contains("absent"), "{e}");
+        let _ = std::fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn a_file_over_the_limit_is_an_error_naming_it_and_is_not_read_whole() {

@@ -325,13 +325,9 @@ pub fn open_netns(path: &str) -> CniResult<NetNs> {
 /// DEL's link removal: nothing to do when CNI_NETNS is empty or the namespace is
 /// gone; otherwise deletes `ifname` there. Returns the addresses it had.
 pub fn delete_for_del(netns: &str, ifname: &str) -> CniResult<Vec<IpNet>> {
-    if netns.is_empty() {
-        return Ok(Vec::new());
-    }
-    match NetNs::open(netns) {
-        Ok(ns) => delete_in_container(&ns, ifname),
-        Err(crate::netns::Error::NotFound(_)) => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
+    match NetNs::open_for_del(netns)? {
+        Some(ns) => delete_in_container(&ns, ifname),
+        None => Ok(Vec::new()),
     }
 }
 

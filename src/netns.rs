@@ -52,6 +52,20 @@ impl NetNs {
         }
     }
 
+    /// For DEL: None when the runtime gave no namespace or it is already gone
+    /// (nothing of the container can be left in it); any other failure is an
+    /// error, so DEL never reports success over a namespace it could not enter.
+    pub fn open_for_del(path: &str) -> Result<Option<NetNs>, Error> {
+        if path.is_empty() {
+            return Ok(None);
+        }
+        match NetNs::open(path) {
+            Ok(ns) => Ok(Some(ns)),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The namespace of the calling thread (the host side, on the main thread).
     pub fn current() -> Result<NetNs, Error> {
         NetNs::open("/proc/thread-self/ns/net")

@@ -95,6 +95,28 @@ impl Link {
         wire::as_u32(p).or_else(|| wire::as_u16(p).map(u32::from))
     }
 
+    /// A macvlan's mode (MACVLAN_MODE_*), if it is one.
+    pub fn macvlan_mode(&self) -> Option<u32> {
+        self.info_u32(IFLA_MACVLAN_MODE)
+            .filter(|_| self.kind == "macvlan")
+    }
+
+    /// An ipvlan's mode (IPVLAN_MODE_*), if it is one.
+    pub fn ipvlan_mode(&self) -> Option<u32> {
+        self.info_u32(IFLA_IPVLAN_MODE)
+            .filter(|_| self.kind == "ipvlan")
+    }
+
+    /// A VLAN link's ID, if it is one.
+    pub fn vlan_id(&self) -> Option<u32> {
+        self.info_u32(IFLA_VLAN_ID).filter(|_| self.kind == "vlan")
+    }
+
+    /// A VRF's routing table, if it is one.
+    pub fn vrf_table(&self) -> Option<u32> {
+        self.info_u32(IFLA_VRF_TABLE).filter(|_| self.kind == "vrf")
+    }
+
     /// An IPv4 per-interface setting (IPV4_DEVCONF_*), if the link reported it.
     pub fn ipv4_conf(&self, id: u16) -> Option<u32> {
         self.ipv4_conf.get(usize::from(id).checked_sub(1)?).copied()

@@ -174,26 +174,10 @@ pub fn delegate_config(
     Ok(d)
 }
 
-/// Writes the delegate config (sorted keys, fsync'd) before delegating.
+/// Writes the delegate config (sorted keys) before delegating: DEL needs it.
 fn save(dir: &Path, container_id: &str, bytes: &[u8]) -> CniResult<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::internal(format!("failed to create {}: {e}", dir.display())))?;
-    let path = dir.join(container_id);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))?;
-    file.write_all(bytes)
-        .and_then(|_| file.sync_all())
-        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))
+    crate::files::write_private_atomic(&dir.join(container_id), bytes)
+        .map_err(|e| Error::internal(e.to_string()))
 }
 
 impl Plugin for Flannel {

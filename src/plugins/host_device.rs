@@ -158,14 +158,10 @@ impl Plugin for HostDevice {
         if inv.conf.ipam_type().is_some() {
             crate::cni::delegate::Delegate::ipam(inv)?.del()?;
         }
-        if inv.env.netns.is_empty() {
-            return Ok(());
-        }
-        match NetNs::open(&inv.env.netns) {
-            Ok(ns) => move_out(&ns, &inv.env.ifname),
-            // The namespace is gone: the kernel has already returned the device.
-            Err(crate::netns::Error::NotFound(_)) => Ok(()),
-            Err(e) => Err(e.into()),
+        // No namespace: the kernel has already returned the device.
+        match NetNs::open_for_del(&inv.env.netns)? {
+            Some(ns) => move_out(&ns, &inv.env.ifname),
+            None => Ok(()),
         }
     }
 

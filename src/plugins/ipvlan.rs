@@ -10,8 +10,6 @@ use serde::Deserialize;
 
 pub struct Ipvlan;
 
-const IFLA_IPVLAN_MODE: u16 = 1;
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Keys {
@@ -114,7 +112,7 @@ impl Plugin for Ipvlan {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         let link = iface::check_single(inv, Some("ipvlan"))?;
-        if link.info_u32(IFLA_IPVLAN_MODE) != Some(u32::from(conf.mode)) {
+        if link.ipvlan_mode() != Some(u32::from(conf.mode)) {
             return Err(Error::internal(
                 "container ipvlan mode does not match the config",
             ));

@@ -6,7 +6,7 @@ use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::Change;
-use crate::netns::{self, NetNs};
+use crate::netns::NetNs;
 
 pub struct Loopback;
 
@@ -38,12 +38,8 @@ impl Plugin for Loopback {
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        if inv.env.netns.is_empty() {
+        let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return Ok(());
-        }
-        let ns = match NetNs::open(&inv.env.netns) {
-            Err(netns::Error::NotFound(_)) => return Ok(()),
-            other => other?,
         };
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;

@@ -9,8 +9,6 @@ use serde::Deserialize;
 
 pub struct Macvlan;
 
-const IFLA_MACVLAN_MODE: u16 = 1;
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Keys {
@@ -96,10 +94,10 @@ impl Plugin for Macvlan {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         let link = iface::check_single(inv, Some("macvlan"))?;
-        if link.info_u32(IFLA_MACVLAN_MODE) != Some(conf.mode) {
+        if link.macvlan_mode() != Some(conf.mode) {
             return Err(Error::internal(format!(
                 "container macvlan mode {:?} does not match the config's {}",
-                link.info_u32(IFLA_MACVLAN_MODE),
+                link.macvlan_mode(),
                 conf.mode
             )));
         }

@@ -188,13 +188,8 @@ impl Plugin for Sbr {
     /// Deletes the rules whose source is an address of the interface.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k: Keys = inv.conf.plugin_keys()?;
-        if inv.env.netns.is_empty() {
+        let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return Ok(());
-        }
-        let ns = match NetNs::open(&inv.env.netns) {
-            Ok(ns) => ns,
-            Err(crate::netns::Error::NotFound(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
         };
         let _lock = lock_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();

@@ -8,8 +8,6 @@ use serde::Deserialize;
 
 pub struct Vlan;
 
-const IFLA_VLAN_ID: u16 = 1;
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Keys {
@@ -90,7 +88,7 @@ impl Plugin for Vlan {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         let link = iface::check_single(inv, Some("vlan"))?;
-        if link.info_u32(IFLA_VLAN_ID) != Some(u32::from(conf.id)) {
+        if link.vlan_id() != Some(u32::from(conf.id)) {
             return Err(Error::internal(format!(
                 "container vlan id does not match the config's {}",
                 conf.id

@@ -15,8 +15,6 @@ use std::time::Duration;
 
 pub struct Vrf;
 
-const IFLA_VRF_TABLE: u16 = 1;
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Keys {
@@ -40,7 +38,7 @@ fn load(inv: &Invocation) -> CniResult<Keys> {
 fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Link> {
     match sock.link_by_name(name) {
         Ok(link) if link.kind == "vrf" => {
-            let current = link.info_u32(IFLA_VRF_TABLE);
+            let current = link.vrf_table();
             if let Some(t) = table
                 && current != Some(t)
             {
@@ -58,12 +56,7 @@ fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Li
         Err(e) if e.is_not_found() => {}
         Err(e) => return Err(e.into()),
     }
-    let used: Vec<u32> = sock
-        .links()?
-        .iter()
-        .filter(|l| l.kind == "vrf")
-        .filter_map(|l| l.info_u32(IFLA_VRF_TABLE))
-        .collect();
+    let used: Vec<u32> = sock.links()?.iter().filter_map(|l| l.vrf_table()).collect();
     let table = match table {
         Some(t) => t,
         None => (1..u32::MAX)
@@ -84,7 +77,7 @@ fn enslave(sock: &mut Socket, ifname: &str, vrf: &Link) -> CniResult<()> {
             "interface {ifname} has already a master set"
         )));
     }
-    let table = vrf.info_u32(IFLA_VRF_TABLE).unwrap_or(0);
+    let table = vrf.vrf_table().unwrap_or(0);
     // Enslaving drops IPv6 addresses: note them to put them back.
     let v6: Vec<_> = sock
         .addresses(link.index, Family::V6)?
@@ -143,13 +136,8 @@ impl Plugin for Vrf {
     /// Releases the interface; the VRF goes with its last member.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k = load(inv)?;
-        if inv.env.netns.is_empty() {
+        let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return Ok(());
-        }
-        let ns = match NetNs::open(&inv.env.netns) {
-            Ok(ns) => ns,
-            Err(crate::netns::Error::NotFound(_)) => return Ok(()),
-            Err(e) => return Err(e.into()),
         };
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {

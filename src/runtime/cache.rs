@@ -7,8 +7,6 @@ use crate::cni::result::go_escape;
 use crate::cni::{CniResult, Error};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_CACHE_DIR: &str = "/var/lib/cni";
@@ -84,23 +82,10 @@ impl Cache {
 
     pub fn write(&self, entry: &Entry) -> CniResult<()> {
         let path = self.path(&entry.network_name, &entry.container_id, &entry.ifname);
-        let results = self.dir.join("results");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&results)
-            .map_err(|e| io_error("create", &results, e))?;
         let json = serde_json::to_string(entry)
             .map_err(|e| Error::internal(format!("failed to encode cache entry: {e}")))?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_error("write", &path, e))?;
-        file.write_all(go_escape(&json).as_bytes())
-            .map_err(|e| io_error("write", &path, e))
+        crate::files::write_private_atomic(&path, go_escape(&json).as_bytes())
+            .map_err(|e| Error::new(crate::cni::Code::Io, format!("failed to write cache: {e}")))
     }
 
     /// The entry of an attachment: None when there is no file.

@@ -301,29 +301,13 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
     if path.exists() {
         return Ok(());
     }
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&conf.data_dir)
-        .map_err(|e| {
-            Error::internal(format!("failed to create {}: {e}", conf.data_dir.display()))
-        })?;
     let mut text = Vec::new();
     let formatter = serde_json::ser::PrettyFormatter::with_indent(b" ");
     let mut ser = serde_json::Serializer::with_formatter(&mut text, formatter);
     backup
         .serialize(&mut ser)
         .map_err(|e| Error::internal(format!("failed to encode backup: {e}")))?;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))?;
-    std::io::Write::write_all(&mut file, &text)
-        .map_err(|e| Error::internal(format!("failed to write {}: {e}", path.display())))
+    crate::files::write_private_atomic(&path, &text).map_err(|e| Error::internal(e.to_string()))
 }
 
 fn apply(conf: &Conf, link: &Link) -> CniResult<()> {
