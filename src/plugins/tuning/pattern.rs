@@ -114,18 +114,60 @@ impl Pattern {
     }
 
     pub fn is_match(&self, text: &str) -> bool {
+        self.is_match_counting(text).0
+    }
+
+    /// The match, and how many (position, item) pairs were evaluated: at most
+    /// one evaluation per pair, whatever the pattern.
+    fn is_match_counting(&self, text: &str) -> (bool, usize) {
         let chars: Vec<char> = text.chars().collect();
         let starts = if self.start_anchored {
             0..=0
         } else {
             0..=chars.len()
         };
-        starts.into_iter().any(|s| self.match_at(&chars[s..], 0))
+        // (position, item) pairs already known not to match: without them,
+        // patterns like `.*.*.*x` backtrack exponentially (found by fuzzing);
+        // with them every pair is tried once.
+        let mut failed = vec![false; (chars.len() + 1) * (self.items.len() + 1)];
+        let mut steps = 0;
+        let matched = starts
+            .into_iter()
+            .any(|s| self.match_at(&chars, s, 0, &mut failed, &mut steps));
+        (matched, steps)
     }
 
-    fn match_at(&self, text: &[char], item: usize) -> bool {
+    fn match_at(
+        &self,
+        text: &[char],
+        pos: usize,
+        item: usize,
+        failed: &mut [bool],
+        steps: &mut usize,
+    ) -> bool {
+        let key = pos * (self.items.len() + 1) + item;
+        if failed[key] {
+            return false;
+        }
+        *steps += 1;
+        let matched = self.match_here(text, pos, item, failed, steps);
+        if !matched {
+            failed[key] = true;
+        }
+        matched
+    }
+
+    fn match_here(
+        &self,
+        text: &[char],
+        pos: usize,
+        item: usize,
+        failed: &mut [bool],
+        steps: &mut usize,
+    ) -> bool {
+        let rest = &text[pos..];
         let Some((atom, repeat)) = self.items.get(item) else {
-            return !self.end_anchored || text.is_empty();
+            return !self.end_anchored || rest.is_empty();
         };
         let (min, max) = match repeat {
             Repeat::One => (1, 1),
@@ -133,14 +175,14 @@ impl Pattern {
             Repeat::ZeroOrMore => (0, usize::MAX),
             Repeat::OneOrMore => (1, usize::MAX),
         };
-        let run = text
+        let run = rest
             .iter()
             .take_while(|c| atom.matches(**c))
             .count()
             .min(max);
         (min..=run)
             .rev()
-            .any(|n| self.match_at(&text[n..], item + 1))
+            .any(|n| self.match_at(text, pos + n, item + 1, failed, steps))
     }
 }
 
@@ -168,5 +210,22 @@ mod tests {
         assert!(m(r"^a[^b]?c$", "ac") && m(r"^a[^b]?c$", "axc") && !m(r"^a[^b]?c$", "abc"));
         assert!(Pattern::compile("(a|b)").is_err());
         assert!(Pattern::compile("[ab").is_err());
+    }
+
+    /// Regression (fuzz target allowlist, a slow unit): stacked repeats over a
+    /// text that does not match backtracked exponentially; now each (position,
+    /// pattern item) pair is evaluated at most once.
+    #[test]
+    fn stacked_repeats_do_not_backtrack_exponentially() {
+        let re = ".+.*.+.+.*.+.*.+.*.+.*.+.*.+.*.+.*x$";
+        let p = Pattern::compile(re).expect("compiles");
+        let text = "a".repeat(300);
+        let (matched, steps) = p.is_match_counting(&text);
+        assert!(!matched);
+        assert!(
+            steps <= (text.len() + 1) * (p.items.len() + 1),
+            "{steps} evaluations"
+        );
+        assert!(p.is_match(&format!("{text}x")));
     }
 }
