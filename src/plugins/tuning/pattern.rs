@@ -150,23 +150,9 @@ impl Pattern {
             return false;
         }
         *steps += 1;
-        let matched = self.match_here(text, pos, item, failed, steps);
-        if !matched {
-            failed[key] = true;
-        }
-        matched
-    }
-
-    fn match_here(
-        &self,
-        text: &[char],
-        pos: usize,
-        item: usize,
-        failed: &mut [bool],
-        steps: &mut usize,
-    ) -> bool {
         let rest = &text[pos..];
         let Some((atom, repeat)) = self.items.get(item) else {
+            // The end of the pattern: a result that never needs memoizing.
             return !self.end_anchored || rest.is_empty();
         };
         let (min, max) = match repeat {
@@ -180,9 +166,11 @@ impl Pattern {
             .take_while(|c| atom.matches(**c))
             .count()
             .min(max);
-        (min..=run)
+        let matched = (min..=run)
             .rev()
-            .any(|n| self.match_at(text, pos + n, item + 1, failed, steps))
+            .any(|n| self.match_at(text, pos + n, item + 1, failed, steps));
+        failed[key] = !matched;
+        matched
     }
 }
 
