@@ -6,6 +6,9 @@
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
 #                      and podman, each in its own netns (tests/runtimes/run.sh;
 #                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
+#   make test-kernel   the whole suite inside a VM booted from Debian's stock kernel
+#                      (ipvlan, 8021q, dummy, vrf, VLAN filtering, SCTP), where a
+#                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (see README)
 
@@ -21,7 +24,7 @@ DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
 
-.PHONY: all build install test deps lint unit install-check test-runtimes fuzz-smoke bench clean
+.PHONY: all build install test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
 
 all: build
 
@@ -55,6 +58,10 @@ test: deps lint install-check unit
 # Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
 test-runtimes:
 	./tests/runtimes/run.sh
+
+# Builds the test binaries here and runs them in the VM (KVM when it works, else TCG).
+test-kernel:
+	./tests/kernel/run.sh
 
 fuzz-smoke:
 	./fuzz/smoke.sh

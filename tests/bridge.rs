@@ -292,6 +292,37 @@ fn bad_configs_and_failures_leave_nothing_behind() {
     assert_eq!(out["interfaces"][2]["mac"], "0a:58:0a:58:00:99");
 }
 
+/// The VLANs of a bridge port: (id, PVID, egress untagged), by id.
+fn port_vlans(port: &str) -> Vec<(u64, bool, bool)> {
+    let vlans = json_of(&host(&["bridge", "-j", "vlan", "show", "dev", port]));
+    vlans[0]["vlans"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|v| {
+            let flags = v["flags"].as_array().cloned().unwrap_or_default();
+            let first = v["vlan"].as_u64().unwrap_or(0);
+            // A range (vlan..vlanEnd) has the same flags for each id.
+            let last = v["vlanEnd"].as_u64().unwrap_or(first);
+            (first..=last).map(move |id| {
+                (
+                    id,
+                    flags.contains(&json!("PVID")),
+                    flags.contains(&json!("Egress Untagged")),
+                )
+            })
+        })
+        .collect()
+}
+
+fn host_port(out: &Value) -> String {
+    out["interfaces"][1]["name"]
+        .as_str()
+        .expect("host veth")
+        .to_string()
+}
+
 #[test]
 fn vlan_access_and_trunk_ports() {
     enter_test_host();
@@ -315,23 +346,10 @@ fn vlan_access_and_trunk_ports() {
         return;
     }
     let out = call("ADD", &ns, "ctr-v", &c, &bin).run().ok();
-    let port = out["interfaces"][1]["name"]
-        .as_str()
-        .expect("host veth")
-        .to_string();
-    let vlans = host(&["bridge", "-j", "vlan", "show", "dev", &port]);
-    let vlans = json_of(&vlans);
-    let ids: Vec<(u64, bool)> = vlans[0]["vlans"]
-        .as_array()
-        .expect("vlans")
-        .iter()
-        .map(|v| {
-            let flags = v["flags"].as_array().cloned().unwrap_or_default();
-            (
-                v["vlan"].as_u64().unwrap_or(0),
-                flags.contains(&json!("PVID")),
-            )
-        })
+    let port = host_port(&out);
+    let ids: Vec<(u64, bool)> = port_vlans(&port)
+        .into_iter()
+        .map(|(id, pvid, _)| (id, pvid))
         .collect();
     assert_eq!(
         ids,
@@ -343,7 +361,69 @@ fn vlan_access_and_trunk_ports() {
             (302, false)
         ]
     );
-    call("DEL", &ns, "ctr-v", &c, &bin).run().ok();
+    // The bridge filters VLANs; the access VLAN leaves the port untagged, the trunk tagged.
+    let br = link_json(None, "cni-vlan");
+    assert_eq!(br["linkinfo"]["info_data"]["vlan_filtering"], 1, "{br}");
+    assert_eq!(
+        port_vlans(&port),
+        [
+            (100, true, true),
+            (200, false, false),
+            (300, false, false),
+            (301, false, false),
+            (302, false, false)
+        ]
+    );
+    call("CHECK", &ns, "ctr-v", &merged_prev(&c, &out), &bin)
+        .run()
+        .ok();
+
+    // preserveDefaultVlan keeps VLAN 1 on the port (no longer its PVID).
+    let keep = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-vlan", "isGateway": false, "vlan": 100, "preserveDefaultVlan": true}),
+    );
+    let ns_keep = Netns::new();
+    let out_keep = call("ADD", &ns_keep, "ctr-keep", &keep, &bin).run().ok();
+    assert_eq!(
+        port_vlans(&host_port(&out_keep)),
+        [(1, false, true), (100, true, true)]
+    );
+
+    // A trunk without an access VLAN: VLAN 1 is the native (untagged PVID) one.
+    let trunk = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-vlan", "isGateway": false, "vlanTrunk": [{"id": 200}]}),
+    );
+    let ns_trunk = Netns::new();
+    let out_trunk = call("ADD", &ns_trunk, "ctr-trunk", &trunk, &bin).run().ok();
+    assert_eq!(
+        port_vlans(&host_port(&out_trunk)),
+        [(1, true, true), (200, false, false)]
+    );
+
+    // Ports in the same access VLAN reach each other; VLAN 1 (the trunk's
+    // native one) is another VLAN and does not reach them.
+    let ip = |out: &Value| harness::first_ip(out);
+    assert!(pings(&ns, &ip(&out_keep)), "VLAN 100 <-> VLAN 100");
+    assert!(!pings(&ns_trunk, &ip(&out)), "VLAN 1 -/-> VLAN 100");
+
+    for (ns, id, c) in [
+        (&ns, "ctr-v", &c),
+        (&ns_keep, "ctr-keep", &keep),
+        (&ns_trunk, "ctr-trunk", &trunk),
+    ] {
+        call("DEL", ns, id, c, &bin).run().ok();
+    }
+    assert!(!host(&["ip", "-o", "link"]).contains("veth"));
+}
+
+fn merged_prev(c: &Value, prev: &Value) -> Value {
+    let mut c = c.clone();
+    c["prevResult"] = prev.clone();
+    c
 }
 
 #[test]

@@ -101,11 +101,30 @@ fn configs_are_validated_before_touching_the_kernel() {
     );
 }
 
+/// Pings `addr` once from `ns`.
+fn pings(ns: &Netns, addr: &str) -> bool {
+    std::process::Command::new("nsenter")
+        .args([&format!("--net={}", ns.path()), "ping", "-c1", "-W2", addr])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The master's peer answers at 10.44.0.1 (on `peer_dev`, made by the caller).
+fn peer_answers_at(peer_dev: &str) {
+    run_in(
+        None,
+        "ip",
+        &["addr", "add", "10.44.0.1/24", "dev", peer_dev],
+    );
+    run_in(None, "ip", &["link", "set", "virt-peer", "up"]);
+    run_in(None, "ip", &["link", "set", peer_dev, "up"]);
+}
+
 #[test]
-fn ipvlan_l2_and_l3() {
+fn ipvlan_l2_l3_and_l3s() {
     enter_test_host();
     if let Err(reason) = kernel_supports("ipvlan", true, &[]) {
-        skip("ipvlan_l2_and_l3", &reason);
+        skip("ipvlan_l2_l3_and_l3s", &reason);
         return fails_cleanly_without_kernel_support("ipvlan", json!({}));
     }
     make_master();
@@ -113,6 +132,24 @@ fn ipvlan_l2_and_l3() {
     assert_eq!(link["linkinfo"]["info_data"]["mode"], "l2");
     let link = add_check_del("ipvlan", "ipvlan", json!({"mode": "l3"}));
     assert_eq!(link["linkinfo"]["info_data"]["mode"], "l3");
+    let link = add_check_del("ipvlan", "ipvlan", json!({"mode": "l3s", "mtu": 1400}));
+    assert_eq!(link["linkinfo"]["info_data"]["mode"], "l3s");
+    assert_eq!(link["mtu"], 1400);
+    // CHECK compares the mode with the config's.
+    let (bin, ns) = (plugin_dir(), Netns::new());
+    let c = conf("ipvlan", json!({"mode": "l3"}));
+    let out = call("ipvlan", "ADD", &ns, &c, &bin).run().ok();
+    let mut other = conf("ipvlan", json!({"mode": "l3s"}));
+    other["prevResult"] = out;
+    call("ipvlan", "CHECK", &ns, &other, &bin).run().err(999);
+    call("ipvlan", "DEL", &ns, &c, &bin).run().ok();
+    // An L2 ipvlan reaches the master's link.
+    peer_answers_at("virt-peer");
+    let ns = Netns::new();
+    let c = conf("ipvlan", json!({"mode": "l2"}));
+    call("ipvlan", "ADD", &ns, &c, &bin).run().ok();
+    assert!(pings(&ns, "10.44.0.1"), "ipvlan l2 -> master's peer");
+    call("ipvlan", "DEL", &ns, &c, &bin).run().ok();
 }
 
 #[test]
@@ -125,6 +162,34 @@ fn vlan_with_id() {
     make_master();
     let link = add_check_del("vlan", "vlan", json!({"vlanId": 7}));
     assert_eq!(link["linkinfo"]["info_data"]["id"], 7);
+    assert_eq!(link["linkinfo"]["info_data"]["protocol"], "802.1Q");
+    // Tagged frames reach VLAN 7 on the other end of the master's link.
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "link",
+            "virt-peer",
+            "name",
+            "virt-peer.7",
+            "type",
+            "vlan",
+            "id",
+            "7",
+        ],
+    );
+    peer_answers_at("virt-peer.7");
+    let (bin, ns) = (plugin_dir(), Netns::new());
+    let c = conf("vlan", json!({"vlanId": 7, "mtu": 1400}));
+    let out = call("vlan", "ADD", &ns, &c, &bin).run().ok();
+    assert_eq!(eth0(&ns)["mtu"], 1400);
+    assert!(pings(&ns, "10.44.0.1"), "vlan 7 -> peer's vlan 7");
+    let mut checked = c.clone();
+    checked["prevResult"] = out;
+    call("vlan", "CHECK", &ns, &checked, &bin).run().ok();
+    call("vlan", "DEL", &ns, &c, &bin).run().ok();
 }
 
 #[test]

@@ -1,0 +1,259 @@
+#!/bin/bash
+# make test-kernel: the whole test suite inside a VM booted from Debian's stock
+# kernel (package linux-image-amd64, with its modules), where ipvlan, 8021q,
+# dummy, vrf, bridge VLAN filtering and SCTP exist. The VM runs this machine's
+# own userland (virtme-ng shares / read-only over 9p), so the test binaries are
+# built here and run there unchanged: every test binary of `cargo test` (all
+# tests/*.rs and the crate's unit tests), two at a time; under TCG less the
+# few host-only stress loops named below. CNI_MULTI_REQUIRE_KERNEL=1 turns
+# every "kernel lacks X" skip into a failure.
+#
+# As root. Installs what is missing (apt: linux-image-amd64, qemu-system-x86,
+# kmod, busybox-static, python3-venv; PyPI: virtme-ng, pinned, in a venv).
+# Uses KVM when it boots a kernel here, else TCG (software emulation).
+#
+#   KERNEL_VM_ACCEL=auto|kvm|tcg   (default auto: KVM if a probe boot works)
+#   KERNEL_VM_MEMORY=2G  KERNEL_VM_CPUS=2
+#   KERNEL_TEST_THREADS=2          libtest threads per test binary in the VM
+#   KERNEL_VM_TIMEOUT=1320         seconds for the whole VM run (boot + tests)
+#   KERNEL_BINARY_TIMEOUT=900      seconds for one test binary in the VM
+#   KERNEL_LANE_VENV=/var/tmp/cni-multi-vng-venv
+#   KERNEL_LANE_KEEP=1             keep the log directory even on success
+#   KERNEL_HOST_ONLY="bin:test ..."  tests not run in the VM under TCG (default
+#                                  below; set it empty to run every test there)
+#   KERNEL_TESTS="bin[:filter] ..."  run only these test binaries (tests/<bin>.rs),
+#                                  each optionally with a libtest name filter,
+#                                  e.g. KERNEL_TESTS=virtual_links:ipvlan
+# Ends with "N passed, M failed" (libtest results of every binary; a binary
+# that failed without a result line counts as one failure); exits 1 on any
+# failure, a missing module, or a VM that did not finish.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+cd "$repo"
+
+ACCEL=${KERNEL_VM_ACCEL:-auto}
+MEMORY=${KERNEL_VM_MEMORY:-2G}
+CPUS=${KERNEL_VM_CPUS:-2}
+THREADS=${KERNEL_TEST_THREADS:-2}
+VM_TIMEOUT=${KERNEL_VM_TIMEOUT:-1320}
+BINARY_TIMEOUT=${KERNEL_BINARY_TIMEOUT:-900}
+VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
+# Under TCG a process start costs ~0.2 s, so these stress loops (1000 ADDs,
+# 100 ADD/DEL cycles: thousands of plugin and iptables runs, ~20 minutes
+# together) would not fit the lane's budget. Each is about repetition, not
+# about a kernel feature the CI machine lacks, and `make test` runs them on
+# the host; every other test of every binary runs in the VM. With KVM they
+# run in the VM too.
+DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
+ ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
+ portmap:hundred_add_del_cycles_and_gc_leave_the_table_as_it_was
+ portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing"
+# virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
+VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
+ charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
+
+log() { echo "kernel-lane: $*"; }
+die() {
+    echo "kernel-lane: $*" >&2
+    echo "0 passed, 1 failed"
+    exit 1
+}
+[ "$(id -u)" = 0 ] || die "needs root (installs packages, runs the suite as root in the VM)"
+lane_start=$(date +%s)
+
+# --- packages ----------------------------------------------------------------
+missing=""
+for pkg in linux-image-amd64 qemu-system-x86 kmod busybox-static python3-venv; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+    log "installing$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+./tests/install-deps.sh
+
+# The stock kernel the package depends on (linux-image-<version>), not the
+# running one.
+image_pkg=$(dpkg-query -W -f='${Depends}' linux-image-amd64 |
+    tr ',' '\n' | sed -n 's/^ *\(linux-image-[0-9][^ ]*\).*/\1/p' | head -n1)
+kver=${image_pkg#linux-image-}
+vmlinuz=/boot/vmlinuz-$kver
+if [ -z "$kver" ] || [ ! -r "$vmlinuz" ] || [ ! -d "/lib/modules/$kver" ]; then
+    die "no stock kernel found (package '$image_pkg', $vmlinuz, /lib/modules/$kver)"
+fi
+log "stock kernel $kver ($vmlinuz); running kernel $(uname -r)"
+
+if ! "$VENV/bin/vng" --version 2>/dev/null | grep -q ' 1\.42$'; then
+    log "installing virtme-ng into $VENV"
+    rm -rf "$VENV"
+    /usr/bin/python3 -m venv "$VENV"
+    # shellcheck disable=SC2086
+    "$VENV/bin/pip" install -q --disable-pip-version-check $VNG_PINS
+fi
+export PATH="$VENV/bin:$PATH"
+log "$(vng --version)"
+
+# --- test binaries, built here ----------------------------------------------
+work=$(mktemp -d /var/tmp/cni-multi-kernel.XXXXXX)
+keep=${KERNEL_LANE_KEEP:-}
+cleanup() {
+    if [ -z "$keep" ]; then rm -rf "$work"; else log "logs kept in $work"; fi
+}
+trap cleanup EXIT
+
+log "building the test binaries (cargo test --no-run)"
+cargo test --no-run --locked --message-format=json >"$work/build.json" ||
+    die "cargo test --no-run failed"
+# One "name path" line per test binary: integration tests by their tests/*.rs
+# name, the crate's own unit tests as unit-<kind>-<name>.
+/usr/bin/python3 - "$work/build.json" "$work/binaries" "$work/cni-multi-path" <<'PY'
+import json, sys
+seen, plugin = {}, None
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    t = m["target"]
+    kind = t["kind"][0]
+    if not m["profile"]["test"]:
+        if kind == "bin" and t["name"] == "cni-multi":
+            plugin = m["executable"]
+        continue
+    name = t["name"] if kind == "test" else "unit-%s-%s" % (kind, t["name"])
+    seen[name] = m["executable"]
+with open(sys.argv[2], "w") as out:
+    for name in sorted(seen):
+        print(name, seen[name], file=out)
+if plugin:
+    open(sys.argv[3], "w").write(plugin + "\n")
+PY
+expected=$(for f in tests/*.rs; do basename "$f" .rs; done | sort)
+for t in $expected; do
+    grep -q "^$t " "$work/binaries" || die "no test binary built for tests/$t.rs"
+done
+[ -s "$work/cni-multi-path" ] || die "the build made no cni-multi binary"
+# KERNEL_TESTS narrows the run to some binaries, each with an optional filter.
+: >"$work/filters"
+if [ -n "${KERNEL_TESTS:-}" ]; then
+    : >"$work/selected"
+    for entry in $KERNEL_TESTS; do
+        bin=${entry%%:*}
+        line=$(grep "^$bin " "$work/binaries") || die "KERNEL_TESTS: no test binary '$bin'"
+        echo "$line" >>"$work/selected"
+        [ "$entry" = "$bin" ] || echo "$bin ${entry#*:}" >>"$work/filters"
+    done
+    mv "$work/selected" "$work/binaries"
+fi
+log "$(wc -l <"$work/binaries") test binaries: $(cut -d' ' -f1 "$work/binaries" | tr '\n' ' ')"
+# A snapshot of what was just built: the VM runs these copies (the tests find
+# the plugin binary at its build path, where the guest mounts the copy), so a
+# build in this checkout while the VM runs cannot change them under it.
+mkdir "$work/bin"
+while read -r name path; do cp "$path" "$work/bin/$name"; done <"$work/binaries"
+cp "$(cat "$work/cni-multi-path")" "$work/bin/cni-multi"
+echo "$THREADS" >"$work/test-threads"
+echo "$BINARY_TIMEOUT" >"$work/binary-timeout"
+
+# --- accelerator ---------------------------------------------------------------
+# /dev/kvm can exist and still not run a guest (nested virtualization that
+# hangs or refuses MSRs): boot the kernel once with KVM, with no root, and see
+# it get as far as panicking for want of one.
+kvm_boots() {
+    [ -w /dev/kvm ] || return 1
+    timeout -k 5 40 qemu-system-x86_64 -accel kvm -cpu host,topoext=on -m 256 -nic none \
+        -display none -no-reboot -serial "file:$work/kvm-probe.log" -monitor none \
+        -kernel "$vmlinuz" -append "console=ttyS0 panic=-1" </dev/null \
+        >"$work/kvm-probe.out" 2>&1 || true
+    grep -q "Kernel panic" "$work/kvm-probe.log" 2>/dev/null
+}
+case "$ACCEL" in
+kvm) vng_accel=() ;;
+tcg) vng_accel=(--disable-kvm) ;;
+auto)
+    if kvm_boots; then
+        ACCEL=kvm
+        vng_accel=()
+    else
+        ACCEL=tcg
+        vng_accel=(--disable-kvm)
+    fi
+    ;;
+*) die "KERNEL_VM_ACCEL must be auto, kvm or tcg, not '$ACCEL'" ;;
+esac
+log "accelerator: $ACCEL"
+if [ -n "${KERNEL_TESTS:-}" ]; then
+    host_only=${KERNEL_HOST_ONLY-}
+elif [ "$ACCEL" = tcg ]; then
+    host_only=${KERNEL_HOST_ONLY-$DEFAULT_HOST_ONLY}
+else
+    host_only=${KERNEL_HOST_ONLY-}
+fi
+: >"$work/skip"
+for entry in $host_only; do
+    bin=${entry%%:*}
+    test=${entry#*:}
+    grep -q "^$bin " "$work/binaries" || die "KERNEL_HOST_ONLY: no test binary '$bin'"
+    grep -q "fn $test()" "tests/$bin.rs" || die "KERNEL_HOST_ONLY: no test '$test' in tests/$bin.rs"
+    echo "$bin $test" >>"$work/skip"
+    log "host-only under $ACCEL (not run in the VM; make test runs it): $bin::$test"
+done
+
+# --- the VM --------------------------------------------------------------------
+# / is shared read-only; the repository gets a throwaway overlay (tests may
+# write there, nothing reaches this machine); $work is shared read-write for
+# the results. The guest has its own network stack: nothing touches this
+# machine's namespaces.
+log "booting $kver: $CPUS CPUs, $MEMORY, timeout ${VM_TIMEOUT}s"
+vm_start=$(date +%s)
+set +e
+timeout -k 30 "$VM_TIMEOUT" vng --run "$vmlinuz" "${vng_accel[@]}" \
+    --user root --cpus "$CPUS" --memory "$MEMORY" --append "mitigations=off init_on_alloc=0" \
+    --overlay-rwdir "$repo" --rwdir "$work" --cwd "$repo" \
+    --exec "bash $here/guest.sh $work $repo" </dev/null 2>&1 | tee "$work/console.log"
+vm_rc=${PIPESTATUS[0]}
+set -e
+log "VM exited with $vm_rc after $(( $(date +%s) - vm_start ))s"
+
+# --- results -------------------------------------------------------------------
+passed=0
+failed=0
+problems=()
+if [ ! -f "$work/guest.done" ]; then
+    problems+=("the guest did not finish (VM exit $vm_rc; timeout ${VM_TIMEOUT}s?)")
+fi
+if [ "$(cat "$work/modules.rc" 2>/dev/null)" != 0 ]; then
+    problems+=("modules missing or not loaded in the guest (see 'guest: FAIL modprobe')")
+fi
+while read -r name _; do
+    rc=$(cat "$work/$name.rc" 2>/dev/null || echo missing)
+    p=0
+    f=0
+    if [ -f "$work/$name.log" ]; then
+        read -r p f < <(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed; \([0-9]*\) failed;.*/\1 \2/p' \
+            "$work/$name.log" | awk '{p += $1; f += $2} END {print p + 0, f + 0}')
+    fi
+    if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+        f=1
+        problems+=("$name exited with $rc without a failed test (crash or timeout?)")
+    elif [ "$rc" != 0 ]; then
+        problems+=("$name: $f failed")
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+done <"$work/binaries"
+log "lane wall time $(( $(date +%s) - lane_start ))s (accelerator $ACCEL)"
+if [ "${#problems[@]}" -gt 0 ]; then
+    keep=1
+    for p in "${problems[@]}"; do log "FAIL $p"; done
+    [ "$failed" -gt 0 ] || failed=1
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
