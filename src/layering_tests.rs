@@ -7,7 +7,7 @@
 //! | 1 protocol | cni | 0 |
 //! | 2 kernel | netlink, netns, ipam | 0-1 |
 //! | 3 rules | netfilter | 0-2 |
-//! | 4 plugin helpers | iface | 0-3 |
+//! | 4 plugin helpers | iface, boundary (layer errors to CNI codes) | 0-3 |
 //! | 5 plugins | plugins | 0-4 |
 //! | 6 runtime | runtime | 0-5 |
 //! | 7 front end | cnitool | 0-6 |
@@ -23,7 +23,7 @@ fn layer(module: &str) -> Option<u8> {
         "cni" => 1,
         "netlink" | "netns" | "ipam" => 2,
         "netfilter" => 3,
-        "iface" => 4,
+        "iface" | "boundary" => 4,
         "plugins" => 5,
         "runtime" => 6,
         "cnitool" => 7,

@@ -1,6 +1,7 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod alloc;
+pub mod boundary;
 pub mod cni;
 pub mod cnitool;
 pub mod digest;

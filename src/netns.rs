@@ -28,11 +28,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e.to_string())
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::NotFound(_) => None,
+            Error::Open(_, e) => Some(e),
+            Error::Enter(_, e) => Some(e),
+        }
     }
 }
 

@@ -32,6 +32,14 @@ fn an_eexist_from_the_kernel_reaches_the_message_with_its_errno_text() {
         cni.msg.contains("create veth link \"veth-eexist\""),
         "{cni}"
     );
+    // The chain is kept: CNI error -> netlink error -> the errno itself.
+    let netlink = std::error::Error::source(&cni).expect("the netlink error");
+    assert!(netlink.to_string().contains("veth-eexist"), "{netlink}");
+    let errno = netlink.source().expect("the errno");
+    assert_eq!(
+        errno.downcast_ref::<nix::errno::Errno>(),
+        Some(&nix::errno::Errno::EEXIST)
+    );
     let _ = run_in(None, "ip", &["link", "del", "veth-eexist"]);
 }
 

@@ -6,7 +6,7 @@
 
 use crate::cni::dispatch;
 use crate::cni::env::{CmdArgs, Command};
-use crate::cni::error::{CniResult, Code, Error};
+use crate::cni::error::{CniResult, Code, Context, Error};
 use crate::cni::json;
 use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{Invocation, Lookup, no_plugins, version};
@@ -145,7 +145,7 @@ impl<'a> Delegate<'a> {
             }
         }
         let mut child = spawn_retrying(&mut process)
-            .map_err(|e| Error::internal(format!("failed to run {}: {e}", path.display())))?;
+            .with_context(|| format!("failed to run {}", path.display()))?;
         let mut input = child.stdin.take();
         let stdin = self.stdin;
         // Feed stdin from a thread so a plugin that writes before reading cannot
@@ -159,7 +159,7 @@ impl<'a> Delegate<'a> {
             });
             child.wait_with_output()
         })
-        .map_err(|e| Error::internal(format!("failed to wait for {}: {e}", path.display())))?;
+        .with_context(|| format!("failed to wait for {}", path.display()))?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         if output.status.success() {
             return Ok(stdout);
@@ -171,10 +171,11 @@ impl<'a> Delegate<'a> {
     /// none), as libcni does, and converts it to the current version.
     fn decode_result(&self, stdout: &str) -> CniResult<NetResult> {
         let value: Value = json::from_str(stdout).map_err(|e| {
-            Error::decode(format!(
-                "failed to parse result of {}: {e}",
-                self.plugin_type
-            ))
+            Error::caused_by(
+                Code::Decode,
+                format!("failed to parse result of {}", self.plugin_type),
+                e,
+            )
         })?;
         if value.is_null() {
             return Err(Error::internal(format!(
@@ -283,14 +284,11 @@ fn decode_failure(stdout: &str, status: &str) -> Error {
         return Error::internal(format!("netplugin failed with no error message: {status}"));
     }
     match json::from_str::<WireError>(stdout) {
-        Ok(e) => Error {
-            code: e.code,
-            msg: e.msg,
-            details: e.details,
-        },
-        Err(e) => Error::new(
+        Ok(e) => Error::from_wire(e.code, e.msg, e.details),
+        Err(e) => Error::caused_by(
             Code::Internal,
-            format!("netplugin failed but error parsing its diagnostic message {stdout:?}: {e}"),
+            format!("netplugin failed but error parsing its diagnostic message {stdout:?}"),
+            e,
         ),
     }
 }

@@ -117,11 +117,7 @@ fn failures_are_decoded_as_libcni_does() {
     let e = Delegate::new("typed", &env, CONF).expect("valid").add();
     assert_eq!(
         e,
-        Err(Error {
-            code: 11,
-            msg: "busy".into(),
-            details: "d".into()
-        })
+        Err(Error::from_wire(11, "busy", "d"))
     );
     dir.script("silent", "exit 3");
     let e = Delegate::new("silent", &env, CONF).expect("valid").del();

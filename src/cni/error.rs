@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use std::fmt;
+use std::sync::Arc;
 
 /// Error codes of the CNI spec (plus libcni's 999 for untyped failures).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,13 +22,26 @@ pub enum Code {
 }
 
 /// A CNI error as printed to the runtime: `{"code":N,"msg":"…","details":"…"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The layer error it came from, if any, stays reachable as `source()`; the
+/// message already carries its text ("what: cause").
+#[derive(Debug, Clone, Serialize)]
 pub struct Error {
     pub code: u32,
     pub msg: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub details: String,
+    #[serde(skip)]
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Two errors are the same when the runtime would see the same JSON.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        (self.code, &self.msg, &self.details) == (other.code, &other.msg, &other.details)
+    }
+}
+
+impl Eq for Error {}
 
 pub type CniResult<T> = std::result::Result<T, Error>;
 
@@ -37,7 +51,33 @@ impl Error {
             code: code as u32,
             msg: msg.into(),
             details: String::new(),
+            source: None,
         }
+    }
+
+    /// An error as another plugin printed it (any code, plugin-specific ones too).
+    pub fn from_wire(code: u32, msg: impl Into<String>, details: impl Into<String>) -> Self {
+        Error {
+            code,
+            msg: msg.into(),
+            details: details.into(),
+            source: None,
+        }
+    }
+
+    /// `what: cause` with code `code`, keeping `cause` as the source.
+    pub fn caused_by(
+        code: Code,
+        what: impl fmt::Display,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::new(code, format!("{what}: {cause}")).with_source(cause)
+    }
+
+    /// Keeps `cause` as this error's `source()` (the message is left as it is).
+    pub fn with_source(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Arc::new(cause));
+        self
     }
 
     pub fn with_details(mut self, details: impl Into<String>) -> Self {
@@ -85,7 +125,32 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// `result.context("failed to X")?`: a layer error becomes a CNI error whose
+/// message says what was being done, with the layer error kept as its source.
+/// The code is the one the layer error maps to (the `From` impls in `boundary.rs`).
+pub trait Context<T> {
+    fn context(self, what: impl fmt::Display) -> CniResult<T>;
+    /// As `context`, with the text built only on failure.
+    fn with_context<D: fmt::Display>(self, what: impl FnOnce() -> D) -> CniResult<T>;
+}
+
+impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
+    fn context(self, what: impl fmt::Display) -> CniResult<T> {
+        self.map_err(|e| e.into().context(what))
+    }
+
+    fn with_context<D: fmt::Display>(self, what: impl FnOnce() -> D) -> CniResult<T> {
+        self.map_err(|e| e.into().context(what()))
+    }
+}
 
 /// Lets layer errors (netlink, netns, io, anyhow) flow into a CNI error with `?`.
 /// They carry no CNI code of their own, so they become 999 as in the reference.
@@ -100,7 +165,7 @@ impl From<anyhow::Error> for Error {
 
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::internal(e.to_string())
+        Error::internal(e.to_string()).with_source(e)
     }
 }
 
@@ -126,5 +191,17 @@ mod tests {
         assert_eq!(wrapped, inner);
         let plain: Error = anyhow::anyhow!("boom").into();
         assert_eq!(plain.code, 999);
+    }
+
+    #[test]
+    fn context_keeps_the_cause_as_source() {
+        let io = std::io::Error::from_raw_os_error(17);
+        let e = Err::<(), _>(io).context("failed to create \"x\"").unwrap_err();
+        assert_eq!(e.code, 999);
+        assert_eq!(e.msg, "failed to create \"x\": File exists (os error 17)");
+        let source = std::error::Error::source(&e).expect("a source");
+        assert_eq!(source.to_string(), "File exists (os error 17)");
+        // The source is not part of the JSON.
+        assert!(!e.to_json().contains("source"));
     }
 }

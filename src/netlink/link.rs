@@ -293,6 +293,7 @@ fn not_found(op: String) -> Error {
         errno: libc::ENODEV,
         extack: None,
         detail: "no such device".into(),
+        cause: Some(nix::errno::Errno::ENODEV),
     }
 }
 

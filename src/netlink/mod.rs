@@ -33,6 +33,8 @@ pub struct Error {
     pub errno: i32,
     pub extack: Option<String>,
     pub detail: String,
+    /// The errno as an error value, for `source()`.
+    cause: Option<nix::errno::Errno>,
 }
 
 impl Error {
@@ -42,6 +44,7 @@ impl Error {
             errno: 0,
             extack: None,
             detail: detail.to_string(),
+            cause: None,
         }
     }
 
@@ -68,11 +71,12 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
-
-impl From<Error> for crate::cni::Error {
-    fn from(e: Error) -> Self {
-        crate::cni::Error::internal(e.to_string())
+/// The kernel's errno is the cause (its text is already in `detail`).
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -150,6 +154,7 @@ fn kernel_error(op: &str, errno: i32, extack: Option<String>) -> Error {
         errno,
         extack,
         detail: std::io::Error::from_raw_os_error(errno).to_string(),
+        cause: Some(nix::errno::Errno::from_raw(errno)),
     }
 }
 
