@@ -7,6 +7,7 @@ use crate::netns::named;
 use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR};
 use crate::runtime::conf::{self, NetworkList};
 use crate::runtime::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 use std::ffi::OsString;
@@ -118,11 +119,26 @@ pub fn main(args: Vec<OsString>) -> i32 {
             }
             0
         }
-        Err(msg) => {
-            eprintln!("cnitool: {msg}");
+        Err(e) => {
+            eprintln!("cnitool: {}", report(&e));
             1
         }
     }
+}
+
+/// The error and its causes, "what: cause: cause", each cause once: a CNI
+/// error's message already carries its layer error's text.
+fn report(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text = format!("{text}: {part}");
+        }
+    }
+    text
 }
 
 /// Settings resolved from flags, then env, then defaults.
@@ -134,7 +150,7 @@ struct Settings {
     capability_args: Map<String, Value>,
 }
 
-fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<Settings, String> {
+fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<Settings> {
     let conf_dir = opts
         .conf_dir
         .clone()
@@ -178,30 +194,30 @@ fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<S
 }
 
 /// `K=V;K=V` strictly: empty keys or values are errors (cnitool's rule).
-fn parse_cni_args(raw: &str) -> Result<Vec<(String, String)>, String> {
+fn parse_cni_args(raw: &str) -> Result<Vec<(String, String)>> {
     if raw.is_empty() {
         return Ok(Vec::new());
     }
     raw.split(';')
         .map(|pair| match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
-            _ => Err(format!(
+            _ => Err(anyhow!(
                 "invalid CNI_ARGS pair {pair:?}: expected KEY=VALUE"
             )),
         })
         .collect()
 }
 
-fn parse_cap_args(raw: &str) -> Result<Map<String, Value>, String> {
+fn parse_cap_args(raw: &str) -> Result<Map<String, Value>> {
     if raw.is_empty() {
         return Ok(Map::new());
     }
-    crate::cni::json::from_str(raw).map_err(|e| format!("CAP_ARGS must be a JSON object: {e}"))
+    crate::cni::json::from_str(raw).context("CAP_ARGS must be a JSON object")
 }
 
 /// A netns argument as a path: absolute as given, relative made absolute, and a
 /// bare name that exists under /run/netns taken from there.
-fn netns_path(arg: &str) -> Result<String, String> {
+fn netns_path(arg: &str) -> Result<String> {
     let p = Path::new(arg);
     if !arg.contains('/') && !p.exists() {
         let named = Path::new(named::DEFAULT_DIR).join(arg);
@@ -209,15 +225,15 @@ fn netns_path(arg: &str) -> Result<String, String> {
             return Ok(named.to_string_lossy().into_owned());
         }
     }
-    let abs = std::path::absolute(p).map_err(|e| format!("invalid netns path {arg:?}: {e}"))?;
+    let abs = std::path::absolute(p).with_context(|| format!("invalid netns path {arg:?}"))?;
     Ok(abs.to_string_lossy().into_owned())
 }
 
-fn load(s: &Settings, net: &str) -> Result<NetworkList, String> {
-    conf::load(&s.conf_dir, net).map_err(|e| e.msg)
+fn load(s: &Settings, net: &str) -> Result<NetworkList> {
+    Ok(conf::load(&s.conf_dir, net)?)
 }
 
-fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf, String> {
+fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf> {
     let netns = netns_path(netns)?;
     Ok(RuntimeConf {
         container_id: cnitool_container_id(&netns),
@@ -228,7 +244,7 @@ fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf, String> {
     })
 }
 
-fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     if let Cmd::Netns { action, dir } = &cli.command {
         return netns(action, dir);
     }
@@ -237,9 +253,7 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
     match &cli.command {
         Cmd::Add(a) => {
             let list = load(&s, &a.net)?;
-            let result = rt
-                .add(&list, &attachment(&s, &a.netns)?)
-                .map_err(|e| e.msg)?;
+            let result = rt.add(&list, &attachment(&s, &a.netns)?)?;
             Ok(if result.is_null() {
                 String::new()
             } else {
@@ -248,14 +262,12 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
         }
         Cmd::Check(a) => {
             let list = load(&s, &a.net)?;
-            rt.check(&list, &attachment(&s, &a.netns)?)
-                .map_err(|e| e.msg)?;
+            rt.check(&list, &attachment(&s, &a.netns)?)?;
             Ok(String::new())
         }
         Cmd::Del(a) => {
             let list = load(&s, &a.net)?;
-            rt.del(&list, &attachment(&s, &a.netns)?)
-                .map_err(|e| e.msg)?;
+            rt.del(&list, &attachment(&s, &a.netns)?)?;
             Ok(String::new())
         }
         Cmd::Gc { net, valid, .. } => {
@@ -267,20 +279,20 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
                     valid
                         .iter()
                         .map(|v| parse_valid(v))
-                        .collect::<Result<_, _>>()?,
+                        .collect::<Result<_>>()?,
                 )
             };
-            rt.gc(&list, valid.as_deref()).map_err(|e| e.msg)?;
+            rt.gc(&list, valid.as_deref())?;
             Ok(String::new())
         }
         Cmd::Status { net, .. } => {
             let list = load(&s, net)?;
             rt.status(&list)
-                .map_err(|e| format!("{} (code {})", e.msg, e.code))?;
+                .map_err(|e| anyhow!("{} (code {})", e.msg, e.code))?;
             Ok(String::new())
         }
         Cmd::List => {
-            let lists = conf::load_all(&s.conf_dir).map_err(|e| e.msg)?;
+            let lists = conf::load_all(&s.conf_dir)?;
             Ok(lists
                 .iter()
                 .map(|l| {
@@ -306,18 +318,18 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String, Stri
     }
 }
 
-fn parse_valid(v: &str) -> Result<Attachment, String> {
+fn parse_valid(v: &str) -> Result<Attachment> {
     match v.split_once('/') {
         Some((id, ifname)) if !id.is_empty() && !ifname.is_empty() => Ok(Attachment {
             container_id: id.to_string(),
             ifname: ifname.to_string(),
         }),
-        _ => Err(format!("--valid {v:?}: expected CONTAINERID/IFNAME")),
+        _ => bail!("--valid {v:?}: expected CONTAINERID/IFNAME"),
     }
 }
 
 /// Every plugin found and speaking the list's version; one line per plugin.
-fn validate(s: &Settings, net: &str) -> Result<String, String> {
+fn validate(s: &Settings, net: &str) -> Result<String> {
     let list = load(s, net)?;
     let wanted = version::effective(&list.cni_version).to_string();
     let mut lines = Vec::new();
@@ -342,23 +354,22 @@ fn validate(s: &Settings, net: &str) -> Result<String, String> {
         }
     }
     if failed {
-        Err(format!(
+        bail!(
             "network {net:?} ({}) is not usable:\n{}",
             list.source.display(),
             lines.join("\n")
-        ))
+        )
     } else {
         Ok(lines.join("\n"))
     }
 }
 
-fn netns(action: &NetnsCmd, dir: &Path) -> Result<String, String> {
-    match action {
-        NetnsCmd::Add { name } => named::create(dir, name).map(|p| p.display().to_string()),
-        NetnsCmd::Del { name } => named::delete(dir, name).map(|_| String::new()),
-        NetnsCmd::List => named::list(dir).map(|names| names.join("\n")),
-    }
-    .map_err(|e| e.to_string())
+fn netns(action: &NetnsCmd, dir: &Path) -> Result<String> {
+    Ok(match action {
+        NetnsCmd::Add { name } => named::create(dir, name)?.display().to_string(),
+        NetnsCmd::Del { name } => named::delete(dir, name).map(|_| String::new())?,
+        NetnsCmd::List => named::list(dir)?.join("\n"),
+    })
 }
 
 #[cfg(test)]
@@ -368,13 +379,31 @@ mod tests {
     #[test]
     fn cni_args_are_strict() {
         assert_eq!(
-            parse_cni_args("A=1;B=2"),
-            Ok(vec![("A".into(), "1".into()), ("B".into(), "2".into())])
+            parse_cni_args("A=1;B=2").ok(),
+            Some(vec![("A".into(), "1".into()), ("B".into(), "2".into())])
         );
         assert!(parse_cni_args("A=").is_err());
         assert!(parse_cni_args("=1").is_err());
         assert!(parse_cni_args("A=1;").is_err());
         assert!(parse_cap_args("[1]").is_err());
+    }
+
+    #[test]
+    fn a_report_names_each_cause_once() {
+        let io = std::io::Error::from_raw_os_error(17);
+        let cni = crate::cni::Error::from(io).context("failed to create \"x\"");
+        let e = anyhow::Error::new(cni);
+        assert_eq!(
+            report(&e),
+            "failed to create \"x\": File exists (os error 17)"
+        );
+        let e = Err::<(), _>(std::io::Error::from_raw_os_error(2))
+            .context("invalid netns path")
+            .unwrap_err();
+        assert_eq!(
+            report(&e),
+            "invalid netns path: No such file or directory (os error 2)"
+        );
     }
 
     #[test]

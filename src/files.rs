@@ -6,7 +6,55 @@
 use fs_err::os::unix::fs::OpenOptionsExt;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// An io::Error for `op` on `path` that names the path and keeps `e` as its
+/// source, for the few operations fs-err does not wrap (a DirBuilder with a
+/// mode, flock).
+pub fn path_error(e: io::Error, op: &'static str, path: &Path) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        PathError {
+            op,
+            path: path.to_path_buf(),
+            source: e,
+        },
+    )
+}
+
+#[derive(Debug)]
+struct PathError {
+    op: &'static str,
+    path: PathBuf,
+    source: io::Error,
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "failed to {} {}: {}",
+            self.op,
+            self.path.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Creates `dir` and its missing parents with `mode` (not the umask's).
+pub fn create_dir_mode(dir: &Path, mode: u32) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(dir)
+        .map_err(|e| path_error(e, "create", dir))
+}
 
 /// Writes a private state file atomically: its directory created 0700 when
 /// missing, the bytes written to a temporary file (0600) beside it, fsync'd, and
@@ -14,13 +62,7 @@ use std::path::Path;
 /// truncated one; no other user can read it.
 pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| {
-            io::Error::new(e.kind(), format!("failed to create {}: {e}", dir.display()))
-        })?;
+    create_dir_mode(dir, 0o700)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -38,7 +80,7 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         fs_err::rename(&tmp, path)
     })();
     if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = fs_err::remove_file(&tmp);
     }
     written
 }

@@ -114,7 +114,7 @@ pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResu
         // Only if it was disabled; a node without IPv6 has no such files.
         for dev in [ifname, "lo"] {
             let key = sysctl::conf_key("ipv6", dev, "disable_ipv6");
-            if sysctl::get(&key).as_deref() == Ok("1") {
+            if sysctl::get(&key).is_ok_and(|v| v == "1") {
                 let _ = sysctl::set(&key, "0");
             }
         }
@@ -208,7 +208,7 @@ pub fn enable_forwarding(sock: &mut Socket, ips: &[IpConfig]) -> CniResult<()> {
             continue;
         }
         if sock.forwarding(family).ok().flatten() != Some(true) {
-            sysctl::set(key, "1").map_err(Error::internal)?;
+            sysctl::set(key, "1")?;
         }
     }
     Ok(())

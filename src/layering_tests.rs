@@ -3,15 +3,16 @@
 //!
 //! | layer | modules | may use |
 //! | --- | --- | --- |
-//! | 0 utilities | alloc, digest, files, lockfile | nothing of the crate |
-//! | 1 protocol | cni | 0 |
-//! | 2 kernel | netlink, netns, ipam | 0-1 |
-//! | 3 rules | netfilter | 0-2 |
-//! | 4 plugin helpers | iface, boundary (layer errors to CNI codes) | 0-3 |
-//! | 5 plugins | plugins | 0-4 |
-//! | 6 runtime | runtime | 0-5 |
-//! | 7 front end | cnitool | 0-6 |
-//! | 8 dispatch on argv | multicall (main.rs calls it) | 0-7 |
+//! | 0 utilities | alloc, digest, files | nothing of the crate |
+//! | 1 locks | lockfile | 0 |
+//! | 2 protocol | cni | 0-1 |
+//! | 3 kernel | netlink, netns, ipam | 0-2 |
+//! | 4 rules | netfilter | 0-3 |
+//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes) | 0-4 |
+//! | 6 plugins | plugins | 0-5 |
+//! | 7 runtime | runtime | 0-6 |
+//! | 8 front end | cnitool | 0-7 |
+//! | 9 dispatch on argv | multicall (main.rs calls it) | 0-8 |
 //!
 //! Production code only: test modules may reach anywhere.
 
@@ -19,15 +20,16 @@ use std::path::{Path, PathBuf};
 
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "alloc" | "digest" | "files" | "lockfile" => 0,
-        "cni" => 1,
-        "netlink" | "netns" | "ipam" => 2,
-        "netfilter" => 3,
-        "iface" | "boundary" => 4,
-        "plugins" => 5,
-        "runtime" => 6,
-        "cnitool" => 7,
-        "multicall" => 8,
+        "alloc" | "digest" | "files" => 0,
+        "lockfile" => 1,
+        "cni" => 2,
+        "netlink" | "netns" | "ipam" => 3,
+        "netfilter" => 4,
+        "iface" | "boundary" => 5,
+        "plugins" => 6,
+        "runtime" => 7,
+        "cnitool" => 8,
+        "multicall" => 9,
         _ => return None,
     })
 }

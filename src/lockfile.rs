@@ -1,6 +1,7 @@
 //! Exclusive file locks with a deadline: a lock another process holds forever
 //! (stuck, or hostile) ends in a clear error naming the file, never a hang.
 
+use crate::files::path_error;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -23,18 +24,18 @@ pub fn lock_private(path: &Path, deadline: Duration) -> io::Result<Flock<File>> 
         .truncate(false)
         .mode(0o600)
         .open(path)
-        .map_err(|e| annotate(e, "open", path))?;
-    let meta = file.metadata().map_err(|e| annotate(e, "stat", path))?;
+        .map_err(|e| path_error(e, "open", path))?;
+    let meta = file.metadata().map_err(|e| path_error(e, "stat", path))?;
     if meta.permissions().mode() & 0o077 != 0 {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| annotate(e, "chmod", path))?;
+            .map_err(|e| path_error(e, "chmod", path))?;
     }
     lock(file, path, deadline)
 }
 
 /// Locks an existing file (a netns mount, say) exclusively, waiting at most `deadline`.
 pub fn lock_existing(path: &Path, deadline: Duration) -> io::Result<Flock<File>> {
-    let file = File::open(path).map_err(|e| annotate(e, "open", path))?;
+    let file = File::open(path).map_err(|e| path_error(e, "open", path))?;
     lock(file, path, deadline)
 }
 
@@ -59,16 +60,9 @@ fn lock(mut file: File, path: &Path, deadline: Duration) -> io::Result<Flock<Fil
                     ),
                 ));
             }
-            Err((_, e)) => return Err(annotate(io::Error::from(e), "lock", path)),
+            Err((_, e)) => return Err(path_error(io::Error::from(e), "lock", path)),
         }
     }
-}
-
-fn annotate(e: io::Error, what: &str, path: &Path) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!("failed to {what} {}: {e}", path.display()),
-    )
 }
 
 #[cfg(test)]

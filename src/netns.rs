@@ -13,6 +13,14 @@ pub enum Error {
     NotFound(PathBuf),
     Open(PathBuf, std::io::Error),
     Enter(PathBuf, nix::Error),
+    /// A named namespace (`named`): a name that cannot be a file name.
+    InvalidName(String),
+    /// `named::delete` of a name that is not there.
+    NoSuchName(String, PathBuf),
+    /// A mount, unmount or unshare for a named namespace.
+    Sys(String, PathBuf, nix::Error),
+    /// A file operation (the io::Error comes from fs_err and names the path).
+    File(std::io::Error),
 }
 
 impl fmt::Display for Error {
@@ -24,6 +32,12 @@ impl fmt::Display for Error {
                 write!(f, "{} is not a network namespace", p.display())
             }
             Error::Enter(p, e) => write!(f, "failed to enter netns {}: {e}", p.display()),
+            Error::InvalidName(name) => write!(f, "invalid namespace name {name:?}"),
+            Error::NoSuchName(name, dir) => {
+                write!(f, "no namespace {name:?} in {}", dir.display())
+            }
+            Error::Sys(op, p, e) => write!(f, "{op} {}: {e}", p.display()),
+            Error::File(e) => write!(f, "{e}"),
         }
     }
 }
@@ -31,9 +45,9 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::NotFound(_) => None,
-            Error::Open(_, e) => Some(e),
-            Error::Enter(_, e) => Some(e),
+            Error::NotFound(_) | Error::InvalidName(_) | Error::NoSuchName(..) => None,
+            Error::Open(_, e) | Error::File(e) => Some(e),
+            Error::Enter(_, e) | Error::Sys(_, _, e) => Some(e),
         }
     }
 }
@@ -105,10 +119,11 @@ impl Drop for Return {
         if let Err(e) = setns(&self.0.file, CloneFlags::CLONE_NEWNET) {
             // Going on would act on the container's namespace as if it were the
             // host's; nothing can be trusted past this point.
-            let error = crate::cni::Error::internal(format!(
-                "failed to return to netns {}: {e}",
-                self.0.path.display()
-            ));
+            let error = crate::cni::Error::caused_by(
+                crate::cni::Code::Internal,
+                format!("failed to return to netns {}", self.0.path.display()),
+                e,
+            );
             println!("{}", error.to_json());
             std::process::exit(1);
         }
@@ -118,24 +133,25 @@ impl Drop for Return {
 /// Named namespaces (`ip netns` compatible): a bind mount of the namespace on a
 /// file under /run/netns, made without the `ip` binary.
 pub mod named {
+    use super::Error;
     use nix::mount::{MntFlags, MsFlags, mount, umount2};
     use nix::sched::{CloneFlags, unshare};
     use std::path::{Path, PathBuf};
 
     pub const DEFAULT_DIR: &str = "/run/netns";
 
-    fn checked(name: &str) -> Result<&str, String> {
+    fn checked(name: &str) -> Result<&str, Error> {
         if crate::cni::env::is_valid_name(name) {
             Ok(name)
         } else {
-            Err(format!("invalid namespace name {name:?}"))
+            Err(Error::InvalidName(name.to_string()))
         }
     }
 
     /// Makes `dir` a shared mount point (as iproute2 does), so namespaces mounted
     /// under it are visible in mount namespaces that share it.
-    fn share(dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    fn share(dir: &Path) -> Result<(), Error> {
+        fs_err::create_dir_all(dir).map_err(Error::File)?;
         let make_shared = || {
             mount(
                 None::<&str>,
@@ -145,6 +161,7 @@ pub mod named {
                 None::<&str>,
             )
         };
+        let failed = |e| Error::Sys("make a shared mount of".into(), dir.to_path_buf(), e);
         match make_shared() {
             Ok(()) => Ok(()),
             // Not a mount point yet: bind it onto itself first.
@@ -156,24 +173,25 @@ pub mod named {
                 None::<&str>,
             )
             .and_then(|_| make_shared())
-            .map_err(|e| format!("make {} a shared mount: {e}", dir.display())),
-            Err(e) => Err(format!("make {} a shared mount: {e}", dir.display())),
+            .map_err(failed),
+            Err(e) => Err(failed(e)),
         }
     }
 
     /// Creates `<dir>/<name>` holding a new network namespace; returns its path.
-    pub fn create(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    pub fn create(dir: &Path, name: &str) -> Result<PathBuf, Error> {
         let path = dir.join(checked(name)?);
         share(dir)?;
-        std::fs::OpenOptions::new()
+        fs_err::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| format!("create {}: {e}", path.display()))?;
+            .map_err(Error::File)?;
         // A fresh thread gets the new namespace; the process keeps its own.
         let target = path.clone();
-        let made = std::thread::spawn(move || -> Result<(), String> {
-            unshare(CloneFlags::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+        let made = std::thread::spawn(move || -> Result<(), Error> {
+            unshare(CloneFlags::CLONE_NEWNET)
+                .map_err(|e| Error::Sys("unshare a netns for".into(), target.clone(), e))?;
             mount(
                 Some("/proc/thread-self/ns/net"),
                 &target,
@@ -181,36 +199,42 @@ pub mod named {
                 MsFlags::MS_BIND,
                 None::<&str>,
             )
-            .map_err(|e| format!("bind mount on {}: {e}", target.display()))
+            .map_err(|e| Error::Sys("bind mount on".into(), target.clone(), e))
         })
         .join()
-        .unwrap_or_else(|_| Err("namespace thread failed".into()));
+        .unwrap_or_else(|_| {
+            Err(Error::Sys(
+                "create (thread panicked)".into(),
+                path.clone(),
+                nix::Error::EIO,
+            ))
+        });
         if let Err(e) = made {
-            let _ = std::fs::remove_file(&path);
+            let _ = fs_err::remove_file(&path);
             return Err(e);
         }
         Ok(path)
     }
 
     /// Unmounts and removes `<dir>/<name>`.
-    pub fn delete(dir: &Path, name: &str) -> Result<(), String> {
+    pub fn delete(dir: &Path, name: &str) -> Result<(), Error> {
         let path = dir.join(checked(name)?);
         if !path.exists() {
-            return Err(format!("no namespace {name:?} in {}", dir.display()));
+            return Err(Error::NoSuchName(name.to_string(), dir.to_path_buf()));
         }
         match umount2(&path, MntFlags::MNT_DETACH) {
             Ok(()) | Err(nix::Error::EINVAL) => {}
-            Err(e) => return Err(format!("unmount {}: {e}", path.display())),
+            Err(e) => return Err(Error::Sys("unmount".into(), path, e)),
         }
-        std::fs::remove_file(&path).map_err(|e| format!("remove {}: {e}", path.display()))
+        fs_err::remove_file(&path).map_err(Error::File)
     }
 
     /// The names under `dir`, sorted.
-    pub fn list(dir: &Path) -> Result<Vec<String>, String> {
-        let entries = match std::fs::read_dir(dir) {
+    pub fn list(dir: &Path) -> Result<Vec<String>, Error> {
+        let entries = match fs_err::read_dir(dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("read {}: {e}", dir.display())),
+            Err(e) => return Err(Error::File(e)),
         };
         let mut names: Vec<String> = entries
             .flatten()

@@ -1,7 +1,7 @@
 //! The network configuration every plugin receives on stdin: the common keys,
 //! typed, plus the raw object for each plugin's own keys.
 
-use crate::cni::error::{CniResult, Error};
+use crate::cni::error::{CniResult, Code, Error};
 use crate::cni::json::{self, Json};
 use crate::cni::result::{Dns, NetResult, Versioned};
 use serde::Deserialize;
@@ -134,7 +134,7 @@ impl NetConf {
         let raw = raw.to_value();
         check_prev_addresses(&raw)?;
         let parsed = Versioned::parse(raw, self.cni_version())
-            .map_err(|e| Error::decode(format!("could not parse prevResult: {e}")))?;
+            .map_err(|e| Error::caused_by(Code::Decode, "could not parse prevResult", e))?;
         let current = parsed
             .clone()
             .into_current()

@@ -188,10 +188,11 @@ impl<'a> Delegate<'a> {
             .unwrap_or_default();
         Versioned::parse_own(value, version::effective(&config_version))
             .map_err(|e| {
-                Error::decode(format!(
-                    "failed to parse result of {}: {e}",
-                    self.plugin_type
-                ))
+                Error::caused_by(
+                    Code::Decode,
+                    format!("failed to parse result of {}", self.plugin_type),
+                    e,
+                )
             })?
             .into_current()
     }

@@ -115,10 +115,7 @@ fn failures_are_decoded_as_libcni_does() {
         "printf '%s' '{\"code\":11,\"msg\":\"busy\",\"details\":\"d\"}'; exit 1",
     );
     let e = Delegate::new("typed", &env, CONF).expect("valid").add();
-    assert_eq!(
-        e,
-        Err(Error::from_wire(11, "busy", "d"))
-    );
+    assert_eq!(e, Err(Error::from_wire(11, "busy", "d")));
     dir.script("silent", "exit 3");
     let e = Delegate::new("silent", &env, CONF).expect("valid").del();
     assert_eq!(

@@ -152,17 +152,26 @@ impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
     }
 }
 
-/// Lets layer errors (netlink, netns, io, anyhow) flow into a CNI error with `?`.
-/// They carry no CNI code of their own, so they become 999 as in the reference.
+/// A front end's anyhow error (cnitool, the dhcp daemon) as a CNI error: the
+/// whole chain in the message, the error itself kept as the source; a CNI error
+/// inside it comes out as it was.
 impl From<anyhow::Error> for Error {
     fn from(e: anyhow::Error) -> Self {
         match e.downcast::<Error>() {
             Ok(cni) => cni,
-            Err(e) => Error::internal(format!("{e:#}")),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                let source: Box<dyn std::error::Error + Send + Sync> = e.into();
+                Error {
+                    source: Some(Arc::from(source)),
+                    ..Error::internal(msg)
+                }
+            }
         }
     }
 }
 
+/// io errors become 999 (the reference's plain errors), keeping the io::Error.
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
         Error::internal(e.to_string()).with_source(e)
@@ -196,7 +205,9 @@ mod tests {
     #[test]
     fn context_keeps_the_cause_as_source() {
         let io = std::io::Error::from_raw_os_error(17);
-        let e = Err::<(), _>(io).context("failed to create \"x\"").unwrap_err();
+        let e = Err::<(), _>(io)
+            .context("failed to create \"x\"")
+            .unwrap_err();
         assert_eq!(e.code, 999);
         assert_eq!(e.msg, "failed to create \"x\": File exists (os error 17)");
         let source = std::error::Error::source(&e).expect("a source");

@@ -6,6 +6,7 @@ use crate::cni::json;
 use crate::cni::version::{self, Family};
 use ipnet::IpNet;
 use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
 use std::net::IpAddr;
 
 /// The current (1.1.0) result. Plugins build this; the dispatcher prints it at the
@@ -238,6 +239,42 @@ pub enum Versioned {
     V100(NetResult),
 }
 
+/// A result that cannot be read in the layout asked for (the reference's texts).
+#[derive(Debug)]
+pub enum ParseError {
+    UnsupportedVersion(String),
+    NotAnObject,
+    Json(json::Error),
+    /// The result's own version belongs to another layout.
+    OtherLayout {
+        supported: String,
+        found: String,
+    },
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::UnsupportedVersion(v) => write!(f, "unsupported CNI result version {v:?}"),
+            ParseError::NotAnObject => f.write_str("result is not a JSON object"),
+            ParseError::Json(e) => write!(f, "{e}"),
+            ParseError::OtherLayout { supported, found } => write!(
+                f,
+                "result type supports {supported} but unmarshalled CNIVersion is {found:?}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseError::Json(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl Versioned {
     pub fn version(&self) -> &str {
         match self {
@@ -250,13 +287,11 @@ impl Versioned {
     /// Parses a result as the reference does for `prevResult`: with the given
     /// (config) version's layout, stamping that version when the result has none,
     /// and refusing a result whose own version belongs to another layout.
-    pub fn parse(mut value: serde_json::Value, as_version: &str) -> Result<Versioned, String> {
+    pub fn parse(mut value: serde_json::Value, as_version: &str) -> Result<Versioned, ParseError> {
         let as_version = version::effective(as_version);
         let family = Family::of(as_version)
-            .ok_or_else(|| format!("unsupported CNI result version {as_version:?}"))?;
-        let obj = value
-            .as_object_mut()
-            .ok_or_else(|| "result is not a JSON object".to_string())?;
+            .ok_or_else(|| ParseError::UnsupportedVersion(as_version.to_string()))?;
+        let obj = value.as_object_mut().ok_or(ParseError::NotAnObject)?;
         let stamped =
             crate::cni::json::map_field(obj, "cniVersion").is_none_or(|v| v.as_str() == Some(""));
         if stamped {
@@ -267,20 +302,19 @@ impl Versioned {
             Family::V040 => json::from_value(value).map(Versioned::V040),
             Family::V100 => json::from_value(value).map(Versioned::V100),
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(ParseError::Json)?;
         if !family.versions().contains(&parsed.version()) {
-            return Err(format!(
-                "result type supports {} but unmarshalled CNIVersion is {:?}",
-                version::go_quoted_list(family.versions()),
-                parsed.version()
-            ));
+            return Err(ParseError::OtherLayout {
+                supported: version::go_quoted_list(family.versions()),
+                found: parsed.version().to_string(),
+            });
         }
         Ok(parsed)
     }
 
     /// Parses a plugin's output as libcni does: with the result's own
     /// `cniVersion`, or `fallback` (the config's) when it has none.
-    pub fn parse_own(value: serde_json::Value, fallback: &str) -> Result<Versioned, String> {
+    pub fn parse_own(value: serde_json::Value, fallback: &str) -> Result<Versioned, ParseError> {
         let own = value
             .as_object()
             .and_then(|o| json::map_field(o, "cniVersion"))

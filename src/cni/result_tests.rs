@@ -202,7 +202,9 @@ fn routes_of_a_family_without_ip_are_dropped_at_0_2_0() {
     let v6_only = json!({"cniVersion": "1.0.0",
         "ips": [{"address": "fd00::5/64"}],
         "routes": [{"dst": "0.0.0.0/0", "gw": "10.0.0.1"}, {"dst": "::/0"}]});
-    let r = Versioned::parse(v6_only, "1.0.0").and_then(|r| r.convert("0.2.0").map_err(|e| e.msg));
+    let r = Versioned::parse(v6_only, "1.0.0")
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.convert("0.2.0").map_err(|e| e.msg));
     assert_eq!(
         r.map(|r| printed(&r)),
         Ok(
@@ -249,7 +251,7 @@ fn parsing_stamps_a_missing_version_and_checks_the_layout() {
     assert_eq!(r.version(), "0.1.0");
     let e = Versioned::parse(json!({"cniVersion": "1.0.0"}), "0.4.0").expect_err("layout");
     assert_eq!(
-        e,
+        e.to_string(),
         "result type supports [\"0.3.0\" \"0.3.1\" \"0.4.0\"] but unmarshalled CNIVersion is \"1.0.0\""
     );
     // Go treats null lists and empty gateways as absent.

@@ -42,29 +42,50 @@ impl Family {
     }
 }
 
+/// A version string that is not `major[.minor[.micro]]` (the reference's text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    TooManyParts(String),
+    BadPart { name: &'static str, part: String },
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::TooManyParts(v) => write!(f, "invalid version {v:?}: too many parts"),
+            ParseError::BadPart { name, part } => {
+                write!(
+                    f,
+                    "failed to convert {name} version part {part:?}: invalid syntax"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
 /// Parses `major[.minor[.micro]]`; `""` is 0.1.0, as in the reference.
-pub fn parse(version: &str) -> Result<(u64, u64, u64), String> {
+pub fn parse(version: &str) -> Result<(u64, u64, u64), ParseError> {
     if version.is_empty() {
         return Ok((0, 1, 0));
     }
     let parts: Vec<&str> = version.split('.').collect();
     if parts.len() >= 4 {
-        return Err(format!("invalid version {version:?}: too many parts"));
+        return Err(ParseError::TooManyParts(version.to_string()));
     }
     let names = ["major", "minor", "micro"];
     let mut nums = [0u64; 3];
     for (i, part) in parts.iter().enumerate() {
-        nums[i] = part.parse().map_err(|_| {
-            format!(
-                "failed to convert {} version part {part:?}: invalid syntax",
-                names[i]
-            )
+        nums[i] = part.parse().map_err(|_| ParseError::BadPart {
+            name: names[i],
+            part: part.to_string(),
         })?;
     }
     Ok((nums[0], nums[1], nums[2]))
 }
 
-pub fn compare(a: &str, b: &str) -> Result<Ordering, String> {
+pub fn compare(a: &str, b: &str) -> Result<Ordering, ParseError> {
     Ok(parse(a)?.cmp(&parse(b)?))
 }
 
@@ -72,7 +93,7 @@ pub fn compare(a: &str, b: &str) -> Result<Ordering, String> {
 pub fn at_least(a: &str, b: &str) -> Result<bool, Error> {
     compare(a, b)
         .map(|o| o != Ordering::Less)
-        .map_err(|e| Error::new(Code::Decode, e))
+        .map_err(|e| Error::new(Code::Decode, e.to_string()).with_source(e))
 }
 
 /// The config's version as the reference reads it: absent means 0.1.0.

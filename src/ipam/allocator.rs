@@ -3,7 +3,7 @@
 
 use super::range::RangeSet;
 use super::store::DiskStore;
-use super::{ip_to_u128, next_ip};
+use super::{Error, ip_to_u128, next_ip};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -22,37 +22,39 @@ pub fn allocate(
     id: &str,
     ifname: &str,
     requested: Option<IpAddr>,
-) -> Result<Allocation, String> {
+) -> Result<Allocation, Error> {
     if let Some(ip) = requested {
         let range = set
             .range_for(ip)
-            .ok_or_else(|| format!("{ip} not in range set {set}"))?;
+            .ok_or_else(|| Error::Unavailable(format!("{ip} not in range set {set}")))?;
         if ip == range.gateway {
-            return Err(format!("requested ip {ip} is subnet's gateway"));
+            return Err(Error::Unavailable(format!(
+                "requested ip {ip} is subnet's gateway"
+            )));
         }
         if !store
             .reserve(id, ifname, ip, set_index)
-            .map_err(|e| e.to_string())?
+            .map_err(Error::Store)?
         {
-            return Err(format!(
+            return Err(Error::Unavailable(format!(
                 "requested IP address {ip} is not available in range set {set}"
-            ));
+            )));
         }
         return Ok(Allocation {
             address: with_prefix(ip, range.subnet.prefix_len()),
             gateway: range.gateway,
         });
     }
-    let held = store.get_by_id(id, ifname).map_err(|e| e.to_string())?;
+    let held = store.get_by_id(id, ifname).map_err(Error::Store)?;
     if let Some(ip) = held.iter().find(|ip| set.contains(**ip)) {
-        return Err(format!(
+        return Err(Error::Unavailable(format!(
             "{ip} has been allocated to {id}, duplicate allocation is not allowed"
-        ));
+        )));
     }
     for (ip, range_idx) in Candidates::new(set, store.last_reserved_ip(set_index)) {
         if store
             .reserve(id, ifname, ip, set_index)
-            .map_err(|e| e.to_string())?
+            .map_err(Error::Store)?
         {
             let range = &set.0[range_idx];
             return Ok(Allocation {
@@ -61,7 +63,9 @@ pub fn allocate(
             });
         }
     }
-    Err(format!("no IP addresses available in range set: {set}"))
+    Err(Error::Unavailable(format!(
+        "no IP addresses available in range set: {set}"
+    )))
 }
 
 fn with_prefix(ip: IpAddr, prefix: u8) -> IpNet {

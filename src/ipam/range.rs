@@ -1,7 +1,7 @@
 //! Ranges and range sets as host-local reads them, with the reference's defaults
 //! and validation.
 
-use super::{ip_to_u128, next_ip, u128_to_ip};
+use super::{Error, ip_to_u128, next_ip, u128_to_ip};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -33,29 +33,33 @@ pub struct CanonRange {
 impl Range {
     /// Fills the defaults (gateway and start = network+1, end = broadcast-1 for v4
     /// or the last address for v6) and checks the bounds, as the reference does.
-    pub fn canonicalize(&self) -> Result<CanonRange, String> {
+    pub fn canonicalize(&self) -> Result<CanonRange, Error> {
         let subnet = self.subnet;
         if subnet.prefix_len() > subnet.max_prefix_len() - 2 {
-            return Err(format!("Network {subnet} too small to allocate from"));
+            return Err(Error::InvalidRange(format!(
+                "Network {subnet} too small to allocate from"
+            )));
         }
         if subnet.addr() != subnet.network() {
-            return Err(format!(
+            return Err(Error::InvalidRange(format!(
                 "network has host bits set. For a subnet mask of length {} the network address is {}",
                 subnet.prefix_len(),
                 subnet.network()
-            ));
+            )));
         }
         let same_family = |ip: IpAddr| ip.is_ipv4() == subnet.addr().is_ipv4();
         let first = next_ip(subnet.network());
         let gateway = self.gateway.unwrap_or(first);
         if !same_family(gateway) {
-            return Err(format!(
+            return Err(Error::InvalidRange(format!(
                 "gateway {gateway} is not in the family of {subnet}"
-            ));
+            )));
         }
         let start = self.range_start.unwrap_or(first);
         if !same_family(start) || !subnet.contains(&start) {
-            return Err(format!("RangeStart {start} not in network {subnet}"));
+            return Err(Error::InvalidRange(format!(
+                "RangeStart {start} not in network {subnet}"
+            )));
         }
         let end = match self.range_end {
             Some(end) => end,
@@ -70,12 +74,16 @@ impl Range {
             }
         };
         if !same_family(end) || !subnet.contains(&end) {
-            return Err(format!("RangeEnd {end} not in network {subnet}"));
+            return Err(Error::InvalidRange(format!(
+                "RangeEnd {end} not in network {subnet}"
+            )));
         }
         // The reference checks the start against a given end (its Contains):
         // an inverted range is refused with the start's message. (Found by fuzzing.)
         if ip_to_u128(start) > ip_to_u128(end) {
-            return Err(format!("RangeStart {start} not in network {subnet}"));
+            return Err(Error::InvalidRange(format!(
+                "RangeStart {start} not in network {subnet}"
+            )));
         }
         Ok(CanonRange {
             subnet,
@@ -117,20 +125,20 @@ impl std::fmt::Display for CanonRange {
 pub struct RangeSet(pub Vec<CanonRange>);
 
 impl RangeSet {
-    pub fn canonicalize(ranges: &[Range]) -> Result<RangeSet, String> {
+    pub fn canonicalize(ranges: &[Range]) -> Result<RangeSet, Error> {
         if ranges.is_empty() {
-            return Err("empty range set".into());
+            return Err(Error::InvalidRange("empty range set".into()));
         }
         let canon = ranges
             .iter()
             .map(Range::canonicalize)
             .collect::<Result<Vec<_>, _>>()?;
         if canon.iter().any(|r| r.is_ipv4() != canon[0].is_ipv4()) {
-            return Err("mixed address families".into());
+            return Err(Error::InvalidRange("mixed address families".into()));
         }
         for (i, a) in canon.iter().enumerate() {
             if let Some(b) = canon[i + 1..].iter().find(|b| a.overlaps(b)) {
-                return Err(format!("subnets {a} and {b} overlap"));
+                return Err(Error::InvalidRange(format!("subnets {a} and {b} overlap")));
             }
         }
         Ok(RangeSet(canon))
@@ -186,16 +194,23 @@ mod tests {
     fn refuses_bad_ranges() {
         assert!(range("10.0.0.0/31").canonicalize().is_err());
         assert!(range("10.0.0.0/30").canonicalize().is_ok());
-        let e = range("10.0.0.5/24").canonicalize().expect_err("host bits");
+        let e = range("10.0.0.5/24")
+            .canonicalize()
+            .expect_err("host bits")
+            .to_string();
         assert!(e.contains("network address is 10.0.0.0"), "{e}");
         let mut r = range("10.0.0.0/24");
         r.range_start = Some("10.0.1.5".parse().expect("ip"));
         assert!(r.canonicalize().is_err());
         let a = range("10.0.0.0/24");
         let b = range("10.0.0.0/25");
-        let e = RangeSet::canonicalize(&[a.clone(), b]).expect_err("overlap");
+        let e = RangeSet::canonicalize(&[a.clone(), b])
+            .expect_err("overlap")
+            .to_string();
         assert!(e.contains("overlap"), "{e}");
-        let e = RangeSet::canonicalize(&[a, range("fd00::/64")]).expect_err("families");
+        let e = RangeSet::canonicalize(&[a, range("fd00::/64")])
+            .expect_err("families")
+            .to_string();
         assert_eq!(e, "mixed address families");
     }
 
@@ -207,7 +222,7 @@ mod tests {
         r.range_start = Some("10.1.2.9".parse().expect("ip"));
         r.range_end = Some("10.1.2.4".parse().expect("ip"));
         assert_eq!(
-            r.canonicalize().expect_err("inverted"),
+            r.canonicalize().expect_err("inverted").to_string(),
             "RangeStart 10.1.2.9 not in network 10.1.2.0/24"
         );
     }

@@ -2,11 +2,11 @@
 //! plugins with live pods: `<dataDir>/<network>/<ip>` holding `<id>\r\n<ifname>`,
 //! `last_reserved_ip.<set>` and a `lock` file held with flock for the whole operation.
 
+use fs_err::os::unix::fs::OpenOptionsExt;
+use fs_err::{File, OpenOptions};
 use nix::fcntl::Flock;
-use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
@@ -16,7 +16,7 @@ const LINE_BREAK: &str = "\r\n";
 /// One network's store, locked for as long as this value lives.
 pub struct DiskStore {
     dir: PathBuf,
-    _lock: Flock<File>,
+    _lock: Flock<std::fs::File>,
 }
 
 /// A reservation file read back: the IP and the owner it names.
@@ -37,11 +37,7 @@ impl DiskStore {
     /// validated by the caller: they become path components.
     pub fn open(data_dir: &Path, network: &str) -> io::Result<DiskStore> {
         let dir = data_dir.join(network);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(&dir)
-            .map_err(|e| annotate(e, "create", &dir))?;
+        crate::files::create_dir_mode(&dir, 0o755)?;
         let lock = crate::lockfile::lock_private(&dir.join("lock"), crate::lockfile::DEADLINE)?;
         Ok(DiskStore { dir, _lock: lock })
     }
@@ -68,11 +64,11 @@ impl DiskStore {
         {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(annotate(e, "create", &path)),
+            Err(e) => return Err(e),
         };
         if let Err(e) = file.write_all(owner(id, ifname).as_bytes()) {
-            let _ = std::fs::remove_file(&path);
-            return Err(annotate(e, "write", &path));
+            let _ = fs_err::remove_file(&path);
+            return Err(e);
         }
         let last = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
         write_private(&last, ip.to_string().as_bytes())?;
@@ -89,10 +85,10 @@ impl DiskStore {
     /// Every reservation file in the store (files named by an IP).
     pub fn reservations(&self) -> io::Result<Vec<Reservation>> {
         let mut out = Vec::new();
-        let entries = std::fs::read_dir(&self.dir).map_err(|e| annotate(e, "read", &self.dir))?;
+        let entries = fs_err::read_dir(&self.dir)?;
         // openat on the directory and one read into a reused buffer: this scan runs
         // on every ADD (duplicate check), so it must stay cheap with many pods.
-        let dir = File::open(&self.dir).map_err(|e| annotate(e, "open", &self.dir))?;
+        let dir = File::open(&self.dir)?;
         let mut buf = vec![0u8; 4096];
         for entry in entries.flatten() {
             let name = entry.file_name();
@@ -145,8 +141,8 @@ impl DiskStore {
 
     pub fn release_ip(&self, ip: IpAddr) -> io::Result<()> {
         let path = self.dir.join(ip.to_string());
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "remove", &path)),
+        match fs_err::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
     }
@@ -202,15 +198,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(path)
-        .map_err(|e| annotate(e, "open", path))?;
-    f.write_all(bytes).map_err(|e| annotate(e, "write", path))?;
+        .open(path)?;
+    f.write_all(bytes)?;
     f.set_len(bytes.len() as u64)
-        .map_err(|e| annotate(e, "truncate", path))
-}
-
-fn annotate(e: io::Error, op: &str, path: &Path) -> io::Error {
-    io::Error::new(e.kind(), format!("failed to {op} {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -48,6 +48,22 @@ impl Error {
         }
     }
 
+    /// A failed system call of this layer (an ioctl, opening a device), with
+    /// its errno as the cause.
+    pub fn os(op: impl Into<String>, errno: nix::errno::Errno) -> Self {
+        let mut e = kernel_error("", errno as i32, None);
+        e.op = op.into();
+        e
+    }
+
+    /// As `os`, from an io::Error (its errno when it has one).
+    pub fn io(op: impl Into<String>, e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(errno) => Error::os(op, nix::errno::Errno::from_raw(errno)),
+            None => Error::local(&op.into(), e),
+        }
+    }
+
     pub fn is(&self, errno: i32) -> bool {
         self.errno == errno
     }

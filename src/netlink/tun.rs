@@ -1,6 +1,8 @@
 //! tap devices: created through /dev/net/tun ioctls (the kernel refuses
 //! RTM_NEWLINK for kind "tun"), made persistent, then handled as links.
 
+use super::Error;
+use nix::errno::Errno;
 use nix::libc;
 use std::os::fd::AsRawFd;
 
@@ -31,15 +33,18 @@ pub struct TapSpec {
 }
 
 /// Creates a persistent tap in the calling thread's namespace.
-pub fn create_tap(spec: &TapSpec) -> Result<(), String> {
+pub fn create_tap(spec: &TapSpec) -> super::Result<()> {
     if spec.name.is_empty() || spec.name.len() >= libc::IFNAMSIZ {
-        return Err(format!("invalid tap name {:?}", spec.name));
+        return Err(Error::os(
+            format!("invalid tap name {:?}", spec.name),
+            Errno::EINVAL,
+        ));
     }
     let tun = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/net/tun")
-        .map_err(|e| format!("failed to open /dev/net/tun: {e}"))?;
+        .map_err(|e| Error::io("open /dev/net/tun", &e))?;
     let mut flags = libc::IFF_TAP;
     if spec.vnet_hdr {
         flags |= libc::IFF_VNET_HDR;
@@ -60,14 +65,14 @@ pub fn create_tap(spec: &TapSpec) -> Result<(), String> {
     // SAFETY: `fd` is an open /dev/net/tun descriptor and `req` is a valid,
     // initialised ifreq-sized struct that outlives each call.
     unsafe {
-        tun_set_iff(fd, &req).map_err(|e| format!("TUNSETIFF {}: {e}", spec.name))?;
+        tun_set_iff(fd, &req).map_err(|e| Error::os(format!("TUNSETIFF {}", spec.name), e))?;
         if let Some(uid) = spec.owner {
-            tun_set_owner(fd, uid as libc::c_int).map_err(|e| format!("TUNSETOWNER: {e}"))?;
+            tun_set_owner(fd, uid as libc::c_int).map_err(|e| Error::os("TUNSETOWNER", e))?;
         }
         if let Some(gid) = spec.group {
-            tun_set_group(fd, gid as libc::c_int).map_err(|e| format!("TUNSETGROUP: {e}"))?;
+            tun_set_group(fd, gid as libc::c_int).map_err(|e| Error::os("TUNSETGROUP", e))?;
         }
-        tun_set_persist(fd, 1).map_err(|e| format!("TUNSETPERSIST: {e}"))?;
+        tun_set_persist(fd, 1).map_err(|e| Error::os("TUNSETPERSIST", e))?;
     }
     Ok(())
 }

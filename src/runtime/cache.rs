@@ -4,7 +4,7 @@
 
 use crate::cni::json;
 use crate::cni::result::go_escape;
-use crate::cni::{CniResult, Error};
+use crate::cni::{CniResult, Code, Error};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -83,7 +83,7 @@ impl Cache {
     pub fn write(&self, entry: &Entry) -> CniResult<()> {
         let path = self.path(&entry.network_name, &entry.container_id, &entry.ifname);
         let json = serde_json::to_string(entry)
-            .map_err(|e| Error::internal(format!("failed to encode cache entry: {e}")))?;
+            .map_err(|e| Error::caused_by(Code::Internal, "failed to encode cache entry", e))?;
         crate::files::write_private_atomic(&path, go_escape(&json).as_bytes())
             .map_err(|e| Error::new(crate::cni::Code::Io, format!("failed to write cache: {e}")))
     }
@@ -102,10 +102,11 @@ impl Cache {
             Err(e) => return Err(io_error("read", &path, e)),
         };
         parse(&bytes).map(Some).map_err(|e| {
-            Error::decode(format!(
-                "failed to parse cache file {}: {e}",
-                path.display()
-            ))
+            Error::caused_by(
+                Code::Decode,
+                format!("failed to parse cache file {}", path.display()),
+                e,
+            )
         })
     }
 
@@ -143,20 +144,21 @@ impl Cache {
     }
 }
 
-fn parse(bytes: &[u8]) -> Result<Cached, String> {
-    let value: Value = json::from_slice(bytes).map_err(|e| e.to_string())?;
+fn parse(bytes: &[u8]) -> Result<Cached, json::Error> {
+    let value: Value = json::from_slice(bytes)?;
     let kind = value.as_object().and_then(|o| json::map_field(o, "kind"));
     if kind.and_then(Value::as_str) == Some(KIND) {
-        let entry: Entry = json::from_value(value).map_err(|e| e.to_string())?;
+        let entry: Entry = json::from_value(value)?;
         return Ok(Cached::Entry(Box::new(entry)));
     }
     Ok(Cached::LegacyResult(value))
 }
 
 fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::new(
-        crate::cni::Code::Io,
-        format!("failed to {what} cache {}: {e}", path.display()),
+    Error::caused_by(
+        Code::Io,
+        format!("failed to {what} cache {}", path.display()),
+        e,
     )
 }
 
@@ -182,7 +184,10 @@ mod tests {
             json,
             r#"{"kind":"cniCacheV1","containerId":"c1","config":"eyJuYW1lIjoibiJ9","ifName":"eth0","networkName":"n","netns":"/run/netns/x","cniArgs":[["K","V"]],"result":{"cniVersion":"1.0.0","ips":[]}}"#
         );
-        assert_eq!(parse(json.as_bytes()), Ok(Cached::Entry(Box::new(e))));
+        assert_eq!(
+            parse(json.as_bytes()).ok(),
+            Some(Cached::Entry(Box::new(e)))
+        );
         assert!(matches!(
             parse(br#"{"cniVersion":"0.4.0"}"#),
             Ok(Cached::LegacyResult(_))

@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod conf;
 
+use crate::cni::Code;
 use crate::cni::delegate::Delegate;
 use crate::cni::env::{self, CmdArgs, Command};
 use crate::cni::result::{Versioned, go_escape};
@@ -138,10 +139,10 @@ fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<O
 /// A result converted to `to_version` (as libcni converts cached results).
 pub fn convert_result(value: &Value, to_version: &str) -> CniResult<Value> {
     let parsed = Versioned::parse_own(value.clone(), to_version)
-        .map_err(|e| Error::decode(format!("failed to parse result: {e}")))?;
+        .map_err(|e| Error::caused_by(Code::Decode, "failed to parse result", e))?;
     let converted = parsed.convert(to_version)?;
     crate::cni::json::from_str(&converted.to_json())
-        .map_err(|e| Error::internal(format!("failed to re-read converted result: {e}")))
+        .map_err(|e| Error::caused_by(Code::Internal, "failed to re-read converted result", e))
 }
 
 /// Wraps a plugin's error as libcni does, keeping its code.

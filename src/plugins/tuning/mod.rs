@@ -101,7 +101,7 @@ fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
             "invalid net sysctl key: {key:?}"
         )));
     }
-    sysctl::path(&path).map_err(Error::invalid_config)?;
+    sysctl::path(&path).map_err(|e| Error::invalid_config(e.to_string()).with_source(e))?;
     Ok(path)
 }
 
@@ -248,7 +248,7 @@ impl Plugin for Tuning {
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             for (key, path, value) in &conf.sysctls {
-                let now = sysctl::get(path).map_err(Error::internal)?;
+                let now = sysctl::get(path)?;
                 if now != value.trim() {
                     return Err(Error::internal(format!(
                         "Error: Tuning configured value of {key} is {value}, current value is {now}"
