@@ -2,7 +2,7 @@
 //! change of an operation written as one `iptables-restore --noflush --wait`
 //! batch (atomic per table), never one `iptables` process per rule.
 
-use super::Family;
+use super::{Error, Family, Result};
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -151,13 +151,11 @@ impl Batch {
     /// The restore input. A control character anywhere (a newline would end
     /// the rule and start another, even a `COMMIT` and a new table) refuses the
     /// whole batch: names are validated where they enter, this is the backstop.
-    pub fn render(&self) -> Result<String, String> {
+    pub fn render(&self) -> Result<String> {
         let mut s = format!("*{}\n", self.table);
         for l in std::iter::once(&self.table).chain(&self.lines) {
             if l.chars().any(char::is_control) {
-                return Err(format!(
-                    "refusing iptables-restore input with a control character: {l:?}"
-                ));
+                return Err(Error::ControlCharacter { line: l.clone() });
             }
         }
         for l in &self.lines {
@@ -182,7 +180,7 @@ fn locate(name: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+        .find(|p| p.is_file())
 }
 
 /// A command for the family's tool, by its located path when found.
@@ -196,12 +194,10 @@ fn command(family: Family, what: &str) -> (String, Command) {
 }
 
 /// `iptables-save -t <table>` (or ip6tables-save): one process.
-pub fn save(family: Family, table: &str) -> Result<Saved, String> {
-    save_existing(family, table)?.ok_or_else(|| {
-        format!(
-            "{} -t {table}: the tool or the table does not exist",
-            tool(family, "save")
-        )
+pub fn save(family: Family, table: &str) -> Result<Saved> {
+    save_existing(family, table)?.ok_or_else(|| Error::NoTable {
+        tool: tool(family, "save"),
+        table: table.to_string(),
     })
 }
 
@@ -209,12 +205,18 @@ pub fn save(family: Family, table: &str) -> Result<Saved, String> {
 /// (the tool is not installed, or the kernel has no such table); an error when
 /// the state could not be read, so a DEL never reports success over rules it
 /// did not see.
-pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>, String> {
+pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>> {
     let (bin, mut cmd) = command(family, "save");
     let out = match cmd.args(["-t", table]).stdin(Stdio::null()).output() {
         Ok(out) => out,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("failed to run {bin}: {e}")),
+        Err(source) => {
+            return Err(Error::Tool {
+                tool: bin,
+                op: "run",
+                source,
+            });
+        }
     };
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -222,17 +224,18 @@ pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>, Strin
         if stderr.contains("Table does not exist") {
             return Ok(None);
         }
-        return Err(format!(
-            "{bin} -t {table} failed ({}): {}",
-            out.status,
-            stderr.trim()
-        ));
+        return Err(Error::ToolFailed {
+            command: format!("{bin} -t {table}"),
+            status: out.status,
+            stderr: stderr.trim().to_string(),
+            input: None,
+        });
     }
     Ok(Some(Saved::parse(&String::from_utf8_lossy(&out.stdout))))
 }
 
 /// Applies a batch with one `iptables-restore --noflush --wait`; empty batches run nothing.
-pub fn apply(batch: &Batch) -> Result<(), String> {
+pub fn apply(batch: &Batch) -> Result<()> {
     if batch.is_empty() {
         return Ok(());
     }
@@ -245,31 +248,40 @@ pub fn apply(batch: &Batch) -> Result<(), String> {
 /// while stderr is read here, so a tool that reports errors while we still
 /// write cannot block either side; the child is always waited for, even when
 /// it exits early and the write fails, and its own error line is reported.
-fn restore(bin: &str, mut cmd: Command, input: &str) -> Result<(), String> {
+fn restore(bin: &str, mut cmd: Command, input: &str) -> Result<()> {
+    let tool_error = |op, source| Error::Tool {
+        tool: bin.to_string(),
+        op,
+        source,
+    };
     let mut child = cmd
         .args(["--noflush", "--wait"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("failed to run {bin}: {e}"))?;
+        .map_err(|e| tool_error("run", e))?;
     let writer = child.stdin.take().map(|mut stdin| {
         let input = input.to_string();
         std::thread::spawn(move || stdin.write_all(input.as_bytes()))
     });
     let out = child.wait_with_output();
     let written = writer.map(|w| w.join());
-    let out = out.map_err(|e| format!("failed to wait for {bin}: {e}"))?;
+    let out = out.map_err(|e| tool_error("wait for", e))?;
     if !out.status.success() {
-        return Err(format!(
-            "{bin} failed ({}): {} (input:\n{input})",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(Error::ToolFailed {
+            command: bin.to_string(),
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            input: Some(input.to_string()),
+        });
     }
     match written {
-        Some(Ok(Err(e))) => Err(format!("failed to write to {bin}: {e}")),
-        Some(Err(_)) => Err(format!("failed to write to {bin}: writer thread panicked")),
+        Some(Ok(Err(e))) => Err(tool_error("write to", e)),
+        Some(Err(_)) => Err(tool_error(
+            "write to",
+            std::io::Error::other("writer thread panicked"),
+        )),
         _ => Ok(()),
     }
 }
@@ -282,7 +294,7 @@ pub fn is_nft_based(family: Family) -> bool {
     let Some(path) = locate(&tool(family, "restore")) else {
         return false;
     };
-    let real = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    let real = fs_err::canonicalize(&path).unwrap_or_else(|_| path.clone());
     match real.file_name().and_then(|n| n.to_str()) {
         Some("xtables-nft-multi") => true,
         Some("xtables-legacy-multi") => false,
@@ -344,8 +356,8 @@ mod tests {
         b.ensure_chain(&mut saved, "CNI-NEW");
         b.append("CNI-NEW", &["-j".into(), "RETURN".into()]);
         assert_eq!(
-            b.render().as_deref(),
-            Ok("*nat\n-N CNI-NEW\n-A CNI-NEW -j RETURN\nCOMMIT\n")
+            b.render().ok().as_deref(),
+            Some("*nat\n-N CNI-NEW\n-A CNI-NEW -j RETURN\nCOMMIT\n")
         );
     }
 
@@ -382,7 +394,8 @@ mod tests {
             let mut b = Batch::new(Family::V4, "filter");
             call(&mut b);
             let e = b.render().expect_err("refused");
-            assert!(e.contains("control character"), "{e}");
+            assert!(matches!(e, Error::ControlCharacter { .. }), "{e}");
+            assert!(e.to_string().contains("control character"), "{e}");
         }
         assert!(Batch::new(Family::V4, "nat\n").render().is_err());
         // `#` is quoted: iptables-restore would read the rest as a comment.
@@ -394,9 +407,9 @@ mod tests {
     #[test]
     fn a_restore_that_fails_mid_batch_is_reported_and_reaped() {
         let dir = std::env::temp_dir().join(format!("cni-multi-restore-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        fs_err::create_dir_all(&dir).expect("dir");
         let tool = dir.join("iptables-restore");
-        std::fs::write(
+        fs_err::write(
             &tool,
             format!(
                 "#!/bin/sh\necho $$ >{}/pid\nhead -c 100 >/dev/null\necho 'iptables-restore: line 2 failed' >&2\nexit 1\n",
@@ -404,7 +417,7 @@ mod tests {
             ),
         )
         .expect("tool");
-        std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        fs_err::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .expect("chmod");
         let mut b = Batch::new(Family::V4, "filter");
         for i in 0..20_000 {
@@ -421,18 +434,17 @@ mod tests {
         let input = b.render().expect("input");
         assert!(input.len() > 1 << 16, "more than a pipe holds");
         let e = restore("iptables-restore", Command::new(&tool), &input).expect_err("fails");
-        assert!(
-            e.contains("iptables-restore: line 2 failed"),
-            "{}",
-            &e[..200.min(e.len())]
-        );
-        let pid = std::fs::read_to_string(dir.join("pid")).expect("pid");
+        let Error::ToolFailed { stderr, .. } = &e else {
+            panic!("not the tool's failure: {e}");
+        };
+        assert_eq!(stderr, "iptables-restore: line 2 failed");
+        let pid = fs_err::read_to_string(dir.join("pid")).expect("pid");
         // Waited for: its process entry is gone, not left as a zombie.
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        let stat = fs_err::read_to_string(format!("/proc/{}/stat", pid.trim()));
         assert!(
             stat.is_err(),
             "the failed tool was not waited for: {stat:?}"
         );
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = fs_err::remove_dir_all(&dir);
     }
 }

@@ -2,6 +2,7 @@
 //! chain names, hashes and comments, and one lock so that the read-modify-write
 //! of shared chains by concurrent plugin runs cannot interleave.
 
+mod error;
 pub mod firewall;
 pub mod iptables;
 pub mod masq;
@@ -9,11 +10,12 @@ pub mod nft;
 pub mod portmap;
 
 pub use crate::netlink::addr::Family;
+pub use error::{Error, Result};
 
-use crate::cni::{CniResult, Error};
 use crate::digest::sha512_hex;
 use nix::fcntl::Flock;
 use std::fs::File;
+use std::path::Path;
 
 /// Which netfilter implementation rules go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,11 +26,11 @@ pub enum Backend {
 
 impl Backend {
     /// A `backend`/`ipMasqBackend` config value.
-    pub fn parse(s: &str) -> CniResult<Backend> {
+    pub fn parse(s: &str) -> Result<Backend> {
         match s {
             "iptables" => Ok(Backend::Iptables),
             "nftables" => Ok(Backend::Nftables),
-            other => Err(Error::invalid_config(format!(
+            other => Err(Error::InvalidConfig(format!(
                 "unknown backend {other:?} (iptables or nftables)"
             ))),
         }
@@ -36,21 +38,18 @@ impl Backend {
 
     /// The reference's rule: iptables unless its tools are missing and nf_tables
     /// answers (which needs no userland here: rules go over netlink).
-    pub fn detect() -> CniResult<Backend> {
+    pub fn detect() -> Result<Backend> {
         if iptables::usable(Family::V4) {
             return Ok(Backend::Iptables);
         }
         if crate::netlink::nfnl::available() {
             return Ok(Backend::Nftables);
         }
-        Err(Error::new(
-            crate::cni::Code::NotAvailable,
-            "no usable netfilter backend: no iptables-save/iptables-restore and no nf_tables",
-        ))
+        Err(Error::NoBackend)
     }
 
     /// The configured backend, else the detected one.
-    pub fn choose(configured: Option<&str>) -> CniResult<Backend> {
+    pub fn choose(configured: Option<&str>) -> Result<Backend> {
         match configured.filter(|s| !s.is_empty()) {
             Some(s) => Backend::parse(s),
             None => Backend::detect(),
@@ -107,10 +106,14 @@ pub struct Lock(#[allow(dead_code)] Flock<File>);
 
 pub const LOCK_PATH: &str = "/run/cni-multi.netfilter.lock";
 
-pub fn lock() -> CniResult<Lock> {
-    crate::lockfile::lock_private(std::path::Path::new(LOCK_PATH), crate::lockfile::DEADLINE)
+pub fn lock() -> Result<Lock> {
+    let path = Path::new(LOCK_PATH);
+    crate::lockfile::lock_private(path, crate::lockfile::DEADLINE)
         .map(Lock)
-        .map_err(|e| Error::internal(e.to_string()))
+        .map_err(|source| Error::Lock {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 #[cfg(test)]

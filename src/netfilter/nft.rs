@@ -2,6 +2,7 @@
 //! encoded as nf_tables netlink messages (expressions: payload, cmp, bitwise,
 //! meta, fib, immediate, nat, masq) and committed in one transaction.
 
+use super::Result;
 use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NfMsg, NfSocket};
 use crate::netlink::wire::{self, Body, NESTED};
 use ipnet::IpNet;
@@ -289,8 +290,8 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
 }
 
 /// One nfnetlink socket for all the reads and the commit of an operation.
-pub fn open() -> Result<NfSocket, String> {
-    NfSocket::open().map_err(|e| e.to_string())
+pub fn open() -> Result<NfSocket> {
+    Ok(NfSocket::open()?)
 }
 
 /// A table of a family, a chain or a rule to put in a transaction.
@@ -425,13 +426,13 @@ impl Tx {
         });
     }
 
-    pub fn commit(self, sock: &mut NfSocket) -> Result<(), String> {
-        sock.transaction(&self.msgs).map_err(|e| e.to_string())
+    pub fn commit(self, sock: &mut NfSocket) -> Result<()> {
+        Ok(sock.transaction(&self.msgs)?)
     }
 }
 
 /// The chain names of a table; a missing table has none.
-pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String>, String> {
+pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String>> {
     let attrs = Body::default().str(NFTA_CHAIN_TABLE, table);
     match sock.dump(NFT_MSG_GETCHAIN, family, attrs) {
         Ok(objects) => Ok(objects
@@ -440,7 +441,7 @@ pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String
             .filter_map(|a| wire::find(a, NFTA_CHAIN_NAME).map(wire::as_str))
             .collect()),
         Err(e) if e.is_not_found() => Ok(Vec::new()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -473,19 +474,14 @@ pub fn verdict_chains(attrs: &[u8]) -> Vec<String> {
 }
 
 /// The rules of one chain; a missing table or chain is an empty list.
-pub fn rules(
-    sock: &mut NfSocket,
-    family: u8,
-    table: &str,
-    chain: &str,
-) -> Result<Vec<DumpedRule>, String> {
+pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<Vec<DumpedRule>> {
     let attrs = Body::default()
         .str(NFTA_RULE_TABLE, table)
         .str(NFTA_RULE_CHAIN, chain);
     let objects = match sock.dump(NFT_MSG_GETRULE, family, attrs) {
         Ok(o) => o,
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     Ok(objects
         .iter()

@@ -292,7 +292,8 @@ impl Plugin for Bridge {
         iface::del_single(inv)?;
         // Found by chain name: works when the netns (and its addresses) are gone.
         conf.masq
-            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
+            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)?;
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -90,7 +90,7 @@ impl Conf {
     fn backend(&self) -> CniResult<Backend> {
         match self.backend {
             Some(b) => Ok(b),
-            None => Backend::detect(),
+            None => Ok(Backend::detect()?),
         }
     }
 }
@@ -132,13 +132,13 @@ impl Plugin for Firewall {
             Ok(Backend::Iptables) => {
                 // The iptables rules carry only addresses: they need prevResult.
                 match inv.conf.container_prev_result()? {
-                    Some(prev) => rules::del(&addresses(&prev), &conf.admin_chain),
+                    Some(prev) => Ok(rules::del(&addresses(&prev), &conf.admin_chain)?),
                     None => Ok(()),
                 }
             }
             Ok(Backend::Nftables) => {
                 let _lock = crate::netfilter::lock()?;
-                rules::nftables::del(&inv.env.container_id)
+                Ok(rules::nftables::del(&inv.env.container_id)?)
             }
             // No usable backend: no rules of ours can exist.
             Err(_) => Ok(()),
@@ -149,8 +149,8 @@ impl Plugin for Firewall {
         let conf = load(inv)?;
         let ips = addresses(&prev(inv)?);
         match conf.backend()? {
-            Backend::Iptables => rules::check(&ips, &conf.admin_chain),
-            Backend::Nftables => rules::nftables::check(&inv.env.container_id, &ips),
+            Backend::Iptables => Ok(rules::check(&ips, &conf.admin_chain)?),
+            Backend::Nftables => Ok(rules::nftables::check(&inv.env.container_id, &ips)?),
         }
     }
 

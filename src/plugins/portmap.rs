@@ -273,8 +273,8 @@ impl Plugin for Portmap {
         }
         let targets = targets(&prev, &inv.env.ifname);
         match backend {
-            Backend::Iptables => rules::check(&plan, &targets),
-            Backend::Nftables => rules::nftables::check(&plan, &targets),
+            Backend::Iptables => Ok(rules::check(&plan, &targets)?),
+            Backend::Nftables => Ok(rules::nftables::check(&plan, &targets)?),
         }
     }
 
@@ -289,13 +289,13 @@ impl Plugin for Portmap {
         if !crate::netfilter::iptables::usable(Family::V4) {
             return Ok(());
         }
-        rules::gc(inv.conf.name(), &keep)
+        Ok(rules::gc(inv.conf.name(), &keep)?)
     }
 
     fn status(&self, _inv: &Invocation) -> CniResult<()> {
         Backend::choose(None)
             .map(drop)
-            .map_err(|e| Error::new(Code::NotAvailable, e.msg))
+            .map_err(|e| Error::new(Code::NotAvailable, e.to_string()).with_source(e))
     }
 }
 

@@ -149,7 +149,8 @@ impl Plugin for Ptp {
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
         // Found by chain name: works when the netns (and its addresses) are gone.
         conf.masq
-            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
+            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)?;
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

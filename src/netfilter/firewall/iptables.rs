@@ -1,10 +1,10 @@
-//! The firewall plugin's iptables rules (table `filter`): `CNI-FORWARD` entered
-//! from FORWARD, an admin chain for operators, per-address accept rules, and the
+//! The firewall's iptables form (table `filter`): `CNI-FORWARD` entered from
+//! FORWARD, an admin chain for operators, per-address accept rules, and the
 //! optional bridge isolation stages; the reference's names, comments and order.
 
-use super::iptables::{self, Batch, Saved, jumps};
-use super::lock;
-use crate::cni::{CniResult, Error};
+use super::IngressPolicy;
+use crate::netfilter::iptables::{self, Batch, Saved, jumps};
+use crate::netfilter::{Error, Result, by_family, lock};
 use ipnet::IpNet;
 
 pub const FORWARD_CHAIN: &str = "CNI-FORWARD";
@@ -12,35 +12,6 @@ const FORWARD_COMMENT: &str = "CNI firewall plugin rules";
 const ADMIN_COMMENT: &str = "CNI firewall plugin admin overrides";
 const STAGE1: &str = "CNI-ISOLATION-STAGE-1";
 const STAGE2: &str = "CNI-ISOLATION-STAGE-2";
-
-/// `ingressPolicy`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IngressPolicy {
-    Open,
-    SameBridge,
-    Isolated,
-}
-
-impl IngressPolicy {
-    pub fn parse(s: &str) -> CniResult<IngressPolicy> {
-        match s {
-            "" | "open" => Ok(IngressPolicy::Open),
-            "same-bridge" => Ok(IngressPolicy::SameBridge),
-            "isolated" => Ok(IngressPolicy::Isolated),
-            other => Err(Error::invalid_config(format!(
-                "unknown ingressPolicy {other:?}"
-            ))),
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            IngressPolicy::Open => "open",
-            IngressPolicy::SameBridge => "same-bridge",
-            IngressPolicy::Isolated => "isolated",
-        }
-    }
-}
 
 fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
@@ -199,10 +170,10 @@ fn ensure_isolation(batch: &mut Batch, saved: &mut Saved, policy: IngressPolicy,
 }
 
 /// ADD: accept the container's addresses in CNI-FORWARD (one restore per family).
-pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> CniResult<()> {
+pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> Result<()> {
     let _lock = lock()?;
-    for (family, mine) in super::by_family(ips) {
-        let mut saved = iptables::save(family, "filter").map_err(Error::internal)?;
+    for (family, mine) in by_family(ips) {
+        let mut saved = iptables::save(family, "filter")?;
         let mut batch = Batch::new(family, "filter");
         ensure_base(&mut batch, &mut saved, admin);
         ensure_isolation(&mut batch, &mut saved, policy, bridge);
@@ -217,18 +188,17 @@ pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> C
                 }
             }
         }
-        iptables::apply(&batch).map_err(Error::internal)?;
+        iptables::apply(&batch)?;
     }
     Ok(())
 }
 
 /// DEL: removes the address rules; when CNI-FORWARD is left with only the admin
 /// jump and the admin chain is empty, the chains and FORWARD's jump go too.
-pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
+pub fn del(ips: &[IpNet], admin: &str) -> Result<()> {
     let _lock = lock()?;
-    for (family, mine) in super::by_family(ips) {
-        let Some(saved) = iptables::save_existing(family, "filter").map_err(Error::internal)?
-        else {
+    for (family, mine) in by_family(ips) {
+        let Some(saved) = iptables::save_existing(family, "filter")? else {
             continue;
         };
         let mut batch = Batch::new(family, "filter");
@@ -254,19 +224,20 @@ pub fn del(ips: &[IpNet], admin: &str) -> CniResult<()> {
                 batch.delete_chain(admin);
             }
         }
-        iptables::apply(&batch).map_err(Error::internal)?;
+        iptables::apply(&batch)?;
     }
     Ok(())
 }
 
 /// CHECK: the chains and each address's rules are there.
-pub fn check(ips: &[IpNet], admin: &str) -> CniResult<()> {
-    for (family, mine) in super::by_family(ips) {
-        let saved = iptables::save(family, "filter").map_err(Error::internal)?;
+pub fn check(ips: &[IpNet], admin: &str) -> Result<()> {
+    for (family, mine) in by_family(ips) {
+        let saved = iptables::save(family, "filter")?;
         if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
-            return Err(Error::internal(format!(
-                "firewall: {FORWARD_CHAIN} is not set up"
-            )));
+            return Err(Error::Mismatch {
+                owner: "firewall",
+                detail: format!("{FORWARD_CHAIN} is not set up"),
+            });
         }
         for ip in mine {
             for text in printed(ip) {
@@ -275,105 +246,13 @@ pub fn check(ips: &[IpNet], admin: &str) -> CniResult<()> {
                     .next()
                     .is_none()
                 {
-                    return Err(Error::internal(format!(
-                        "firewall: rule {text:?} is missing"
-                    )));
+                    return Err(Error::Mismatch {
+                        owner: "firewall",
+                        detail: format!("rule {text:?} is missing"),
+                    });
                 }
             }
         }
     }
     Ok(())
-}
-
-/// The firewall's nftables form (no reference one exists): table
-/// `inet cni_firewall`, a forward chain jumping to an admin chain first, then
-/// per-address accept rules commented with the container ID.
-pub mod nftables {
-    use super::super::nft::{
-        self, Field, HOOK_FORWARD, NFPROTO_INET, PRIO_FILTER, Tx, match_addr,
-        match_ct_established_related, match_nfproto,
-    };
-    use crate::cni::{CniResult, Error};
-    use ipnet::IpNet;
-
-    pub const TABLE: &str = "cni_firewall";
-    const FORWARD: &str = "forward";
-    const ADMIN: &str = "admin";
-
-    fn map_err(e: String) -> Error {
-        Error::internal(format!("nftables: {e}"))
-    }
-
-    pub fn add(container_id: &str, ips: &[IpNet]) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        let stale = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
-        let mut tx = Tx::new();
-        tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
-        tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
-        tx.chain(
-            NFPROTO_INET,
-            TABLE,
-            FORWARD,
-            Some(("filter", HOOK_FORWARD, PRIO_FILTER)),
-        );
-        if stale.is_empty() {
-            tx.rule(NFPROTO_INET, TABLE, FORWARD, &[nft::jump(ADMIN)], None);
-        }
-        for r in stale.iter().filter(|r| r.comment == container_id) {
-            tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
-        }
-        for ip in ips {
-            let v6 = ip.addr().is_ipv6();
-            let host = IpNet::from(ip.addr());
-            let mut to = match_nfproto(v6);
-            to.extend(match_addr(Field::Daddr, host, true));
-            to.extend(match_ct_established_related());
-            to.push(nft::accept());
-            tx.rule(NFPROTO_INET, TABLE, FORWARD, &to, Some(container_id));
-            let mut from = match_nfproto(v6);
-            from.extend(match_addr(Field::Saddr, host, true));
-            from.push(nft::accept());
-            tx.rule(NFPROTO_INET, TABLE, FORWARD, &from, Some(container_id));
-        }
-        tx.commit(&mut sock).map_err(map_err)
-    }
-
-    /// Deletes the container's rules; the table goes when only the admin jump
-    /// is left and the admin chain is empty.
-    pub fn del(container_id: &str) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD).map_err(map_err)?;
-        let mine: Vec<_> = rules.iter().filter(|r| r.comment == container_id).collect();
-        if mine.is_empty() {
-            return Ok(());
-        }
-        let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)
-            .map_err(map_err)?
-            .is_empty();
-        let mut tx = Tx::new();
-        if admin_empty && rules.len() == mine.len() + 1 {
-            tx.delete_table(NFPROTO_INET, TABLE);
-        } else {
-            for r in mine {
-                tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
-            }
-        }
-        tx.commit(&mut sock).map_err(map_err)
-    }
-
-    pub fn check(container_id: &str, ips: &[IpNet]) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        let found = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)
-            .map_err(map_err)?
-            .iter()
-            .filter(|r| r.comment == container_id)
-            .count();
-        if found != 2 * ips.len() {
-            return Err(Error::internal(format!(
-                "firewall: {found} of {} rules found in table {TABLE}",
-                2 * ips.len()
-            )));
-        }
-        Ok(())
-    }
 }

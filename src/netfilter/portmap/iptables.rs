@@ -1,10 +1,10 @@
-//! portmap's rules (iptables backend), in the reference's chains, order,
-//! comments and hashes: shared `CNI-HOSTPORT-*` chains created once, one
-//! `CNI-DN-<hash>` chain per container, all of one ADD in one restore per family.
+//! portmap's iptables form, in the reference's chains, order, comments and
+//! hashes: shared `CNI-HOSTPORT-*` chains created once, one `CNI-DN-<hash>`
+//! chain per container, all of one ADD in one restore per family.
 
-use super::iptables::{self, Batch, Saved, jumps};
-use super::{Family, go_quote, lock};
-use crate::cni::{CniResult, Error};
+use super::{Plan, Target};
+use crate::netfilter::iptables::{self, Batch, Saved, jumps};
+use crate::netfilter::{Error, Family, Result, chain_name, go_quote, lock, nft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -17,36 +17,14 @@ const MASQ_COMMENT: &str = "CNI portfwd requiring masquerade";
 /// multiport takes at most 15 ports per rule.
 const MULTIPORT_MAX: usize = 15;
 
-/// One mapping, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapping {
-    pub host_port: u16,
-    pub container_port: u16,
-    pub protocol: String,
-    pub host_ip: Option<IpAddr>,
-}
-
-/// Everything one container's rules depend on.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub network: String,
-    pub container_id: String,
-    pub mappings: Vec<Mapping>,
-    pub snat: bool,
-    pub masq_all: bool,
-    pub mark_bit: u32,
-    pub external_mark_chain: Option<String>,
-    pub conditions_v4: Vec<String>,
-    pub conditions_v6: Vec<String>,
-}
-
+// The plan's chain names, mark and comment: iptables' alone.
 impl Plan {
     pub fn dnat_chain(&self) -> String {
-        super::chain_name("DN-", &self.network, &self.container_id)
+        chain_name("DN-", &self.network, &self.container_id)
     }
 
     fn legacy_snat_chain(&self) -> String {
-        super::chain_name("SN-", &self.network, &self.container_id)
+        chain_name("SN-", &self.network, &self.container_id)
     }
 
     fn mark(&self) -> String {
@@ -84,24 +62,10 @@ impl Plan {
             c
         }
     }
-
-    /// Mappings that apply to a container address of `family`.
-    fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
-        self.mappings
-            .iter()
-            .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
-            .collect()
-    }
 }
 
 fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
-}
-
-/// The container address as `ip/prefix` (as allocated) and as a DNAT target.
-#[derive(Debug, Clone)]
-pub struct Target {
-    pub address: ipnet::IpNet,
 }
 
 fn to_destination(ip: IpAddr, port: u16) -> String {
@@ -251,13 +215,13 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
         return SharedState::Unknown;
     }
     let f = match family {
-        Family::V4 => super::nft::NFPROTO_IPV4,
-        Family::V6 => super::nft::NFPROTO_IPV6,
+        Family::V4 => nft::NFPROTO_IPV4,
+        Family::V6 => nft::NFPROTO_IPV6,
     };
-    let Ok(mut sock) = super::nft::open() else {
+    let Ok(mut sock) = nft::open() else {
         return SharedState::Unknown;
     };
-    let Ok(chains) = super::nft::chains(&mut sock, f, "nat") else {
+    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
         return SharedState::Unknown;
     };
     let has = |c: &str| chains.iter().any(|x| x == c);
@@ -269,7 +233,7 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
         return SharedState::Fresh;
     }
     let mut jumps = |chain: &str, target: &str| {
-        super::nft::rules(&mut sock, f, "nat", chain)
+        nft::rules(&mut sock, f, "nat", chain)
             .is_ok_and(|rules| rules.iter().any(|r| r.jumps.iter().any(|j| j == target)))
     };
     let masq_ready = !plan.snat
@@ -288,7 +252,7 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
 }
 
 /// Adds (or rewrites) the container's mappings for each family it has an address of.
-pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
     let _lock = lock()?;
     for target in targets {
         let family = Family::of(target.address.addr());
@@ -315,7 +279,7 @@ pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
                 continue;
             }
         }
-        let mut saved = iptables::save(family, "nat").map_err(Error::internal)?;
+        let mut saved = iptables::save(family, "nat")?;
         let mut batch = Batch::new(family, "nat");
         ensure_shared(&mut batch, &mut saved, plan);
         let chain = plan.dnat_chain();
@@ -330,7 +294,7 @@ pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
         for rule in entry_rules(plan, family) {
             batch.append(DNAT_CHAIN, &rule);
         }
-        iptables::apply(&batch).map_err(Error::internal)?;
+        iptables::apply(&batch)?;
     }
     Ok(())
 }
@@ -355,14 +319,14 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
 }
 
 /// Removes the container's rules in `families`, found by name (no mappings needed).
-pub fn del(plan: &Plan, families: &[Family]) -> CniResult<()> {
+pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
     let _lock = lock()?;
     for family in families {
         let ours = [plan.dnat_chain(), plan.legacy_snat_chain()];
         if iptables::surely_absent(*family, "nat", &ours) {
             continue;
         }
-        let Some(saved) = iptables::save_existing(*family, "nat").map_err(Error::internal)? else {
+        let Some(saved) = iptables::save_existing(*family, "nat")? else {
             continue;
         };
         let mut batch = teardown_batch(
@@ -372,7 +336,7 @@ pub fn del(plan: &Plan, families: &[Family]) -> CniResult<()> {
             &plan.legacy_snat_chain(),
         );
         remove_shared_if_unused(&mut batch, &saved, &[plan.dnat_chain()]);
-        iptables::apply(&batch).map_err(Error::internal)?;
+        iptables::apply(&batch)?;
     }
     Ok(())
 }
@@ -405,18 +369,19 @@ fn remove_shared_if_unused(batch: &mut Batch, saved: &Saved, removed: &[String])
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
-pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
+pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
     for target in targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
         }
-        let saved = iptables::save(family, "nat").map_err(Error::internal)?;
+        let saved = iptables::save(family, "nat")?;
         let chain = plan.dnat_chain();
         if !saved.has_chain(&chain) || !saved.jumps_to(DNAT_CHAIN, &chain) {
-            return Err(Error::internal(format!(
-                "portmap: chain {chain} is missing"
-            )));
+            return Err(Error::Mismatch {
+                owner: "portmap",
+                detail: format!("chain {chain} is missing"),
+            });
         }
         for m in plan.mappings_for(family) {
             let to = to_destination(target.address.addr(), m.container_port);
@@ -426,10 +391,10 @@ pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
                 .next()
                 .is_some();
             if !found {
-                return Err(Error::internal(format!(
-                    "portmap: no rule for {} port {} -> {to}",
-                    m.protocol, m.host_port
-                )));
+                return Err(Error::Mismatch {
+                    owner: "portmap",
+                    detail: format!("no rule for {} port {} -> {to}", m.protocol, m.host_port),
+                });
             }
         }
     }
@@ -437,10 +402,10 @@ pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
 }
 
 /// GC: removes the rules of attachments of `network` whose container is not in `keep`.
-pub fn gc(network: &str, keep: &[String]) -> CniResult<()> {
+pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     let _lock = lock()?;
     for family in [Family::V4, Family::V6] {
-        let Some(saved) = iptables::save_existing(family, "nat").map_err(Error::internal)? else {
+        let Some(saved) = iptables::save_existing(family, "nat")? else {
             continue;
         };
         let prefix = format!("dnat name: {} id: ", go_quote(network));
@@ -456,15 +421,15 @@ pub fn gc(network: &str, keep: &[String]) -> CniResult<()> {
         let mut batch = Batch::new(family, "nat");
         let mut removed = Vec::new();
         for id in &stale {
-            let dn = super::chain_name("DN-", network, id);
-            let sn = super::chain_name("SN-", network, id);
+            let dn = chain_name("DN-", network, id);
+            let sn = chain_name("SN-", network, id);
             batch.extend(teardown_batch(&saved, family, &dn, &sn));
             removed.push(dn);
         }
         if !removed.is_empty() {
             remove_shared_if_unused(&mut batch, &saved, &removed);
         }
-        iptables::apply(&batch).map_err(Error::internal)?;
+        iptables::apply(&batch)?;
     }
     Ok(())
 }
@@ -483,6 +448,7 @@ fn comment_container(spec: &str, prefix: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netfilter::portmap::Mapping;
 
     fn plan() -> Plan {
         Plan {
@@ -609,205 +575,5 @@ mod tests {
             Some("abc".into())
         );
         assert_eq!(comment_container(spec, "dnat name: \"other\" id: "), None);
-    }
-}
-
-/// portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the reference.
-pub mod nftables {
-    use super::super::nft::{
-        self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, NFPROTO_IPV4, NFPROTO_IPV6,
-        PRIO_DSTNAT, PRIO_SRCNAT, Tx, match_addr, match_dport, match_fib_daddr_local,
-    };
-    use super::{Family, Plan, Target};
-    use crate::cni::{CniResult, Error};
-    use ipnet::IpNet;
-    use std::net::IpAddr;
-
-    pub const TABLE: &str = "cni_hostport";
-    const TABLE_COMMENT: &str = "CNI portmap plugin";
-    const HOSTPORTS: &str = "hostports";
-    const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
-    const HOSTPORTS_ALL: &str = "hostports_all";
-    const MASQUERADING: &str = "masquerading";
-    /// The chains holding per-container rules (comment = container ID).
-    const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
-
-    fn nfproto(family: Family) -> u8 {
-        match family {
-            Family::V4 => NFPROTO_IPV4,
-            Family::V6 => NFPROTO_IPV6,
-        }
-    }
-
-    fn protocol_number(p: &str) -> u8 {
-        match p {
-            "udp" => 17,
-            "sctp" => 132,
-            _ => 6,
-        }
-    }
-
-    fn map_err(e: String) -> Error {
-        Error::internal(format!("nftables: {e}"))
-    }
-
-    fn host(ip: IpAddr) -> IpNet {
-        IpNet::from(ip)
-    }
-
-    /// The container's rules now in the per-container chains: (chain, handle).
-    fn existing(
-        sock: &mut crate::netlink::nfnl::NfSocket,
-        family: Family,
-        container_id: &str,
-    ) -> CniResult<(Vec<(&'static str, u64)>, usize)> {
-        let mut mine = Vec::new();
-        let mut total = 0;
-        for chain in PER_CONTAINER {
-            let rules = nft::rules(sock, nfproto(family), TABLE, chain).map_err(map_err)?;
-            total += rules.len();
-            mine.extend(
-                rules
-                    .iter()
-                    .filter(|r| r.comment == container_id)
-                    .map(|r| (chain, r.handle)),
-            );
-        }
-        Ok((mine, total))
-    }
-
-    /// One transaction per family: shared chains ensured and rewritten, the
-    /// container's previous rules replaced.
-    pub fn add(plan: &Plan, targets: &[Target]) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        if !plan.conditions_v4.is_empty() || !plan.conditions_v6.is_empty() {
-            return Err(Error::invalid_config(
-                "portmap conditions are not supported with the nftables backend of cni-multi",
-            ));
-        }
-        for target in targets {
-            let family = Family::of(target.address.addr());
-            let mappings = plan.mappings_for(family);
-            if mappings.is_empty() {
-                continue;
-            }
-            let f = nfproto(family);
-            // No dump of the container's old rules here: a second ADD without DEL
-            // is not a runtime's move, dumping every rule costs O(pods), and DEL
-            // removes every rule carrying the container ID anyway.
-            let have = nft::chains(&mut sock, f, TABLE).map_err(map_err)?;
-            let mut tx = Tx::new();
-            // The skeleton (table, chains, jumps) is written once; rewriting base
-            // chains on every ADD would re-register their hooks each time.
-            if !have.iter().any(|c| c == HOSTPORTS_ALL) {
-                tx.table(f, TABLE, TABLE_COMMENT);
-                for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
-                    tx.chain(f, TABLE, chain, None);
-                }
-                tx.chain(
-                    f,
-                    TABLE,
-                    "prerouting",
-                    Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
-                );
-                tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
-                tx.flush(f, TABLE, HOSTPORTS_ALL);
-                tx.rule(
-                    f,
-                    TABLE,
-                    HOSTPORTS_ALL,
-                    &[nft::jump(HOSTIP_HOSTPORTS)],
-                    None,
-                );
-                tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
-                for base in ["prerouting", "output"] {
-                    tx.flush(f, TABLE, base);
-                    let mut exprs = match_fib_daddr_local();
-                    exprs.push(nft::jump(HOSTPORTS_ALL));
-                    tx.rule(f, TABLE, base, &exprs, None);
-                }
-            }
-            if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
-                tx.chain(
-                    f,
-                    TABLE,
-                    MASQUERADING,
-                    Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
-                );
-            }
-            let cip = target.address.addr();
-            for m in mappings {
-                let mut exprs = Vec::new();
-                if let Some(ip) = m.host_ip.filter(|ip| !ip.is_unspecified()) {
-                    exprs.extend(match_addr(Field::Daddr, host(ip), true));
-                }
-                exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
-                exprs.extend(nft::dnat(cip, m.container_port));
-                tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
-            }
-            if plan.snat {
-                let mut hairpin = Vec::new();
-                if !plan.masq_all {
-                    hairpin.extend(match_addr(Field::Saddr, host(cip), true));
-                }
-                hairpin.extend(match_addr(Field::Daddr, host(cip), true));
-                hairpin.push(nft::masquerade());
-                tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
-                if family == Family::V4 && !plan.masq_all {
-                    let localhost: IpAddr = [127, 0, 0, 1].into();
-                    let mut exprs = match_addr(Field::Saddr, host(localhost), true);
-                    exprs.extend(match_addr(Field::Daddr, host(cip), true));
-                    exprs.push(nft::masquerade());
-                    tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
-                }
-            }
-            tx.commit(&mut sock).map_err(map_err)?;
-        }
-        Ok(())
-    }
-
-    /// Deletes the container's rules per family; the table goes with the last rule.
-    pub fn del(container_id: &str, families: &[Family]) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        for family in families {
-            let (mine, total) = existing(&mut sock, *family, container_id)?;
-            if mine.is_empty() {
-                continue;
-            }
-            let f = nfproto(*family);
-            let mut tx = Tx::new();
-            if mine.len() == total {
-                tx.delete_table(f, TABLE);
-            } else {
-                for (chain, handle) in mine {
-                    tx.delete_rule(f, TABLE, chain, handle);
-                }
-            }
-            tx.commit(&mut sock).map_err(map_err)?;
-        }
-        Ok(())
-    }
-
-    /// CHECK: one DNAT rule per mapping of the family.
-    pub fn check(plan: &Plan, targets: &[Target]) -> CniResult<()> {
-        let mut sock = nft::open().map_err(map_err)?;
-        for target in targets {
-            let family = Family::of(target.address.addr());
-            let wanted = plan.mappings_for(family).len();
-            if wanted == 0 {
-                continue;
-            }
-            let found = nft::rules(&mut sock, nfproto(family), TABLE, HOSTPORTS)
-                .map_err(map_err)?
-                .iter()
-                .filter(|r| r.comment == plan.container_id)
-                .count();
-            if found != wanted {
-                return Err(Error::internal(format!(
-                    "portmap: {found} of {wanted} mappings found in table {TABLE}"
-                )));
-            }
-        }
-        Ok(())
     }
 }

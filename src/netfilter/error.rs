@@ -1,0 +1,97 @@
+//! What a netfilter operation reports: the tool, table, netlink request or
+//! lock that failed, with its cause kept as `source()`. Which CNI code each
+//! becomes is decided in `boundary.rs`, not here.
+
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::{fmt, io};
+
+#[derive(Debug)]
+pub enum Error {
+    /// `<tool> -t <table>` was needed but the tool or the kernel's table is missing.
+    NoTable { tool: String, table: String },
+    /// A tool could not be run, waited for or fed (`op`: "run", "wait for", "write to").
+    Tool {
+        tool: String,
+        op: &'static str,
+        source: io::Error,
+    },
+    /// A tool ran and failed: its command, exit status, own error line, and
+    /// the restore input it refused, if any.
+    ToolFailed {
+        command: String,
+        status: ExitStatus,
+        stderr: String,
+        input: Option<String>,
+    },
+    /// A restore input line holding a control character, refused before any tool ran.
+    ControlCharacter { line: String },
+    /// An nf_tables request (or the nfnetlink socket) failed.
+    Netlink(crate::netlink::Error),
+    /// The lock serialising netfilter changes could not be taken.
+    Lock { path: PathBuf, source: io::Error },
+    /// A configuration value the rules cannot be built from.
+    InvalidConfig(String),
+    /// Neither iptables' tools nor nf_tables are there.
+    NoBackend,
+    /// CHECK found `owner`'s rules other than ADD left them.
+    Mismatch { owner: &'static str, detail: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoTable { tool, table } => {
+                write!(f, "{tool} -t {table}: the tool or the table does not exist")
+            }
+            Error::Tool { tool, op, source } => write!(f, "failed to {op} {tool}: {source}"),
+            Error::ToolFailed {
+                command,
+                status,
+                stderr,
+                input,
+            } => {
+                write!(f, "{command} failed ({status}): {stderr}")?;
+                match input {
+                    Some(input) => write!(f, " (input:\n{input})"),
+                    None => Ok(()),
+                }
+            }
+            Error::ControlCharacter { line } => write!(
+                f,
+                "refusing iptables-restore input with a control character: {line:?}"
+            ),
+            Error::Netlink(e) => write!(f, "nftables: {e}"),
+            // lockfile's error already says what failed on which path.
+            Error::Lock { source, .. } => write!(f, "{source}"),
+            Error::InvalidConfig(msg) => f.write_str(msg),
+            Error::NoBackend => f.write_str(
+                "no usable netfilter backend: no iptables-save/iptables-restore and no nf_tables",
+            ),
+            Error::Mismatch { owner, detail } => write!(f, "{owner}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Tool { source, .. } | Error::Lock { source, .. } => Some(source),
+            Error::Netlink(e) => Some(e),
+            Error::NoTable { .. }
+            | Error::ToolFailed { .. }
+            | Error::ControlCharacter { .. }
+            | Error::InvalidConfig(_)
+            | Error::NoBackend
+            | Error::Mismatch { .. } => None,
+        }
+    }
+}
+
+impl From<crate::netlink::Error> for Error {
+    fn from(e: crate::netlink::Error) -> Self {
+        Error::Netlink(e)
+    }
+}

@@ -1,0 +1,60 @@
+//! ipMasq for bridge and ptp: the `ipMasq` / `ipMasqBackend` keys and the
+//! backend choice here, the rules of each backend in `iptables.rs` (the
+//! reference's `CNI-<hash>` chains) and `nftables.rs`.
+
+pub mod iptables;
+pub mod nftables;
+
+use crate::netfilter::{Backend, Result, lock};
+use ipnet::IpNet;
+
+/// The `ipMasq` / `ipMasqBackend` keys of bridge and ptp.
+#[derive(Debug, Clone, Default)]
+pub struct IpMasq {
+    enabled: bool,
+    backend: Option<String>,
+}
+
+impl IpMasq {
+    pub fn new(enabled: bool, backend: Option<String>) -> Result<IpMasq> {
+        if let Some(b) = backend.as_deref().filter(|b| !b.is_empty()) {
+            Backend::parse(b)?;
+        }
+        Ok(IpMasq { enabled, backend })
+    }
+
+    pub fn add(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+    ) -> Result<()> {
+        if !self.enabled || ips.is_empty() {
+            return Ok(());
+        }
+        match Backend::choose(self.backend.as_deref())? {
+            Backend::Iptables => iptables::setup(network, container_id, ips),
+            Backend::Nftables => {
+                let _lock = lock()?;
+                nftables::setup(network, container_id, ifname, ips)
+            }
+        }
+    }
+
+    /// Always attempted when enabled, even without the container's addresses.
+    pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        match Backend::choose(self.backend.as_deref()) {
+            Ok(Backend::Iptables) => iptables::teardown(network, container_id),
+            Ok(Backend::Nftables) => {
+                let _lock = lock()?;
+                nftables::teardown(network, container_id, ifname)
+            }
+            // No usable backend: no rules of ours can exist.
+            Err(_) => Ok(()),
+        }
+    }
+}

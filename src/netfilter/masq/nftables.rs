@@ -1,0 +1,121 @@
+//! The nftables form of ipMasq (`inet cni_plugins_masquerade`), as the reference.
+
+use crate::digest::sha512_hex;
+use crate::netfilter::Result;
+use crate::netfilter::nft::{
+    self, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr, match_nfproto,
+};
+use ipnet::IpNet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+pub const TABLE: &str = "cni_plugins_masquerade";
+const TABLE_COMMENT: &str = "Masquerading for plugins from github.com/containernetworking/plugins";
+const CHECKS: &str = "masq_checks";
+const POSTROUTING: &str = "postrouting";
+/// Multicast is never masqueraded: (is IPv6, range). Built in a const, so a
+/// bad prefix fails the build, not a run.
+const MULTICAST: [(bool, IpNet); 2] = [
+    (
+        false,
+        IpNet::new_assert(IpAddr::V4(Ipv4Addr::new(224, 0, 0, 0)), 4),
+    ),
+    (
+        true,
+        IpNet::new_assert(IpAddr::V6(Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0)), 8),
+    ),
+];
+
+fn h(s: &str) -> String {
+    sha512_hex(s.as_bytes())[..16].to_string()
+}
+
+/// `<h(net)>-<h(ifname:cid)>`: what every rule of one attachment starts with.
+pub fn instance(network: &str, ifname: &str, container_id: &str) -> String {
+    format!("{}-{}", h(network), h(&format!("{ifname}:{container_id}")))
+}
+
+fn comment(network: &str, ifname: &str, container_id: &str) -> String {
+    let c = format!(
+        "{}, net: {network}, if: {ifname}, id: {container_id}",
+        instance(network, ifname, container_id)
+    )
+    .replace('"', "");
+    c.chars().take(128).collect()
+}
+
+pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> Result<()> {
+    let mut sock = nft::open()?;
+    let prefix = instance(network, ifname, container_id);
+    let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
+    let mut tx = Tx::new();
+    tx.table(NFPROTO_INET, TABLE, TABLE_COMMENT);
+    tx.chain(NFPROTO_INET, TABLE, CHECKS, None);
+    tx.chain(
+        NFPROTO_INET,
+        TABLE,
+        POSTROUTING,
+        Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
+    );
+    tx.flush(NFPROTO_INET, TABLE, POSTROUTING);
+    for (v6, net) in MULTICAST {
+        let mut exprs = match_nfproto(v6);
+        exprs.extend(match_addr(Field::Daddr, net, true));
+        exprs.push(nft::ret());
+        tx.rule(NFPROTO_INET, TABLE, POSTROUTING, &exprs, None);
+    }
+    tx.rule(NFPROTO_INET, TABLE, POSTROUTING, &[nft::goto(CHECKS)], None);
+    for stale in existing.iter().filter(|r| r.comment.starts_with(&prefix)) {
+        tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, stale.handle);
+    }
+    let text = comment(network, ifname, container_id);
+    for ip in ips {
+        let v6 = ip.addr().is_ipv6();
+        let host = IpNet::from(ip.addr());
+        let mut exprs = match_nfproto(v6);
+        exprs.extend(match_addr(Field::Saddr, host, true));
+        exprs.extend(match_addr(Field::Daddr, ip.trunc(), false));
+        exprs.push(nft::masquerade());
+        tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
+    }
+    tx.commit(&mut sock)
+}
+
+/// Deletes the attachment's rules; the table goes with the last of them.
+pub fn teardown(network: &str, container_id: &str, ifname: &str) -> Result<()> {
+    let mut sock = nft::open()?;
+    let prefix = instance(network, ifname, container_id);
+    let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
+    let mine: Vec<_> = existing
+        .iter()
+        .filter(|r| r.comment.starts_with(&prefix))
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let mut tx = Tx::new();
+    if mine.len() == existing.len() {
+        tx.delete_table(NFPROTO_INET, TABLE);
+    } else {
+        for r in mine {
+            tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
+        }
+    }
+    tx.commit(&mut sock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multicast_ranges_are_the_references() {
+        let nets: Vec<(bool, String)> = MULTICAST
+            .iter()
+            .map(|(v6, net)| (*v6, net.to_string()))
+            .collect();
+        assert_eq!(
+            nets,
+            [(false, "224.0.0.0/4".into()), (true, "ff00::/8".into())]
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the reference.
+
+use super::{Family, Plan, Target};
+use crate::netfilter::nft::{
+    self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, NFPROTO_IPV4, NFPROTO_IPV6,
+    PRIO_DSTNAT, PRIO_SRCNAT, Tx, match_addr, match_dport, match_fib_daddr_local,
+};
+use crate::netfilter::{Error, Result};
+use ipnet::IpNet;
+use std::net::IpAddr;
+
+pub const TABLE: &str = "cni_hostport";
+const TABLE_COMMENT: &str = "CNI portmap plugin";
+const HOSTPORTS: &str = "hostports";
+const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
+const HOSTPORTS_ALL: &str = "hostports_all";
+const MASQUERADING: &str = "masquerading";
+/// The chains holding per-container rules (comment = container ID).
+const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
+
+fn nfproto(family: Family) -> u8 {
+    match family {
+        Family::V4 => NFPROTO_IPV4,
+        Family::V6 => NFPROTO_IPV6,
+    }
+}
+
+fn protocol_number(p: &str) -> u8 {
+    match p {
+        "udp" => 17,
+        "sctp" => 132,
+        _ => 6,
+    }
+}
+
+fn host(ip: IpAddr) -> IpNet {
+    IpNet::from(ip)
+}
+
+/// The container's rules now in the per-container chains: (chain, handle).
+fn existing(
+    sock: &mut crate::netlink::nfnl::NfSocket,
+    family: Family,
+    container_id: &str,
+) -> Result<(Vec<(&'static str, u64)>, usize)> {
+    let mut mine = Vec::new();
+    let mut total = 0;
+    for chain in PER_CONTAINER {
+        let rules = nft::rules(sock, nfproto(family), TABLE, chain)?;
+        total += rules.len();
+        mine.extend(
+            rules
+                .iter()
+                .filter(|r| r.comment == container_id)
+                .map(|r| (chain, r.handle)),
+        );
+    }
+    Ok((mine, total))
+}
+
+/// One transaction per family: shared chains ensured and rewritten, the
+/// container's previous rules replaced.
+pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
+    let mut sock = nft::open()?;
+    if !plan.conditions_v4.is_empty() || !plan.conditions_v6.is_empty() {
+        return Err(Error::InvalidConfig(
+            "portmap conditions are not supported with the nftables backend of cni-multi".into(),
+        ));
+    }
+    for target in targets {
+        let family = Family::of(target.address.addr());
+        let mappings = plan.mappings_for(family);
+        if mappings.is_empty() {
+            continue;
+        }
+        let f = nfproto(family);
+        // No dump of the container's old rules here: a second ADD without DEL
+        // is not a runtime's move, dumping every rule costs O(pods), and DEL
+        // removes every rule carrying the container ID anyway.
+        let have = nft::chains(&mut sock, f, TABLE)?;
+        let mut tx = Tx::new();
+        // The skeleton (table, chains, jumps) is written once; rewriting base
+        // chains on every ADD would re-register their hooks each time.
+        if !have.iter().any(|c| c == HOSTPORTS_ALL) {
+            tx.table(f, TABLE, TABLE_COMMENT);
+            for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
+                tx.chain(f, TABLE, chain, None);
+            }
+            tx.chain(
+                f,
+                TABLE,
+                "prerouting",
+                Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
+            );
+            tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
+            tx.flush(f, TABLE, HOSTPORTS_ALL);
+            tx.rule(
+                f,
+                TABLE,
+                HOSTPORTS_ALL,
+                &[nft::jump(HOSTIP_HOSTPORTS)],
+                None,
+            );
+            tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
+            for base in ["prerouting", "output"] {
+                tx.flush(f, TABLE, base);
+                let mut exprs = match_fib_daddr_local();
+                exprs.push(nft::jump(HOSTPORTS_ALL));
+                tx.rule(f, TABLE, base, &exprs, None);
+            }
+        }
+        if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
+            tx.chain(
+                f,
+                TABLE,
+                MASQUERADING,
+                Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
+            );
+        }
+        let cip = target.address.addr();
+        for m in mappings {
+            let mut exprs = Vec::new();
+            if let Some(ip) = m.host_ip.filter(|ip| !ip.is_unspecified()) {
+                exprs.extend(match_addr(Field::Daddr, host(ip), true));
+            }
+            exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
+            exprs.extend(nft::dnat(cip, m.container_port));
+            tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+        }
+        if plan.snat {
+            let mut hairpin = Vec::new();
+            if !plan.masq_all {
+                hairpin.extend(match_addr(Field::Saddr, host(cip), true));
+            }
+            hairpin.extend(match_addr(Field::Daddr, host(cip), true));
+            hairpin.push(nft::masquerade());
+            tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
+            if family == Family::V4 && !plan.masq_all {
+                let localhost: IpAddr = [127, 0, 0, 1].into();
+                let mut exprs = match_addr(Field::Saddr, host(localhost), true);
+                exprs.extend(match_addr(Field::Daddr, host(cip), true));
+                exprs.push(nft::masquerade());
+                tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
+            }
+        }
+        tx.commit(&mut sock)?;
+    }
+    Ok(())
+}
+
+/// Deletes the container's rules per family; the table goes with the last rule.
+pub fn del(container_id: &str, families: &[Family]) -> Result<()> {
+    let mut sock = nft::open()?;
+    for family in families {
+        let (mine, total) = existing(&mut sock, *family, container_id)?;
+        if mine.is_empty() {
+            continue;
+        }
+        let f = nfproto(*family);
+        let mut tx = Tx::new();
+        if mine.len() == total {
+            tx.delete_table(f, TABLE);
+        } else {
+            for (chain, handle) in mine {
+                tx.delete_rule(f, TABLE, chain, handle);
+            }
+        }
+        tx.commit(&mut sock)?;
+    }
+    Ok(())
+}
+
+/// CHECK: one DNAT rule per mapping of the family.
+pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
+    let mut sock = nft::open()?;
+    for target in targets {
+        let family = Family::of(target.address.addr());
+        let wanted = plan.mappings_for(family).len();
+        if wanted == 0 {
+            continue;
+        }
+        let found = nft::rules(&mut sock, nfproto(family), TABLE, HOSTPORTS)?
+            .iter()
+            .filter(|r| r.comment == plan.container_id)
+            .count();
+        if found != wanted {
+            return Err(Error::Mismatch {
+                owner: "portmap",
+                detail: format!("{found} of {wanted} mappings found in table {TABLE}"),
+            });
+        }
+    }
+    Ok(())
+}
