@@ -63,7 +63,7 @@ impl NetConf {
     pub fn from_document(doc: Json, bytes: &[u8]) -> CniResult<NetConf> {
         let common: CommonKeys = doc
             .decode()
-            .map_err(|e| Error::decode(format!("failed to parse network config: {e}")))?;
+            .map_err(|e| Error::caused_by(Code::Decode, "failed to parse network config", e))?;
         let Value::Object(raw) = doc.to_value() else {
             return Err(Error::decode(
                 "error unmarshall network config: not a JSON object",
@@ -99,7 +99,7 @@ impl NetConf {
     pub fn plugin_keys<T: DeserializeOwned>(&self) -> CniResult<T> {
         self.doc
             .decode()
-            .map_err(|e| Error::decode(format!("failed to load netconf: {e}")))
+            .map_err(|e| Error::caused_by(Code::Decode, "failed to load netconf", e))
     }
 
     /// `prevResult` parsed with the config's version (as the reference does) and
@@ -230,9 +230,11 @@ pub fn parse_object(bytes: &[u8]) -> CniResult<Json> {
         Ok(_) => Err(Error::decode(
             "error unmarshall network config: not a JSON object",
         )),
-        Err(e) => Err(Error::decode(format!(
-            "error unmarshall network config: {e}"
-        ))),
+        Err(e) => Err(Error::caused_by(
+            Code::Decode,
+            "error unmarshall network config",
+            e,
+        )),
     }
 }
 
@@ -240,7 +242,7 @@ fn decode_entry<T: DeserializeOwned>(entry: Option<&Json>, what: &str) -> CniRes
     entry
         .map(|v| v.decode())
         .transpose()
-        .map_err(|e| Error::decode(format!("failed to parse {what}: {e}")))
+        .map_err(|e| Error::caused_by(Code::Decode, format!("failed to parse {what}"), e))
 }
 
 /// A path setting (dataDir, subnetFile, …): `default` when empty; it must be

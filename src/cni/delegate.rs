@@ -128,7 +128,7 @@ impl<'a> Delegate<'a> {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         let path_var = std::env::join_paths(&self.env.path)
-            .map_err(|e| Error::invalid_env(format!("invalid CNI_PATH: {e}")))?;
+            .map_err(|e| Error::caused_by(Code::InvalidEnv, "invalid CNI_PATH", e))?;
         let vars = [
             ("CNI_COMMAND", command.as_str().into()),
             ("CNI_CONTAINERID", self.env.container_id.as_str().into()),

@@ -116,9 +116,11 @@ fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<O
         return Ok(None);
     }
     let mut value: Value = crate::cni::json::from_str(stdout).map_err(|e| {
-        Error::decode(format!(
-            "plugin {plugin:?} printed a result that is not JSON: {e}"
-        ))
+        Error::caused_by(
+            Code::Decode,
+            format!("plugin {plugin:?} printed a result that is not JSON"),
+            e,
+        )
     })?;
     if value.is_null() {
         return Ok(None);
@@ -356,10 +358,14 @@ impl Runtime {
             .run(plugin, Command::Version, &rt, br#"{"cniVersion":"1.1.0"}"#)?
             .unwrap_or_default();
         let reply: Value = crate::cni::json::from_str(&out).map_err(|e| {
-            Error::decode(format!(
-                "plugin {:?} gave an unreadable VERSION reply: {e}",
-                plugin.plugin_type
-            ))
+            Error::caused_by(
+                Code::Decode,
+                format!(
+                    "plugin {:?} gave an unreadable VERSION reply",
+                    plugin.plugin_type
+                ),
+                e,
+            )
         })?;
         Ok(reply
             .get("supportedVersions")
