@@ -118,3 +118,132 @@ fn the_scanner_sees_grouped_and_nested_paths() {
         ["cni", "netlink", "plugins"]
     );
 }
+
+/// Production source of every module under `src/` (test modules cut off),
+/// with its path relative to `src/`.
+fn production_sources() -> Vec<(String, String)> {
+    let src = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let name = file.strip_prefix(&src).ok()?.to_string_lossy().into_owned();
+            if name.ends_with("_tests.rs") {
+                return None;
+            }
+            let text = std::fs::read_to_string(&file).ok()?;
+            let production = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
+            Some((name, production))
+        })
+        .collect()
+}
+
+/// The text of the call that starts at `open` (just after its `(`), up to the
+/// matching `)`, skipping string literals.
+fn call_arguments(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (1, 0);
+    while i < bytes.len() && depth > 0 {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    &text[..i.saturating_sub(1).min(text.len())]
+}
+
+/// A format! argument list that prints an error value (`{e}`, `{err:?}`, or
+/// `e` / `err` / `error` passed as an argument): its source is flattened into text.
+fn formats_an_error(args: &str) -> bool {
+    let names = ["e", "err", "error"];
+    let inline = names
+        .iter()
+        .any(|n| args.contains(&format!("{{{n}}}")) || args.contains(&format!("{{{n}:")));
+    let positional = args.split(',').skip(1).any(|a| names.contains(&a.trim()));
+    inline || positional
+}
+
+#[test]
+fn errors_keep_their_cause() {
+    let mut wrong = Vec::new();
+    for (name, text) in production_sources() {
+        for (line, l) in text.lines().enumerate() {
+            if l.contains("Result<") && l.contains(", String>") {
+                wrong.push(format!("{name}:{}: a String error: {}", line + 1, l.trim()));
+            }
+        }
+        for constructor in [
+            "Error::internal(format!(",
+            "Error::decode(format!(",
+            "Error::invalid_config(format!(",
+            "Error::invalid_env(format!(",
+        ] {
+            for (at, _) in text.match_indices(constructor) {
+                let args = call_arguments(&text[at + constructor.len()..]);
+                if formats_an_error(args) {
+                    let line = text[..at].lines().count();
+                    wrong.push(format!(
+                        "{name}:{line}: {constructor}..) prints an error and drops it; use \
+                         Context::context or Error::caused_by"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "errors that lose their cause:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The kernel and rules layers report what failed; which CNI code that is gets
+/// decided in `boundary.rs` or by the plugin. (netns's return-to-home guard is
+/// the one exception: it cannot return an error, so it prints the CNI error
+/// itself and exits.)
+#[test]
+fn layers_below_the_plugins_choose_no_cni_code() {
+    let mut wrong = Vec::new();
+    for (name, text) in production_sources() {
+        let layer = ["netlink/", "netfilter/", "ipam/", "netns.rs"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if !layer {
+            continue;
+        }
+        for (line, l) in text.lines().enumerate() {
+            let cni_error = ["cni::Error", "CniResult", "cni::Code", "cni::{"]
+                .iter()
+                .any(|p| l.contains(p));
+            let guard = name == "netns.rs" && l.contains("crate::cni::Error::caused_by");
+            let guard_code = name == "netns.rs" && l.contains("crate::cni::Code::Internal");
+            if cni_error && !guard && !guard_code {
+                wrong.push(format!("{name}:{}: {}", line + 1, l.trim()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "CNI errors in a layer:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_error_scanner_sees_printed_errors() {
+    assert!(formats_an_error(r#""failed to x: {e}""#));
+    assert!(formats_an_error(r#""failed {}: {}", path.display(), e"#));
+    assert!(formats_an_error(r#""failed: {err:?}""#));
+    assert!(!formats_an_error(r#""{ifname:?} has no peer""#));
+    assert!(!formats_an_error(r#""range {}", e.name"#));
+    assert_eq!(call_arguments(r#""a(b)", x) + 1"#), r#""a(b)", x"#);
+}

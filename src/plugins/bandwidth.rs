@@ -2,6 +2,7 @@
 //! ingress as a root tbf on it, egress through an IFB (`bwp` + hash) fed by a
 //! mirred redirect from its ingress qdisc — all over netlink, no `tc`.
 
+use crate::cni::error::Context;
 use crate::cni::result::{Interface, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -261,8 +262,7 @@ impl Plugin for Bandwidth {
             spec.mtu = Some(host.mtu);
             // tbf has its own limit; htb leaf classes queue up to txqueuelen.
             spec.txqlen = Some(if scope == Scope::All { 0 } else { 1000 });
-            sock.create_link(&spec)
-                .map_err(|e| Error::internal(format!("adding link: {e}")))?;
+            sock.create_link(&spec).context("adding link")?;
             let ifb = sock.link_by_name(&name)?;
             let setup = (|| -> CniResult<()> {
                 sock.set_link(

@@ -2,6 +2,7 @@
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
 use crate::cni::delegate::Delegate;
+use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -299,9 +300,9 @@ impl Plugin for Bridge {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         let mut host = Socket::open()?;
-        let bridge = host.link_by_name(&conf.bridge).map_err(|e| {
-            Error::internal(format!("failed to find bridge {:?}: {e}", conf.bridge))
-        })?;
+        let bridge = host
+            .link_by_name(&conf.bridge)
+            .with_context(|| format!("failed to find bridge {:?}", conf.bridge))?;
         if bridge.kind != "bridge" {
             return Err(Error::internal(format!(
                 "{:?} is not a bridge",
@@ -362,14 +363,11 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
             if let Err(e) = sock.create_link(&spec)
                 && !e.is(libc::EEXIST)
             {
-                return Err(Error::internal(format!(
-                    "could not add {:?}: {e}",
-                    conf.bridge
-                )));
+                return Err(e).with_context(|| format!("could not add {:?}", conf.bridge));
             }
             let link = sock
                 .link_by_name(&conf.bridge)
-                .map_err(|e| Error::internal(format!("could not add {:?}: {e}", conf.bridge)))?;
+                .with_context(|| format!("could not add {:?}", conf.bridge))?;
             iface::set_conf("ipv6", &conf.bridge, "accept_ra", "0");
             link
         }
@@ -392,20 +390,15 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
 /// Enslaves the host end and sets its bridge-port options and VLANs.
 fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> CniResult<()> {
     sock.set_link(host.index, Change::Master(Some(bridge.index)))
-        .map_err(|e| {
-            Error::internal(format!(
-                "failed to connect {:?} to bridge {}: {e}",
+        .with_context(|| {
+            format!(
+                "failed to connect {:?} to bridge {}",
                 host.name, bridge.name
-            ))
+            )
         })?;
     if conf.hairpin || conf.port_isolation {
         sock.set_bridge_port(host.index, conf.hairpin, conf.port_isolation)
-            .map_err(|e| {
-                Error::internal(format!(
-                    "failed to setup hairpin mode for {}: {e}",
-                    host.name
-                ))
-            })?;
+            .with_context(|| format!("failed to setup hairpin mode for {}", host.name))?;
     }
     if conf.vlan != 0 || !conf.trunk.is_empty() {
         if !conf.preserve_default_vlan {
@@ -484,10 +477,7 @@ fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> C
     match sock.add_address(bridge.index, gw, 0) {
         Ok(()) => Ok(true),
         Err(e) if e.is(libc::EEXIST) => Ok(false),
-        Err(e) => Err(Error::internal(format!(
-            "could not add IP address to {:?}: {e}",
-            bridge.name
-        ))),
+        Err(e) => Err(e).with_context(|| format!("could not add IP address to {:?}", bridge.name)),
     }
 }
 

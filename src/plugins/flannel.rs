@@ -4,9 +4,10 @@
 
 use crate::cni::config::absolute_path;
 use crate::cni::delegate::Delegate;
+use crate::cni::error::Context;
 use crate::cni::json::map_field;
 use crate::cni::result::{NetResult, go_escape};
-use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -38,12 +39,12 @@ pub struct SubnetEnv {
     pub ipmasq: bool,
 }
 
-fn parse_nets(value: &str, key: &str) -> Result<Vec<IpNet>, String> {
+fn parse_nets(value: &str, key: &str) -> CniResult<Vec<IpNet>> {
     let mut out: Vec<IpNet> = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let net: IpNet = item
             .parse()
-            .map_err(|_| format!("invalid {key} {item:?}"))?;
+            .map_err(|e| Error::internal(format!("invalid {key} {item:?}")).with_source(e))?;
         let net = net.trunc();
         if !out.contains(&net) {
             out.push(net);
@@ -52,8 +53,9 @@ fn parse_nets(value: &str, key: &str) -> Result<Vec<IpNet>, String> {
     Ok(out)
 }
 
-/// Parses subnet.env: `KEY=VALUE` lines split on the first `=`.
-pub fn parse_subnet_env(text: &str, source: &str) -> Result<SubnetEnv, String> {
+/// Parses subnet.env: `KEY=VALUE` lines split on the first `=`. A bad file is
+/// a plain error (999), as the reference's.
+pub fn parse_subnet_env(text: &str, source: &str) -> CniResult<SubnetEnv> {
     let mut env = SubnetEnv {
         networks: Vec::new(),
         subnet: None,
@@ -74,9 +76,9 @@ pub fn parse_subnet_env(text: &str, source: &str) -> Result<SubnetEnv, String> {
             "FLANNEL_IPV6_NETWORK" => env.ipv6_networks = parse_nets(value, key)?,
             "FLANNEL_IPV6_SUBNET" => env.ipv6_subnet = parse_nets(value, key)?.into_iter().next(),
             "FLANNEL_MTU" => {
-                env.mtu = value
-                    .parse()
-                    .map_err(|_| format!("invalid FLANNEL_MTU {value:?}"))?;
+                env.mtu = value.parse().map_err(|e| {
+                    Error::internal(format!("invalid FLANNEL_MTU {value:?}")).with_source(e)
+                })?;
                 have_mtu = true;
             }
             "FLANNEL_IPMASQ" => {
@@ -100,7 +102,10 @@ pub fn parse_subnet_env(text: &str, source: &str) -> Result<SubnetEnv, String> {
         missing.push("FLANNEL_IPMASQ");
     }
     if !missing.is_empty() {
-        return Err(format!("{source} is missing {}", missing.join(", ")));
+        return Err(Error::internal(format!(
+            "{source} is missing {}",
+            missing.join(", ")
+        )));
     }
     Ok(env)
 }
@@ -176,8 +181,7 @@ pub fn delegate_config(
 
 /// Writes the delegate config (sorted keys) before delegating: DEL needs it.
 fn save(dir: &Path, container_id: &str, bytes: &[u8]) -> CniResult<()> {
-    crate::files::write_private_atomic(&dir.join(container_id), bytes)
-        .map_err(|e| Error::internal(e.to_string()))
+    crate::files::write_private_atomic(&dir.join(container_id), bytes).map_err(Error::from)
 }
 
 impl Plugin for Flannel {
@@ -186,14 +190,21 @@ impl Plugin for Flannel {
         let _ = k.delegate;
         let subnet_file = absolute_path(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
         let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
-        let text = crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE).map_err(|e| {
-            Error::internal(format!(
-                "failed to load flannel 'subnet.env' file {}: {e}. Check the flannel pod log for details",
-                subnet_file.display()
-            ))
-        })?;
-        let env =
-            parse_subnet_env(&text, &subnet_file.display().to_string()).map_err(Error::internal)?;
+        let text = crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE)
+            .map_err(|e| {
+                let mut err = Error::caused_by(
+                    Code::Internal,
+                    format_args!(
+                        "failed to load flannel 'subnet.env' file {}",
+                        subnet_file.display()
+                    ),
+                    e,
+                );
+                // The hint follows the cause, as in the reference.
+                err.msg.push_str(". Check the flannel pod log for details");
+                err
+            })?;
+        let env = parse_subnet_env(&text, &subnet_file.display().to_string())?;
         let delegate = delegate_config(&inv.conf.raw, &env)?;
         let plugin_type = delegate
             .get("type")
@@ -216,15 +227,14 @@ impl Plugin for Flannel {
         let bytes = match crate::files::read_limited(&path, crate::files::MAX_FILE) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => {
-                return Err(Error::internal(format!(
-                    "failed to read {}: {e}",
-                    path.display()
-                )));
-            }
+            Err(e) => return Err(e).with_context(|| format!("failed to read {}", path.display())),
         };
         let saved = crate::cni::json::from_slice::<Map<String, Value>>(&bytes).map_err(|e| {
-            Error::decode(format!("failed to parse netconf {}: {e}", path.display()))
+            Error::caused_by(
+                Code::Decode,
+                format_args!("failed to parse netconf {}", path.display()),
+                e,
+            )
         })?;
         let plugin_type = map_field(&saved, "type")
             .and_then(Value::as_str)
@@ -233,7 +243,7 @@ impl Plugin for Flannel {
         Delegate::new(&plugin_type, &inv.env, &bytes)?
             .in_process(inv.plugins)
             .del()?;
-        let _ = std::fs::remove_file(&path);
+        let _ = fs_err::remove_file(&path);
         Ok(())
     }
 
@@ -261,9 +271,9 @@ mod tests {
         assert!(env.ipmasq);
         let e = parse_subnet_env("FLANNEL_SUBNET=10.1.17.1/24\n", "s").expect_err("missing");
         assert!(
-            e.contains("FLANNEL_MTU")
-                && e.contains("FLANNEL_IPMASQ")
-                && e.contains("FLANNEL_NETWORK"),
+            e.msg.contains("FLANNEL_MTU")
+                && e.msg.contains("FLANNEL_IPMASQ")
+                && e.msg.contains("FLANNEL_NETWORK"),
             "{e}"
         );
         assert!(!parse_subnet_env("FLANNEL_NETWORK=10.1.0.0/16\nFLANNEL_SUBNET=10.1.17.1/24\nFLANNEL_MTU=1472\nFLANNEL_IPMASQ=yes\n", "s").expect("valid").ipmasq);

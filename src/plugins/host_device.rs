@@ -1,6 +1,7 @@
 //! host-device: moves an existing host device into the container as CNI_IFNAME,
 //! remembering its name in the interface alias, and moves it back on DEL.
 
+use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -89,7 +90,7 @@ fn pci_dir(id: &str) -> CniResult<PathBuf> {
 /// The device name under `<dir>/net`, or under `<dir>/virtio*/net` (virtio devices).
 fn sysfs_net_name(dir: &Path) -> CniResult<String> {
     let first = |net: PathBuf| -> Option<String> {
-        let mut names: Vec<String> = std::fs::read_dir(net)
+        let mut names: Vec<String> = fs_err::read_dir(net)
             .ok()?
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
             .collect();
@@ -99,7 +100,7 @@ fn sysfs_net_name(dir: &Path) -> CniResult<String> {
     if let Some(name) = first(dir.join("net")) {
         return Ok(name);
     }
-    if let Ok(entries) = std::fs::read_dir(dir) {
+    if let Ok(entries) = fs_err::read_dir(dir) {
         for e in entries.flatten() {
             if e.file_name().to_string_lossy().starts_with("virtio")
                 && let Some(name) = first(e.path().join("net"))
@@ -115,19 +116,21 @@ fn sysfs_net_name(dir: &Path) -> CniResult<String> {
 }
 
 fn find_device(sock: &mut Socket, sel: &Selector) -> CniResult<Link> {
-    let found = match sel {
-        Selector::Name(name) => sock.link_by_name(name).map_err(|e| e.to_string()),
+    const WHAT: &str = "failed to find host device";
+    match sel {
+        Selector::Name(name) => sock.link_by_name(name).context(WHAT),
         Selector::Mac(mac) => sock
             .links()?
             .into_iter()
             .find(|l| l.mac == mac.as_slice())
-            .ok_or_else(|| "no device with that hardware address".to_string()),
+            .ok_or_else(|| {
+                Error::internal("failed to find host device: no device with that hardware address")
+            }),
         Selector::SysfsNet(dir) => {
             let name = sysfs_net_name(dir)?;
-            sock.link_by_name(&name).map_err(|e| e.to_string())
+            sock.link_by_name(&name).context(WHAT)
         }
-    };
-    found.map_err(|e| Error::internal(format!("failed to find host device: {e}")))
+    }
 }
 
 impl Plugin for HostDevice {
@@ -195,10 +198,8 @@ fn move_in(host: &mut Socket, device: &Link, ns: &NetNs, ifname: &str) -> CniRes
         .and_then(|_| host.set_link(index, Change::Netns(ns.fd())))
     {
         undo_host(host);
-        return Err(Error::internal(format!(
-            "failed to move {:?} to the container: {e}",
-            device.name
-        )));
+        return Err(e)
+            .with_context(|| format!("failed to move {:?} to the container", device.name));
     }
     let host_fd = NetNs::current()?;
     let moved = ns.run(|| -> CniResult<Link> {
@@ -206,10 +207,8 @@ fn move_in(host: &mut Socket, device: &Link, ns: &NetNs, ifname: &str) -> CniRes
         let link = sock.link_by_name(&tmp)?;
         if let Err(e) = sock.set_link(link.index, Change::Name(ifname)) {
             let _ = sock.set_link(link.index, Change::Netns(host_fd.fd()));
-            return Err(Error::internal(format!(
-                "failed to rename {:?} to {ifname:?}: {e}",
-                device.name
-            )));
+            return Err(e)
+                .with_context(|| format!("failed to rename {:?} to {ifname:?}", device.name));
         }
         Ok(sock.link_by_index(link.index)?)
     })?;
@@ -250,7 +249,7 @@ fn move_out(ns: &NetNs, ifname: &str) -> CniResult<()> {
     let mut host = Socket::open()?;
     let link = host.link_by_name(&tmp)?;
     host.set_link(link.index, Change::Name(&original))
-        .map_err(|e| Error::internal(format!("failed to restore name {original:?}: {e}")))?;
+        .with_context(|| format!("failed to restore name {original:?}"))?;
     host.set_link(link.index, Change::Alias(""))?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! host-local IPAM: addresses from configured ranges, one per range set, with the
 //! reservations on disk in the reference's format (see ipam::store).
 
+use crate::cni::error::Context;
 use crate::cni::result::{IpConfig, Route};
 use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
 use crate::ipam::allocator::allocate;
@@ -44,9 +45,9 @@ impl Plugin for HostLocal {
                 }),
                 Err(e) => {
                     release(&store, &result);
-                    return Err(Error::internal(format!(
-                        "failed to allocate for range {idx}: {e}"
-                    )));
+                    return Err(
+                        Error::from(e).context(format!("failed to allocate for range {idx}"))
+                    );
                 }
             }
         }
@@ -109,12 +110,9 @@ impl Plugin for HostLocal {
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Settings::load(inv)?;
-        conf.open_store().map(drop).map_err(|e| {
-            Error::new(
-                Code::NotAvailable,
-                format!("host-local store is not usable: {}", e.msg),
-            )
-        })
+        conf.open_store()
+            .map(drop)
+            .map_err(|e| Error::caused_by(Code::NotAvailable, "host-local store is not usable", e))
     }
 }
 
@@ -185,7 +183,7 @@ impl Settings {
             .enumerate()
             .map(|(i, s)| {
                 RangeSet::canonicalize(s)
-                    .map_err(|e| Error::invalid_config(format!("invalid range set {i}: {e}")))
+                    .map_err(|e| Error::from(e).context(format!("invalid range set {i}")))
             })
             .collect::<CniResult<Vec<_>>>()?;
         // Each set yields one address, so the sets' families are the addresses'.
@@ -248,7 +246,7 @@ fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
 /// resolv.conf → result DNS: nameserver, domain, search, options; `#`/`;` comments.
 fn parse_resolv_conf(path: &str) -> CniResult<crate::cni::result::Dns> {
     let text = crate::files::read_string_limited(path, crate::files::MAX_FILE)
-        .map_err(|e| Error::internal(format!("failed to read resolvConf {path}: {e}")))?;
+        .with_context(|| format!("failed to read resolvConf {path}"))?;
     let mut dns = crate::cni::result::Dns::default();
     for line in text.lines().map(str::trim) {
         if line.is_empty() || line.starts_with(['#', ';']) {

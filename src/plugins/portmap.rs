@@ -3,6 +3,7 @@
 //! Its output is prevResult, unchanged.
 
 use crate::cni::capabilities::PortMapping;
+use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
@@ -332,11 +333,8 @@ fn enable_route_localnet(ip: IpAddr) -> CniResult<()> {
     let link = sock.link_by_index(oif)?;
     if link.ipv4_conf(IPV4_DEVCONF_ROUTE_LOCALNET) != Some(1) {
         sock.set_link(oif, Change::Ipv4Conf(IPV4_DEVCONF_ROUTE_LOCALNET, 1))
-            .map_err(|e| {
-                Error::internal(format!(
-                    "failed to set net.ipv4.conf.{}.route_localnet=1: {e}",
-                    link.name
-                ))
+            .with_context(|| {
+                format!("failed to set net.ipv4.conf.{}.route_localnet=1", link.name)
             })?;
     }
     Ok(())

@@ -3,6 +3,7 @@
 //! container through a /32 (/128) route.
 
 use crate::cni::delegate::Delegate;
+use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -40,11 +41,6 @@ impl Conf {
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
         })
     }
-}
-
-fn host_prefix(ip: std::net::IpAddr) -> CniResult<IpNet> {
-    let bits = if ip.is_ipv4() { 32 } else { 128 };
-    IpNet::new(ip, bits).map_err(|e| Error::internal(e.to_string()))
 }
 
 impl Plugin for Ptp {
@@ -87,13 +83,11 @@ impl Plugin for Ptp {
                     Ok(()) => {}
                     Err(e) if e.is_not_found() => {}
                     Err(e) => {
-                        return Err(Error::internal(format!(
-                            "failed to delete route {}: {e}",
-                            connected.dst
-                        )));
+                        return Err(e)
+                            .with_context(|| format!("failed to delete route {}", connected.dst));
                     }
                 }
-                let mut to_gw = Route::new(host_prefix(gw)?);
+                let mut to_gw = Route::new(IpNet::from(gw));
                 to_gw.oif = Some(link.index);
                 to_gw.scope = RT_SCOPE_LINK;
                 to_gw.src = Some(ip.address.addr());
@@ -109,17 +103,16 @@ impl Plugin for Ptp {
 
         for ip in &result.ips {
             let Some(gw) = ip.gateway else { continue };
-            match host.add_address(veth.host.index, host_prefix(gw)?, 0) {
+            match host.add_address(veth.host.index, IpNet::from(gw), 0) {
                 Ok(()) => {}
                 Err(e) if e.is(libc::EEXIST) => {}
                 Err(e) => {
-                    return Err(Error::internal(format!(
-                        "failed to add gateway address {gw} to {}: {e}",
-                        veth.host.name
-                    )));
+                    return Err(e).with_context(|| {
+                        format!("failed to add gateway address {gw} to {}", veth.host.name)
+                    });
                 }
             }
-            let mut to_container = Route::new(host_prefix(ip.address.addr())?);
+            let mut to_container = Route::new(IpNet::from(ip.address.addr()));
             to_container.oif = Some(veth.host.index);
             to_container.scope = RT_SCOPE_HOST;
             add_tolerating_exists(&mut host, &to_container)?;
@@ -173,9 +166,6 @@ fn add_tolerating_exists(sock: &mut Socket, route: &Route) -> CniResult<()> {
     match sock.add_route(route) {
         Ok(()) => Ok(()),
         Err(e) if e.is(libc::EEXIST) => Ok(()),
-        Err(e) => Err(Error::internal(format!(
-            "failed to add route {}: {e}",
-            route.dst
-        ))),
+        Err(e) => Err(e).with_context(|| format!("failed to add route {}", route.dst)),
     }
 }

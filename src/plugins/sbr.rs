@@ -2,6 +2,7 @@
 //! its addresses leave by that interface: a `from <ip>` rule per address into
 //! its own table holding the interface's routes. Its output is prevResult.
 
+use crate::cni::error::Context;
 use crate::cni::result::{IpConfig, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -72,7 +73,7 @@ fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()
     match sock.add_rule(&rule) {
         Ok(()) => Ok(()),
         Err(e) if e.is(libc::EEXIST) => Ok(()),
-        Err(e) => Err(Error::internal(format!("failed to add rule for {ip}: {e}"))),
+        Err(e) => Err(e).with_context(|| format!("failed to add rule for {ip}")),
     }
 }
 
@@ -108,9 +109,7 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
                 Ok(()) => {}
                 Err(e) if e.is(libc::EEXIST) => {}
                 Err(e) => {
-                    return Err(Error::internal(format!(
-                        "failed to add default route to {gw}: {e}"
-                    )));
+                    return Err(e).with_context(|| format!("failed to add default route to {gw}"));
                 }
             }
         }
@@ -123,12 +122,8 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
             }
             let mut copy = r.clone();
             copy.table = table;
-            sock.replace_route(&copy).map_err(|e| {
-                Error::internal(format!(
-                    "failed to copy route {} to table {table}: {e}",
-                    r.dst
-                ))
-            })?;
+            sock.replace_route(&copy)
+                .with_context(|| format!("failed to copy route {} to table {table}", r.dst))?;
         }
     }
     // Deleted only now: several addresses of one subnet share these routes.
@@ -137,10 +132,7 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
             Ok(()) => {}
             Err(e) if e.is_not_found() => {}
             Err(e) => {
-                return Err(Error::internal(format!(
-                    "failed to delete route {}: {e}",
-                    r.dst
-                )));
+                return Err(e).with_context(|| format!("failed to delete route {}", r.dst));
             }
         }
     }
@@ -150,7 +142,7 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
 /// Holds an flock on the netns file while sbr works (as the reference).
 fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
     crate::lockfile::lock_existing(std::path::Path::new(path), crate::lockfile::DEADLINE)
-        .map_err(|e| Error::internal(e.to_string()))
+        .map_err(Error::from)
 }
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {

@@ -2,10 +2,11 @@
 //! overrides), returned as they are. No state, so DEL has nothing to undo.
 
 use crate::cni::result::{Dns, IpConfig, Route};
-use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
+use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
 use crate::ipam::check_addresses_per_family;
 use ipnet::IpNet;
 use serde::Deserialize;
+use std::fmt;
 use std::net::IpAddr;
 
 pub struct Static;
@@ -114,8 +115,9 @@ impl Settings {
         let mut addresses = Vec::new();
         for (i, a) in ipam.addresses.unwrap_or_default().into_iter().enumerate() {
             let text = a.address.unwrap_or_default();
-            let address = parse_cidr(&text)
-                .map_err(|e| Error::invalid_config(format!("invalid address {i}: {e}")))?;
+            let address = parse_cidr(&text).map_err(|e| {
+                Error::caused_by(Code::InvalidConfig, format_args!("invalid address {i}"), e)
+            })?;
             addresses.push(Address {
                 address,
                 gateway: a.gateway,
@@ -123,7 +125,8 @@ impl Settings {
         }
         if let Some(ips) = inv.cni_args.get("IP") {
             for item in ips.split(',').map(str::trim) {
-                let address = parse_cidr(item).map_err(Error::invalid_env)?;
+                let address = parse_cidr(item)
+                    .map_err(|e| Error::invalid_env(e.to_string()).with_source(e))?;
                 addresses.push(Address {
                     address,
                     gateway: None,
@@ -158,10 +161,11 @@ impl Settings {
                             address,
                             gateway: None,
                         })
-                        .map_err(|_| {
+                        .map_err(|e| {
                             Error::invalid_config(format!(
                                 "an entry in the 'ips' field of {section} is NOT in CIDR notation, got {s:?}"
                             ))
+                            .with_source(e)
                         })
                 })
                 .collect::<CniResult<_>>()?;
@@ -188,14 +192,38 @@ impl Settings {
     }
 }
 
+/// A text that is not `ip/prefix`; the parser's complaint is the source.
+#[derive(Debug)]
+struct InvalidCidr {
+    text: String,
+    cause: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl fmt::Display for InvalidCidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid CIDR {:?}", self.text)
+    }
+}
+
+impl std::error::Error for InvalidCidr {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.cause.as_ref())
+    }
+}
+
 /// `ip/prefix`, keeping the host bits; an IPv4-mapped IPv6 form counts as IPv4.
-fn parse_cidr(s: &str) -> Result<IpNet, String> {
-    let net: IpNet = s.parse().map_err(|_| format!("invalid CIDR {s:?}"))?;
+fn parse_cidr(s: &str) -> Result<IpNet, InvalidCidr> {
+    let invalid = |cause: Box<dyn std::error::Error + Send + Sync>| InvalidCidr {
+        text: s.to_string(),
+        cause,
+    };
+    let net: IpNet = s
+        .parse()
+        .map_err(|e: ipnet::AddrParseError| invalid(e.into()))?;
     Ok(match net {
         IpNet::V6(v6) => match (v6.addr().to_ipv4_mapped(), v6.prefix_len()) {
-            (Some(v4), len) if len >= 96 => {
-                IpNet::new(IpAddr::V4(v4), len - 96).map_err(|_| format!("invalid CIDR {s:?}"))?
-            }
+            (Some(v4), len) if len >= 96 => IpNet::new(IpAddr::V4(v4), len - 96)
+                .map_err(|e: ipnet::PrefixLenError| invalid(e.into()))?,
             _ => net,
         },
         IpNet::V4(_) => net,
@@ -209,14 +237,19 @@ mod tests {
     #[test]
     fn cidr_forms() {
         assert_eq!(
-            parse_cidr("10.1.2.3/24").map(|n| n.to_string()),
-            Ok("10.1.2.3/24".into())
+            parse_cidr("10.1.2.3/24").ok().map(|n| n.to_string()),
+            Some("10.1.2.3/24".into())
         );
         assert_eq!(
-            parse_cidr("::ffff:10.1.2.3/120").map(|n| n.to_string()),
-            Ok("10.1.2.3/24".into())
+            parse_cidr("::ffff:10.1.2.3/120")
+                .ok()
+                .map(|n| n.to_string()),
+            Some("10.1.2.3/24".into())
         );
-        assert!(parse_cidr("10.1.2.3").is_err());
+        assert_eq!(
+            parse_cidr("10.1.2.3").map_err(|e| e.to_string()).err(),
+            Some(r#"invalid CIDR "10.1.2.3""#.into())
+        );
         assert!(parse_cidr("").is_err());
         assert!(parse_cidr("10.1.2.3/33").is_err());
     }

@@ -1,6 +1,7 @@
 //! tap: a persistent tap device in the container (for VMs in pods), created with
 //! /dev/net/tun ioctls inside the container namespace; never `ip tuntap`.
 
+use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -59,7 +60,7 @@ impl Plugin for Tap {
                     "container interface name provided ({ifname}) already exists"
                 )));
             }
-            create_tap(&spec).map_err(|e| Error::internal(format!("failed to create tap: {e}")))?;
+            create_tap(&spec).context("failed to create tap")?;
             let link = sock.link_by_name(&tmp)?;
             let configured = (|| -> CniResult<()> {
                 if let Some(mtu) = mtu {
@@ -70,9 +71,9 @@ impl Plugin for Tap {
                 }
                 sock.set_link(link.index, Change::Name(ifname))?;
                 if !bridge.is_empty() {
-                    let br = sock.link_by_name(&bridge).map_err(|e| {
-                        Error::internal(format!("failed to find bridge {bridge:?}: {e}"))
-                    })?;
+                    let br = sock
+                        .link_by_name(&bridge)
+                        .with_context(|| format!("failed to find bridge {bridge:?}"))?;
                     sock.set_link(link.index, Change::Master(Some(br.index)))?;
                 }
                 iface::set_arp_notify(&mut sock, link.index);

@@ -2,6 +2,7 @@
 //! use with the first free table), keeping its IPv6 addresses and routes.
 //! Its output is prevResult.
 
+use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -29,8 +30,9 @@ fn load(inv: &Invocation) -> CniResult<Keys> {
             "configuration is expected to have a valid vrf name",
         ));
     }
+    // The cause's message only, as before: its details (the length limit) stay out.
     crate::cni::env::validate_ifname(&k.vrfname)
-        .map_err(|e| Error::invalid_config(format!("invalid vrfname: {}", e.msg)))?;
+        .map_err(|e| Error::invalid_config(format!("invalid vrfname: {}", e.msg)).with_source(e))?;
     Ok(k)
 }
 
@@ -64,7 +66,7 @@ fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Li
             .ok_or_else(|| Error::internal("no free table for the VRF"))?,
     };
     sock.create_link(&NewLink::new(name, Kind::Vrf { table }))
-        .map_err(|e| Error::internal(format!("could not add VRF {name}: {e}")))?;
+        .with_context(|| format!("could not add VRF {name}"))?;
     let vrf = sock.link_by_name(name)?;
     sock.set_link(vrf.index, Change::Up(true))?;
     Ok(vrf)
@@ -109,9 +111,8 @@ fn enslave(sock: &mut Socket, ifname: &str, vrf: &Link) -> CniResult<()> {
     for r in routes.iter().filter(|r| r.scope == RT_SCOPE_UNIVERSE) {
         let mut copy = r.clone();
         copy.table = table;
-        sock.replace_route(&copy).map_err(|e| {
-            Error::internal(format!("failed to move route {} to the VRF: {e}", r.dst))
-        })?;
+        sock.replace_route(&copy)
+            .with_context(|| format!("failed to move route {} to the VRF", r.dst))?;
     }
     Ok(())
 }

@@ -4,8 +4,9 @@
 
 pub mod pattern;
 
+use crate::cni::error::Context;
 use crate::cni::result::NetResult;
-use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::link::{Change, Link, parse_mac};
 use crate::netlink::{Socket, sysctl};
@@ -174,12 +175,14 @@ fn read_allowlist() -> CniResult<Option<Vec<Pattern>>> {
     let text = match crate::files::read_string_limited(ALLOWLIST, crate::files::MAX_FILE) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::internal(format!("failed to read {ALLOWLIST}: {e}"))),
+        Err(e) => return Err(e).with_context(|| format!("failed to read {ALLOWLIST}")),
     };
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| Pattern::compile(l).map_err(Error::invalid_config))
+        .map(|l| {
+            Pattern::compile(l).map_err(|e| Error::invalid_config(e.to_string()).with_source(e))
+        })
         .collect::<CniResult<Vec<_>>>()
         .map(Some)
 }
@@ -203,8 +206,7 @@ impl Plugin for Tuning {
         let ifname = inv.env.ifname.as_str();
         let original = ns.run(|| -> CniResult<Link> {
             for (key, path, value) in &conf.sysctls {
-                sysctl::set(path, value)
-                    .map_err(|e| Error::internal(format!("sysctl {key}: {e}")))?;
+                sysctl::set(path, value).with_context(|| format!("sysctl {key}"))?;
             }
             Ok(Socket::open()?.link_by_name(ifname)?)
         })??;
@@ -237,7 +239,7 @@ impl Plugin for Tuning {
             let ifname = inv.env.ifname.clone();
             let _ = ns.run(move || restore(&ifname, &backup));
         }
-        let _ = std::fs::remove_file(&path);
+        let _ = fs_err::remove_file(&path);
         Ok(())
     }
 
@@ -306,33 +308,32 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
     let mut ser = serde_json::Serializer::with_formatter(&mut text, formatter);
     backup
         .serialize(&mut ser)
-        .map_err(|e| Error::internal(format!("failed to encode backup: {e}")))?;
-    crate::files::write_private_atomic(&path, &text).map_err(|e| Error::internal(e.to_string()))
+        .map_err(|e| Error::caused_by(Code::Internal, "failed to encode backup", e))?;
+    crate::files::write_private_atomic(&path, &text).map_err(Error::from)
 }
 
 fn apply(conf: &Conf, link: &Link) -> CniResult<()> {
     let mut sock = Socket::open()?;
     let i = link.index;
-    let ctx = |what: &'static str| {
-        move |e: crate::netlink::Error| Error::internal(format!("failed to set {what}: {e}"))
-    };
     if let Some(mac) = conf.mac {
-        sock.set_link(i, Change::Mac(mac)).map_err(ctx("MAC"))?;
+        sock.set_link(i, Change::Mac(mac))
+            .context("failed to set MAC")?;
     }
     if conf.promisc {
         sock.set_link(i, Change::Promisc(true))
-            .map_err(ctx("promiscuous mode"))?;
+            .context("failed to set promiscuous mode")?;
     }
     if let Some(mtu) = conf.mtu {
-        sock.set_link(i, Change::Mtu(mtu)).map_err(ctx("MTU"))?;
+        sock.set_link(i, Change::Mtu(mtu))
+            .context("failed to set MTU")?;
     }
     if let Some(on) = conf.allmulti {
         sock.set_link(i, Change::AllMulti(on))
-            .map_err(ctx("allmulticast mode"))?;
+            .context("failed to set allmulticast mode")?;
     }
     if let Some(q) = conf.tx_qlen {
         sock.set_link(i, Change::TxQueueLen(q))
-            .map_err(ctx("transmit queue length"))?;
+            .context("failed to set transmit queue length")?;
     }
     Ok(())
 }

@@ -3,6 +3,30 @@
 //! Go's `MatchString` semantics (a match anywhere unless anchored). Enough for
 //! allowlists like `^net\.ipv4\.conf\.IFNAME\.[a-z_]+$`; anything else is refused.
 
+use std::fmt;
+
+/// Why a pattern was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatternError {
+    TrailingBackslash,
+    UnclosedClass { pattern: String },
+    Unsupported { found: char, pattern: String },
+}
+
+impl fmt::Display for PatternError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PatternError::TrailingBackslash => f.write_str("trailing backslash"),
+            PatternError::UnclosedClass { pattern } => write!(f, "unclosed class in {pattern:?}"),
+            PatternError::Unsupported { found, pattern } => {
+                write!(f, "unsupported {found:?} in allowlist pattern {pattern:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PatternError {}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Atom {
     Any,
@@ -42,7 +66,7 @@ pub struct Pattern {
 }
 
 impl Pattern {
-    pub fn compile(re: &str) -> Result<Pattern, String> {
+    pub fn compile(re: &str) -> Result<Pattern, PatternError> {
         let mut chars: Vec<char> = re.chars().collect();
         let start_anchored = chars.first() == Some(&'^');
         if start_anchored {
@@ -60,7 +84,7 @@ impl Pattern {
                 '.' => Atom::Any,
                 '\\' => {
                     i += 1;
-                    Atom::Char(*chars.get(i).ok_or("trailing backslash")?)
+                    Atom::Char(*chars.get(i).ok_or(PatternError::TrailingBackslash)?)
                 }
                 '[' => {
                     i += 1;
@@ -82,7 +106,9 @@ impl Pattern {
                         }
                     }
                     if chars.get(i) != Some(&']') {
-                        return Err(format!("unclosed class in {re:?}"));
+                        return Err(PatternError::UnclosedClass {
+                            pattern: re.to_string(),
+                        });
                     }
                     Atom::Class {
                         negated,
@@ -90,7 +116,10 @@ impl Pattern {
                     }
                 }
                 c @ ('(' | ')' | '|' | '{' | '}' | '*' | '+' | '?' | '^' | '$') => {
-                    return Err(format!("unsupported {c:?} in allowlist pattern {re:?}"));
+                    return Err(PatternError::Unsupported {
+                        found: c,
+                        pattern: re.to_string(),
+                    });
                 }
                 c => Atom::Char(c),
             };
@@ -196,8 +225,13 @@ mod tests {
         assert!(m(r"somaxconn", "net.core.somaxconn"));
         assert!(m(r"^net\.ipv6\..*$", "net.ipv6.conf.all.forwarding"));
         assert!(m(r"^a[^b]?c$", "ac") && m(r"^a[^b]?c$", "axc") && !m(r"^a[^b]?c$", "abc"));
-        assert!(Pattern::compile("(a|b)").is_err());
-        assert!(Pattern::compile("[ab").is_err());
+        let refused = |re: &str| Pattern::compile(re).map(drop).map_err(|e| e.to_string());
+        assert_eq!(
+            refused("(a|b)"),
+            Err(r#"unsupported '(' in allowlist pattern "(a|b)""#.into())
+        );
+        assert_eq!(refused("[ab"), Err(r#"unclosed class in "[ab""#.into()));
+        assert_eq!(refused(r"a\"), Err("trailing backslash".into()));
     }
 
     /// Regression (fuzz target allowlist, a slow unit): stacked repeats over a
