@@ -2,7 +2,7 @@
 //! files first, then single-plugin `.conf`/`.json` files wrapped into lists.
 
 use crate::cni::version;
-use crate::cni::{CniResult, Error};
+use crate::cni::{CniResult, Code, Error};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -28,6 +28,11 @@ pub struct NetworkList {
 
 fn err(source: &Path, msg: impl std::fmt::Display) -> Error {
     Error::invalid_config(format!("{}: {msg}", source.display()))
+}
+
+/// As `err`, keeping the cause as the error's source.
+fn err_from(source: &Path, cause: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::caused_by(Code::InvalidConfig, source.display(), cause)
 }
 
 /// `true`/`false` or the strings "true"/"false" in any case, as libcni accepts.
@@ -88,14 +93,15 @@ fn resolve_version(obj: &Map<String, Value>, source: &Path) -> CniResult<String>
     }
     let mut best: Option<String> = None;
     for c in candidates {
-        let newest = version::compare(&c, version::CURRENT).map_err(|e| err(source, e))?;
+        let newest = version::compare(&c, version::CURRENT).map_err(|e| err_from(source, e))?;
         if newest == std::cmp::Ordering::Greater {
             continue;
         }
         let better = match &best {
             None => true,
             Some(b) => {
-                version::compare(&c, b).map_err(|e| err(source, e))? == std::cmp::Ordering::Greater
+                version::compare(&c, b).map_err(|e| err_from(source, e))?
+                    == std::cmp::Ordering::Greater
             }
         };
         if better {
@@ -189,7 +195,7 @@ fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err(dir, e)),
+        Err(e) => return Err(err_from(dir, e)),
     };
     let mut files: Vec<PathBuf> = entries
         .flatten()
@@ -206,7 +212,7 @@ fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
 }
 
 fn read(path: &Path) -> CniResult<Vec<u8>> {
-    crate::files::read_limited(path, crate::files::MAX_FILE).map_err(|e| err(path, e))
+    crate::files::read_limited(path, crate::files::MAX_FILE).map_err(|e| err_from(path, e))
 }
 
 /// Every network of the directory, in libcni's lookup order (lists first).
