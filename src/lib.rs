@@ -4,6 +4,8 @@ pub mod alloc;
 pub mod boundary;
 pub mod cni;
 pub mod cnitool;
+pub mod daemons;
+pub mod dhcp;
 pub mod digest;
 pub mod files;
 pub mod iface;

@@ -1,0 +1,4 @@
+//! Long-running processes started through the binary (`dhcp daemon`): front
+//! ends like cnitool, above the plugins.
+
+pub mod dhcp;
