@@ -21,3 +21,5 @@ pub mod lease;
 pub mod options;
 pub mod protocol;
 pub mod wire;
+
+pub use error::{Error, Result};

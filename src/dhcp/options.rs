@@ -1,1 +1,279 @@
-//! (to be written: see mod.rs)
+//! The plugin's `provide` and `request` lists as option codes and bytes, with
+//! the reference's option names (plugins/ipam/dhcp/options.go).
+
+use super::wire::code;
+use super::{Error, Result};
+use serde::Deserialize;
+
+/// `provide` entry as in the reference config: `{"option": name-or-code, "value": str}`
+/// or `{"option": ..., "fromArg": key}` (the value of that CNI_ARGS key).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Provide {
+    pub option: String,
+    #[serde(default)]
+    pub value: Option<String>,
+    #[serde(default, rename = "fromArg")]
+    pub from_arg: Option<String>,
+}
+
+/// `request` entry: `{"option": name-or-code, "skipDefault": bool}`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RequestOption {
+    pub option: String,
+    #[serde(default, rename = "skipDefault")]
+    pub skip_default: bool,
+}
+
+/// The names the reference accepts (its `optionNameToID`).
+pub const NAMES: [(&str, u8); 6] = [
+    ("dhcp-client-identifier", code::CLIENT_ID),
+    ("subnet-mask", code::SUBNET_MASK),
+    ("routers", code::ROUTER),
+    ("host-name", code::HOST_NAME),
+    ("user-class", code::USER_CLASS),
+    ("vendor-class-identifier", code::VENDOR_CLASS_ID),
+];
+
+/// What the reference requests unless an entry says `skipDefault`: routers, subnet mask.
+pub const DEFAULT_REQUEST: [u8; 2] = [code::ROUTER, code::SUBNET_MASK];
+
+/// Longest value of one provided option (one option instance).
+const MAX_VALUE: usize = 255;
+
+/// The code of a reference option name or of a decimal code. 0 (pad) and 255
+/// (end) are refused: the reference takes them and sends a broken message.
+pub fn code_of(name: &str) -> Result<u8> {
+    if let Some((_, c)) = NAMES.iter().find(|(n, _)| *n == name) {
+        return Ok(*c);
+    }
+    // As Go's ParseUint(name, 10, 8): digits only, no sign.
+    if !name.is_empty()
+        && name.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(c @ 1..=254) = name.parse::<u8>()
+    {
+        return Ok(c);
+    }
+    Err(Error::UnknownOption(name.to_string()))
+}
+
+/// The provided options as (code, bytes), value strings sent as their bytes.
+/// As the reference: a `fromArg` key present in CNI_ARGS wins over `value`, a
+/// later entry for the same code replaces an earlier one, values are at most
+/// 255 bytes. An entry that gives nothing to send (no value, `fromArg` key
+/// absent) is refused rather than silently dropped.
+pub fn provided(list: &[Provide], cni_args: &[(String, String)]) -> Result<Vec<(u8, Vec<u8>)>> {
+    let mut out: Vec<(u8, Vec<u8>)> = Vec::new();
+    for p in list {
+        let c = code_of(&p.option)?;
+        let value = p.value.as_deref().filter(|v| !v.is_empty());
+        if let Some(v) = value
+            && v.len() > MAX_VALUE
+        {
+            return Err(Error::InvalidOption(format!(
+                "value of option {:?} is {} bytes, more than {MAX_VALUE}",
+                p.option,
+                v.len()
+            )));
+        }
+        let from_arg = match p.from_arg.as_deref() {
+            Some(key) => {
+                let found = cni_args.iter().rev().find(|(k, _)| k == key);
+                match (found, value) {
+                    (Some((_, v)), _) if v.len() > MAX_VALUE => {
+                        return Err(Error::InvalidOption(format!(
+                            "value of option {:?} from CNI_ARGS {key:?} is {} bytes, more than \
+                             {MAX_VALUE}",
+                            p.option,
+                            v.len()
+                        )));
+                    }
+                    (Some((_, v)), _) => Some(v.as_str()),
+                    (None, Some(_)) => None,
+                    (None, None) => {
+                        return Err(Error::InvalidOption(format!(
+                            "option {:?} takes its value from CNI_ARGS {key:?}, which is not set",
+                            p.option
+                        )));
+                    }
+                }
+            }
+            None => None,
+        };
+        let Some(v) = from_arg.or(value) else {
+            return Err(Error::InvalidOption(format!(
+                "option {:?} has neither a value nor fromArg",
+                p.option
+            )));
+        };
+        let bytes = v.as_bytes().to_vec();
+        match out.iter_mut().find(|(o, _)| *o == c) {
+            Some(slot) => slot.1 = bytes,
+            None => out.push((c, bytes)),
+        }
+    }
+    Ok(out)
+}
+
+/// The parameter request list (option 55): the listed codes in order, then
+/// routers and subnet mask unless an entry says `skipDefault`; no duplicates.
+/// Entries with an empty option only carry `skipDefault`, as in the reference.
+pub fn requested(list: &[RequestOption]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut add = |c: u8| {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    };
+    for r in list.iter().filter(|r| !r.option.is_empty()) {
+        add(code_of(&r.option)?);
+    }
+    if !list.iter().any(|r| r.skip_default) {
+        DEFAULT_REQUEST.iter().for_each(|c| add(*c));
+    }
+    Ok(out)
+}
+
+/// Option 61 as the reference sends it: type 0 then `<cid>/<net>/<if>` cut to
+/// 254 bytes (so the option is at most 255).
+pub fn client_id(container_id: &str, net_name: &str, ifname: &str) -> Vec<u8> {
+    let text = format!("{container_id}/{net_name}/{ifname}");
+    let bytes = text.as_bytes();
+    let mut id = Vec::with_capacity(bytes.len().min(254) + 1);
+    id.push(0);
+    id.extend_from_slice(&bytes[..bytes.len().min(254)]);
+    id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provide(option: &str, value: Option<&str>, from_arg: Option<&str>) -> Provide {
+        Provide {
+            option: option.into(),
+            value: value.map(String::from),
+            from_arg: from_arg.map(String::from),
+        }
+    }
+
+    fn request(option: &str, skip_default: bool) -> RequestOption {
+        RequestOption {
+            option: option.into(),
+            skip_default,
+        }
+    }
+
+    #[test]
+    fn names_and_decimal_codes() {
+        for (name, c) in [
+            ("dhcp-client-identifier", 61),
+            ("subnet-mask", 1),
+            ("routers", 3),
+            ("host-name", 12),
+            ("user-class", 77),
+            ("vendor-class-identifier", 60),
+            ("121", 121),
+            ("6", 6),
+            ("012", 12),
+            ("254", 254),
+            ("1", 1),
+        ] {
+            assert_eq!(code_of(name).ok(), Some(c), "{name}");
+        }
+        for bad in [
+            "", "0", "255", "256", "+12", "-1", " 12", "12 ", "router", "Routers", "0x0c",
+        ] {
+            assert!(
+                matches!(code_of(bad), Err(Error::UnknownOption(ref n)) if n == bad),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn provided_values_are_bytes_and_from_arg_wins() {
+        let args = vec![
+            ("K8S_POD_NAME".to_string(), "pod-a".to_string()),
+            ("IgnoreUnknown".to_string(), "1".to_string()),
+        ];
+        let list = [
+            provide("host-name", Some("fallback"), Some("K8S_POD_NAME")),
+            provide("60", Some("cni-multi"), None),
+            provide("user-class", Some("x"), Some("ABSENT")),
+        ];
+        let got = provided(&list, &args).expect("provided");
+        assert_eq!(
+            got,
+            vec![
+                (12, b"pod-a".to_vec()),
+                (60, b"cni-multi".to_vec()),
+                (77, b"x".to_vec())
+            ]
+        );
+        // A later entry for the same code replaces the earlier one.
+        let list = [
+            provide("host-name", Some("a"), None),
+            provide("12", Some("b"), None),
+        ];
+        assert_eq!(
+            provided(&list, &[]).expect("provided"),
+            vec![(12, b"b".to_vec())]
+        );
+        // An empty CNI_ARGS value is sent empty, as the reference does.
+        let args = vec![("K".to_string(), String::new())];
+        assert_eq!(
+            provided(&[provide("host-name", None, Some("K"))], &args).expect("empty"),
+            vec![(12, Vec::new())]
+        );
+    }
+
+    #[test]
+    fn provided_refuses_what_it_cannot_send() {
+        let long = "x".repeat(256);
+        let ok = "x".repeat(255);
+        assert!(provided(&[provide("host-name", Some(&ok), None)], &[]).is_ok());
+        let e = provided(&[provide("host-name", Some(&long), None)], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidOption(_)), "{e}");
+        let args = vec![("K".to_string(), long.clone())];
+        let e = provided(&[provide("host-name", None, Some("K"))], &args).unwrap_err();
+        assert!(e.to_string().contains("CNI_ARGS \"K\""), "{e}");
+        let e = provided(&[provide("host-name", None, Some("K"))], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidOption(_)), "{e}");
+        let e = provided(&[provide("host-name", None, None)], &[]).unwrap_err();
+        assert!(matches!(e, Error::InvalidOption(_)), "{e}");
+        let e = provided(&[provide("hostname", Some("a"), None)], &[]).unwrap_err();
+        assert!(matches!(e, Error::UnknownOption(_)), "{e}");
+    }
+
+    #[test]
+    fn request_list_as_the_reference() {
+        assert_eq!(requested(&[]).expect("default"), vec![3, 1]);
+        assert_eq!(
+            requested(&[request("121", false), request("routers", false)]).expect("list"),
+            vec![121, 3, 1]
+        );
+        assert_eq!(
+            requested(&[request("6", true), request("121", false)]).expect("skip"),
+            vec![6, 121]
+        );
+        // An entry with no option only carries skipDefault.
+        assert_eq!(
+            requested(&[request("", true)]).expect("none"),
+            Vec::<u8>::new()
+        );
+        assert!(matches!(
+            requested(&[request("nope", false)]),
+            Err(Error::UnknownOption(_))
+        ));
+    }
+
+    #[test]
+    fn client_id_is_type_zero_and_cut_to_254() {
+        assert_eq!(client_id("c1", "net", "eth0"), b"\0c1/net/eth0".to_vec());
+        let long = "a".repeat(300);
+        let id = client_id(&long, "net", "eth0");
+        assert_eq!(id.len(), 255);
+        assert_eq!(id[0], 0);
+        assert!(id[1..].iter().all(|b| *b == b'a'));
+    }
+}
