@@ -1,6 +1,7 @@
 //! `cni-multi cnitool`: the reference's cnitool (add, check, del, gc, status
-//! with its env variables and container IDs) plus `list`, `validate` and
-//! `netns`, as a thin clap front end over `runtime`.
+//! with its env variables and container IDs) plus `list`, `validate`,
+//! `status-of` (multus's network-status of a pod) and `netns`, as a thin clap
+//! front end over `runtime`.
 
 use crate::cni::version;
 use crate::netns::named;
@@ -69,6 +70,15 @@ enum Cmd {
         net: String,
         /// Ignored; accepted for the reference's `cnitool status <net> <netns>`
         netns: Option<String>,
+    },
+    /// Print the network-status JSON multus wrote for a pod (NAD spec §5)
+    StatusOf {
+        /// The pod's container ID, or the netns cnitool added it with (a path,
+        /// or a name in /run/netns)
+        target: String,
+        /// multus's cniDir
+        #[arg(long, default_value = crate::plugins::multus::DEFAULT_CNI_DIR, value_name = "DIR")]
+        cni_dir: PathBuf,
     },
     /// List the networks of the config directory with their plugin chains
     List,
@@ -186,6 +196,7 @@ fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<S
                     .clone()
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR)),
             ),
+            plugins: crate::plugins::lookup,
         },
         ifname,
         args: parse_cni_args(&raw_args)?,
@@ -247,6 +258,9 @@ fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf> {
 fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     if let Cmd::Netns { action, dir } = &cli.command {
         return netns(action, dir);
+    }
+    if let Cmd::StatusOf { target, cni_dir } = &cli.command {
+        return status_of(target, cni_dir);
     }
     let s = settings(&cli.opts, getenv)?;
     let rt = &s.runtime;
@@ -314,7 +328,7 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
                 .join("\n"))
         }
         Cmd::Validate { net } => validate(&s, net),
-        Cmd::Netns { .. } => Ok(String::new()),
+        Cmd::Netns { .. } | Cmd::StatusOf { .. } => Ok(String::new()),
     }
 }
 
@@ -362,6 +376,31 @@ fn validate(s: &Settings, net: &str) -> Result<String> {
     } else {
         Ok(lines.join("\n"))
     }
+}
+
+/// `<cniDir>/<containerID>.status`: the target as a container ID, else as the
+/// netns whose cnitool container ID it is.
+fn status_of(target: &str, cni_dir: &Path) -> Result<String> {
+    let mut ids = Vec::new();
+    if crate::cni::env::is_valid_name(target) {
+        ids.push(target.to_string());
+    }
+    if let Ok(netns) = netns_path(target) {
+        ids.push(cnitool_container_id(&netns));
+    }
+    for id in &ids {
+        let path = crate::plugins::multus::status_path(cni_dir, id);
+        match crate::files::read_string_limited(&path, crate::files::MAX_FILE) {
+            Ok(text) => return Ok(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e).with_context(|| format!("failed to read {}", path.display())),
+        }
+    }
+    bail!(
+        "no network status for {target:?} in {} (container IDs tried: {})",
+        cni_dir.display(),
+        ids.join(", ")
+    )
 }
 
 fn netns(action: &NetnsCmd, dir: &Path) -> Result<String> {

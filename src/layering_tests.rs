@@ -8,9 +8,9 @@
 //! | 2 protocol | cni | 0-1 |
 //! | 3 kernel | netlink, netns, ipam | 0-2 |
 //! | 4 rules and protocols | netfilter, dhcp | 0-3 |
-//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes) | 0-4 |
+//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), runtime (libcni: lists, result cache; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
-//! | 7 runtime and daemons | runtime, daemons | 0-6 |
+//! | 7 daemons | daemons | 0-6 |
 //! | 8 front end | cnitool | 0-7 |
 //! | 9 dispatch on argv | multicall (main.rs calls it) | 0-8 |
 //!
@@ -25,9 +25,9 @@ fn layer(module: &str) -> Option<u8> {
         "cni" => 2,
         "netlink" | "netns" | "ipam" => 3,
         "netfilter" | "dhcp" => 4,
-        "iface" | "boundary" => 5,
+        "iface" | "boundary" | "runtime" => 5,
         "plugins" => 6,
-        "runtime" | "daemons" => 7,
+        "daemons" => 7,
         "cnitool" => 8,
         "multicall" => 9,
         _ => return None,

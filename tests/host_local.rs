@@ -205,6 +205,60 @@ fn requested_ips_are_honoured_or_refused_clearly() {
     );
 }
 
+/// Multus sends a selection's `ips` twice: as CNI_ARGS `IP=` (comma-joined)
+/// and as the `ips` capability. The reference keys requests by address, so
+/// the same address twice is one request.
+#[test]
+fn a_requested_ip_given_twice_is_one_request() {
+    enter_test_host();
+    let dir = TempDir::new("hl-twice");
+    let mut v: Value =
+        serde_json::from_str(&conf("1.0.0", &dir.0, json!({"subnet": "10.41.0.0/24"})))
+            .expect("json");
+    v["runtimeConfig"] = json!({"ips": ["10.41.0.50/24"]});
+    let out = call("ADD", "a", &v.to_string())
+        .set("CNI_ARGS", "IgnoreUnknown=true;IP=10.41.0.50")
+        .run()
+        .ok();
+    assert_eq!(addresses(&out), ["10.41.0.50/24"]);
+    // args.cni.ips as well, and the three sources together.
+    v["args"] = json!({"cni": {"ips": ["10.41.0.51"]}});
+    v["runtimeConfig"] = json!({"ips": ["10.41.0.51"]});
+    let out = call("ADD", "b", &v.to_string())
+        .set("CNI_ARGS", "IP=10.41.0.51")
+        .run()
+        .ok();
+    assert_eq!(addresses(&out), ["10.41.0.51/24"]);
+    // Dual stack: IP= lists one address per family, comma-separated.
+    let mut v: Value = serde_json::from_str(&conf(
+        "1.0.0",
+        &dir.0,
+        json!({"ranges": [[{"subnet": "10.41.1.0/24"}], [{"subnet": "fd41::/64"}]]}),
+    ))
+    .expect("json");
+    v["runtimeConfig"] = json!({"ips": ["10.41.1.7/24", "fd41::7/64"]});
+    let out = call("ADD", "c", &v.to_string())
+        .set("CNI_ARGS", "IgnoreUnknown=true;IP=10.41.1.7,fd41::7")
+        .run()
+        .ok();
+    assert_eq!(addresses(&out), ["10.41.1.7/24", "fd41::7/64"]);
+    // Two different addresses of one range set are still refused.
+    v["runtimeConfig"] = json!(null);
+    let e = call("ADD", "d", &v.to_string())
+        .set("CNI_ARGS", "IP=10.41.1.8,10.41.1.9")
+        .run()
+        .err(999);
+    assert_eq!(e["msg"], "failed to allocate all requested IPs: 10.41.1.9");
+    let e = call("ADD", "d", &v.to_string())
+        .set("CNI_ARGS", "IP=10.41.1.8,nope")
+        .run()
+        .err(4);
+    assert_eq!(
+        e["msg"],
+        "ARGS: error parsing value of pair \"IP=10.41.1.8,nope\": invalid IP address: nope"
+    );
+}
+
 #[test]
 fn exhaustion_names_the_range() {
     enter_test_host();

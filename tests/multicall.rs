@@ -17,7 +17,7 @@ fn list() -> Vec<String> {
         .collect()
 }
 
-const PRODUCT: [&str; 19] = [
+const PRODUCT: [&str; 20] = [
     "bridge",
     "ptp",
     "macvlan",
@@ -37,6 +37,7 @@ const PRODUCT: [&str; 19] = [
     "sbr",
     "vrf",
     "flannel",
+    "multus",
 ];
 
 #[test]

@@ -219,15 +219,26 @@ impl Settings {
     }
 }
 
-/// Requested IPs from CNI_ARGS `IP`, `args.cni.ips` and `runtimeConfig.ips`, all kept.
+/// Requested IPs from CNI_ARGS `IP`, `args.cni.ips` and `runtimeConfig.ips`.
+/// The same address given twice is one request, as in the reference (a map
+/// keyed by address): Multus sends a selection's `ips` both as `IP=` and as
+/// the `ips` capability. `IP=` may list several addresses, comma-separated,
+/// as Multus sends them (the reference takes one).
 fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
-    let mut out = Vec::new();
-    if let Some(ip) = inv.cni_args.get("IP") {
-        out.push(ip.parse().map_err(|_| {
-            Error::invalid_env(format!(
-                "ARGS: error parsing value of pair \"IP={ip}\": invalid IP address: {ip}"
-            ))
-        })?);
+    let mut out: Vec<IpAddr> = Vec::new();
+    let mut push = |ip: IpAddr| {
+        if !out.contains(&ip) {
+            out.push(ip);
+        }
+    };
+    if let Some(ips) = inv.cni_args.get("IP") {
+        for ip in ips.split(',').map(str::trim) {
+            push(parse_requested_ip(ip).ok_or_else(|| {
+                Error::invalid_env(format!(
+                    "ARGS: error parsing value of pair \"IP={ips}\": invalid IP address: {ip}"
+                ))
+            })?);
+        }
     }
     let from_args = inv.conf.args_cni::<Vec<String>>("ips")?.unwrap_or_default();
     let from_runtime = inv
@@ -235,7 +246,7 @@ fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
         .runtime_config::<Vec<String>>("ips")?
         .unwrap_or_default();
     for s in from_args.iter().chain(&from_runtime) {
-        out.push(
+        push(
             parse_requested_ip(s)
                 .ok_or_else(|| Error::invalid_config(format!("cannot understand ip: {s:?}")))?,
         );

@@ -11,6 +11,7 @@ mod host_local;
 mod ipvlan;
 mod loopback;
 mod macvlan;
+pub mod multus;
 mod pending;
 mod portmap;
 mod ptp;
@@ -28,6 +29,14 @@ use pending::Pending;
 const ARGS_IP: &[&str] = &["IP"];
 const ARGS_STATIC: &[&str] = &["IP", "GATEWAY"];
 const ARGS_MAC: &[&str] = &["MAC"];
+/// Multus's `K8sArgs`.
+const ARGS_MULTUS: &[&str] = &[
+    "IP",
+    "K8S_POD_NAME",
+    "K8S_POD_NAMESPACE",
+    "K8S_POD_INFRA_CONTAINER_ID",
+    "K8S_POD_UID",
+];
 
 macro_rules! pending {
     ($name:literal) => {
@@ -150,6 +159,12 @@ pub static PLUGINS: &[PluginInfo] = &[
         cni_args: ArgsPolicy::Ignored,
         plugin: &flannel::Flannel,
     },
+    PluginInfo {
+        name: "multus",
+        summary: "meta: several networks per pod (Multus, NAD spec)",
+        cni_args: ArgsPolicy::Keys(ARGS_MULTUS),
+        plugin: &multus::Multus,
+    },
 ];
 
 /// The plugin called `name` exactly (no suffix matching: `vlan` ≠ `macvlan`).
@@ -171,6 +186,7 @@ pub fn decode_every_plugins_keys(conf: &crate::cni::NetConf) -> usize {
         + ok(conf.plugin_keys::<host_local::Keys>().map(drop))
         + ok(conf.plugin_keys::<ipvlan::Keys>().map(drop))
         + ok(conf.plugin_keys::<macvlan::Keys>().map(drop))
+        + ok(conf.plugin_keys::<multus::Keys>().map(drop))
         + ok(conf.plugin_keys::<portmap::Keys>().map(drop))
         + ok(conf.plugin_keys::<ptp::Keys>().map(drop))
         + ok(conf.plugin_keys::<sbr::Keys>().map(drop))

@@ -120,6 +120,15 @@ impl Cache {
 
     /// Every cniCacheV1 entry of `network`, sorted by file name.
     pub fn entries_of(&self, network: &str) -> CniResult<Vec<Entry>> {
+        Ok(self
+            .entries()?
+            .into_iter()
+            .filter(|e| e.network_name == network)
+            .collect())
+    }
+
+    /// Every cniCacheV1 entry that names an interface, sorted by file name.
+    pub fn entries(&self) -> CniResult<Vec<Entry>> {
         let results = self.dir.join("results");
         let dir = match std::fs::read_dir(&results) {
             Ok(d) => d,
@@ -134,7 +143,6 @@ impl Cache {
                 continue;
             };
             if let Ok(Cached::Entry(e)) = parse(&bytes)
-                && e.network_name == network
                 && !e.ifname.is_empty()
             {
                 out.push(*e);

@@ -260,7 +260,7 @@ pub fn load(dir: &Path, name: &str) -> CniResult<NetworkList> {
 }
 
 /// Appends `<dir>/<name>/*.conf` unless the list says loadOnlyInlinedPlugins.
-fn with_extra_plugins(mut list: NetworkList, dir: &Path) -> CniResult<NetworkList> {
+pub fn with_extra_plugins(mut list: NetworkList, dir: &Path) -> CniResult<NetworkList> {
     let obj: Map<String, Value> = crate::cni::json::from_slice(&list.bytes).unwrap_or_default();
     let only_inlined = loose_bool(
         obj.get("loadOnlyInlinedPlugins"),

@@ -1,6 +1,8 @@
 //! A CNI runtime with libcni's semantics: build each plugin's stdin, run the
 //! list in order (DEL in reverse), chain results, keep libcni's result cache,
-//! GC stale attachments, STATUS. `cnitool` is a thin front end over this.
+//! GC stale attachments, STATUS. `cnitool` is a thin front end over this, and
+//! delegating plugins (multus) run their networks through it: it sits below
+//! the plugins and is handed the plugin table, as the dispatcher is.
 
 pub mod cache;
 pub mod conf;
@@ -9,7 +11,7 @@ use crate::cni::Code;
 use crate::cni::delegate::Delegate;
 use crate::cni::env::{self, CmdArgs, Command};
 use crate::cni::result::{Versioned, go_escape};
-use crate::cni::{CniResult, Error, version};
+use crate::cni::{CniResult, Error, Lookup, version};
 use cache::{Cache, Cached, Entry};
 use conf::{NetworkList, PluginConf};
 use serde_json::{Map, Value, json};
@@ -20,6 +22,9 @@ use std::path::PathBuf;
 pub struct Runtime {
     pub cni_path: Vec<PathBuf>,
     pub cache: Cache,
+    /// This binary's plugins: a plugin found on `cni_path` that is this binary
+    /// runs in-process (`crate::cni::no_plugins`: always exec).
+    pub plugins: Lookup,
 }
 
 /// One attachment's runtime parameters (libcni's RuntimeConf).
@@ -162,7 +167,7 @@ impl Runtime {
     ) -> CniResult<Option<String>> {
         let args = rt.cmd_args(&self.cni_path);
         Delegate::new(&plugin.plugin_type, &args, stdin)?
-            .in_process(crate::plugins::lookup)
+            .in_process(self.plugins)
             .invoke(command)
     }
 

@@ -1,0 +1,283 @@
+//! The multus config: Multus's thin-plugin keys, plus the two this
+//! implementation adds to work without an API server (`podDir`,
+//! `netAttachDefDir`), validated once per call.
+
+use super::log::{Level, Logger};
+use crate::cni::config::absolute_path;
+use crate::cni::{CniResult, Error, Invocation};
+use crate::runtime::Runtime;
+use crate::runtime::cache::Cache;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+pub const DEFAULT_CONF_DIR: &str = "/etc/cni/multus/net.d";
+pub const DEFAULT_CNI_DIR: &str = "/var/lib/cni/multus";
+pub const DEFAULT_BIN_DIR: &str = "/opt/cni/bin";
+pub const DEFAULT_POD_DIR: &str = "/etc/cni/multus/pods";
+pub const DEFAULT_NAD_DIR: &str = "/etc/cni/multus/net-attach-defs";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Keys {
+    #[serde(rename = "confDir")]
+    conf_dir: String,
+    #[serde(rename = "cniDir")]
+    cni_dir: String,
+    #[serde(rename = "binDir")]
+    bin_dir: String,
+    delegates: Option<Vec<Map<String, Value>>>,
+    #[serde(rename = "clusterNetwork")]
+    cluster_network: String,
+    #[serde(rename = "defaultNetworks")]
+    default_networks: Vec<String>,
+    kubeconfig: String,
+    #[serde(rename = "logFile")]
+    log_file: String,
+    #[serde(rename = "logLevel")]
+    log_level: String,
+    #[serde(rename = "logToStderr")]
+    log_to_stderr: Option<bool>,
+    #[serde(rename = "readinessindicatorfile")]
+    readiness_indicator_file: String,
+    #[serde(rename = "namespaceIsolation")]
+    namespace_isolation: bool,
+    #[serde(rename = "globalNamespaces")]
+    global_namespaces: String,
+    #[serde(rename = "systemNamespaces")]
+    system_namespaces: Option<Vec<String>>,
+    #[serde(rename = "multusNamespace")]
+    multus_namespace: String,
+    #[serde(rename = "retryDeleteOnError")]
+    retry_delete_on_error: bool,
+    #[serde(rename = "auxiliaryCNIChainName")]
+    auxiliary_cni_chain_name: String,
+    #[serde(rename = "podDir")]
+    pod_dir: String,
+    #[serde(rename = "netAttachDefDir")]
+    net_attach_def_dir: String,
+    #[serde(rename = "runtimeConfig")]
+    runtime_config: Option<RuntimeConfig>,
+}
+
+/// `portMappings` as Multus re-encodes it for delegates (lower-case keys,
+/// whatever casing the runtime sent).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PortMapEntry {
+    #[serde(rename = "hostPort")]
+    pub host_port: i64,
+    #[serde(rename = "containerPort")]
+    pub container_port: i64,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub protocol: String,
+    #[serde(rename = "hostIP", skip_serializing_if = "String::is_empty")]
+    pub host_ip: String,
+}
+
+/// `bandwidth` as Multus re-encodes it: every key, always.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BandwidthEntry {
+    #[serde(rename = "ingressRate")]
+    pub ingress_rate: i64,
+    #[serde(rename = "ingressBurst")]
+    pub ingress_burst: i64,
+    #[serde(rename = "egressRate")]
+    pub egress_rate: i64,
+    #[serde(rename = "egressBurst")]
+    pub egress_burst: i64,
+}
+
+/// What the runtime passed multus in `runtimeConfig`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct RuntimeConfig {
+    #[serde(rename = "portMappings")]
+    pub port_mappings: Option<Vec<PortMapEntry>>,
+    pub bandwidth: Option<BandwidthEntry>,
+    pub ips: Option<Vec<String>>,
+    pub mac: String,
+    #[serde(rename = "infinibandGUID")]
+    pub infiniband_guid: String,
+    #[serde(rename = "deviceID")]
+    pub device_id: String,
+    #[serde(rename = "CNIDeviceInfoFile")]
+    pub device_info_file: String,
+    #[serde(rename = "io.kubernetes.cri.pod-annotations")]
+    pub pod_annotations: Option<BTreeMap<String, String>>,
+}
+
+/// The pod as CNI_ARGS names it (Kubernetes runtimes send all four).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct K8sArgs {
+    pub namespace: String,
+    pub name: String,
+    pub infra_container_id: String,
+    pub uid: String,
+}
+
+impl K8sArgs {
+    pub fn of(inv: &Invocation) -> K8sArgs {
+        let get = |k: &str| inv.cni_args.get(k).unwrap_or_default().to_string();
+        K8sArgs {
+            namespace: get("K8S_POD_NAMESPACE"),
+            name: get("K8S_POD_NAME"),
+            infra_container_id: get("K8S_POD_INFRA_CONTAINER_ID"),
+            uid: get("K8S_POD_UID"),
+        }
+    }
+
+    /// Multus's error prefix for a pod: `[namespace/name/uid]`.
+    pub fn tag(&self) -> String {
+        format!("{}/{}/{}", self.namespace, self.name, self.uid)
+    }
+}
+
+/// Everything a verb needs from the config, validated.
+#[derive(Debug)]
+pub struct Settings {
+    pub conf_dir: PathBuf,
+    pub cni_dir: PathBuf,
+    pub bin_dir: PathBuf,
+    pub pod_dir: PathBuf,
+    pub nad_dir: PathBuf,
+    pub readiness_file: Option<PathBuf>,
+    pub delegates: Vec<Map<String, Value>>,
+    pub cluster_network: String,
+    pub default_networks: Vec<String>,
+    pub kubeconfig: String,
+    pub namespace_isolation: bool,
+    pub global_namespaces: Vec<String>,
+    pub system_namespaces: Vec<String>,
+    pub multus_namespace: String,
+    pub retry_delete_on_error: bool,
+    pub auxiliary_chain: String,
+    pub runtime_config: RuntimeConfig,
+    pub cni_version: String,
+    pub log: Logger,
+}
+
+impl Settings {
+    pub fn load(inv: &Invocation) -> CniResult<Settings> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let delegates = k.delegates.unwrap_or_default();
+        if delegates.is_empty() && k.cluster_network.is_empty() {
+            return Err(Error::invalid_config(
+                "at least one delegate/clusterNetwork must be specified",
+            ));
+        }
+        let level = if k.log_level.is_empty() {
+            Level::Panic
+        } else {
+            Level::parse(&k.log_level).ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "invalid logLevel {:?}: not panic/error/verbose/debug",
+                    k.log_level
+                ))
+            })?
+        };
+        let log_file = (!k.log_file.is_empty())
+            .then(|| absolute_path(Some(&k.log_file), "", "logFile"))
+            .transpose()?;
+        let readiness_file = (!k.readiness_indicator_file.is_empty())
+            .then(|| {
+                absolute_path(
+                    Some(&k.readiness_indicator_file),
+                    "",
+                    "readinessindicatorfile",
+                )
+            })
+            .transpose()?;
+        let global_namespaces = if k.global_namespaces.is_empty() {
+            vec!["default".to_string()]
+        } else {
+            k.global_namespaces
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .collect()
+        };
+        let multus_namespace = if k.multus_namespace.is_empty() {
+            "kube-system".to_string()
+        } else {
+            k.multus_namespace
+        };
+        Ok(Settings {
+            conf_dir: absolute_path(Some(&k.conf_dir), DEFAULT_CONF_DIR, "confDir")?,
+            cni_dir: absolute_path(Some(&k.cni_dir), DEFAULT_CNI_DIR, "cniDir")?,
+            bin_dir: absolute_path(Some(&k.bin_dir), DEFAULT_BIN_DIR, "binDir")?,
+            pod_dir: absolute_path(Some(&k.pod_dir), DEFAULT_POD_DIR, "podDir")?,
+            nad_dir: absolute_path(
+                Some(&k.net_attach_def_dir),
+                DEFAULT_NAD_DIR,
+                "netAttachDefDir",
+            )?,
+            readiness_file,
+            delegates,
+            cluster_network: k.cluster_network,
+            default_networks: k.default_networks,
+            kubeconfig: k.kubeconfig,
+            namespace_isolation: k.namespace_isolation,
+            global_namespaces,
+            system_namespaces: k
+                .system_namespaces
+                .unwrap_or_else(|| vec!["kube-system".to_string()]),
+            multus_namespace,
+            retry_delete_on_error: k.retry_delete_on_error,
+            auxiliary_chain: k.auxiliary_cni_chain_name,
+            runtime_config: k.runtime_config.unwrap_or_default(),
+            cni_version: inv.conf.cni_version().to_string(),
+            log: Logger {
+                level,
+                stderr: k.log_to_stderr.unwrap_or(true),
+                file: log_file,
+            },
+        })
+    }
+
+    /// Keys that only mean something with an API server are accepted, and said
+    /// once to be unused, so a Multus config drops in unchanged.
+    pub fn report_unused(&self) {
+        if !self.kubeconfig.is_empty() {
+            eprintln!(
+                "multus: kubeconfig {:?} is not used: pods and network attachment \
+                 definitions are read from the runtime's pod annotations and from files",
+                self.kubeconfig
+            );
+        }
+    }
+
+    /// Whether the readiness indicator file is there (no file configured: ready).
+    pub fn ready(&self) -> CniResult<bool> {
+        match &self.readiness_file {
+            None => Ok(true),
+            Some(path) => match std::fs::metadata(path) {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                Err(e) => Err(Error::caused_by(
+                    crate::cni::Code::Internal,
+                    format!("failed to check readinessindicatorfile {}", path.display()),
+                    e,
+                )),
+            },
+        }
+    }
+
+    /// The runtime every delegate runs through: `binDir` searched before
+    /// CNI_PATH, results cached under `cniDir`, this binary's plugins in-process.
+    pub fn runtime(&self, inv: &Invocation) -> Runtime {
+        let mut cni_path = vec![self.bin_dir.clone()];
+        cni_path.extend(inv.env.path.iter().cloned());
+        Runtime {
+            cni_path,
+            cache: Cache::new(&self.cni_dir),
+            plugins: inv.plugins,
+        }
+    }
+
+    /// A system namespace gets no `defaultNetworks`.
+    pub fn is_system_namespace(&self, namespace: &str) -> bool {
+        self.system_namespaces.iter().any(|n| n == namespace)
+    }
+}

@@ -1,0 +1,751 @@
+//! multus: a Multus-compatible delegating plugin (the Kubernetes Network
+//! Attachment Definition spec). ADD attaches the cluster default network, then
+//! each network the pod's `k8s.v1.cni.cncf.io/networks` annotation selects,
+//! each through its own plugin chain with libcni's semantics (`runtime`, its
+//! results cached under `cniDir`), and prints the default network's result;
+//! the network-status goes to `<cniDir>/<containerID>.status`. DEL replays the
+//! delegate list cached at ADD. Where Multus asks the API server, this reads
+//! what the runtime hands over (the pod annotations capability) and files (pod
+//! objects, NAD manifests, CNI configs), so it also serves runtimes without
+//! Kubernetes.
+
+mod annotations;
+mod config;
+mod delegates;
+mod gateway;
+mod log;
+mod nad;
+mod status;
+
+pub use config::DEFAULT_CNI_DIR;
+pub(crate) use config::Keys;
+pub use status::status_path;
+
+use crate::cni::config::absolute_path;
+use crate::cni::result::{NetResult, Versioned, go_escape};
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
+use crate::netlink::Socket;
+use crate::netns::NetNs;
+use crate::runtime::cache::Cached;
+use crate::runtime::{Attachment, Runtime, RuntimeConf};
+use annotations::{Pod, Selection, Verb};
+use config::{K8sArgs, Settings};
+use delegates::{Delegate, LoadError};
+use nad::NadIndex;
+use serde_json::Value;
+use std::cell::OnceCell;
+use std::path::Path;
+
+pub struct Multus;
+
+impl Plugin for Multus {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        Call::new(inv)?.add()
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        Call::new(inv)?.del()
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        Call::new(inv)?.check()
+    }
+
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        Call::new(inv)?.gc()
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        Call::new(inv)?.status()
+    }
+}
+
+/// One verb's state: the settings, the pod's CNI_ARGS, the runtime every
+/// delegate runs through, and the NAD manifests once read.
+struct Call<'a> {
+    inv: &'a Invocation,
+    s: Settings,
+    k8s: K8sArgs,
+    runtime: Runtime,
+    nads: OnceCell<NadIndex>,
+}
+
+impl<'a> Call<'a> {
+    fn new(inv: &'a Invocation) -> CniResult<Call<'a>> {
+        let s = Settings::load(inv)?;
+        s.report_unused();
+        Ok(Call {
+            k8s: K8sArgs::of(inv),
+            runtime: s.runtime(inv),
+            s,
+            inv,
+            nads: OnceCell::new(),
+        })
+    }
+
+    /// `Multus: [namespace/name/uid]: <what>: <error>`, the error's code kept.
+    fn cmd_err(&self, what: &str) -> impl Fn(Error) -> Error + use<> {
+        let prefix = format!("Multus: [{}]: {what}", self.k8s.tag());
+        move |e| e.context(&prefix)
+    }
+
+    /// The default network alone (GC, STATUS).
+    fn default_network(&self) -> CniResult<Delegate> {
+        self.default_delegates(None, false)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::invalid_config("no default network"))
+    }
+
+    fn readiness_message(&self) -> String {
+        let path = self
+            .s
+            .readiness_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        format!(
+            "have you checked that your default network is ready? still waiting for \
+             readinessindicatorfile @ {path}"
+        )
+    }
+
+    fn add(&self) -> CniResult<NetResult> {
+        let inv = self.inv;
+        if !self.s.ready()? {
+            return Err(self.cmd_err(&self.readiness_message())(Error::new(
+                Code::TryAgainLater,
+                "the file does not exist",
+            )));
+        }
+        if !self.s.auxiliary_chain.is_empty() {
+            return Err(Error::invalid_config(
+                "auxiliaryCNIChainName is not supported: it needs the passthru plugin",
+            ));
+        }
+        let pod = annotations::load_pod(&self.s, &self.k8s, Verb::Add)
+            .map_err(self.cmd_err("error reading the pod"))?;
+        let mut delegates = self
+            .default_delegates(pod.as_ref(), true)
+            .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
+        delegates.extend(
+            self.selected(pod.as_ref())
+                .map_err(self.cmd_err("error loading k8s delegates"))?,
+        );
+        gateway::check(&mut delegates).map_err(self.cmd_err("error loading k8s delegates"))?;
+        let ifnames = ifnames(&delegates, &inv.env.ifname)
+            .map_err(self.cmd_err("error loading k8s delegates"))?;
+        // DEL and GC find the default network's interface name in the cache.
+        if let (Some(first), Some(name)) = (delegates.first_mut(), ifnames.first()) {
+            first.ifname_request.clone_from(name);
+        }
+        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
+        delegates::save(&cache_file, &delegates)
+            .map_err(self.cmd_err("error saving the delegates"))?;
+
+        let mut result: Option<NetResult> = None;
+        let mut statuses = Vec::new();
+        for (idx, d) in delegates.iter().enumerate() {
+            // An interface name the pod already has fails this attachment
+            // before it runs; unlike Multus, its rollback then leaves that
+            // interface alone (it is not this attachment's).
+            let outcome = match self.ifname_free(d, &ifnames[idx]) {
+                Ok(()) => self.add_one(d, &ifnames[idx]).map_err(|e| (e, idx + 1)),
+                Err(e) => Err((e, idx)),
+            };
+            let added = match outcome {
+                Ok(added) => added,
+                Err((e, attempted)) => {
+                    // Tear down what was attempted, in reverse; errors are
+                    // ignored (DEL is idempotent), but a clean teardown also
+                    // drops the cached list, so no later DEL repeats it.
+                    if self.del_range(&delegates, &ifnames, attempted).is_empty() {
+                        let _ = std::fs::remove_file(&cache_file);
+                    }
+                    let net = &d.list.name;
+                    return Err(e.context(format!(
+                        "[{}:{net}]: error adding container to network {net:?}",
+                        self.k8s.tag()
+                    )));
+                }
+            };
+            let merged = d.merged_runtime_config(&self.s.runtime_config);
+            let info = status::read_device_info(&d.device_info_file(
+                &merged,
+                &inv.env.container_id,
+                &ifnames[idx],
+            ));
+            statuses.extend(status::statuses(
+                added.as_ref(),
+                &d.name,
+                d.master,
+                &ifnames[idx],
+                info,
+            ));
+            // The default network's result is printed; a default network
+            // without one lets the first result through (as Multus).
+            if d.master || result.is_none() {
+                result = added.or(result);
+            }
+        }
+        status::write(&self.s.cni_dir, &inv.env.container_id, &statuses)?;
+        match result {
+            Some(r) => Ok(r),
+            // No delegate printed a result: an empty one of the current version.
+            None => Ok(NetResult::new()),
+        }
+    }
+
+    /// Multus's `validateIfName`: the pod must not have the name yet.
+    fn ifname_free(&self, d: &Delegate, ifname: &str) -> CniResult<()> {
+        if link_exists(&self.inv.env.netns, ifname)? {
+            return Err(Error::invalid_config(format!(
+                "DelegateAdd: cannot set {:?} interface name to {ifname:?}: validateIfName: \
+                 interface name {ifname} already exists",
+                d.plugin_type()
+            )));
+        }
+        Ok(())
+    }
+
+    /// One delegate's ADD: its list runs; `default-route` is applied to what
+    /// it made.
+    fn add_one(&self, d: &Delegate, ifname: &str) -> CniResult<Option<NetResult>> {
+        let inv = self.inv;
+        let rt = d.runtime_conf(inv, &self.k8s, &self.s.runtime_config, ifname, true);
+        self.s.log.debug(&format!(
+            "DelegateAdd: {} ({}) as {ifname}: CNI_ARGS {:?}, capabilities {}",
+            d.name,
+            d.list.name,
+            rt.args,
+            Value::Object(rt.capability_args.clone())
+        ));
+        let value = self.runtime.add(&d.list, &rt)?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        let result = Versioned::parse_own(value, &d.list.cni_version)
+            .map_err(|e| Error::caused_by(Code::Decode, "failed to read the delegate's result", e))?
+            .into_current()?;
+        if !result.interfaces.is_empty() || !result.ips.is_empty() {
+            gateway::apply(
+                d,
+                &inv.env.netns,
+                ifname,
+                &self.runtime.cache,
+                &inv.env.container_id,
+            )?;
+        }
+        Ok(Some(result))
+    }
+
+    /// DEL of the first `count` delegates, in reverse, every one even when
+    /// one fails; the errors, in that order.
+    fn del_range(&self, delegates: &[Delegate], ifnames: &[String], count: usize) -> Vec<Error> {
+        let mut errors = Vec::new();
+        for idx in (0..count).rev() {
+            let d = &delegates[idx];
+            let rt = d.runtime_conf(
+                self.inv,
+                &self.k8s,
+                &self.s.runtime_config,
+                &ifnames[idx],
+                false,
+            );
+            if let Err(e) = self.runtime.del(&d.list, &rt) {
+                errors.push(del_error(d, e));
+            }
+            remove_device_info(d, &self.s, &rt);
+        }
+        errors
+    }
+
+    fn del(&self) -> CniResult<()> {
+        let inv = self.inv;
+        if !self.s.ready()? {
+            self.s.log.verbose(&format!(
+                "warning: readinessindicatorfile @ {} does not exist on CNI DEL",
+                self.s
+                    .readiness_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
+        let status_file = status::status_path(&self.s.cni_dir, &inv.env.container_id);
+        let (delegates, from_cache) = match delegates::load(&cache_file, &self.s.cni_version) {
+            Ok(Some(d)) => (d, true),
+            Err(LoadError::Read(e)) => return Err(e),
+            missing_or_bad => {
+                let bad = match missing_or_bad {
+                    Err(LoadError::Parse(e)) => {
+                        self.s
+                            .log
+                            .error(&format!("Multus: failed to load netconf: {e}"));
+                        Some(e)
+                    }
+                    _ => None,
+                };
+                match self.rebuild()? {
+                    Some(d) => (d, false),
+                    None => {
+                        if let Some(e) = bad {
+                            return Err(e);
+                        }
+                        // Nothing cached and no pod to read: nothing is known
+                        // to delete, and failing would block the pod forever.
+                        self.s.log.error(&format!(
+                            "Multus: failed to get the cached delegates file {}, cannot properly delete",
+                            cache_file.display()
+                        ));
+                        let _ = std::fs::remove_file(&status_file);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let ifnames: Vec<String> = delegates
+            .iter()
+            .enumerate()
+            .map(|(i, d)| d.ifname(&inv.env.ifname, i))
+            .collect();
+        let mut errors = self.del_range(&delegates, &ifnames, delegates.len());
+        let failed = !errors.is_empty();
+        let remove = !self.s.retry_delete_on_error
+            || !failed
+            || errors
+                .iter()
+                .any(|e| e.msg.contains("no such file or directory"));
+        if from_cache && remove {
+            let _ = std::fs::remove_file(&cache_file);
+        }
+        if remove {
+            let _ = std::fs::remove_file(&status_file);
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        // Every delegate was tried; the first error keeps its code, the
+        // message lists them all (Multus's "errors: a / b").
+        let msgs: Vec<String> = errors.iter().map(|e| e.msg.clone()).collect();
+        let mut first = errors.remove(0);
+        if msgs.len() > 1 {
+            first.msg = format!("errors: {}", msgs.join(" / "));
+        }
+        Err(first)
+    }
+
+    /// The delegates of a pod whose list was not cached, from its annotations
+    /// as at ADD (None: no pod to read). A selection that no longer resolves
+    /// still lets the default network go.
+    fn rebuild(&self) -> CniResult<Option<Vec<Delegate>>> {
+        let Some(pod) = annotations::load_pod(&self.s, &self.k8s, Verb::Del)? else {
+            return Ok(None);
+        };
+        let mut delegates = self
+            .default_delegates(Some(&pod), true)
+            .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
+        match self.selected(Some(&pod)) {
+            Ok(more) => delegates.extend(more),
+            Err(e) => self.s.log.error(&format!(
+                "Multus: failed to get delegates: {e}, but continue to delete clusterNetwork"
+            )),
+        }
+        Ok(Some(delegates))
+    }
+
+    /// CHECK of every cached delegate, in order.
+    fn check(&self) -> CniResult<()> {
+        let inv = self.inv;
+        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
+        let delegates = match delegates::load(&cache_file, &self.s.cni_version) {
+            Ok(Some(d)) => d,
+            Ok(None) => {
+                return Err(Error::internal(format!(
+                    "no cached delegates for container {:?} in {}: was it added with this cniDir?",
+                    inv.env.container_id,
+                    self.s.cni_dir.display()
+                )));
+            }
+            Err(LoadError::Read(e) | LoadError::Parse(e)) => return Err(e),
+        };
+        for (idx, d) in delegates.iter().enumerate() {
+            let ifname = d.ifname(&inv.env.ifname, idx);
+            let rt = d.runtime_conf(inv, &self.k8s, &self.s.runtime_config, &ifname, false);
+            self.runtime.check(&d.list, &rt).map_err(|e| {
+                let (kind, what) = if d.is_list() {
+                    ("ConflistCheck", d.list.name.as_str())
+                } else {
+                    ("DelegateCheck", d.plugin_type())
+                };
+                e.context(format!("DelegateCheck: error invoking {kind} - {what:?}"))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// GC: every cached pod not in `cni.dev/valid-attachments` is deleted
+    /// (without that key nothing is known to be stale), then the default
+    /// network's GC runs with the attachments still cached as valid (Multus).
+    fn gc(&self) -> CniResult<()> {
+        if !self.s.ready()? {
+            return Err(self.cmd_err(&self.readiness_message())(Error::new(
+                Code::TryAgainLater,
+                "the file does not exist",
+            )));
+        }
+        let mut errors: Vec<String> = Vec::new();
+        if let Some(valid) = self.inv.conf.valid_attachments()? {
+            for container_id in cached_containers(&self.s.cni_dir)? {
+                if valid.iter().any(|a| a.container_id == container_id) {
+                    continue;
+                }
+                if let Err(e) = self.del_stale(&container_id) {
+                    errors.push(e.msg);
+                }
+            }
+        }
+        let default = self.default_network()?;
+        let attachments: Vec<Attachment> = self
+            .runtime
+            .cache
+            .entries()?
+            .into_iter()
+            .filter(|e| !e.container_id.is_empty())
+            .map(|e| Attachment {
+                container_id: e.container_id,
+                ifname: e.ifname,
+            })
+            .collect();
+        if let Err(e) = self.runtime.gc(&default.list, Some(&attachments)) {
+            errors.push(format!("error in GC command: {}", e.msg));
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::internal(errors.join("; ")))
+        }
+    }
+
+    /// DEL of a pod known only by its cached delegate list: each attachment
+    /// with the netns, CNI_ARGS and capabilities its cached result recorded.
+    fn del_stale(&self, container_id: &str) -> CniResult<()> {
+        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
+        let delegates = match delegates::load(&cache_file, &self.s.cni_version) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(()),
+            Err(LoadError::Read(e)) => return Err(e),
+            // Not a delegate list: not ours to delete.
+            Err(LoadError::Parse(e)) => {
+                self.s
+                    .log
+                    .error(&format!("GC: skipping {}: {e}", cache_file.display()));
+                return Ok(());
+            }
+        };
+        let mut errors = Vec::new();
+        for (idx, d) in delegates.iter().enumerate().rev() {
+            let ifname = if d.master && d.ifname_request.is_empty() {
+                self.cached_master_ifname(&delegates, container_id)
+            } else {
+                d.ifname("", idx)
+            };
+            let mut rt = RuntimeConf {
+                container_id: container_id.to_string(),
+                ifname: ifname.clone(),
+                ..RuntimeConf::default()
+            };
+            if let Ok(Some(Cached::Entry(e))) =
+                self.runtime.cache.read(&d.list.name, container_id, &ifname)
+            {
+                rt.netns = e.netns;
+                rt.args = e.cni_args.into_iter().map(|[k, v]| (k, v)).collect();
+                rt.capability_args = e.capability_args;
+            }
+            if let Err(e) = self.runtime.del(&d.list, &rt) {
+                errors.push(del_error(d, e).msg);
+            }
+            remove_device_info(d, &self.s, &rt);
+        }
+        if !errors.is_empty() {
+            return Err(Error::internal(format!(
+                "container {container_id}: errors: {}",
+                errors.join(" / ")
+            )));
+        }
+        let _ = std::fs::remove_file(&cache_file);
+        let _ = std::fs::remove_file(status::status_path(&self.s.cni_dir, container_id));
+        Ok(())
+    }
+
+    /// The default network's interface of a list Multus cached (it records
+    /// none): the one cached result of that network for the container that
+    /// no other delegate explains, else Kubernetes' `eth0`.
+    fn cached_master_ifname(&self, delegates: &[Delegate], container_id: &str) -> String {
+        let others: Vec<String> = delegates
+            .iter()
+            .enumerate()
+            .skip(1)
+            .map(|(i, d)| d.ifname("", i))
+            .collect();
+        self.runtime
+            .cache
+            .entries_of(&delegates[0].list.name)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|e| e.container_id == container_id && !others.contains(&e.ifname))
+            .map_or_else(|| "eth0".to_string(), |e| e.ifname)
+    }
+
+    /// STATUS: the readiness indicator file, then the default network's STATUS.
+    fn status(&self) -> CniResult<()> {
+        if !self.s.ready()? {
+            return Err(Error::new(Code::NotAvailable, self.readiness_message()));
+        }
+        let default = self.default_network()?;
+        self.runtime.status(&default.list)
+    }
+
+    /// The default network first (master), then `defaultNetworks` (not for
+    /// pods of a system namespace); `v1.multus-cni.io/default-network`
+    /// replaces the first.
+    fn default_delegates(
+        &self,
+        pod: Option<&Pod>,
+        with_default_networks: bool,
+    ) -> CniResult<Vec<Delegate>> {
+        let s = &self.s;
+        let mut out = Vec::new();
+        if s.cluster_network.is_empty() {
+            for (i, raw) in s.delegates.iter().enumerate() {
+                // Go marshals the map again: keys sorted.
+                let bytes = go_escape(&Value::Object(raw.clone()).to_string()).into_bytes();
+                let d = Delegate::load(bytes, &format!("delegates[{i}]"), &s.cni_version)
+                    .map_err(|e| e.context(format!("failed to load delegate {i} config")))?;
+                out.push(d);
+            }
+        } else {
+            let d = self.net_delegate(&s.cluster_network).map_err(|e| {
+                e.context(format!(
+                    "failed to get clusterNetwork {} in namespace {}",
+                    s.cluster_network, s.multus_namespace
+                ))
+            })?;
+            out.push(d);
+            let namespace = annotations::pod_namespace(&self.k8s);
+            if with_default_networks && !s.is_system_namespace(&namespace) {
+                for net in &s.default_networks {
+                    out.push(self.net_delegate(net)?);
+                }
+            }
+        }
+        if let Some(text) =
+            pod.and_then(|p| p.annotations.get(annotations::DEFAULT_NETWORK_ANNOTATION))
+        {
+            let selections = annotations::parse_networks(text, &s.multus_namespace)
+                .map_err(|e| e.context("failed to parse the default-network annotation"))?;
+            if selections.len() > 1 {
+                return Err(Error::invalid_config(format!(
+                    "more than one default network is specified: {text}"
+                )));
+            }
+            if let Some(sel) = selections.first() {
+                out[0] = self.nad_delegate(sel)?;
+            }
+        }
+        if let Some(first) = out.first_mut() {
+            first.master = true;
+        }
+        Ok(out)
+    }
+
+    /// A `clusterNetwork`/`defaultNetworks` entry (Multus's `getNetDelegate`):
+    /// a name is a NAD in `multusNamespace`, else a config of that name in
+    /// `confDir`; a path is a directory (its first config) or a config file.
+    fn net_delegate(&self, net: &str) -> CniResult<Delegate> {
+        let s = &self.s;
+        if !net.contains('/') {
+            let sel = Selection {
+                name: net.to_string(),
+                namespace: s.multus_namespace.clone(),
+                ..Selection::default()
+            };
+            if let Ok(d) = self.nad_delegate(&sel) {
+                return Ok(d);
+            }
+            let bytes = nad::config_from_dir(net, &s.conf_dir)
+                .map_err(|e| e.context(format!("cannot find network {net}")))?;
+            let source = format!("{}/{net}", s.conf_dir.display());
+            return Delegate::load(bytes, &source, &s.cni_version);
+        }
+        let path = absolute_path(Some(net), "", "clusterNetwork/defaultNetworks entry")?;
+        let meta = std::fs::metadata(&path).map_err(|e| {
+            Error::caused_by(Code::InvalidConfig, format!("cannot find network {net}"), e)
+        })?;
+        if meta.is_dir() {
+            let bytes = nad::config_from_dir("", &path)?;
+            return Delegate::load(bytes, net, &s.cni_version);
+        }
+        let bytes = crate::files::read_limited(&path, crate::files::MAX_FILE).map_err(|e| {
+            Error::caused_by(Code::Io, format!("error reading {}", path.display()), e)
+        })?;
+        if path.extension().is_some_and(|x| x == "conflist") {
+            // A list file takes `<dir>/<name>/*.conf` too, as libcni loads it.
+            let list = crate::runtime::conf::list_from_bytes(&bytes, &path)?;
+            let dir = path.parent().unwrap_or(Path::new("/"));
+            let list = crate::runtime::conf::with_extra_plugins(list, dir)?;
+            let mut obj: serde_json::Map<String, Value> = crate::cni::json::from_slice(&bytes)
+                .map_err(|e| Error::caused_by(Code::Decode, format!("error loading {net}"), e))?;
+            obj.insert(
+                "plugins".into(),
+                Value::Array(
+                    list.plugins
+                        .iter()
+                        .map(|p| Value::Object(p.raw.clone()))
+                        .collect(),
+                ),
+            );
+            let full = go_escape(&Value::Object(obj).to_string()).into_bytes();
+            return Delegate::load(full, net, &s.cni_version);
+        }
+        Delegate::load(bytes, net, &s.cni_version)
+    }
+
+    /// The NADs of `netAttachDefDir`, read once per call.
+    fn nads(&self) -> CniResult<&NadIndex> {
+        if self.nads.get().is_none() {
+            let index = NadIndex::load(&self.s.nad_dir)?;
+            let _ = self.nads.set(index);
+        }
+        self.nads
+            .get()
+            .ok_or_else(|| Error::internal("network attachment definitions not loaded"))
+    }
+
+    /// The delegate of one selection (Multus's `getKubernetesDelegate`).
+    fn nad_delegate(&self, sel: &Selection) -> CniResult<Delegate> {
+        let s = &self.s;
+        let nad = self
+            .nads()?
+            .find(&sel.namespace, &sel.name)?
+            .ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "cannot find a network-attachment-definition ({}) in namespace ({}) in {}",
+                    sel.name,
+                    sel.namespace,
+                    s.nad_dir.display()
+                ))
+            })?;
+        if let Some(resource) = nad.annotations.get(nad::RESOURCE_NAME_ANNOTATION) {
+            s.log.verbose(&format!(
+                "{}/{}: resourceName {resource} needs the kubelet's pod resources, which are \
+                 not read; a deviceID comes only from the selection",
+                nad.namespace, nad.name
+            ));
+        }
+        let bytes = nad::cni_config(nad, &s.conf_dir)?;
+        let source = format!(
+            "net-attach-def {}/{} ({})",
+            nad.namespace,
+            nad.name,
+            nad.source.display()
+        );
+        Delegate::for_selection(bytes, sel, &source, &s.cni_version)
+    }
+
+    /// The networks the pod's selection annotation asks for, in order.
+    fn selected(&self, pod: Option<&Pod>) -> CniResult<Vec<Delegate>> {
+        let Some(pod) = pod else {
+            return Ok(Vec::new());
+        };
+        let Some(text) = pod.annotations.get(annotations::NETWORKS_ANNOTATION) else {
+            return Ok(Vec::new());
+        };
+        let selections = annotations::parse_networks(text, &pod.namespace)?;
+        let mut out = Vec::new();
+        for sel in &selections {
+            annotations::check_isolation(&self.s, &pod.namespace, sel)?;
+            out.push(self.nad_delegate(sel).map_err(|e| {
+                e.context(format!("failed getting the delegate {}", sel.full_name()))
+            })?);
+        }
+        Ok(out)
+    }
+}
+
+/// Each delegate's interface name; two attachments may not share one (the
+/// spec's §4.1.2.1.5), refused before anything is attached.
+fn ifnames(delegates: &[Delegate], runtime_ifname: &str) -> CniResult<Vec<String>> {
+    let names: Vec<String> = delegates
+        .iter()
+        .enumerate()
+        .map(|(i, d)| d.ifname(runtime_ifname, i))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        crate::cni::env::validate_ifname(name)?;
+        if let Some(j) = names[..i].iter().position(|n| n == name) {
+            return Err(Error::invalid_config(format!(
+                "interface name {name:?} of network {} is already used by network {}",
+                delegates[i].name, delegates[j].name
+            )));
+        }
+    }
+    Ok(names)
+}
+
+/// Whether the pod already has a link of this name.
+fn link_exists(netns: &str, ifname: &str) -> CniResult<bool> {
+    let ns = NetNs::open(netns).map_err(|e| {
+        Error::from(e).context(format!("validateIfName: no net namespace {netns} found"))
+    })?;
+    ns.run(|| -> CniResult<bool> {
+        match Socket::open()?.link_by_name(ifname) {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    })?
+}
+
+/// A delegate's DEL error as Multus words it.
+fn del_error(d: &Delegate, e: Error) -> Error {
+    let (kind, what) = if d.is_list() {
+        ("ConflistDel", d.list.name.as_str())
+    } else {
+        ("DelegateDel", d.plugin_type())
+    };
+    e.context(format!("DelegateDel: error invoking {kind} - {what:?}"))
+}
+
+/// The device-info file of an attachment with a `deviceID` goes with it.
+fn remove_device_info(d: &Delegate, s: &Settings, rt: &RuntimeConf) {
+    let merged = d.merged_runtime_config(&s.runtime_config);
+    if !merged.device_id.is_empty() {
+        let _ = std::fs::remove_file(d.device_info_file(&merged, &rt.container_id, &rt.ifname));
+    }
+}
+
+/// The container IDs with a cached delegate list in `cniDir` (status files,
+/// the results directory and temporary files are not lists).
+fn cached_containers(cni_dir: &Path) -> CniResult<Vec<String>> {
+    let entries = match std::fs::read_dir(cni_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(Error::caused_by(
+                Code::Io,
+                format!("failed to read {}", cni_dir.display()),
+                e,
+            ));
+        }
+    };
+    let mut out: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| e.file_name().to_str().map(String::from))
+        .filter(|n| crate::cni::env::is_valid_name(n) && !n.ends_with(".status"))
+        .collect();
+    out.sort();
+    Ok(out)
+}

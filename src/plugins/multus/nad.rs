@@ -1,0 +1,319 @@
+//! NetworkAttachmentDefinitions from files, where Multus asks the API server:
+//! the manifests in `netAttachDefDir` (JSON: one object, or a `List` as
+//! `kubectl get net-attach-def -A -o json` prints it), and the spec's rules
+//! for a NAD's CNI config (§3.4.1): a non-empty `spec.config` (its `name`
+//! filled in from the NAD when missing), else the first config in `confDir`
+//! whose `name` is the NAD's.
+
+use crate::cni::result::go_escape;
+use crate::cni::{CniResult, Code, Error};
+use crate::runtime::conf;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// NADs may name a device-plugin resource; it needs the kubelet, so it is
+/// reported rather than silently ignored.
+pub const RESOURCE_NAME_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+/// One NetworkAttachmentDefinition and the file it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Nad {
+    pub namespace: String,
+    pub name: String,
+    pub config: String,
+    pub annotations: BTreeMap<String, String>,
+    pub source: PathBuf,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Object {
+    kind: String,
+    metadata: Meta,
+    spec: Spec,
+    items: Option<Vec<Object>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Meta {
+    name: String,
+    namespace: String,
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Spec {
+    config: String,
+}
+
+/// Every NAD of the directory.
+#[derive(Debug, Default)]
+pub struct NadIndex {
+    nads: Vec<Nad>,
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::caused_by(Code::Io, format!("failed to {what} {}", path.display()), e)
+}
+
+/// Regular files of `dir` with one of `extensions`, sorted by name; a missing
+/// directory has none.
+fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error("read", dir, e)),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.contains(&x))
+                && std::fs::metadata(p).is_ok_and(|m| m.is_file())
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn read(path: &Path) -> CniResult<Vec<u8>> {
+    crate::files::read_limited(path, crate::files::MAX_FILE).map_err(|e| io_error("read", path, e))
+}
+
+impl NadIndex {
+    /// Reads every `.json` manifest of `dir`; a manifest that does not parse
+    /// fails the lookup (as libcni treats a bad config), objects of other
+    /// kinds are skipped.
+    pub fn load(dir: &Path) -> CniResult<NadIndex> {
+        let mut index = NadIndex::default();
+        for path in files_with(dir, &["json"])? {
+            let object: Object = crate::cni::json::from_slice(&read(&path)?).map_err(|e| {
+                Error::caused_by(
+                    Code::Decode,
+                    format!(
+                        "failed to parse network attachment definitions in {}",
+                        path.display()
+                    ),
+                    e,
+                )
+            })?;
+            index.collect(object, &path, false)?;
+        }
+        Ok(index)
+    }
+
+    fn collect(&mut self, object: Object, path: &Path, in_list: bool) -> CniResult<()> {
+        if let Some(items) = object.items {
+            for item in items {
+                self.collect(item, path, true)?;
+            }
+            return Ok(());
+        }
+        let is_nad = object.kind == "NetworkAttachmentDefinition"
+            || (object.kind.is_empty() && (in_list || !object.metadata.name.is_empty()));
+        if !is_nad {
+            return Ok(());
+        }
+        if object.metadata.name.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "{}: a network attachment definition without metadata.name",
+                path.display()
+            )));
+        }
+        let namespace = if object.metadata.namespace.is_empty() {
+            "default".to_string()
+        } else {
+            object.metadata.namespace
+        };
+        self.nads.push(Nad {
+            namespace,
+            name: object.metadata.name,
+            config: object.spec.config,
+            annotations: object.metadata.annotations,
+            source: path.to_path_buf(),
+        });
+        Ok(())
+    }
+
+    /// The NAD `namespace/name`; defined twice is an error naming both files.
+    pub fn find(&self, namespace: &str, name: &str) -> CniResult<Option<&Nad>> {
+        let found: Vec<&Nad> = self
+            .nads
+            .iter()
+            .filter(|n| n.namespace == namespace && n.name == name)
+            .collect();
+        match found[..] {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            [first, second, ..] => Err(Error::invalid_config(format!(
+                "network-attachment-definition {namespace}/{name} is defined twice ({} and {})",
+                first.source.display(),
+                second.source.display()
+            ))),
+        }
+    }
+}
+
+/// The CNI config of a NAD (the spec's §3.4.1, the NAD client's `GetCNIConfig`).
+pub fn cni_config(nad: &Nad, conf_dir: &Path) -> CniResult<Vec<u8>> {
+    if nad.config.is_empty() {
+        return config_from_dir(&nad.name, conf_dir);
+    }
+    let mut raw: Map<String, Value> = crate::cni::json::from_str(&nad.config).map_err(|e| {
+        Error::caused_by(
+            Code::InvalidConfig,
+            format!(
+                "failed to unmarshal Spec.Config of {}/{} ({})",
+                nad.namespace,
+                nad.name,
+                nad.source.display()
+            ),
+            e,
+        )
+    })?;
+    let named = raw
+        .get("name")
+        .is_some_and(|n| !n.is_null() && n.as_str() != Some(""));
+    if named {
+        return Ok(nad.config.as_bytes().to_vec());
+    }
+    // §3.4.2: a config without a name gets the NAD's (Go re-marshals a map:
+    // keys sorted, compact).
+    raw.insert("name".into(), Value::String(nad.name.clone()));
+    Ok(go_escape(&Value::Object(raw).to_string()).into_bytes())
+}
+
+/// The first `.conf`, `.json` or `.conflist` of `dir` (one pass, by file name)
+/// whose `name` is `name` (any, when `name` is empty). A file that does not
+/// parse, or a matching `.conf` without `type`, is an error.
+pub fn config_from_dir(name: &str, dir: &Path) -> CniResult<Vec<u8>> {
+    let files = files_with(dir, &["conf", "json", "conflist"])?;
+    if files.is_empty() {
+        return Err(Error::invalid_config(format!(
+            "no networks found in {}",
+            dir.display()
+        )));
+    }
+    for path in files {
+        let bytes = read(&path)?;
+        let found = if path.extension().is_some_and(|x| x == "conflist") {
+            conf::list_from_bytes(&bytes, &path)?.name
+        } else {
+            conf::conf_from_bytes(&bytes, &path)?.name
+        };
+        if name.is_empty() || found == name {
+            return Ok(bytes);
+        }
+    }
+    Err(Error::invalid_config(format!(
+        "no network available in the name {name} in cni dir {}",
+        dir.display()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("cni-multi-nad-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("temp dir");
+        d
+    }
+
+    #[test]
+    fn manifests_single_and_list() {
+        let dir = temp("index");
+        std::fs::write(
+            dir.join("a.json"),
+            r#"{"apiVersion":"k8s.cni.cncf.io/v1","kind":"NetworkAttachmentDefinition",
+                "metadata":{"name":"macvlan-conf"},"spec":{"config":"{\"type\":\"macvlan\"}"}}"#,
+        )
+        .expect("write");
+        std::fs::write(
+            dir.join("b.json"),
+            r#"{"apiVersion":"v1","kind":"List","items":[
+                {"kind":"NetworkAttachmentDefinition","metadata":{"name":"x","namespace":"ns1"}},
+                {"kind":"ConfigMap","metadata":{"name":"cm"}}]}"#,
+        )
+        .expect("write");
+        std::fs::write(dir.join("c.yaml"), "not read").expect("write");
+        let index = NadIndex::load(&dir).expect("load");
+        let a = index
+            .find("default", "macvlan-conf")
+            .expect("find")
+            .expect("a");
+        assert_eq!(a.config, r#"{"type":"macvlan"}"#);
+        assert!(index.find("ns1", "x").expect("find").is_some());
+        assert!(index.find("default", "cm").expect("find").is_none());
+        std::fs::write(
+            dir.join("d.json"),
+            r#"{"kind":"NetworkAttachmentDefinition","metadata":{"name":"x","namespace":"ns1"}}"#,
+        )
+        .expect("write");
+        let index = NadIndex::load(&dir).expect("load");
+        let e = index.find("ns1", "x").expect_err("twice");
+        assert!(e.msg.contains("defined twice"), "{e}");
+        std::fs::write(dir.join("e.json"), "{").expect("write");
+        assert_eq!(NadIndex::load(&dir).expect_err("bad").code, 6);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(NadIndex::load(&dir).expect("missing dir").nads.is_empty());
+    }
+
+    #[test]
+    fn config_rules() {
+        let dir = temp("conf");
+        let nad = |config: &str| Nad {
+            namespace: "default".into(),
+            name: "net-a".into(),
+            config: config.into(),
+            annotations: BTreeMap::new(),
+            source: PathBuf::from("x.json"),
+        };
+        // The name is injected (keys sorted, as Go marshals a map).
+        assert_eq!(
+            cni_config(&nad(r#"{"type":"bridge","cniVersion":"1.0.0"}"#), &dir).expect("spec"),
+            br#"{"cniVersion":"1.0.0","name":"net-a","type":"bridge"}"#
+        );
+        let own = r#"{"name": "own", "type":"bridge"}"#;
+        assert_eq!(cni_config(&nad(own), &dir).expect("spec"), own.as_bytes());
+        assert_eq!(
+            cni_config(&nad("[1]"), &dir)
+                .expect_err("not an object")
+                .code,
+            7
+        );
+        // Empty spec: the conf dir, one pass over .conf/.json/.conflist by name.
+        let e = cni_config(&nad(""), &dir).expect_err("empty dir");
+        assert!(e.msg.contains("no networks found"), "{e}");
+        std::fs::write(dir.join("10-a.conf"), r#"{"name":"other","type":"ptp"}"#).expect("write");
+        std::fs::write(
+            dir.join("20-b.conflist"),
+            r#"{"name":"net-a","cniVersion":"1.0.0","plugins":[{"type":"bridge"}]}"#,
+        )
+        .expect("write");
+        assert!(
+            String::from_utf8_lossy(&cni_config(&nad(""), &dir).expect("found"))
+                .contains("plugins")
+        );
+        assert_eq!(
+            config_from_dir("", &dir).expect("first"),
+            br#"{"name":"other","type":"ptp"}"#
+        );
+        let e = config_from_dir("nope", &dir).expect_err("missing");
+        assert!(
+            e.msg.contains("no network available in the name nope"),
+            "{e}"
+        );
+        std::fs::write(dir.join("00-bad.conf"), r#"{"name":"x"}"#).expect("write");
+        assert!(config_from_dir("net-a", &dir).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,690 @@
+//! multus end to end, from the files in testdata/multus: the default network
+//! plus selected NADs (eth0, net1, net2), the network-status file against its
+//! fixture, the JSON selection's ips/mac/interface/default-route, rollback of
+//! a failed ADD, DEL after the NAD and pod files are gone, the spec's selection
+//! edge cases, GC and STATUS, and a run through `cni-multi cnitool` with the
+//! pod annotations in CAP_ARGS.
+
+mod harness;
+
+use harness::{Call, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in};
+use serde_json::{Value, json};
+use std::path::Path;
+
+const UID: &str = "6f1c2a9e-3b1d-4c1e-9a51-0d3c2b8e7f01";
+
+/// Points every host-local `dataDir` of a config (single or list) at `store`.
+fn with_store(config: &mut Value, store: &Path) {
+    let plugins: Vec<&mut Value> = if config.get("plugins").is_some_and(Value::is_array) {
+        config["plugins"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .collect()
+    } else {
+        vec![config]
+    };
+    for p in plugins {
+        if p["ipam"]["type"] == "host-local" {
+            p["ipam"]["dataDir"] = json!(store);
+        }
+    }
+}
+
+/// The dirs of one multus setup, filled from testdata/multus.
+struct Setup {
+    conf: TempDir,
+    nads: TempDir,
+    pods: TempDir,
+    cni: TempDir,
+    store: TempDir,
+    bin: TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let s = Setup {
+            conf: TempDir::new("multus-conf"),
+            nads: TempDir::new("multus-nads"),
+            pods: TempDir::new("multus-pods"),
+            cni: TempDir::new("multus-cni"),
+            store: TempDir::new("multus-store"),
+            bin: plugin_dir(),
+        };
+        for entry in std::fs::read_dir("testdata/multus/net.d").expect("net.d") {
+            let path = entry.expect("entry").path();
+            let mut v: Value = read_json(&path);
+            with_store(&mut v, &s.store.0);
+            write_json(&s.conf.0.join(path.file_name().expect("name")), &v);
+        }
+        for entry in std::fs::read_dir("testdata/multus/net-attach-defs").expect("nads") {
+            let path = entry.expect("entry").path();
+            let mut v: Value = read_json(&path);
+            let objects: Vec<&mut Value> = if v.get("items").is_some_and(Value::is_array) {
+                v["items"].as_array_mut().into_iter().flatten().collect()
+            } else {
+                vec![&mut v]
+            };
+            for o in objects {
+                if let Some(text) = o["spec"]["config"].as_str() {
+                    let mut config: Value = serde_json::from_str(text).expect("spec.config");
+                    with_store(&mut config, &s.store.0);
+                    o["spec"]["config"] = json!(config.to_string());
+                }
+            }
+            write_json(&s.nads.0.join(path.file_name().expect("name")), &v);
+        }
+        let pod_dir = s.pods.0.join("default");
+        std::fs::create_dir_all(&pod_dir).expect("pod dir");
+        std::fs::copy(
+            "testdata/multus/pods/default/web-1.json",
+            pod_dir.join("web-1.json"),
+        )
+        .expect("pod file");
+        s
+    }
+
+    /// The multus plugin of testdata/multus/00-multus.conflist with its paths
+    /// pointed at this setup, as libcni hands it over (name and version set),
+    /// plus `extra` keys.
+    fn conf(&self, extra: Value) -> Value {
+        let list: Value = read_json(Path::new("testdata/multus/00-multus.conflist"));
+        let mut c = list["plugins"][0].clone();
+        c["name"] = list["name"].clone();
+        c["cniVersion"] = list["cniVersion"].clone();
+        c["confDir"] = json!(self.conf.0);
+        c["netAttachDefDir"] = json!(self.nads.0);
+        c["podDir"] = json!(self.pods.0);
+        c["cniDir"] = json!(self.cni.0);
+        c["binDir"] = json!(self.bin.0);
+        if let (Some(c), Value::Object(extra)) = (c.as_object_mut(), extra) {
+            c.extend(extra);
+        }
+        c
+    }
+
+    /// A NAD of one's own, its host-local store this setup's.
+    fn add_nad(&self, namespace: &str, name: &str, mut config: Value) {
+        with_store(&mut config, &self.store.0);
+        let nad = json!({
+            "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"config": config.to_string()}
+        });
+        write_json(&self.nads.0.join(format!("{namespace}-{name}.json")), &nad);
+    }
+
+    /// A multus call for pod `namespace/name` in `ns`, as a Kubernetes runtime makes it.
+    fn call(&self, cmd: &str, ns: &Netns, id: &str, conf: &Value, pod: (&str, &str)) -> Call {
+        Call::new("multus", cmd, ns.path(), &conf.to_string())
+            .set("CNI_CONTAINERID", id)
+            .set(
+                "CNI_ARGS",
+                &format!(
+                    "IgnoreUnknown=1;K8S_POD_NAMESPACE={};K8S_POD_NAME={};\
+                     K8S_POD_INFRA_CONTAINER_ID={id};K8S_POD_UID={UID}",
+                    pod.0, pod.1
+                ),
+            )
+            .path(&self.bin)
+    }
+
+    /// The addresses host-local holds for `network`.
+    fn held(&self, network: &str) -> Vec<String> {
+        let mut ips: Vec<String> = std::fs::read_dir(self.store.0.join(network))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.parse::<std::net::IpAddr>().is_ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        ips.sort();
+        ips
+    }
+
+    /// Files of cniDir (the results directory aside) and of its result cache.
+    fn state(&self) -> (Vec<String>, Vec<String>) {
+        let names = |p: &Path| -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(p)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .filter(|n| n != "results")
+                        .collect()
+                })
+                .unwrap_or_default();
+            v.sort();
+            v
+        };
+        (names(&self.cni.0), names(&self.cni.0.join("results")))
+    }
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn write_json(path: &Path, v: &Value) {
+    std::fs::write(path, serde_json::to_string_pretty(v).expect("json")).expect("write");
+}
+
+/// The host's `eth0`, macvlan's master in the NAD (the test host is a
+/// namespace of its own, so the name is free).
+fn make_eth0() {
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "eth0",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0-peer",
+        ],
+    );
+    run_in(None, "ip", &["link", "set", "eth0", "up"]);
+    run_in(None, "ip", &["link", "set", "eth0-peer", "up"]);
+}
+
+/// Link names of the pod, lo aside.
+fn links(ns: &Netns) -> Vec<String> {
+    let v: Value = serde_json::from_str(&ns.sh("ip", &["-j", "link"])).expect("ip json");
+    let mut names: Vec<String> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l["ifname"].as_str().map(String::from))
+        .filter(|n| n != "lo")
+        .collect();
+    names.sort();
+    names
+}
+
+/// `address/prefix` of every IPv4 address of `dev`, and its MAC.
+fn iface(ns: &Netns, dev: &str) -> (Vec<String>, String) {
+    let v: Value = serde_json::from_str(&ns.sh("ip", &["-j", "-4", "addr", "show", "dev", dev]))
+        .expect("ip json");
+    let addrs = v[0]["addr_info"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| {
+            format!(
+                "{}/{}",
+                a["local"].as_str().unwrap_or_default(),
+                a["prefixlen"]
+            )
+        })
+        .collect();
+    let v: Value =
+        serde_json::from_str(&ns.sh("ip", &["-j", "link", "show", "dev", dev])).expect("ip json");
+    (
+        addrs,
+        v[0]["address"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+fn msg(e: &Value) -> String {
+    e["msg"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_pod_gets_the_default_network_and_two_nads_and_del_needs_no_files() {
+    enter_test_host();
+    make_eth0();
+    let s = Setup::new();
+    let conf = s.conf(json!({}));
+    let ns = Netns::new();
+    // The selection comes from the pod file (comma format: macvlan-conf,data-net).
+    let out = s
+        .call("ADD", &ns, "pod-1", &conf, ("default", "web-1"))
+        .run()
+        .ok();
+    // The printed result is the default network's.
+    assert_eq!(out["cniVersion"], "1.0.0");
+    assert_eq!(out["ips"][0]["address"], "10.244.0.2/24", "{out}");
+    assert_eq!(links(&ns), ["eth0", "net1", "net2"]);
+    let (eth0, eth0_mac) = iface(&ns, "eth0");
+    let (net1, net1_mac) = iface(&ns, "net1");
+    let (net2, net2_mac) = iface(&ns, "net2");
+    assert_eq!(eth0, ["10.244.0.2/24"]);
+    assert_eq!(net1, ["192.168.77.100/24"]);
+    assert_eq!(net2, ["10.10.0.2/24"]);
+    assert!(
+        ns.sh("ip", &["-d", "link", "show", "net1"])
+            .contains("macvlan mode bridge"),
+        "net1 is the macvlan"
+    );
+    // Each attachment is its own libcni attachment: result cache under cniDir.
+    let (files, results) = s.state();
+    assert_eq!(files, ["pod-1", "pod-1.status"]);
+    assert_eq!(
+        results,
+        [
+            "cbr0-pod-1-eth0",
+            "data-net-pod-1-net2",
+            "macvlan-conf-pod-1-net1"
+        ]
+    );
+    // The network-status, byte for byte.
+    let status = std::fs::read_to_string(s.cni.0.join("pod-1.status")).expect("status");
+    let expected = std::fs::read_to_string("testdata/multus/network-status.json")
+        .expect("fixture")
+        .trim_end()
+        .replace("@ETH0_MAC@", &eth0_mac)
+        .replace("@NET1_MAC@", &net1_mac)
+        .replace("@NET2_MAC@", &net2_mac);
+    assert_eq!(status, expected);
+    // CHECK replays the cached list.
+    s.call("CHECK", &ns, "pod-1", &conf, ("default", "web-1"))
+        .run()
+        .ok();
+
+    // DEL works from the cached delegate list alone.
+    std::fs::remove_dir_all(&s.nads.0).expect("remove NADs");
+    std::fs::remove_dir_all(&s.pods.0).expect("remove pods");
+    s.call("DEL", &ns, "pod-1", &conf, ("default", "web-1"))
+        .run()
+        .ok();
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    for net in ["cbr0", "macvlan-conf", "data-net"] {
+        assert!(s.held(net).is_empty(), "{net}: {:?}", s.held(net));
+    }
+    assert_eq!(s.state(), (vec![], vec![]));
+    // DEL again: nothing cached, no pod file: success.
+    s.call("DEL", &ns, "pod-1", &conf, ("default", "web-1"))
+        .run()
+        .ok();
+}
+
+#[test]
+fn the_json_selection_honours_ips_mac_interface_and_default_route() {
+    enter_test_host();
+    make_eth0();
+    let s = Setup::new();
+    // The annotations come the way containerd and CRI-O send them.
+    let selection = json!([{
+        "name": "macvlan-conf",
+        "interface": "data0",
+        "ips": ["192.168.77.150"],
+        "mac": "02:00:00:00:77:50",
+        "default-route": ["192.168.77.1"]
+    }]);
+    let conf = s.conf(
+        json!({"runtimeConfig": {"io.kubernetes.cri.pod-annotations": {
+            "k8s.v1.cni.cncf.io/networks": selection.to_string()
+        }}}),
+    );
+    let ns = Netns::new();
+    s.call("ADD", &ns, "pod-2", &conf, ("default", "web-2"))
+        .run()
+        .ok();
+    assert_eq!(links(&ns), ["data0", "eth0"]);
+    // The address arrived twice (IP= and the ips capability): one request.
+    assert_eq!(
+        iface(&ns, "data0"),
+        (
+            vec!["192.168.77.150/24".to_string()],
+            "02:00:00:00:77:50".to_string()
+        )
+    );
+    assert_eq!(s.held("macvlan-conf"), ["192.168.77.150"]);
+    // The default route moved to data0; eth0 kept its subnet route only.
+    let routes = ns.sh("ip", &["-4", "route", "show", "default"]);
+    assert_eq!(
+        routes.trim(),
+        "default via 192.168.77.1 dev data0",
+        "{routes}"
+    );
+    // ...and the cached results say so, so CHECK agrees.
+    let cached = read_json(&s.cni.0.join("results/cbr0-pod-2-eth0"));
+    assert!(cached["result"].get("routes").is_none(), "{cached}");
+    let cached = read_json(&s.cni.0.join("results/macvlan-conf-pod-2-data0"));
+    assert_eq!(
+        cached["result"]["routes"],
+        json!([{"dst": "0.0.0.0/0", "gw": "192.168.77.1"}])
+    );
+    s.call("CHECK", &ns, "pod-2", &conf, ("default", "web-2"))
+        .run()
+        .ok();
+    let status: Value = read_json(&s.cni.0.join("pod-2.status"));
+    assert_eq!(status[1]["name"], "default/macvlan-conf");
+    assert_eq!(status[1]["interface"], "data0");
+    assert_eq!(status[1]["ips"], json!(["192.168.77.150"]));
+    assert_eq!(status[1]["mac"], "02:00:00:00:77:50");
+    s.call("DEL", &ns, "pod-2", &conf, ("default", "web-2"))
+        .run()
+        .ok();
+    assert!(links(&ns).is_empty());
+    assert!(s.held("macvlan-conf").is_empty());
+}
+
+#[test]
+fn a_failing_second_selection_leaves_nothing_attached() {
+    enter_test_host();
+    let s = Setup::new();
+    s.add_nad(
+        "default",
+        "broken-net",
+        json!({"cniVersion": "1.0.0", "type": "macvlan", "master": "no-such-master",
+               "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.30.0.0/24"}]]}}),
+    );
+    let conf = s.conf(
+        json!({"runtimeConfig": {"io.kubernetes.cri.pod-annotations": {
+            "k8s.v1.cni.cncf.io/networks": "data-net,broken-net"
+        }}}),
+    );
+    let ns = Netns::new();
+    let out = s
+        .call("ADD", &ns, "pod-3", &conf, ("default", "web-3"))
+        .run();
+    assert_eq!(out.status, 1, "{out:?}");
+    let e = out.json();
+    assert!(
+        msg(&e).starts_with(&format!(
+            "[default/web-3/{UID}:broken-net]: error adding container to network \"broken-net\": "
+        )),
+        "{e}"
+    );
+    assert!(msg(&e).contains("no-such-master"), "{e}");
+    // The first selection and the default network were taken down again.
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    for net in ["cbr0", "data-net", "broken-net"] {
+        assert!(s.held(net).is_empty(), "{net}: {:?}", s.held(net));
+    }
+    assert_eq!(s.state(), (vec![], vec![]));
+    // The runtime's DEL after a failed ADD succeeds.
+    s.call("DEL", &ns, "pod-3", &conf, ("default", "web-3"))
+        .run()
+        .ok();
+}
+
+/// ADD of pod `namespace/name` selecting `networks` (pod annotations capability).
+fn add_selecting(
+    s: &Setup,
+    ns: &Netns,
+    id: &str,
+    pod: (&str, &str),
+    networks: &str,
+    extra: Value,
+) -> (Outcome, Value) {
+    let mut conf = s.conf(extra);
+    conf["runtimeConfig"] =
+        json!({"io.kubernetes.cri.pod-annotations": {"k8s.v1.cni.cncf.io/networks": networks}});
+    (s.call("ADD", ns, id, &conf, pod).run(), conf)
+}
+
+#[test]
+fn selection_edge_cases_follow_the_spec() {
+    enter_test_host();
+    let s = Setup::new();
+    s.add_nad(
+        "team-b",
+        "other-net",
+        json!({"cniVersion": "1.0.0", "name": "other-net", "type": "bridge", "bridge": "br-other",
+               "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.40.0.0/24"}]]}}),
+    );
+    let isolated = json!({"namespaceIsolation": true});
+    let ns = Netns::new();
+
+    // Namespace isolation on: another namespace is refused, before anything is attached...
+    let (out, _) = add_selecting(
+        &s,
+        &ns,
+        "i-1",
+        ("team-a", "p"),
+        "team-b/other-net",
+        isolated.clone(),
+    );
+    let e = out.err(7);
+    assert!(msg(&e).contains("namespace isolation enabled"), "{e}");
+    assert!(msg(&e).contains("team-b"), "{e}");
+    assert!(links(&ns).is_empty());
+    // ...the global namespaces ("default" unless globalNamespaces says) are not...
+    let (out, conf) = add_selecting(
+        &s,
+        &ns,
+        "i-2",
+        ("team-a", "p"),
+        "default/data-net",
+        isolated.clone(),
+    );
+    out.ok();
+    assert_eq!(links(&ns), ["eth0", "net1"]);
+    s.call("DEL", &ns, "i-2", &conf, ("team-a", "p")).run().ok();
+    let global = json!({"namespaceIsolation": true, "globalNamespaces": "default, team-b"});
+    let (out, conf) = add_selecting(&s, &ns, "i-3", ("team-a", "p"), "team-b/other-net", global);
+    out.ok();
+    s.call("DEL", &ns, "i-3", &conf, ("team-a", "p")).run().ok();
+    // ...and with isolation off anything goes.
+    let (out, conf) = add_selecting(
+        &s,
+        &ns,
+        "i-4",
+        ("team-a", "p"),
+        "team-b/other-net",
+        json!({}),
+    );
+    out.ok();
+    // (host-local hands addresses out round-robin: i-3 had .2.)
+    assert_eq!(iface(&ns, "net1").0, ["10.40.0.3/24"]);
+    s.call("DEL", &ns, "i-4", &conf, ("team-a", "p")).run().ok();
+    assert!(links(&ns).is_empty());
+
+    // Bad entries are refused, naming them, with nothing attached.
+    for (networks, what) in [
+        (
+            r#"[{"name":"data-net","ips":["10.10.0.300"]}]"#,
+            "failed to parse IP address \"10.10.0.300\"",
+        ),
+        (
+            r#"[{"name":"data-net","mac":"02:00:00"}]"#,
+            "failed to parse mac",
+        ),
+        ("data-net@this-name-is-too-long", "interface name"),
+        ("Data-Net", "not a DNS-1123 label"),
+        (
+            "data-net@eth0",
+            "interface name \"eth0\" of network default/data-net is already used by network cbr0",
+        ),
+        (
+            "nope",
+            "cannot find a network-attachment-definition (nope) in namespace (default)",
+        ),
+    ] {
+        let (out, _) = add_selecting(&s, &ns, "bad", ("default", "p"), networks, json!({}));
+        let e = out.err(7);
+        assert!(msg(&e).contains(what), "{networks}: {e}");
+        assert!(links(&ns).is_empty(), "{networks}: {:?}", links(&ns));
+        assert!(s.held("cbr0").is_empty(), "{networks}");
+    }
+    // An interface name the pod already has fails that attachment; the
+    // default network is taken down again.
+    ns.sh(
+        "ip",
+        &[
+            "link", "add", "net1", "type", "veth", "peer", "name", "peer1",
+        ],
+    );
+    let (out, _) = add_selecting(&s, &ns, "clash", ("default", "p"), "data-net", json!({}));
+    let e = out.err(7);
+    assert!(
+        msg(&e).contains("interface name net1 already exists"),
+        "{e}"
+    );
+    assert_eq!(links(&ns), ["net1", "peer1"]);
+    assert!(s.held("cbr0").is_empty());
+    ns.sh("ip", &["link", "del", "net1"]);
+
+    // The same network twice is two attachments.
+    let (out, conf) = add_selecting(
+        &s,
+        &ns,
+        "twice",
+        ("default", "p"),
+        "data-net,data-net",
+        json!({}),
+    );
+    out.ok();
+    assert_eq!(links(&ns), ["eth0", "net1", "net2"]);
+    // (i-2 had 10.10.0.2.)
+    assert_eq!(iface(&ns, "net1").0, ["10.10.0.3/24"]);
+    assert_eq!(iface(&ns, "net2").0, ["10.10.0.4/24"]);
+    let status: Value = read_json(&s.cni.0.join("twice.status"));
+    assert_eq!(status.as_array().map(Vec::len), Some(3));
+    assert_eq!(status[1]["name"], status[2]["name"]);
+    s.call("DEL", &ns, "twice", &conf, ("default", "p"))
+        .run()
+        .ok();
+    assert!(s.held("data-net").is_empty());
+    assert!(links(&ns).is_empty());
+
+    // A NAD without spec.config is the config of that name in confDir.
+    let (out, conf) = add_selecting(&s, &ns, "disk", ("default", "p"), "storage-net", json!({}));
+    out.ok();
+    assert_eq!(iface(&ns, "net1").0, ["10.20.0.2/24"]);
+    s.call("DEL", &ns, "disk", &conf, ("default", "p"))
+        .run()
+        .ok();
+    assert_eq!(s.state(), (vec![], vec![]));
+}
+
+#[test]
+fn status_waits_for_the_readiness_file_and_gc_deletes_stale_pods() {
+    enter_test_host();
+    let s = Setup::new();
+    let run = TempDir::new("multus-run");
+    let ready = run.0.join("ready");
+    let mut conf = s.conf(json!({"readinessindicatorfile": ready}));
+    conf["cniVersion"] = json!("1.1.0");
+    let ns_a = Netns::new();
+    let ns_b = Netns::new();
+    let status = Call::new("multus", "STATUS", "", &conf.to_string())
+        .unset("CNI_CONTAINERID")
+        .unset("CNI_NETNS")
+        .unset("CNI_IFNAME")
+        .path(&s.bin);
+    let e = status.run().err(50);
+    assert!(msg(&e).contains("readinessindicatorfile"), "{e}");
+    // ADD waits for it too (the runtime retries).
+    let (out, _) = add_selecting(
+        &s,
+        &ns_a,
+        "pod-a",
+        ("default", "a"),
+        "data-net",
+        json!({"readinessindicatorfile": ready}),
+    );
+    out.err(11);
+    std::fs::write(&ready, "").expect("ready");
+    status.run().ok();
+
+    let mut with_ready = conf.clone();
+    with_ready["runtimeConfig"] =
+        json!({"io.kubernetes.cri.pod-annotations": {"k8s.v1.cni.cncf.io/networks": "data-net"}});
+    s.call("ADD", &ns_a, "pod-a", &with_ready, ("default", "a"))
+        .run()
+        .ok();
+    s.call("ADD", &ns_b, "pod-b", &with_ready, ("default", "b"))
+        .run()
+        .ok();
+    assert_eq!(s.held("data-net"), ["10.10.0.2", "10.10.0.3"]);
+    let mut gc = conf.clone();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "pod-a", "ifname": "eth0"}]);
+    Call::new("multus", "GC", "", &gc.to_string())
+        .unset("CNI_CONTAINERID")
+        .unset("CNI_NETNS")
+        .unset("CNI_IFNAME")
+        .path(&s.bin)
+        .run()
+        .ok();
+    assert_eq!(links(&ns_a), ["eth0", "net1"]);
+    assert!(links(&ns_b).is_empty(), "{:?}", links(&ns_b));
+    assert_eq!(s.held("data-net"), ["10.10.0.2"]);
+    assert_eq!(s.held("cbr0"), ["10.244.0.2"]);
+    let (files, _) = s.state();
+    assert_eq!(files, ["pod-a", "pod-a.status"]);
+}
+
+#[test]
+fn cnitool_add_with_the_pod_annotations_in_cap_args() {
+    enter_test_host();
+    make_eth0();
+    let s = Setup::new();
+    let net_d = TempDir::new("multus-netd");
+    let cache = TempDir::new("multus-cnitool-cache");
+    let mut list: Value = read_json(Path::new("testdata/multus/00-multus.conflist"));
+    let plugin = s.conf(json!({}));
+    for key in ["confDir", "netAttachDefDir", "podDir", "cniDir", "binDir"] {
+        list["plugins"][0][key] = plugin[key].clone();
+    }
+    write_json(&net_d.0.join("00-multus.conflist"), &list);
+    let ns = Netns::new();
+    let cnitool = |args: &[&str]| -> Outcome {
+        let child = std::process::Command::new(harness::BIN)
+            .arg("cnitool")
+            .arg("--cache-dir")
+            .arg(&cache.0)
+            .args(args)
+            .env_clear()
+            .env("NETCONFPATH", &net_d.0)
+            .env("CNI_PATH", &s.bin.0)
+            .env(
+                "CNI_ARGS",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-9;K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=u9",
+            )
+            .env(
+                "CAP_ARGS",
+                json!({"io.kubernetes.cri.pod-annotations": {
+                    "k8s.v1.cni.cncf.io/networks": "macvlan-conf,data-net",
+                    "unrelated": "x"
+                }})
+                .to_string(),
+            )
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn cnitool");
+        Outcome::of(child)
+    };
+    let out = cnitool(&["add", "multus-cni-network", ns.path()]);
+    let result = out.ok();
+    assert_eq!(result["ips"][0]["address"], "10.244.0.2/24", "{out:?}");
+    assert_eq!(links(&ns), ["eth0", "net1", "net2"]);
+    assert_eq!(iface(&ns, "net1").0, ["192.168.77.100/24"]);
+    assert_eq!(iface(&ns, "net2").0, ["10.10.0.2/24"]);
+    // status-of finds the pod by the netns cnitool added it with.
+    let out = cnitool(&[
+        "status-of",
+        "--cni-dir",
+        &s.cni.0.to_string_lossy(),
+        ns.path(),
+    ]);
+    assert_eq!(out.status, 0, "{out:?}");
+    let status: Value = serde_json::from_str(&out.stdout).expect("status JSON");
+    let names: Vec<&str> = status
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(names, ["cbr0", "default/macvlan-conf", "default/data-net"]);
+    assert_eq!(status[0]["default"], true);
+    cnitool(&["del", "multus-cni-network", ns.path()]).ok();
+    assert!(links(&ns).is_empty());
+    assert_eq!(s.state(), (vec![], vec![]));
+    let out = cnitool(&[
+        "status-of",
+        "--cni-dir",
+        &s.cni.0.to_string_lossy(),
+        ns.path(),
+    ]);
+    assert_eq!(out.status, 1);
+    assert!(out.stderr.contains("no network status"), "{out:?}");
+}
