@@ -1,6 +1,7 @@
 # cni-multi: one static binary for every CNI plugin.
 #   make               static release binary
-#   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR)
+#   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR),
+#                      and the dhcp daemon's systemd units into $(DESTDIR)$(SYSTEMDDIR)
 #   make test          THE test command: installs missing system packages, then
 #                      fmt, clippy, unit + integration tests, static install check
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
@@ -20,6 +21,8 @@ TARGET := $(shell (rustup target list --installed 2>/dev/null | grep -qx x86_64-
             && echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
 endif
 BINDIR  ?= /opt/cni/bin
+# The dhcp daemon's unit and socket (contrib/systemd); ExecStart names $(BINDIR).
+SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
@@ -38,6 +41,10 @@ install: build
 	install -d "$(DESTDIR)$(BINDIR)"
 	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/cni-multi"
 	DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" ./symlinks.sh
+	install -d "$(DESTDIR)$(SYSTEMDDIR)"
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/cni-dhcp.service > "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
+	chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
+	install -m 0644 contrib/systemd/cni-dhcp.socket "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket"
 
 deps:
 	./tests/install-deps.sh

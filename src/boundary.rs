@@ -65,6 +65,26 @@ impl From<crate::netfilter::Error> for Error {
     }
 }
 
+/// The dhcp layer: an option name or value the config gives that cannot be
+/// used is a config error (7, checked before the daemon is asked); no answer,
+/// NAK, an incomplete ACK and socket/netns/netlink failures are 999 as the
+/// reference reports them, with the layer error kept.
+impl From<crate::dhcp::error::Error> for Error {
+    fn from(e: crate::dhcp::error::Error) -> Self {
+        use crate::dhcp::error::Error as Dhcp;
+        let code = match &e {
+            Dhcp::UnknownOption(_) | Dhcp::InvalidOption(_) => Code::InvalidConfig,
+            Dhcp::NoAnswer { .. }
+            | Dhcp::Nak { .. }
+            | Dhcp::Incomplete(_)
+            | Dhcp::Io { .. }
+            | Dhcp::Netlink(_)
+            | Dhcp::Netns(_) => Code::Internal,
+        };
+        Error::new(code, e.to_string()).with_source(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +111,28 @@ mod tests {
         );
         // The chain: CNI error -> netfilter error -> io error.
         let io = e.source().and_then(|nf| nf.source()).expect("the io error");
+        assert_eq!(io.to_string(), "Permission denied (os error 13)");
+    }
+
+    #[test]
+    fn dhcp_option_errors_are_config_errors_and_the_rest_999_with_their_cause() {
+        use crate::dhcp::error::Error as Dhcp;
+        let e = Error::from(Dhcp::UnknownOption("no-such".into()));
+        assert_eq!(e.code, 7);
+        assert!(e.msg.contains("no-such"), "{e}");
+        assert_eq!(Error::from(Dhcp::InvalidOption("x".into())).code, 7);
+        let e = Error::from(Dhcp::NoAnswer {
+            ifname: "eth0".into(),
+            after: std::time::Duration::from_secs(10),
+        });
+        assert_eq!(e.code, 999);
+        assert!(e.msg.contains("eth0"), "{e}");
+        let e = Error::from(Dhcp::Io {
+            op: "bind".into(),
+            source: std::io::Error::from_raw_os_error(13),
+        });
+        assert_eq!(e.code, 999);
+        let io = e.source().and_then(|d| d.source()).expect("the io error");
         assert_eq!(io.to_string(), "Permission denied (os error 13)");
     }
 }

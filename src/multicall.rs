@@ -16,14 +16,18 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .and_then(|a| Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let arg = |i: usize| args.get(i).map(|a| a.to_string_lossy().into_owned());
+    // `dhcp daemon ...`: the dhcp plugin's lease daemon, as the reference starts it.
+    if invoked_as == "dhcp" && arg(1).as_deref() == Some("daemon") {
+        return crate::daemons::dhcp::main(args[2..].to_vec());
+    }
     if let Some(info) = plugins::lookup(&invoked_as) {
         return dispatch::run_main(info, plugins::lookup);
     }
     if invoked_as == "cnitool" {
         return crate::cnitool::main(args);
     }
-    let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
-    match first.as_deref() {
+    match arg(1).as_deref() {
         None | Some("-h" | "--help" | "help") => {
             print!("{}", usage());
             0
@@ -33,6 +37,9 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             0
         }
         Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
+        Some("dhcp") if arg(2).as_deref() == Some("daemon") => {
+            crate::daemons::dhcp::main(args[3..].to_vec())
+        }
         Some("--list") => {
             let mut out = std::io::stdout().lock();
             for p in PLUGINS {
@@ -63,6 +70,7 @@ fn usage() -> String {
          Usage:\n  <plugin>                 when installed as a symlink named after the plugin\n  \
          {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n  \
          {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
+         {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
          {BINARY} --version      print the version\n\nPlugins:\n",
         env!("CARGO_PKG_VERSION")

@@ -6,6 +6,8 @@ mod harness;
 use harness::{Call, Netns, enter_test_host};
 
 const GOOD: &str = r#"{"cniVersion":"1.0.0","name":"net1","type":"loopback"}"#;
+const DHCP_NO_DAEMON: &str = r#"{"cniVersion":"1.0.0","name":"net1","type":"macvlan","ipam":{"type":"dhcp","daemonSocketPath":"/nonexistent/dhcp.sock"}}"#;
+const DHCP_NO_DAEMON_STATUS: &str = r#"{"cniVersion":"1.1.0","name":"net1","type":"macvlan","ipam":{"type":"dhcp","daemonSocketPath":"/nonexistent/dhcp.sock"}}"#;
 
 struct Case {
     name: &'static str,
@@ -392,25 +394,26 @@ fn cases() -> Vec<Case> {
             8,
             "plugin's netns and netns from CNI_NETNS should not be the same",
         ),
-        // Plugins not built yet fail clearly.
+        // The dhcp plugin without its daemon: try again later (11), naming the
+        // socket; STATUS is 50.
         Case {
             plugin: "dhcp",
             ..case(
-                "plugin not built yet",
+                "dhcp daemon not running",
                 &[ADD],
-                GOOD,
-                999,
-                "the dhcp plugin is not implemented",
+                DHCP_NO_DAEMON,
+                11,
+                "the dhcp daemon is not reachable on /nonexistent/dhcp.sock",
             )
         },
         Case {
             plugin: "dhcp",
             ..case(
-                "STATUS of a plugin not built yet",
+                "STATUS with the dhcp daemon not running",
                 &[STATUS],
-                r#"{"cniVersion":"1.1.0","name":"n"}"#,
+                DHCP_NO_DAEMON_STATUS,
                 50,
-                "the dhcp plugin is not implemented",
+                "the dhcp daemon is not reachable on /nonexistent/dhcp.sock",
             )
         },
         // CNI_ARGS, for a plugin that reads it (host-local reads IP).

@@ -348,7 +348,7 @@ impl<'de> MapAccess<'de> for Entries {
             return Ok(None);
         };
         self.value = Some(value);
-        seed.deserialize(Json::String(key)).map(Some)
+        seed.deserialize(MapKey(key)).map(Some)
     }
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
         match self.value.take() {
@@ -358,6 +358,58 @@ impl<'de> MapAccess<'de> for Entries {
     }
     fn size_hint(&self) -> Option<usize> {
         Some(self.iter.len())
+    }
+}
+
+/// An object key as a map key: a string, or, for a map with integer keys, the
+/// integer it spells (Go decodes `map[uint8]T` from `{"51": ...}` the same way).
+struct MapKey(String);
+
+macro_rules! integer_key {
+    ($($method:ident $visit:ident $ty:ty),*) => {$(
+        fn $method<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+            match self.0.parse::<$ty>() {
+                Ok(n) => v.$visit(n),
+                Err(_) => Err(de::Error::invalid_value(de::Unexpected::Str(&self.0), &v)),
+            }
+        }
+    )*};
+}
+
+impl<'de> Deserializer<'de> for MapKey {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        v.visit_string(self.0)
+    }
+
+    integer_key! {
+        deserialize_i8 visit_i8 i8, deserialize_i16 visit_i16 i16,
+        deserialize_i32 visit_i32 i32, deserialize_i64 visit_i64 i64,
+        deserialize_u8 visit_u8 u8, deserialize_u16 visit_u16 u16,
+        deserialize_u32 visit_u32 u32, deserialize_u64 visit_u64 u64
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        v: V,
+    ) -> Result<V::Value, Error> {
+        v.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Error> {
+        Json::String(self.0).deserialize_enum(name, variants, v)
+    }
+
+    forward_to_deserialize_any! {
+        bool i128 u128 f32 f64 char str string bytes byte_buf option unit unit_struct
+        seq tuple tuple_struct map struct identifier ignored_any
     }
 }
 

@@ -265,3 +265,20 @@ fn no_json_decoding_outside_the_go_compatible_reader() {
         offenders.join("\n")
     );
 }
+
+#[test]
+fn integer_map_keys_are_read_from_their_strings_as_go_does() {
+    use std::collections::BTreeMap;
+    let m: BTreeMap<u8, String> = from_str(r#"{"51":"a","3":"b"}"#).expect("u8 keys");
+    assert_eq!(
+        m,
+        BTreeMap::from([(3, "b".to_string()), (51, "a".to_string())])
+    );
+    assert!(from_str::<BTreeMap<u8, String>>(r#"{"256":"x"}"#).is_err());
+    assert!(from_str::<BTreeMap<i32, String>>(r#"{"x":"y"}"#).is_err());
+    let m: BTreeMap<i32, u8> = from_str(r#"{"-4":1}"#).expect("i32 keys");
+    assert_eq!(m.get(&-4), Some(&1));
+    // String keys and struct fields are as before.
+    let m: BTreeMap<String, u8> = from_str(r#"{"51":1}"#).expect("string keys");
+    assert_eq!(m.get("51"), Some(&1));
+}

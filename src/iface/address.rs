@@ -63,7 +63,17 @@ pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResu
         wait_for_dad(sock, &link)?;
     }
     for r in &result.routes {
-        let gw = r.gw.or(if r.dst.addr().is_ipv4() { gw4 } else { gw6 });
+        // The IP's gateway stands in for a route without one, as in the
+        // reference, except on a link-scope route (the kernel refuses a
+        // gateway there); 0.0.0.0 / :: (the reference's dhcp writes it for an
+        // on-link route of option 121) means none.
+        let gw = match r.gw {
+            Some(g) if g.is_unspecified() => None,
+            Some(g) => Some(g),
+            None if r.scope == Some(i64::from(libc::RT_SCOPE_LINK)) => None,
+            None if r.dst.addr().is_ipv4() => gw4,
+            None => gw6,
+        };
         let route = kernel_route(r, gw, link.index);
         match sock.append_route(&route) {
             Ok(()) => {}
@@ -198,9 +208,10 @@ pub fn check_routes(sock: &mut Socket, result: &NetResult) -> CniResult<()> {
             .and_then(|t| u32::try_from(t).ok())
             .unwrap_or(RT_TABLE_MAIN);
         let routes = sock.routes(family, table, None)?;
+        let want = r.gw.filter(|g| !g.is_unspecified());
         let found = routes
             .iter()
-            .any(|k| k.dst == r.dst.trunc() && (r.gw.is_none() || k.gw == r.gw));
+            .any(|k| k.dst == r.dst.trunc() && (want.is_none() || k.gw == want));
         if !found {
             return Err(Error::internal(format!(
                 "Failed to match route: {} via {}",

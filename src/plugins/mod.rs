@@ -3,6 +3,7 @@
 
 mod bandwidth;
 mod bridge;
+mod dhcp;
 mod dummy;
 mod firewall;
 pub mod flannel;
@@ -12,7 +13,6 @@ mod ipvlan;
 mod loopback;
 mod macvlan;
 pub mod multus;
-mod pending;
 mod portmap;
 mod ptp;
 mod sbr;
@@ -23,7 +23,6 @@ mod vlan;
 mod vrf;
 
 use crate::cni::{ArgsPolicy, PluginInfo};
-use pending::Pending;
 
 /// CNI_ARGS keys of plugins that read them (the reference's Args structs).
 const ARGS_IP: &[&str] = &["IP"];
@@ -37,12 +36,6 @@ const ARGS_MULTUS: &[&str] = &[
     "K8S_POD_INFRA_CONTAINER_ID",
     "K8S_POD_UID",
 ];
-
-macro_rules! pending {
-    ($name:literal) => {
-        &Pending { name: $name }
-    };
-}
 
 pub static PLUGINS: &[PluginInfo] = &[
     PluginInfo {
@@ -114,8 +107,10 @@ pub static PLUGINS: &[PluginInfo] = &[
     PluginInfo {
         name: "dhcp",
         summary: "IPAM: addresses from a DHCP server",
+        // The reference reads CNI_ARGS only for `provide[].fromArg`, leniently:
+        // unknown keys are never an error, so the dispatcher does not parse it.
         cni_args: ArgsPolicy::Ignored,
-        plugin: pending!("dhcp"),
+        plugin: &dhcp::Dhcp,
     },
     PluginInfo {
         name: "portmap",
@@ -180,6 +175,7 @@ pub fn decode_every_plugins_keys(conf: &crate::cni::NetConf) -> usize {
     ok(conf.plugin_keys::<bandwidth::SubnetKeys>().map(drop))
         + ok(conf.plugin_keys::<bandwidth::TopLevel>().map(drop))
         + ok(conf.plugin_keys::<bridge::Keys>().map(drop))
+        + ok(conf.plugin_keys::<dhcp::Keys>().map(drop))
         + ok(conf.plugin_keys::<firewall::Keys>().map(drop))
         + ok(conf.plugin_keys::<flannel::Keys>().map(drop))
         + ok(conf.plugin_keys::<host_device::Keys>().map(drop))

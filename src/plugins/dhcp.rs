@@ -1,0 +1,420 @@
+//! dhcp IPAM: addresses from a DHCP server, through the lease daemon
+//! (`dhcp daemon`), which acquires and keeps them. The plugin checks the
+//! config, builds the request (client-id, provided and requested options) and
+//! turns the daemon's lease into the result; `priority` stays here.
+//!
+//! The daemon not running is code 11 (try again later) naming its socket, 50
+//! for STATUS. DEL and GC with nothing held succeed even then: a stopped
+//! daemon's leases are files beside its socket (`<socket>.leases/`).
+
+use crate::cni::env::Command;
+use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
+use crate::dhcp::client::Request;
+use crate::dhcp::lease::Lease;
+use crate::dhcp::options::{self, Provide, RequestOption};
+use crate::dhcp::protocol::{
+    self, Attachment, Call, DEFAULT_SOCKET, Deadlines, ExchangeError, Failure, Keep, Kind, Reply,
+};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct Dhcp;
+
+impl Plugin for Dhcp {
+    fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
+        let conf = Settings::load(inv)?;
+        let request = conf.request(inv)?;
+        let call = Call::Allocate {
+            attachment: attachment(inv),
+            request,
+        };
+        let lease = conf.lease(call, Command::Add)?;
+        Ok(lease.to_result(conf.priority)?)
+    }
+
+    fn del(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        let a = attachment(inv);
+        // The daemon releases what it keeps, with the request it kept: option
+        // lists are not needed (nor checked) to let go.
+        let call = Call::Release {
+            attachment: a.clone(),
+            request: conf.bare_request(inv)?,
+        };
+        match conf.exchange(&call, Command::Del) {
+            Ok(_) => Ok(()),
+            Err(Unanswered::Down(_)) if nothing_held(&conf.socket, Some(&a)) => Ok(()),
+            Err(e) => Err(e.into_error(Command::Del, Some("the lease may still be held"))),
+        }
+    }
+
+    fn check(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        // The daemon checks the lease it keeps: options are not sent again.
+        let call = Call::Check {
+            attachment: attachment(inv),
+            request: conf.bare_request(inv)?,
+        };
+        let lease = conf.lease(call, Command::Check)?;
+        // The lease must be the address the runtime was given.
+        if let Some(prev) = inv.conf.prev_result()? {
+            let v4: Vec<_> = prev
+                .ips
+                .iter()
+                .filter(|ip| ip.address.addr().is_ipv4())
+                .collect();
+            if !v4.is_empty()
+                && !v4
+                    .iter()
+                    .any(|ip| ip.address.addr() == std::net::IpAddr::V4(lease.address))
+            {
+                return Err(Error::internal(format!(
+                    "the dhcp lease of {} is {}, which prevResult does not list",
+                    attachment(inv),
+                    lease.address
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases the leases of this network whose attachment is not in
+    /// `cni.dev/valid-attachments`; without that key nothing is released.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = inv.conf.valid_attachments()? else {
+            return Ok(());
+        };
+        let conf = Settings::load(inv)?;
+        let call = Call::Gc {
+            network: inv.conf.name().to_string(),
+            valid: valid
+                .into_iter()
+                .map(|a| Keep {
+                    container_id: a.container_id,
+                    ifname: a.ifname,
+                })
+                .collect(),
+        };
+        match conf.exchange(&call, Command::Gc) {
+            Ok(_) => Ok(()),
+            Err(Unanswered::Down(_)) if nothing_held(&conf.socket, None) => Ok(()),
+            Err(e) => Err(e.into_error(Command::Gc, None)),
+        }
+    }
+
+    fn status(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Settings::load(inv)?;
+        conf.exchange(&Call::Status, Command::Status)
+            .map(drop)
+            .map_err(|e| e.into_error(Command::Status, None))
+    }
+}
+
+/// The `ipam` keys of the reference's dhcp plugin.
+#[derive(Debug, Default, Deserialize)]
+struct IpamKeys {
+    #[serde(rename = "daemonSocketPath", default)]
+    daemon_socket_path: Option<String>,
+    #[serde(default)]
+    provide: Option<Vec<Provide>>,
+    #[serde(default)]
+    request: Option<Vec<RequestOption>>,
+    #[serde(default)]
+    priority: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct Keys {
+    #[serde(default)]
+    ipam: Option<IpamKeys>,
+}
+
+/// The config, checked.
+#[derive(Debug)]
+struct Settings {
+    socket: PathBuf,
+    provide: Vec<Provide>,
+    request: Vec<RequestOption>,
+    /// Metric of every route of the result (the reference's `priority`, 0 = none).
+    priority: Option<u32>,
+}
+
+impl Settings {
+    fn load(inv: &Invocation) -> CniResult<Settings> {
+        let keys: Keys = inv.conf.plugin_keys()?;
+        let ipam = keys.ipam.unwrap_or_default();
+        let priority = match ipam.priority.unwrap_or(0) {
+            0 => None,
+            p => Some(u32::try_from(p).map_err(|_| {
+                Error::invalid_config(format!(
+                    "invalid ipam.priority {p}: a route metric is 0 to {}",
+                    u32::MAX
+                ))
+            })?),
+        };
+        Ok(Settings {
+            socket: PathBuf::from(
+                ipam.daemon_socket_path
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or_else(|| DEFAULT_SOCKET.to_string()),
+            ),
+            provide: ipam.provide.unwrap_or_default(),
+            request: ipam.request.unwrap_or_default(),
+            priority,
+        })
+    }
+
+    /// The request the daemon sends for this attachment: option names checked
+    /// here (code 7) before the daemon is asked.
+    fn request(&self, inv: &Invocation) -> CniResult<Request> {
+        let args = cni_args_pairs(&inv.env.args);
+        Ok(Request {
+            provide: options::provided(&self.provide, &args)?,
+            request: options::requested(&self.request)?,
+            ..self.bare_request(inv)?
+        })
+    }
+
+    /// The request without options: where and who (netns made absolute, as the
+    /// daemon may run elsewhere).
+    fn bare_request(&self, inv: &Invocation) -> CniResult<Request> {
+        let netns = if inv.env.netns.is_empty() {
+            PathBuf::new()
+        } else {
+            std::path::absolute(&inv.env.netns).map_err(|e| {
+                Error::caused_by(
+                    Code::Internal,
+                    format!("failed to make {:?} an absolute path", inv.env.netns),
+                    e,
+                )
+            })?
+        };
+        Ok(Request {
+            netns,
+            ifname: inv.env.ifname.clone(),
+            client_id: options::client_id(&inv.env.container_id, inv.conf.name(), &inv.env.ifname),
+            provide: Vec::new(),
+            request: Vec::new(),
+        })
+    }
+
+    fn exchange(&self, call: &Call, verb: Command) -> Result<Reply, Unanswered> {
+        let limits = Deadlines {
+            connect: Duration::from_secs(5),
+            reply: reply_deadline(verb),
+        };
+        match protocol::exchange(&self.socket, call, limits) {
+            Ok(Reply::Failed(f)) => Err(Unanswered::Failed(call.op(), f)),
+            Ok(reply) => Ok(reply),
+            Err(e @ (ExchangeError::Unreachable { .. } | ExchangeError::Busy { .. })) => {
+                Err(Unanswered::Down(e))
+            }
+            Err(e) => Err(Unanswered::Broken(e)),
+        }
+    }
+
+    /// A call whose answer is a lease.
+    fn lease(&self, call: Call, verb: Command) -> CniResult<Lease> {
+        match self.exchange(&call, verb) {
+            Ok(Reply::Lease(lease)) => Ok(*lease),
+            Ok(_) => Err(Error::internal(format!(
+                "the dhcp daemon on {} answered {} without a lease",
+                self.socket.display(),
+                call.op()
+            ))),
+            Err(e) => Err(e.into_error(verb, None)),
+        }
+    }
+}
+
+/// How long the daemon may take: an ADD runs the whole DHCP exchange (its
+/// `-timeout`, 10 s by default); the others are quick.
+fn reply_deadline(verb: Command) -> Duration {
+    match verb {
+        Command::Add => Duration::from_secs(300),
+        Command::Status => Duration::from_secs(10),
+        _ => Duration::from_secs(60),
+    }
+}
+
+/// Why a call did not get the answer it wanted.
+enum Unanswered {
+    /// Nothing listens (or the queue stayed full): the daemon is not running.
+    Down(ExchangeError),
+    /// The daemon was reached, then the exchange failed.
+    Broken(ExchangeError),
+    /// The daemon answered with a failure.
+    Failed(&'static str, Failure),
+}
+
+impl Unanswered {
+    fn into_error(self, verb: Command, note: Option<&str>) -> Error {
+        let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
+        match self {
+            Unanswered::Down(e) => {
+                let code = match verb {
+                    Command::Status => Code::NotAvailable,
+                    _ => Code::TryAgainLater,
+                };
+                Error::new(code, format!("{e}{note}")).with_source(e)
+            }
+            Unanswered::Broken(e) => {
+                let code = match verb {
+                    Command::Status => Code::NotAvailable,
+                    _ => Code::Internal,
+                };
+                Error::new(code, format!("{e}{note}")).with_source(e)
+            }
+            Unanswered::Failed(op, f) => {
+                let code = match (verb, f.kind) {
+                    (Command::Status, _) => Code::NotAvailable,
+                    (_, Kind::UnknownOption | Kind::InvalidOption) => Code::InvalidConfig,
+                    (_, Kind::Busy) => Code::TryAgainLater,
+                    _ => Code::Internal,
+                };
+                Error::new(code, format!("dhcp daemon {op}: {}{note}", f.message)).with_source(f)
+            }
+        }
+    }
+}
+
+fn attachment(inv: &Invocation) -> Attachment {
+    Attachment {
+        container_id: inv.env.container_id.clone(),
+        network: inv.conf.name().to_string(),
+        ifname: inv.env.ifname.clone(),
+    }
+}
+
+/// CNI_ARGS as the reference's dhcp plugin reads it for `fromArg`: `K=V`
+/// pairs split at the first `=`, anything else ignored (unknown keys included).
+fn cni_args_pairs(raw: &str) -> Vec<(String, String)> {
+    raw.split(';')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Whether a daemon that cannot be reached holds nothing to release: its
+/// lease files (`<socket>.leases/`, where the daemon keeps them or links to
+/// them) have none for `attachment` (None: none at all). No such directory
+/// means no daemon ever kept a lease for this socket.
+fn nothing_held(socket: &Path, attachment: Option<&Attachment>) -> bool {
+    let dir = protocol::default_state_dir(socket);
+    match std::fs::read_dir(&dir) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(entries) => match attachment {
+            Some(a) => !dir.join(protocol::state_file_name(a)).exists(),
+            None => !entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".json")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cni::env::CmdArgs;
+
+    fn invocation(command: Command, ipam: &str, args: &str) -> Invocation {
+        let conf =
+            format!(r#"{{"cniVersion":"1.0.0","name":"lan","type":"macvlan","ipam":{ipam}}}"#);
+        Invocation {
+            command,
+            env: CmdArgs {
+                container_id: "ctr-1".into(),
+                netns: "/run/netns/x".into(),
+                ifname: "eth0".into(),
+                args: args.into(),
+                path: Vec::new(),
+                netns_override: false,
+            },
+            conf: crate::cni::NetConf::parse(conf.as_bytes()).expect("conf"),
+            cni_args: Default::default(),
+            plugins: crate::cni::no_plugins,
+        }
+    }
+
+    #[test]
+    fn the_request_carries_client_id_options_and_an_absolute_netns() {
+        let inv = invocation(
+            Command::Add,
+            r#"{"type":"dhcp","daemonSocketPath":"/tmp/d.sock","priority":5,
+                "provide":[{"option":"host-name","fromArg":"K8S_POD_NAME"}],
+                "request":[{"option":"121"}]}"#,
+            "IgnoreUnknown=1;K8S_POD_NAME=web-1;junk",
+        );
+        let conf = Settings::load(&inv).expect("settings");
+        assert_eq!(conf.socket, Path::new("/tmp/d.sock"));
+        assert_eq!(conf.priority, Some(5));
+        let r = conf.request(&inv).expect("request");
+        assert_eq!(r.netns, Path::new("/run/netns/x"));
+        assert_eq!(r.ifname, "eth0");
+        assert_eq!(r.client_id, options::client_id("ctr-1", "lan", "eth0"));
+        assert_eq!(r.provide, vec![(12, b"web-1".to_vec())]);
+        assert!(r.request.contains(&121), "{:?}", r.request);
+    }
+
+    #[test]
+    fn defaults_and_bad_values() {
+        let inv = invocation(Command::Add, r#"{"type":"dhcp"}"#, "");
+        let conf = Settings::load(&inv).expect("settings");
+        assert_eq!(conf.socket, Path::new(DEFAULT_SOCKET));
+        assert_eq!(conf.priority, None);
+        let e = Settings::load(&invocation(Command::Add, r#"{"priority":-1}"#, ""))
+            .expect_err("negative metric");
+        assert_eq!(e.code, 7);
+        let bad = invocation(
+            Command::Add,
+            r#"{"provide":[{"option":"no-such-option","value":"x"}]}"#,
+            "",
+        );
+        let conf = Settings::load(&bad).expect("settings");
+        assert_eq!(conf.request(&bad).expect_err("bad name").code, 7);
+        let bad = invocation(Command::Add, r#"{"request":[{"option":"300"}]}"#, "");
+        let conf = Settings::load(&bad).expect("settings");
+        assert_eq!(conf.request(&bad).expect_err("bad code").code, 7);
+        // A relative netns is made absolute against the working directory.
+        let mut rel = invocation(Command::Add, r#"{}"#, "");
+        rel.env.netns = "ns/x".into();
+        let r = Settings::load(&rel)
+            .and_then(|c| c.bare_request(&rel))
+            .expect("request");
+        assert!(r.netns.is_absolute() && r.netns.ends_with("ns/x"), "{r:?}");
+    }
+
+    #[test]
+    fn cni_args_are_read_leniently() {
+        assert_eq!(
+            cni_args_pairs("A=1;B;C=x=y;;"),
+            vec![("A".into(), "1".into()), ("C".into(), "x=y".into())]
+        );
+    }
+
+    #[test]
+    fn a_daemon_that_is_down_is_11_naming_its_socket_and_50_for_status() {
+        let sock =
+            std::env::temp_dir().join(format!("cni-multi-plugin-nosock-{}", std::process::id()));
+        let ipam = format!(r#"{{"daemonSocketPath":"{}"}}"#, sock.display());
+        let inv = invocation(Command::Add, &ipam, "");
+        let e = Dhcp.add(&inv).expect_err("no daemon");
+        assert_eq!(e.code, 11, "{e}");
+        assert!(e.msg.contains(&sock.display().to_string()), "{e}");
+        let e = Dhcp.status(&inv).expect_err("no daemon");
+        assert_eq!(e.code, 50, "{e}");
+        let e = Dhcp.check(&inv).expect_err("no daemon");
+        assert_eq!(e.code, 11, "{e}");
+        // Nothing was ever kept for this socket: DEL has nothing to release.
+        Dhcp.del(&inv).expect("DEL with nothing held");
+        // A lease file for the attachment: the lease may be held.
+        let dir = protocol::default_state_dir(&sock);
+        std::fs::create_dir_all(&dir).expect("dir");
+        std::fs::write(dir.join(protocol::state_file_name(&attachment(&inv))), "{}").expect("file");
+        let e = Dhcp.del(&inv).expect_err("lease held");
+        assert_eq!(e.code, 11, "{e}");
+        assert!(e.msg.contains("may still be held"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

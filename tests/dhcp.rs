@@ -1,0 +1,991 @@
+//! The dhcp IPAM plugin and its daemon against a real DHCP server: each test
+//! has its own "LAN" namespace with dnsmasq on `lan0` (10.77.0.1/24, range
+//! .100-.199), reached from the test host through its veth peer `lan-m`, the
+//! master of the containers' macvlans (or a port of the bridge `dhcpbr0`), and
+//! its own daemon on a socket in a temporary directory.
+//!
+//! `CNI_MULTI_DHCP_CYCLES` sets the ADD/DEL cycles of the flatness test (2000).
+
+mod harness;
+
+use harness::{BIN, Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_in};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NET: &str = "dhcp-net";
+
+// ---------------------------------------------------------------- the LAN
+
+/// The LAN namespace with (optionally) dnsmasq serving it.
+struct Lan {
+    ns: Netns,
+    dnsmasq: Option<Child>,
+    dir: PathBuf,
+}
+
+impl Lan {
+    /// `lan-m` (host) <-> `lan0` (LAN, 10.77.0.1/24); dnsmasq with `options`
+    /// (`--dhcp-option=...`) and `lease` time when `serve`.
+    fn new(dir: &TempDir, serve: bool, lease: &str, options: &[&str]) -> Lan {
+        let ns = Netns::new();
+        run_in(
+            None,
+            "ip",
+            &[
+                "link",
+                "add",
+                "lan-m",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "lan0",
+                "netns",
+                ns.path(),
+            ],
+        );
+        run_in(None, "ip", &["link", "set", "lan-m", "up"]);
+        ns.sh("ip", &["addr", "add", "10.77.0.1/24", "dev", "lan0"]);
+        ns.sh("ip", &["link", "set", "lan0", "up"]);
+        ns.sh("ip", &["link", "set", "lo", "up"]);
+        let mut lan = Lan {
+            ns,
+            dnsmasq: None,
+            dir: dir.0.clone(),
+        };
+        if serve {
+            lan.start_dnsmasq(lease, options);
+        }
+        lan
+    }
+
+    fn leases_path(&self) -> PathBuf {
+        self.dir.join("dnsmasq.leases")
+    }
+
+    fn start_dnsmasq(&mut self, lease: &str, options: &[&str]) {
+        let pid_file = self.dir.join("dnsmasq.pid");
+        let _ = std::fs::remove_file(&pid_file);
+        let mut args = vec![
+            "--keep-in-foreground".to_string(),
+            "--conf-file=/dev/null".into(),
+            "--user=root".into(),
+            "--group=root".into(),
+            "--port=0".into(),
+            "--interface=lan0".into(),
+            "--bind-interfaces".into(),
+            format!("--dhcp-range=10.77.0.100,10.77.0.199,255.255.255.0,{lease}"),
+            format!("--dhcp-leasefile={}", self.leases_path().display()),
+            format!("--pid-file={}", pid_file.display()),
+            "--dhcp-authoritative".into(),
+            // dnsmasq pings a fresh address before offering it and serves no
+            // one else meanwhile: 3 s per new address, whatever the client
+            // (20 containers at once would take a minute).
+            "--no-ping".into(),
+            "--dhcp-option=3,10.77.0.1".into(),
+            "--log-dhcp".into(),
+            format!("--log-facility={}", self.dir.join("dnsmasq.log").display()),
+        ];
+        args.extend(options.iter().map(|o| format!("--dhcp-option={o}")));
+        let netns = File::open(self.ns.path()).expect("open LAN netns");
+        let mut cmd = Command::new("dnsmasq");
+        cmd.args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // SAFETY: between fork and exec only setns(2), an async-signal-safe
+        // syscall, runs; the fd is owned by this frame and outlives the spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sched::setns(netns.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        self.dnsmasq = Some(cmd.spawn().expect("spawn dnsmasq"));
+        wait_for("dnsmasq to start", Duration::from_secs(10), || {
+            pid_file.exists() && self.leases_path().exists()
+        });
+    }
+
+    /// dnsmasq's lease file: `expiry mac ip hostname client-id` per lease.
+    fn leases(&self) -> Vec<DnsmasqLease> {
+        std::fs::read_to_string(self.leases_path())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                Some(DnsmasqLease {
+                    expiry: f.first()?.parse().ok()?,
+                    ip: f.get(2)?.to_string(),
+                    hostname: f.get(3)?.to_string(),
+                    client_id: f.get(4)?.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    fn lease_of(&self, ip: &str) -> Option<DnsmasqLease> {
+        self.leases().into_iter().find(|l| l.ip == ip)
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("dnsmasq.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Lan {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.dnsmasq.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct DnsmasqLease {
+    expiry: u64,
+    ip: String,
+    hostname: String,
+    client_id: String,
+}
+
+/// The client-id dnsmasq shows: 0x00 + `<cid>/<net>/<ifname>`, colon hex.
+fn client_id_hex(cid: &str, ifname: &str) -> String {
+    std::iter::once(0u8)
+        .chain(format!("{cid}/{NET}/{ifname}").bytes())
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+// ---------------------------------------------------------------- the daemon
+
+struct Daemon {
+    child: Option<Child>,
+    socket: PathBuf,
+    log: PathBuf,
+    args: Vec<String>,
+}
+
+impl Daemon {
+    /// `cni-multi dhcp daemon -socketpath <dir>/dhcp.sock -statedir <dir>/state <extra>`.
+    fn start(dir: &TempDir, extra: &[&str]) -> Daemon {
+        let socket = dir.0.join("dhcp.sock");
+        let mut args = vec![
+            "-socketpath".to_string(),
+            socket.display().to_string(),
+            "-statedir".into(),
+            dir.0.join("state").display().to_string(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut d = Daemon {
+            child: None,
+            socket,
+            log: dir.0.join("daemon.log"),
+            args,
+        };
+        d.restart();
+        d
+    }
+
+    /// Starts the daemon again with the same flags (after a kill).
+    fn restart(&mut self) {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("daemon log");
+        let child = Command::new(BIN)
+            .args(["dhcp", "daemon"])
+            .args(&self.args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn the dhcp daemon");
+        self.child = Some(child);
+        let socket = self.socket.clone();
+        wait_for("the daemon's socket", Duration::from_secs(10), || {
+            std::os::unix::net::UnixStream::connect(&socket).is_ok()
+        });
+    }
+
+    fn pid(&self) -> i32 {
+        self.child
+            .as_ref()
+            .map(|c| i32::try_from(c.id()).expect("pid"))
+            .expect("daemon running")
+    }
+
+    fn signal(&mut self, signal: Signal) -> std::process::ExitStatus {
+        kill(Pid::from_raw(self.pid()), signal).expect("signal the daemon");
+        let mut child = self.child.take().expect("daemon running");
+        child.wait().expect("wait for the daemon")
+    }
+
+    fn proc_status(&self, key: &str) -> u64 {
+        let text =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("daemon status");
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in /proc/<daemon>/status"))
+    }
+
+    fn fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("daemon fds")
+            .count()
+    }
+
+    fn rss_kb(&self) -> u64 {
+        self.proc_status("VmRSS:")
+    }
+
+    fn threads(&self) -> u64 {
+        self.proc_status("Threads:")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.take() {
+            stop(child);
+        }
+    }
+}
+
+/// SIGTERM, and SIGKILL when that does not end it within 5 s: a test that
+/// fails must not leave a daemon behind.
+fn stop(mut child: Child) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+    let _ = kill(pid, Signal::SIGTERM);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The output of a process expected to end by itself (killed after 10 s).
+fn finish(mut child: Child) -> std::process::Output {
+    let start = Instant::now();
+    while matches!(child.try_wait(), Ok(None)) {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// A spawned process stopped (as `stop`) when dropped.
+struct Reaped(Option<Child>);
+
+impl Reaped {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    fn wait(mut self) -> std::process::ExitStatus {
+        self.0
+            .take()
+            .expect("child")
+            .wait()
+            .expect("wait for child")
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.take() {
+            stop(child);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- plugin calls
+
+fn macvlan_conf(socket: &Path, ipam: Value) -> Value {
+    json!({
+        "cniVersion": "1.0.0",
+        "name": NET,
+        "type": "macvlan",
+        "master": "lan-m",
+        "ipam": merged(json!({"type": "dhcp", "daemonSocketPath": socket}), ipam),
+    })
+}
+
+fn call(cmd: &str, ns: &Netns, id: &str, conf: &Value, bin: &TempDir) -> Call {
+    let plugin = conf["type"].as_str().unwrap_or("macvlan").to_string();
+    Call::new(&plugin, cmd, ns.path(), &conf.to_string())
+        .set("CNI_CONTAINERID", id)
+        .path(bin)
+}
+
+fn wait_for(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn address_of(result: &Value) -> String {
+    harness::first_ip(result)
+}
+
+fn in_range(ip: &str) -> bool {
+    ip.strip_prefix("10.77.0.")
+        .and_then(|n| n.parse::<u8>().ok())
+        .is_some_and(|n| (100..=199).contains(&n))
+}
+
+fn eth0_has(ns: &Netns, ip: &str) -> bool {
+    ns.sh("ip", &["-4", "-o", "addr", "show", "dev", "eth0"])
+        .contains(&format!("inet {ip}/24"))
+}
+
+fn state_files(dir: &TempDir) -> usize {
+    std::fs::read_dir(dir.0.join("state"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-basic");
+    let lan = Lan::new(
+        &dir,
+        true,
+        "1h",
+        &[
+            "121,10.99.0.0/16,10.77.0.254,10.88.0.0/16,0.0.0.0",
+            "6,10.77.0.53",
+            "15,lan.example",
+            "119,a.example,b.example",
+        ],
+    );
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = macvlan_conf(
+        &daemon.socket,
+        json!({
+            "provide": [{"option": "host-name", "fromArg": "K8S_POD_NAME"}],
+            "request": [{"option": "121"}, {"option": "6"}, {"option": "15"}, {"option": "119"}],
+            "priority": 100,
+        }),
+    );
+    let result = call("ADD", &ns, "ctr-1", &conf, &bin)
+        .set(
+            "CNI_ARGS",
+            "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-1",
+        )
+        .run()
+        .ok();
+    let ip = address_of(&result);
+    assert!(in_range(&ip), "{result}");
+    assert_eq!(result["ips"][0]["address"], format!("{ip}/24"));
+    assert_eq!(result["ips"][0]["gateway"], "10.77.0.1");
+    // Option 121: routes (one through a router, one on the link), each with the priority.
+    let routes = result["routes"].as_array().expect("routes");
+    let via = routes
+        .iter()
+        .find(|r| r["dst"] == "10.99.0.0/16")
+        .expect("10.99/16");
+    assert_eq!(via["gw"], "10.77.0.254", "{result}");
+    assert_eq!(via["priority"], 100, "{result}");
+    let link = routes
+        .iter()
+        .find(|r| r["dst"] == "10.88.0.0/16")
+        .expect("10.88/16");
+    // Router 0.0.0.0: on the link (the reference writes gw 0.0.0.0 and scope link).
+    assert_eq!(link["scope"], 253, "{result}");
+    assert!(
+        link.get("gw")
+            .is_none_or(|gw| gw.is_null() || gw == "0.0.0.0"),
+        "{result}"
+    );
+    let table = ns.sh("ip", &["-4", "route", "show", "dev", "eth0"]);
+    assert!(table.contains("10.88.0.0/16 scope link"), "{table}");
+    assert!(table.contains("10.99.0.0/16 via 10.77.0.254"), "{table}");
+    // With option 121 there is no default route from option 3 (RFC 3442).
+    assert!(routes.iter().all(|r| r["dst"] != "0.0.0.0/0"), "{result}");
+    // dnsmasq has it, with the provided host name and the reference's client-id.
+    let lease = lan.lease_of(&ip).expect("dnsmasq lease");
+    assert_eq!(lease.hostname, "web-1");
+    assert_eq!(lease.client_id, client_id_hex("ctr-1", "eth0"));
+    assert!(eth0_has(&ns, &ip), "macvlan put the address on eth0");
+    assert_eq!(state_files(&dir), 1, "the lease is on disk");
+
+    // The IPAM result itself (macvlan replaces DNS with its own config's, as
+    // the reference does): an ADD of the same attachment gets the held lease,
+    // with DNS from options 6, 15 and 119, and starts no second keeper.
+    let threads = daemon.threads();
+    let mut ipam_conf = conf.clone();
+    ipam_conf["type"] = json!("dhcp");
+    let direct = Call::new("dhcp", "ADD", ns.path(), &ipam_conf.to_string())
+        .set("CNI_CONTAINERID", "ctr-1")
+        .set("CNI_ARGS", "K8S_POD_NAME=web-1")
+        .run()
+        .ok();
+    assert_eq!(address_of(&direct), ip, "{direct}");
+    assert_eq!(direct["dns"]["nameservers"], json!(["10.77.0.53"]));
+    assert_eq!(direct["dns"]["domain"], "lan.example");
+    assert_eq!(direct["dns"]["search"], json!(["a.example", "b.example"]));
+    assert_eq!(direct["routes"], result["routes"]);
+    assert_eq!(lan.leases().len(), 1);
+    // CHECK holds: the lease is kept and its address on eth0; no keeper is added.
+    let mut checked = conf.clone();
+    checked["prevResult"] = result.clone();
+    call("CHECK", &ns, "ctr-1", &checked, &bin).run().ok();
+    call("CHECK", &ns, "ctr-1", &checked, &bin).run().ok();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        daemon.threads(),
+        threads,
+        "CHECK starts no thread that stays"
+    );
+
+    // DEL releases: dnsmasq's line goes at once, and the state file.
+    call("DEL", &ns, "ctr-1", &conf, &bin).run().ok();
+    wait_for("the RELEASE at dnsmasq", Duration::from_secs(5), || {
+        lan.lease_of(&ip).is_none()
+    });
+    assert_eq!(state_files(&dir), 0);
+    assert!(lan.log().contains("DHCPRELEASE"), "{}", lan.log());
+    // A second DEL, and CHECK of a lease not held.
+    call("DEL", &ns, "ctr-1", &conf, &bin).run().ok();
+    let e = call("CHECK", &ns, "ctr-1", &checked, &bin).run().err(999);
+    assert!(
+        e["msg"].as_str().is_some_and(|m| m.contains("no lease")),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_short_lease_is_renewed_at_t1_and_the_address_stays() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-renew");
+    // dnsmasq's shortest lease is 2 minutes; T1 (option 58) 3 s, T2 100 s.
+    let lan = Lan::new(&dir, true, "2m", &["58,3", "59,100"]);
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let result = call("ADD", &ns, "ctr-r", &conf, &bin).run().ok();
+    let ip = address_of(&result);
+    let first = lan.lease_of(&ip).expect("dnsmasq lease").expiry;
+    // Two renewals: dnsmasq's expiry moves on each time.
+    let mut last = first;
+    for round in 1..=2 {
+        wait_for(
+            &format!("renewal {round} at dnsmasq"),
+            Duration::from_secs(20),
+            || lan.lease_of(&ip).is_some_and(|l| l.expiry >= last + 2),
+        );
+        last = lan.lease_of(&ip).map_or(last, |l| l.expiry);
+    }
+    assert!(last > first);
+    assert_eq!(lan.leases().len(), 1, "the same lease, renewed");
+    assert!(eth0_has(&ns, &ip), "the address stays");
+    let log = daemon.log();
+    assert!(log.contains("renewed"), "{log}");
+    call("DEL", &ns, "ctr-r", &conf, &bin).run().ok();
+    wait_for("the RELEASE", Duration::from_secs(5), || {
+        lan.lease_of(&ip).is_none()
+    });
+}
+
+#[test]
+fn a_killed_daemon_takes_its_leases_up_again_renews_them_and_del_releases() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-restart");
+    let lan = Lan::new(&dir, true, "2m", &["58,3", "59,100"]);
+    let mut daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let (a, b) = (Netns::new(), Netns::new());
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let ra = call("ADD", &a, "ctr-a", &conf, &bin).run().ok();
+    let rb = call("ADD", &b, "ctr-b", &conf, &bin).run().ok();
+    let (ipa, ipb) = (address_of(&ra), address_of(&rb));
+    daemon.signal(Signal::SIGKILL);
+    assert!(daemon.socket.exists(), "kill -9 leaves the socket");
+    let killed_at = lan.lease_of(&ipa).expect("lease a").expiry;
+    // The stale socket does not block the restart; both leases are taken up.
+    daemon.restart();
+    let log = daemon.log();
+    assert!(log.contains("removed the stale socket"), "{log}");
+    assert!(log.contains("(2 resumed)"), "{log}");
+    wait_for(
+        "a renewal after the restart",
+        Duration::from_secs(20),
+        || {
+            lan.lease_of(&ipa)
+                .is_some_and(|l| l.expiry >= killed_at + 2)
+        },
+    );
+    assert!(lan.lease_of(&ipb).is_some());
+    let mut checked = conf.clone();
+    checked["prevResult"] = ra.clone();
+    call("CHECK", &a, "ctr-a", &checked, &bin).run().ok();
+    // DEL after the restart releases.
+    call("DEL", &a, "ctr-a", &conf, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &conf, &bin).run().ok();
+    wait_for("both RELEASEs", Duration::from_secs(5), || {
+        lan.leases().is_empty()
+    });
+    assert_eq!(state_files(&dir), 0);
+}
+
+#[test]
+fn twenty_containers_at_once_get_twenty_distinct_leases() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-twenty");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let spaces: Vec<Netns> = (0..20).map(|_| Netns::new()).collect();
+    let start = Instant::now();
+    let children: Vec<_> = spaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| call("ADD", ns, &format!("ctr-{i}"), &conf, &bin).spawn())
+        .collect();
+    let ips: Vec<String> = children
+        .into_iter()
+        .map(|c| address_of(&harness::Outcome::of(c).ok()))
+        .collect();
+    eprintln!(
+        "dhcp: 20 concurrent ADDs took {} ms",
+        start.elapsed().as_millis()
+    );
+    let distinct: BTreeSet<&String> = ips.iter().collect();
+    assert_eq!(distinct.len(), 20, "{ips:?}");
+    assert!(ips.iter().all(|ip| in_range(ip)), "{ips:?}");
+    let held: BTreeSet<String> = lan.leases().into_iter().map(|l| l.ip).collect();
+    assert_eq!(held, ips.iter().cloned().collect::<BTreeSet<_>>());
+    let children: Vec<_> = spaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| call("DEL", ns, &format!("ctr-{i}"), &conf, &bin).spawn())
+        .collect();
+    for c in children {
+        harness::Outcome::of(c).ok();
+    }
+    wait_for("20 RELEASEs", Duration::from_secs(5), || {
+        lan.leases().is_empty()
+    });
+}
+
+#[test]
+fn the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast() {
+    enter_test_host();
+    let cycles: usize = std::env::var("CNI_MULTI_DHCP_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let dir = TempDir::new("dhcp-cycles");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let cycle = |times: &mut Vec<Duration>| {
+        let start = Instant::now();
+        call("ADD", &ns, "ctr-c", &conf, &bin).run().ok();
+        times.push(start.elapsed());
+        call("DEL", &ns, "ctr-c", &conf, &bin).run().ok();
+    };
+    let mut warmup = Vec::new();
+    for _ in 0..20 {
+        cycle(&mut warmup);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (fds0, rss0, threads0) = (daemon.fds(), daemon.rss_kb(), daemon.threads());
+    let mut times = Vec::with_capacity(cycles);
+    for _ in 0..cycles {
+        cycle(&mut times);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let (fds1, rss1, threads1) = (daemon.fds(), daemon.rss_kb(), daemon.threads());
+    times.sort();
+    let median = times[times.len() / 2];
+    let p90 = times[times.len() * 9 / 10];
+    eprintln!(
+        "dhcp daemon over {cycles} ADD/DEL cycles: fds {fds0} -> {fds1}, RSS {rss0} kB -> {rss1} kB, \
+         threads {threads0} -> {threads1}; macvlan+dhcp ADD median {:.1} ms, p90 {:.1} ms, max {:.1} ms",
+        median.as_secs_f64() * 1e3,
+        p90.as_secs_f64() * 1e3,
+        times[times.len() - 1].as_secs_f64() * 1e3,
+    );
+    assert!(fds1 <= fds0, "fds grew: {fds0} -> {fds1}");
+    assert!(
+        threads1 <= threads0,
+        "threads grew: {threads0} -> {threads1}"
+    );
+    assert!(rss1 <= rss0 + 2048, "RSS grew: {rss0} kB -> {rss1} kB");
+    assert!(median < Duration::from_secs(1), "median ADD {median:?}");
+    assert!(lan.leases().is_empty(), "every lease released");
+}
+
+#[test]
+fn a_server_that_never_answers_is_a_clear_error_after_the_timeout() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-silent");
+    let _lan = Lan::new(&dir, false, "", &[]);
+    let daemon = Daemon::start(&dir, &["-timeout", "3s"]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let start = Instant::now();
+    let e = call("ADD", &ns, "ctr-s", &conf, &bin).run().err(999);
+    let took = start.elapsed();
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("eth0"), "{e}");
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(10),
+        "failed after {took:?}"
+    );
+    eprintln!("dhcp: no server: {msg} (after {} ms)", took.as_millis());
+    // The runtime's DEL after the failed ADD: nothing held, success.
+    call("DEL", &ns, "ctr-s", &conf, &bin).run().ok();
+    assert_eq!(state_files(&dir), 0);
+}
+
+#[test]
+fn del_of_an_unknown_lease_succeeds_and_gc_releases_what_is_not_listed() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-gc");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let (a, b) = (Netns::new(), Netns::new());
+    let mut conf = macvlan_conf(&daemon.socket, json!({}));
+    conf["cniVersion"] = json!("1.1.0");
+    call("DEL", &a, "never-added", &conf, &bin).run().ok();
+    let ipa = address_of(&call("ADD", &a, "ctr-a", &conf, &bin).run().ok());
+    let ipb = address_of(&call("ADD", &b, "ctr-b", &conf, &bin).run().ok());
+    // GC without the key releases nothing.
+    Call::new("macvlan", "GC", "", &conf.to_string())
+        .path(&bin)
+        .run()
+        .ok();
+    assert_eq!(lan.leases().len(), 2);
+    let mut gc = conf.clone();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "ctr-a", "ifname": "eth0"}]);
+    Call::new("macvlan", "GC", "", &gc.to_string())
+        .path(&bin)
+        .run()
+        .ok();
+    wait_for("GC's RELEASE", Duration::from_secs(5), || {
+        lan.lease_of(&ipb).is_none()
+    });
+    assert!(lan.lease_of(&ipa).is_some(), "the listed lease stays");
+    assert_eq!(state_files(&dir), 1);
+    // STATUS through macvlan reaches the daemon.
+    Call::new("macvlan", "STATUS", "", &conf.to_string())
+        .path(&bin)
+        .run()
+        .ok();
+    call("DEL", &a, "ctr-a", &conf, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &conf, &bin).run().ok();
+    assert!(lan.leases().is_empty());
+}
+
+#[test]
+fn bridge_releases_the_lease_on_del_while_the_veth_still_exists() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-bridge");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    run_in(None, "ip", &["link", "add", "dhcpbr0", "type", "bridge"]);
+    run_in(None, "ip", &["link", "set", "lan-m", "master", "dhcpbr0"]);
+    run_in(None, "ip", &["link", "set", "dhcpbr0", "up"]);
+    let daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = json!({
+        "cniVersion": "1.0.0",
+        "name": NET,
+        "type": "bridge",
+        "bridge": "dhcpbr0",
+        "ipam": {"type": "dhcp", "daemonSocketPath": daemon.socket},
+    });
+    let result = call("ADD", &ns, "ctr-br", &conf, &bin).run().ok();
+    let ip = address_of(&result);
+    assert!(in_range(&ip), "{result}");
+    assert!(lan.lease_of(&ip).is_some());
+    assert!(eth0_has(&ns, &ip));
+    call("DEL", &ns, "ctr-br", &conf, &bin).run().ok();
+    wait_for(
+        "the RELEASE through the bridge",
+        Duration::from_secs(5),
+        || lan.lease_of(&ip).is_none(),
+    );
+}
+
+#[test]
+fn bad_option_names_are_code_7_before_the_daemon_is_asked() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-badopt");
+    let ns = Netns::new();
+    let socket = dir.0.join("absent.sock");
+    for ipam in [
+        json!({"provide": [{"option": "no-such-option", "value": "x"}]}),
+        json!({"request": [{"option": "300"}]}),
+        json!({"request": [{"option": "routerz"}]}),
+    ] {
+        let mut conf = macvlan_conf(&socket, ipam);
+        conf["type"] = json!("dhcp");
+        let e = Call::new("dhcp", "ADD", ns.path(), &conf.to_string())
+            .run()
+            .err(7);
+        assert!(
+            !e["msg"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not reachable"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_daemon_that_is_not_running_is_code_11_naming_its_socket() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-down");
+    let ns = Netns::new();
+    let socket = dir.0.join("down.sock");
+    let mut conf = macvlan_conf(&socket, json!({}));
+    conf["type"] = json!("dhcp");
+    conf["cniVersion"] = json!("1.1.0");
+    let run = |cmd: &str| Call::new("dhcp", cmd, ns.path(), &conf.to_string()).run();
+    let named = |e: &Value| {
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains(&socket.display().to_string()))
+    };
+    let e = run("ADD").err(11);
+    assert!(named(&e), "{e}");
+    let e = run("CHECK").err(11);
+    assert!(named(&e), "{e}");
+    let e = run("STATUS").err(50);
+    assert!(named(&e), "{e}");
+    // Nothing was ever held through this socket: DEL and GC succeed.
+    run("DEL").ok();
+    run("GC").ok();
+}
+
+#[test]
+fn flags_pidfile_one_daemon_per_socket_and_state_and_sigterm_cleans_up() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-flags");
+    let bin = plugin_dir();
+    // Both spellings of the help, the reference's flags listed.
+    for argv in [
+        vec![
+            BIN.to_string(),
+            "dhcp".into(),
+            "daemon".into(),
+            "-help".into(),
+        ],
+        vec![
+            bin.0.join("dhcp").display().to_string(),
+            "daemon".into(),
+            "--help".into(),
+        ],
+    ] {
+        let out = Command::new(&argv[0])
+            .args(&argv[1..])
+            .output()
+            .expect("help");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{argv:?}: {out:?}");
+        for flag in [
+            "--socketpath",
+            "--pidfile",
+            "--hostprefix",
+            "--broadcast",
+            "--timeout",
+            "--resendmax",
+            "--resendtimeout",
+            "--statedir",
+        ] {
+            assert!(text.contains(flag), "{flag} missing from:\n{text}");
+        }
+    }
+    let socket = dir.0.join("run").join("dhcp.sock");
+    let pidfile = dir.0.join("dhcp.pid");
+    let state = dir.0.join("leases");
+    let spawn = |args: &[String]| {
+        Command::new(BIN)
+            .args(["dhcp", "daemon"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn daemon")
+    };
+    let args = vec![
+        format!("--socketpath={}", socket.display()),
+        "-pidfile".into(),
+        pidfile.display().to_string(),
+        "-statedir".into(),
+        state.display().to_string(),
+        "-broadcast".into(),
+        "-timeout=5s".into(),
+        "-resendmax".into(),
+        "2s".into(),
+        "--resendtimeout".into(),
+        "1m".into(),
+    ];
+    let first = Reaped(Some(spawn(&args)));
+    wait_for("the socket", Duration::from_secs(10), || {
+        std::os::unix::net::UnixStream::connect(&socket).is_ok()
+    });
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).expect("stat").permissions())
+            & 0o777
+    };
+    assert_eq!(mode(&dir.0.join("run")), 0o700, "socket dir 0700");
+    assert_eq!(mode(&state), 0o700, "state dir 0700");
+    assert_eq!(
+        std::fs::read_to_string(&pidfile).expect("pidfile").trim(),
+        first.id().to_string()
+    );
+    // The plugin's STATUS reaches it.
+    let conf = json!({"cniVersion": "1.1.0", "name": NET, "type": "dhcp",
+                      "ipam": {"type": "dhcp", "daemonSocketPath": socket}});
+    Call::new("dhcp", "STATUS", "", &conf.to_string())
+        .run()
+        .ok();
+    // A second daemon on the same socket, or on the same state directory, refuses.
+    let out = finish(spawn(&args));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("another dhcp daemon is listening"),
+        "{out:?}"
+    );
+    let other = vec![
+        format!("-socketpath={}", dir.0.join("other.sock").display()),
+        format!("-statedir={}", state.display()),
+    ];
+    let out = finish(spawn(&other));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("keeps its leases in"),
+        "{out:?}"
+    );
+    // A relative pidfile is refused, as the reference does.
+    let out = finish(spawn(&["-pidfile".into(), "rel.pid".into()]));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // SIGTERM: exit 0, socket and pidfile gone, the state directory kept.
+    kill(
+        Pid::from_raw(i32::try_from(first.id()).expect("pid")),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(first.wait().code(), Some(0));
+    assert!(!socket.exists(), "socket removed");
+    assert!(!pidfile.exists(), "pidfile removed");
+    assert!(state.is_dir());
+    // -statedir elsewhere: `<socket>.leases` points there for the plugin.
+    let link = dir.0.join("run").join("dhcp.sock.leases");
+    assert_eq!(std::fs::read_link(&link).expect("link"), state);
+}
+
+#[test]
+fn socket_activation_uses_the_inherited_socket_and_leaves_it_in_place() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-activation");
+    let socket = dir.0.join("act.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind");
+    let fd = listener.as_raw_fd();
+    let spawn = |fds: &str| {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            "export LISTEN_PID=$$ LISTEN_FDS=\"$1\"; exec \"$0\" dhcp daemon -socketpath \"$2\" -statedir \"$3\"",
+            BIN,
+            fds,
+        ])
+        .arg(&socket)
+        .arg(dir.0.join("state"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        // SAFETY: between fork and exec only dup2(2)/fcntl(2), async-signal-safe
+        // syscalls, run; `fd` stays open in the parent during the spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                let r = if fd == 3 {
+                    nix::libc::fcntl(3, nix::libc::F_SETFD, 0)
+                } else {
+                    nix::libc::dup2(fd, 3)
+                };
+                if r < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.spawn().expect("spawn activated daemon")
+    };
+    // More than one socket is refused, as the reference does.
+    let out = finish(spawn("2"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Too many (2) FDs"),
+        "{out:?}"
+    );
+    let child = Reaped(Some(spawn("1")));
+    let conf = json!({"cniVersion": "1.1.0", "name": NET, "type": "dhcp",
+                      "ipam": {"type": "dhcp", "daemonSocketPath": socket}});
+    wait_for("the activated daemon", Duration::from_secs(10), || {
+        Call::new("dhcp", "STATUS", "", &conf.to_string())
+            .run()
+            .status
+            == 0
+    });
+    kill(
+        Pid::from_raw(i32::try_from(child.id()).expect("pid")),
+        Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    assert_eq!(child.wait().code(), Some(0));
+    assert!(
+        socket.exists(),
+        "the service manager's socket is left alone"
+    );
+    drop(listener);
+}
