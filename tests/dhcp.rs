@@ -117,8 +117,7 @@ impl Lan {
 
     /// dnsmasq's lease file: `expiry mac ip hostname client-id` per lease.
     fn leases(&self) -> Vec<DnsmasqLease> {
-        std::fs::read_to_string(self.leases_path())
-            .unwrap_or_default()
+        harness::stable_read(&self.leases_path())
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
@@ -542,9 +541,12 @@ fn a_killed_daemon_takes_its_leases_up_again_renews_them_and_del_releases() {
     let killed_at = lan.lease_of(&ipa).expect("lease a").expiry;
     // The stale socket does not block the restart; both leases are taken up.
     daemon.restart();
+    // The daemon answers on its socket before it prints its summary line.
+    wait_for("the restart's summary", Duration::from_secs(5), || {
+        daemon.log().contains("(2 resumed)")
+    });
     let log = daemon.log();
     assert!(log.contains("removed the stale socket"), "{log}");
-    assert!(log.contains("(2 resumed)"), "{log}");
     wait_for(
         "a renewal after the restart",
         Duration::from_secs(20),

@@ -69,7 +69,7 @@ impl Dnsmasq {
     }
 
     fn leases(&self) -> String {
-        std::fs::read_to_string(self.dir.0.join("leases")).unwrap_or_default()
+        harness::stable_read(&self.dir.0.join("leases"))
     }
 
     /// The lease file's line for `address`, if any.

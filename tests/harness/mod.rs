@@ -543,3 +543,19 @@ pub fn first_ip(result: &Value) -> String {
         .expect("result has an address");
     address.split('/').next().unwrap_or(address).to_string()
 }
+
+/// dnsmasq rewrites its lease file in place (truncate, then write): a read
+/// can catch it half written. Two equal reads in a row are a whole file.
+pub fn stable_read(path: &std::path::Path) -> String {
+    let read = || std::fs::read_to_string(path).unwrap_or_default();
+    let mut last = read();
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = read();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}

@@ -86,7 +86,7 @@ run_binary() {
 # loops: portmap, hostile_input, unit tests, cnitool, bridge ~1 min, most
 # others well under). bandwidth measures throughput: it runs first and alone.
 alone="bandwidth"
-longest="portmap hostile_input unit-lib-cni_multi bridge cnitool chained ipmasq host_local"
+longest="dhcp portmap hostile_input unit-lib-cni_multi bridge cnitool chained ipmasq host_local multus"
 names=$(cut -d' ' -f1 "$shared/binaries")
 ordered=""
 for n in $longest; do

@@ -40,7 +40,7 @@ VM_TIMEOUT=${KERNEL_VM_TIMEOUT:-1320}
 BINARY_TIMEOUT=${KERNEL_BINARY_TIMEOUT:-900}
 VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # Under TCG a process start costs ~0.2 s, so these stress loops (1000 ADDs,
-# 100 ADD/DEL cycles: thousands of plugin and iptables runs, ~20 minutes
+# 100 ADD/DEL cycles, 2000 dhcp ADD/DEL cycles: thousands of plugin and iptables runs, ~20 minutes
 # together) would not fit the lane's budget. Each is about repetition, not
 # about a kernel feature the CI machine lacks, and `make test` runs them on
 # the host; every other test of every binary runs in the VM. With KVM they
@@ -48,7 +48,8 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
  portmap:hundred_add_del_cycles_and_gc_leave_the_table_as_it_was
- portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing"
+ portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing
+ dhcp:the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
