@@ -63,7 +63,7 @@ run_binary() {
     while read -r bin test; do
         [ "$bin" = "$name" ] && skips+=(--skip "$test")
     done <"$shared/skip"
-    [ "${#skips[@]}" = 0 ] || skips+=(--exact)
+    # --skip matches substrings: the host-only names are long and unique.
     while read -r bin filter; do
         [ "$bin" = "$name" ] && skips+=("$filter")
     done <"$shared/filters"
