@@ -665,10 +665,10 @@ impl PacketSocket {
             }
             // At least 1 µs: a zero receive timeout would block forever.
             let wait = (until - now).max(Duration::from_micros(1));
-            let timeout = nix::sys::time::TimeVal::new(
-                wait.as_secs() as libc::time_t,
-                wait.subsec_micros() as libc::suseconds_t,
-            );
+            let timeout = nix::sys::time::TimeVal::from(libc::timeval {
+                tv_sec: wait.as_secs().try_into().unwrap_or(i64::MAX as _),
+                tv_usec: wait.subsec_micros().into(),
+            });
             socket::setsockopt(&self.fd, sockopt::ReceiveTimeout, &timeout)
                 .map_err(|e| Error::os(format!("wait for DHCP on {}", self.ifname), e))?;
             let n = match socket::recv(self.fd.as_raw_fd(), &mut self.buf, MsgFlags::empty()) {
