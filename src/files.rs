@@ -85,6 +85,28 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// Regular files of `dir` with one of `extensions`, sorted by name; a missing
+/// directory has none (config and manifest directories are optional).
+pub fn files_with(dir: &Path, extensions: &[&str]) -> io::Result<Vec<PathBuf>> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| extensions.contains(&x))
+                && p.is_file()
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
 /// Largest config, cache or state file read whole.
 pub const MAX_FILE: u64 = 16 << 20;
 

@@ -192,23 +192,7 @@ pub fn conf_from_bytes(bytes: &[u8], source: &Path) -> CniResult<NetworkList> {
 
 /// Regular files of `dir` with one of these extensions, sorted by name.
 fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(err_from(dir, e)),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| extensions.contains(&x))
-                && std::fs::metadata(p).is_ok_and(|m| m.is_file())
-        })
-        .collect();
-    files.sort();
-    Ok(files)
+    crate::files::files_with(dir, extensions).map_err(|e| err_from(dir, e))
 }
 
 fn read(path: &Path) -> CniResult<Vec<u8>> {

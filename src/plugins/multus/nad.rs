@@ -63,23 +63,7 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
 /// Regular files of `dir` with one of `extensions`, sorted by name; a missing
 /// directory has none.
 fn files_with(dir: &Path, extensions: &[&str]) -> CniResult<Vec<PathBuf>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io_error("read", dir, e)),
-    };
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| extensions.contains(&x))
-                && std::fs::metadata(p).is_ok_and(|m| m.is_file())
-        })
-        .collect();
-    files.sort();
-    Ok(files)
+    crate::files::files_with(dir, extensions).map_err(|e| io_error("read", dir, e))
 }
 
 fn read(path: &Path) -> CniResult<Vec<u8>> {
