@@ -402,7 +402,24 @@ mod tests {
         let e = listen(&path).err().expect("live socket");
         assert!(e.to_string().contains("another dhcp daemon"), "{e}");
         drop(live);
-        // The file is still there, nothing listens: stale.
+        // A daemon that died leaves its socket file with nothing listening.
+        // Other tests of this binary fork, and a child may briefly hold the
+        // dropped listener, so the stale file is made by a socket that is
+        // bound but never listens: connecting to it is refused either way.
+        std::fs::remove_file(&path).expect("rm live");
+        let stale = nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Unix,
+            nix::sys::socket::SockType::Stream,
+            nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+            None,
+        )
+        .expect("socket");
+        nix::sys::socket::bind(
+            std::os::fd::AsRawFd::as_raw_fd(&stale),
+            &nix::sys::socket::UnixAddr::new(&path).expect("addr"),
+        )
+        .expect("bind");
+        drop(stale);
         assert!(path.exists());
         let (_again, own) = listen(&path).expect("stale socket replaced");
         assert_eq!(own.path, path);
