@@ -233,7 +233,6 @@ fn bad_configs_and_failures_leave_nothing_behind() {
         (json!({"vlanTrunk": [{"minID": 10}]}), 7),
         (json!({"mtu": -1}), 7),
         (json!({"mac": "nope"}), 7),
-        (json!({"macspoofchk": true}), 7),
     ] {
         call("ADD", &ns, "ctr-bad", &conf("1.0.0", &store, extra), &bin)
             .run()

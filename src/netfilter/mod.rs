@@ -5,6 +5,7 @@
 mod error;
 pub mod firewall;
 pub mod iptables;
+pub mod macspoof;
 pub mod masq;
 pub mod nft;
 pub mod portmap;

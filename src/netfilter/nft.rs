@@ -12,15 +12,18 @@ const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;
 const NFT_MSG_NEWCHAIN: u16 = 3;
 const NFT_MSG_GETCHAIN: u16 = 4;
+const NFT_MSG_DELCHAIN: u16 = 5;
 const NFT_MSG_NEWRULE: u16 = 6;
 const NFT_MSG_GETRULE: u16 = 7;
 const NFT_MSG_DELRULE: u16 = 8;
 
 const NFTA_TABLE_NAME: u16 = 1;
+const NFTA_TABLE_FLAGS: u16 = 2;
 const NFTA_TABLE_USERDATA: u16 = 6;
 const NFTA_CHAIN_TABLE: u16 = 1;
 const NFTA_CHAIN_NAME: u16 = 3;
 const NFTA_CHAIN_HOOK: u16 = 4;
+const NFTA_CHAIN_POLICY: u16 = 5;
 const NFTA_CHAIN_TYPE: u16 = 7;
 const NFTA_HOOK_HOOKNUM: u16 = 1;
 const NFTA_HOOK_PRIORITY: u16 = 2;
@@ -43,8 +46,16 @@ const REG_VERDICT: u32 = 0;
 const REG_1: u32 = 1;
 const REG_2: u32 = 2;
 
+const NFT_META_IIFNAME: u32 = 6;
+const NFTA_META_DREG: u16 = 1;
+const NFTA_META_KEY: u16 = 2;
+const NFTA_CMP_DATA: u16 = 3;
+/// Interface names are compared as the kernel stores them: NUL-padded to IFNAMSIZ.
+const IFNAMSIZ: usize = 16;
+
 pub const NFPROTO_INET: u8 = 1;
 pub const NFPROTO_IPV4: u8 = 2;
+pub const NFPROTO_BRIDGE: u8 = 7;
 pub const NFPROTO_IPV6: u8 = 10;
 
 pub const HOOK_PREROUTING: u32 = 0;
@@ -56,6 +67,8 @@ pub const PRIO_DSTNAT: i32 = -100;
 pub const PRIO_SRCNAT: i32 = 100;
 
 const RTN_LOCAL: u32 = 2;
+const NF_DROP: i32 = 0;
+const NF_ACCEPT: i32 = 1;
 const NFT_JUMP: i32 = -3;
 const NFT_GOTO: i32 = -4;
 const NFT_RETURN: i32 = -5;
@@ -222,6 +235,36 @@ fn verdict(code: i32, chain: Option<&str>) -> Expr {
     )
 }
 
+/// `iifname "<name>"` (attributes in the order `nft` sends them).
+pub fn match_iifname(name: &str) -> Vec<Expr> {
+    let mut value = name.as_bytes().to_vec();
+    value.resize(IFNAMSIZ.max(value.len() + 1), 0);
+    vec![
+        expr(
+            "meta",
+            Body::default()
+                .attr(NFTA_META_KEY, &be32(NFT_META_IIFNAME))
+                .attr(NFTA_META_DREG, &be32(REG_1)),
+        ),
+        cmp(true, &value),
+    ]
+}
+
+/// `ether saddr <mac>` (bridge family: the link-layer header is Ethernet).
+pub fn match_ether_saddr(mac: [u8; 6]) -> Vec<Expr> {
+    vec![
+        expr(
+            "payload",
+            Body::default()
+                .attr(1, &be32(REG_1))
+                .attr(2, &be32(0)) // BASE link-layer header
+                .attr(3, &be32(6))
+                .attr(4, &be32(6)),
+        ),
+        cmp(true, &mac),
+    ]
+}
+
 /// `ct state established,related`.
 pub fn match_ct_established_related() -> Vec<Expr> {
     const ESTABLISHED: u32 = 1 << 1;
@@ -237,7 +280,11 @@ pub fn match_ct_established_related() -> Vec<Expr> {
 }
 
 pub fn accept() -> Expr {
-    verdict(1, None)
+    verdict(NF_ACCEPT, None)
+}
+
+pub fn drop() -> Expr {
+    verdict(NF_DROP, None)
 }
 
 pub fn jump(chain: &str) -> Expr {
@@ -327,6 +374,70 @@ impl Tx {
             attrs,
             what: format!("add table {name}"),
         });
+    }
+
+    /// Creates the table if missing, without a comment (as `nft add table`).
+    pub fn plain_table(&mut self, family: u8, name: &str) {
+        let attrs = Body::default()
+            .str(NFTA_TABLE_NAME, name)
+            .attr(NFTA_TABLE_FLAGS, &be32(0))
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_NEWTABLE,
+            flags: NLM_F_CREATE,
+            family,
+            attrs,
+            what: format!("add table {name}"),
+        });
+    }
+
+    /// Creates a base chain with `policy accept` if missing (an existing one
+    /// gets that policy back), attributes in the order `nft` sends them.
+    pub fn accepting_base_chain(
+        &mut self,
+        family: u8,
+        table: &str,
+        name: &str,
+        (kind, hook, priority): (&str, u32, i32),
+    ) {
+        let attrs = Body::default()
+            .str(NFTA_CHAIN_TABLE, table)
+            .str(NFTA_CHAIN_NAME, name)
+            .str(NFTA_CHAIN_TYPE, kind)
+            .attr(NFTA_CHAIN_POLICY, &(NF_ACCEPT as u32).to_be_bytes())
+            .nest(NFTA_CHAIN_HOOK | NESTED, |h| {
+                h.attr(NFTA_HOOK_HOOKNUM, &be32(hook))
+                    .attr(NFTA_HOOK_PRIORITY, &(priority as u32).to_be_bytes())
+            })
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_NEWCHAIN,
+            flags: NLM_F_CREATE,
+            family,
+            attrs,
+            what: format!("add chain {table} {name}"),
+        });
+    }
+
+    /// Deletes a chain (it must exist and nothing may jump to it).
+    pub fn delete_chain(&mut self, family: u8, table: &str, name: &str) {
+        let attrs = Body::default()
+            .str(NFTA_CHAIN_TABLE, table)
+            .str(NFTA_CHAIN_NAME, name)
+            .into_bytes();
+        self.msgs.push(NfMsg {
+            kind: NFT_MSG_DELCHAIN,
+            flags: 0,
+            family,
+            attrs,
+            what: format!("delete chain {table} {name}"),
+        });
+    }
+
+    /// The messages so far (for golden tests of what a transaction sends).
+    #[cfg(test)]
+    pub(crate) fn messages(&self) -> &[NfMsg] {
+        &self.msgs
     }
 
     /// Creates a chain if missing: regular, or a base chain with (type, hook, priority).
@@ -452,6 +563,38 @@ pub struct DumpedRule {
     pub comment: String,
     /// Chains this rule jumps or goes to (immediate verdicts).
     pub jumps: Vec<String>,
+    /// The interface an `iifname "<name>"` match of the rule names.
+    pub iifname: Option<String>,
+}
+
+fn expressions(attrs: &[u8]) -> impl Iterator<Item = (String, &[u8])> {
+    wire::find(attrs, NFTA_RULE_EXPRESSIONS)
+        .into_iter()
+        .flat_map(wire::attrs)
+        .filter(|(t, _)| *t == NFTA_LIST_ELEM)
+        .filter_map(|(_, e)| {
+            let name = wire::find(e, NFTA_EXPR_NAME).map(wire::as_str)?;
+            Some((name, wire::find(e, NFTA_EXPR_DATA)?))
+        })
+}
+
+/// The name a rule's `iifname` match compares with: the `cmp` right after a
+/// `meta load iifname` (public for the fuzz targets).
+pub fn iifname_match(attrs: &[u8]) -> Option<String> {
+    let exprs: Vec<(String, &[u8])> = expressions(attrs).collect();
+    exprs.windows(2).find_map(|pair| {
+        let [(load, meta), (compare, cmp)] = pair else {
+            return None;
+        };
+        let key = wire::find(meta, NFTA_META_KEY)
+            .and_then(wire::as_u32)
+            .map(u32::from_be);
+        if load != "meta" || compare != "cmp" || key != Some(NFT_META_IIFNAME) {
+            return None;
+        }
+        let value = wire::find(cmp, NFTA_CMP_DATA).and_then(|d| wire::find(d, NFTA_DATA_VALUE))?;
+        Some(wire::as_str(value))
+    })
 }
 
 /// The chain names of a rule's jump/goto verdicts (public for the fuzz targets).
@@ -509,6 +652,7 @@ pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Resul
                 handle,
                 comment,
                 jumps: verdict_chains(attrs),
+                iifname: iifname_match(attrs),
             })
         })
         .collect())
@@ -523,6 +667,20 @@ mod tests {
         assert_eq!(udata_comment("ab"), vec![0, 3, b'a', b'b', 0]);
         let long = "x".repeat(400);
         assert_eq!(udata_comment(&long).len(), 257);
+    }
+
+    #[test]
+    fn a_rules_iifname_reads_back() {
+        let mut exprs = match_ether_saddr([2, 0, 0, 0, 0, 1]);
+        exprs.extend(match_iifname("veth1234"));
+        exprs.push(jump("somewhere"));
+        let mut tx = Tx::new();
+        tx.rule(NFPROTO_BRIDGE, "nat", "PREROUTING", &exprs, Some("c"));
+        let attrs = &tx.messages()[0].attrs;
+        assert_eq!(iifname_match(attrs).as_deref(), Some("veth1234"));
+        assert_eq!(verdict_chains(attrs), ["somewhere"]);
+        tx.rule(NFPROTO_BRIDGE, "nat", "x", &[drop()], None);
+        assert_eq!(iifname_match(&tx.messages()[1].attrs), None);
     }
 
     #[test]

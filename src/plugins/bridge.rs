@@ -6,6 +6,7 @@ use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
+use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
@@ -77,6 +78,7 @@ struct Conf {
     enable_dad: bool,
     disable_container_interface: bool,
     port_isolation: bool,
+    macspoofchk: bool,
     mac: Option<[u8; 6]>,
     dns: Option<Dns>,
     layer3: bool,
@@ -101,12 +103,6 @@ impl Conf {
         if k.hairpin_mode && k.promisc_mode {
             return Err(Error::invalid_config(
                 "cannot set hairpin mode and promiscuous mode at the same time",
-            ));
-        }
-        if k.macspoofchk {
-            // Silently skipping anti-spoofing would be worse than refusing.
-            return Err(Error::invalid_config(
-                "macspoofchk is not supported yet (it comes with the nftables layer)",
             ));
         }
         let layer3 = inv.conf.ipam_type().is_some();
@@ -137,6 +133,7 @@ impl Conf {
             enable_dad: k.enabledad,
             disable_container_interface: k.disable_container_interface,
             port_isolation: k.port_isolation,
+            macspoofchk: k.macspoofchk,
             mac,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
             layer3,
@@ -193,6 +190,12 @@ impl Plugin for Bridge {
         // From here on, a failure removes the container end (and with it the host end).
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         attach_port(&mut host, &conf, &bridge, &veth.host)?;
+        // As the reference: once the veth exists, before IPAM; undone if ADD fails.
+        let spoofchk = if conf.macspoofchk {
+            Some(macspoof_setup(inv, &veth.host, &veth.container)?)
+        } else {
+            None
+        };
 
         let mut result = NetResult::new();
         result.interfaces = vec![
@@ -285,12 +288,18 @@ impl Plugin for Bridge {
         if let Some(guard) = rollback {
             guard.keep();
         }
+        if let Some(guard) = spoofchk {
+            guard.keep();
+        }
         Ok(result)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         iface::del_single(inv)?;
+        if conf.macspoofchk {
+            macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
+        }
         // Found by chain name: works when the netns (and its addresses) are gone.
         conf.masq
             .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)?;
@@ -332,6 +341,10 @@ impl Plugin for Bridge {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        if conf.macspoofchk {
+            macspoof_gc(inv, &conf)?;
+        }
         iface::gc_ipam(inv)
     }
 
@@ -415,6 +428,38 @@ fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> Cn
         }
     }
     Ok(())
+}
+
+/// macspoofchk for the container end's MAC, entering through the host end.
+fn macspoof_setup(inv: &Invocation, host: &Link, container: &Link) -> CniResult<macspoof::Guard> {
+    let mac = <[u8; 6]>::try_from(container.mac.as_slice())
+        .map_err(|_| Error::internal(format!("{:?} has no Ethernet address", container.name)))?;
+    let (id, ifname) = (&inv.env.container_id, &inv.env.ifname);
+    Ok(macspoof::setup(id, ifname, &host.name, mac)?)
+}
+
+/// GC of macspoofchk (the reference has none): the chains of attachments not in
+/// `cni.dev/valid-attachments`, when their host veth is a port of this network's
+/// bridge or gone (a port of another bridge is another network's).
+fn macspoof_gc(inv: &Invocation, conf: &Conf) -> CniResult<()> {
+    let Some(valid) = inv.conf.valid_attachments()? else {
+        return Ok(());
+    };
+    let valid: Vec<(&str, &str)> = valid
+        .iter()
+        .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
+        .collect();
+    let mut host = Socket::open()?;
+    let bridge = match host.link_by_name(&conf.bridge) {
+        Ok(link) => Some(link.index),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let owned = |name: &str| match host.link_by_name(name) {
+        Ok(link) => bridge.is_some() && link.master == bridge,
+        Err(e) => e.is_not_found(),
+    };
+    Ok(macspoof::gc(&valid, owned)?)
 }
 
 /// Fills missing gateways (network + 1) and, for isDefaultGateway, adds a default
