@@ -46,7 +46,8 @@ impl From<crate::ipam::Error> for Error {
 
 /// Netfilter's own decisions keep their codes: a configuration value the rules
 /// cannot be built from is 7, no backend at all is 50 (as the reference's
-/// STATUS); tool, netlink, lock and CHECK failures are 999 like the rest.
+/// STATUS); tool, netlink, firewalld, lock and CHECK failures are 999 like the
+/// rest (the reference's firewalld errors are plain Go errors too).
 impl From<crate::netfilter::Error> for Error {
     fn from(e: crate::netfilter::Error) -> Self {
         use crate::netfilter::Error as Nf;
@@ -59,7 +60,8 @@ impl From<crate::netfilter::Error> for Error {
             | Nf::ControlCharacter { .. }
             | Nf::Netlink(_)
             | Nf::Lock { .. }
-            | Nf::Mismatch { .. } => Code::Internal,
+            | Nf::Mismatch { .. }
+            | Nf::Firewalld { .. } => Code::Internal,
         };
         Error::new(code, e.to_string()).with_source(e)
     }
@@ -112,6 +114,29 @@ mod tests {
         // The chain: CNI error -> netfilter error -> io error.
         let io = e.source().and_then(|nf| nf.source()).expect("the io error");
         assert_eq!(io.to_string(), "Permission denied (os error 13)");
+    }
+
+    #[test]
+    fn firewalld_errors_are_999_and_keep_the_bus_error() {
+        let e = Error::from(netfilter::Error::Firewalld {
+            what: "failed to add the address 10.1.2.3/32 to x zone".into(),
+            source: crate::dbus::Error::Remote {
+                name: "org.fedoraproject.FirewallD1.Exception".into(),
+                message: "INVALID_ZONE: x".into(),
+            },
+        });
+        assert_eq!(
+            (e.code, e.msg.as_str()),
+            (
+                999,
+                "failed to add the address 10.1.2.3/32 to x zone: INVALID_ZONE: x"
+            )
+        );
+        let bus = e
+            .source()
+            .and_then(|nf| nf.source())
+            .expect("the bus error");
+        assert_eq!(bus.to_string(), "INVALID_ZONE: x");
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod boundary;
 pub mod cni;
 pub mod cnitool;
 pub mod daemons;
+pub mod dbus;
 pub mod dhcp;
 pub mod digest;
 pub mod files;

@@ -1,6 +1,7 @@
 //! firewall end to end (iptables backend): forwarding allowed for the
 //! container's addresses under a DROP policy, CHECK, DEL restoring the filter
-//! table, same-bridge isolation, refused backends.
+//! table, same-bridge isolation, refused backends and keys (firewalld:
+//! tests/firewalld.rs).
 
 mod harness;
 
@@ -133,7 +134,10 @@ fn unsupported_backends_are_refused() {
     let bin = plugin_dir();
     let prev = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.50.0.5/24"}]});
     for (extra, code) in [
-        (json!({"backend": "firewalld"}), 7),
+        (
+            json!({"backend": "firewalld", "ingressPolicy": "isolated"}),
+            7,
+        ),
         (json!({"backend": "pf"}), 7),
         (json!({"ingressPolicy": "closed"}), 7),
         (json!({"iptablesAdminChainName": "bad name"}), 7),

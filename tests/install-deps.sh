@@ -11,6 +11,10 @@ need iptables-restore iptables
 need nft nftables
 need dnsmasq dnsmasq
 need ping iputils-ping
+# firewall's firewalld backend (tests/firewalld.rs): a private bus and the real daemon.
+need dbus-daemon dbus-daemon
+need dbus-send dbus-bin
+need firewalld firewalld
 if [ -n "$missing" ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "install-deps: missing:$missing (run as root to install)" >&2
@@ -19,6 +23,14 @@ if [ -n "$missing" ]; then
     echo "install-deps: installing$missing"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # The tests run firewalld on a private bus in a namespace of its own; the
+    # package must not start one on the host (policy-rc.d 101: no service starts).
+    policy=/usr/sbin/policy-rc.d
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' >"$policy"
+        chmod 755 "$policy"
+        trap 'rm -f "$policy"' EXIT
+    fi
     # shellcheck disable=SC2086
     apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi

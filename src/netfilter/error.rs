@@ -1,5 +1,5 @@
-//! What a netfilter operation reports: the tool, table, netlink request or
-//! lock that failed, with its cause kept as `source()`. Which CNI code each
+//! What a netfilter operation reports: the tool, table, netlink request,
+//! firewalld call or lock that failed, with its cause kept as `source()`. Which CNI code each
 //! becomes is decided in `boundary.rs`, not here.
 
 use std::path::PathBuf;
@@ -36,6 +36,11 @@ pub enum Error {
     NoBackend,
     /// CHECK found `owner`'s rules other than ADD left them.
     Mismatch { owner: &'static str, detail: String },
+    /// A call to firewalld over the system bus failed: what was asked, and why.
+    Firewalld {
+        what: String,
+        source: crate::dbus::Error,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -71,6 +76,7 @@ impl fmt::Display for Error {
                 "no usable netfilter backend: no iptables-save/iptables-restore and no nf_tables",
             ),
             Error::Mismatch { owner, detail } => write!(f, "{owner}: {detail}"),
+            Error::Firewalld { what, source } => write!(f, "{what}: {source}"),
         }
     }
 }
@@ -80,6 +86,7 @@ impl std::error::Error for Error {
         match self {
             Error::Tool { source, .. } | Error::Lock { source, .. } => Some(source),
             Error::Netlink(e) => Some(e),
+            Error::Firewalld { source, .. } => Some(source),
             Error::NoTable { .. }
             | Error::ToolFailed { .. }
             | Error::ControlCharacter { .. }

@@ -1,11 +1,12 @@
 //! firewall (chained): lets the container's addresses through FORWARD in the
 //! reference's `CNI-FORWARD` chain, with an admin chain and optional bridge
-//! isolation. Its output is prevResult, unchanged.
+//! isolation; or, with firewalld (chosen, or found running), makes them
+//! sources of a firewalld zone. Its output is prevResult, unchanged.
 
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::Backend;
-use crate::netfilter::firewall::{self as rules, IngressPolicy};
+use crate::netfilter::firewall::{self as rules, IngressPolicy, firewalld};
 use ipnet::IpNet;
 use serde::Deserialize;
 
@@ -23,32 +24,49 @@ pub(crate) struct Keys {
     ingress_policy: String,
 }
 
+/// Where the container's addresses go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Our own rules, in iptables or nftables.
+    Rules(Backend),
+    /// Sources of a firewalld zone.
+    Firewalld,
+}
+
 struct Conf {
     admin_chain: String,
+    zone: String,
     policy: IngressPolicy,
-    /// None: detect (iptables when its tools are there, else nftables).
-    backend: Option<Backend>,
+    /// None: detect (see `Conf::target`).
+    target: Option<Target>,
 }
+
+const POLICY_NEEDS_IPTABLES: &str = "ingressPolicy other than \"open\" needs the iptables backend";
 
 fn load(inv: &Invocation) -> CniResult<Conf> {
     let k: Keys = inv.conf.plugin_keys()?;
-    let backend = match k.backend.as_str() {
+    let target = match k.backend.as_str() {
         "" => None,
-        "iptables" => Some(Backend::Iptables),
-        "nftables" => Some(Backend::Nftables),
-        // No D-Bus client in this build, and no firewalld on these machines to test one.
-        "firewalld" => {
-            return Err(Error::invalid_config(
-                "the firewalld backend is not supported by cni-multi; use \"iptables\" or \"nftables\"",
-            ));
-        }
+        "iptables" => Some(Target::Rules(Backend::Iptables)),
+        "nftables" => Some(Target::Rules(Backend::Nftables)),
+        "firewalld" => Some(Target::Firewalld),
         other => {
             return Err(Error::invalid_config(format!(
                 "unknown firewall backend {other:?}"
             )));
         }
     };
-    let _ = k.firewalld_zone;
+    let zone = if k.firewalld_zone.is_empty() {
+        firewalld::DEFAULT_ZONE.to_string()
+    } else {
+        k.firewalld_zone
+    };
+    // firewalld judges zone names; only text it could log garbled stays out.
+    if zone.chars().any(char::is_control) {
+        return Err(Error::invalid_config(format!(
+            "invalid firewalldZone {zone:?}"
+        )));
+    }
     let admin_chain = if k.admin_chain.is_empty() {
         "CNI-ADMIN".to_string()
     } else {
@@ -64,15 +82,16 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
         )));
     }
     let policy = IngressPolicy::parse(&k.ingress_policy)?;
-    if policy != IngressPolicy::Open && backend == Some(Backend::Nftables) {
-        return Err(Error::invalid_config(
-            "ingressPolicy other than \"open\" needs the iptables backend",
-        ));
+    if policy != IngressPolicy::Open
+        && target.is_some_and(|t| t != Target::Rules(Backend::Iptables))
+    {
+        return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
     }
     Ok(Conf {
         admin_chain,
+        zone,
         policy,
-        backend,
+        target,
     })
 }
 
@@ -87,10 +106,13 @@ fn addresses(prev: &NetResult) -> Vec<IpNet> {
 }
 
 impl Conf {
-    fn backend(&self) -> CniResult<Backend> {
-        match self.backend {
-            Some(b) => Ok(b),
-            None => Ok(Backend::detect()?),
+    /// The configured target, else the reference's choice: firewalld when it
+    /// owns its name on the system bus, else our rules' detected backend.
+    fn target(&self) -> CniResult<Target> {
+        match self.target {
+            Some(t) => Ok(t),
+            None if firewalld::running() => Ok(Target::Firewalld),
+            None => Ok(Target::Rules(Backend::detect()?)),
         }
     }
 }
@@ -103,8 +125,8 @@ impl Plugin for Firewall {
         if ips.is_empty() {
             return Ok(prev);
         }
-        match conf.backend()? {
-            Backend::Iptables => {
+        match conf.target()? {
+            Target::Rules(Backend::Iptables) => {
                 // The bridge is the first interface of the main plugin's result.
                 let bridge = prev
                     .interfaces
@@ -113,32 +135,50 @@ impl Plugin for Firewall {
                     .unwrap_or_default();
                 rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;
             }
-            Backend::Nftables => {
-                if conf.policy != IngressPolicy::Open {
-                    return Err(Error::invalid_config(
-                        "ingressPolicy other than \"open\" needs the iptables backend",
-                    ));
-                }
+            Target::Rules(Backend::Nftables) | Target::Firewalld
+                if conf.policy != IngressPolicy::Open =>
+            {
+                return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
+            }
+            Target::Rules(Backend::Nftables) => {
                 let _lock = crate::netfilter::lock()?;
                 rules::nftables::add(&inv.env.container_id, &ips)?;
             }
+            Target::Firewalld => firewalld::add(&conf.zone, &ips)?,
         }
         Ok(prev)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
-        match conf.backend() {
-            Ok(Backend::Iptables) => {
+        match conf.target() {
+            Ok(Target::Rules(Backend::Iptables)) => {
                 // The iptables rules carry only addresses: they need prevResult.
                 match inv.conf.container_prev_result()? {
                     Some(prev) => Ok(rules::del(&addresses(&prev), &conf.admin_chain)?),
                     None => Ok(()),
                 }
             }
-            Ok(Backend::Nftables) => {
+            Ok(Target::Rules(Backend::Nftables)) => {
                 let _lock = crate::netfilter::lock()?;
                 Ok(rules::nftables::del(&inv.env.container_id)?)
+            }
+            Ok(Target::Firewalld) => {
+                let ips = match inv.conf.container_prev_result()? {
+                    Some(prev) => addresses(&prev),
+                    None => return Ok(()),
+                };
+                if ips.is_empty() {
+                    return Ok(());
+                }
+                // Sources are runtime state of firewalld: gone with it.
+                if let Some(gone) = firewalld::del(&conf.zone, &ips)? {
+                    eprintln!(
+                        "firewall: firewalld is not running ({gone}); no zone {} sources to remove",
+                        conf.zone
+                    );
+                }
+                Ok(())
             }
             // No usable backend: no rules of ours can exist.
             Err(_) => Ok(()),
@@ -148,27 +188,31 @@ impl Plugin for Firewall {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
         let ips = addresses(&prev(inv)?);
-        match conf.backend()? {
-            Backend::Iptables => Ok(rules::check(&ips, &conf.admin_chain)?),
-            Backend::Nftables => Ok(rules::nftables::check(&inv.env.container_id, &ips)?),
+        match conf.target()? {
+            Target::Rules(Backend::Iptables) => Ok(rules::check(&ips, &conf.admin_chain)?),
+            Target::Rules(Backend::Nftables) => {
+                Ok(rules::nftables::check(&inv.env.container_id, &ips)?)
+            }
+            Target::Firewalld => Ok(firewalld::check(&conf.zone, &ips)?),
         }
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
-        let usable = match conf.backend {
-            Some(Backend::Iptables) => {
+        let usable = match conf.target {
+            Some(Target::Rules(Backend::Iptables)) => {
                 crate::netfilter::iptables::usable(crate::netfilter::Family::V4)
             }
-            Some(Backend::Nftables) => crate::netlink::nfnl::available(),
-            None => Backend::detect().is_ok(),
+            Some(Target::Rules(Backend::Nftables)) => crate::netlink::nfnl::available(),
+            Some(Target::Firewalld) => firewalld::running(),
+            None => firewalld::running() || Backend::detect().is_ok(),
         };
         if usable {
             Ok(())
         } else {
             Err(Error::new(
                 Code::NotAvailable,
-                "firewall: its netfilter backend is not usable",
+                "firewall: its backend is not usable",
             ))
         }
     }

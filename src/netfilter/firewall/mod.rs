@@ -1,8 +1,10 @@
 //! The firewall plugin's rules: the `ingressPolicy` value, the iptables form
-//! (`iptables.rs`, the reference's) and the nftables form (`nftables.rs`).
-//! The iptables form is the reference's default: its add/del/check are the
-//! module's own; the nftables ones are under `nftables::`.
+//! (`iptables.rs`, the reference's), the firewalld form (`firewalld.rs`, the
+//! reference's, over D-Bus) and the nftables form (`nftables.rs`). The
+//! iptables form's add/del/check are the module's own; the others are under
+//! `firewalld::` and `nftables::`.
 
+pub mod firewalld;
 pub mod iptables;
 pub mod nftables;
 

@@ -1,0 +1,569 @@
+//! A small blocking D-Bus client for the system bus: connect to the unix
+//! socket `DBUS_SYSTEM_BUS_ADDRESS` names (else the well-known path),
+//! authenticate with SASL EXTERNAL, say Hello, then call methods whose
+//! arguments are strings and read their replies. Every read and write has a
+//! deadline, so a wedged bus or service ends in an error, never a hang.
+//! Messages that are not the awaited reply (signals such as NameAcquired)
+//! are skipped.
+
+pub mod wire;
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use std::{fmt, path::Path};
+use wire::{Call, Message, Value};
+
+/// Where the system bus listens when the environment does not say.
+pub const DEFAULT_SYSTEM_BUS: &str = "/run/dbus/system_bus_socket";
+
+/// How long a call may wait for its reply: libdbus's default.
+pub const TIMEOUT: Duration = Duration::from_secs(25);
+
+const BUS_NAME: &str = "org.freedesktop.DBus";
+const BUS_PATH: &str = "/org/freedesktop/DBus";
+
+/// What went wrong talking to the bus, with the cause kept.
+#[derive(Debug)]
+pub enum Error {
+    /// The bus address names no unix socket path this client can use.
+    Address { address: String },
+    /// The bus socket could not be connected to.
+    Connect { path: PathBuf, source: io::Error },
+    /// Reading or writing the connection failed.
+    Io { op: &'static str, source: io::Error },
+    /// The bus closed the connection.
+    Closed,
+    /// No reply within the deadline.
+    Timeout { what: String, after: Duration },
+    /// The bus refused our credentials (its reply line).
+    Auth { reply: String },
+    /// A message that breaks the protocol (or one we cannot send).
+    Malformed(String),
+    /// The peer answered with an error: its name and message.
+    Remote { name: String, message: String },
+    /// A reply of another shape than the method returns (what it held).
+    UnexpectedReply { what: String, got: String },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An error reply with this name.
+    pub fn is_remote(&self, name: &str) -> bool {
+        matches!(self, Error::Remote { name: n, .. } if n == name)
+    }
+
+    /// The bus is not there at all (no socket, nobody listening): nothing
+    /// can be registered with any service on it.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            Error::Address { .. } => true,
+            Error::Connect { source, .. } => matches!(
+                source.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+            ),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Address { address } => {
+                write!(f, "no unix:path= address in the bus address {address:?}")
+            }
+            Error::Connect { path, source } => {
+                write!(
+                    f,
+                    "cannot connect to the bus at {}: {source}",
+                    path.display()
+                )
+            }
+            Error::Io { op, source } => write!(f, "failed to {op} the bus: {source}"),
+            Error::Closed => f.write_str("the bus closed the connection"),
+            Error::Timeout { what, after } => {
+                write!(f, "no reply to {what} within {}s", after.as_secs())
+            }
+            Error::Auth { reply } => write!(f, "the bus refused authentication: {reply:?}"),
+            Error::Malformed(detail) => write!(f, "malformed D-Bus message: {detail}"),
+            // As godbus prints an error reply: its message, else its name.
+            Error::Remote { name, message } => {
+                if message.is_empty() {
+                    f.write_str(name)
+                } else {
+                    f.write_str(message)
+                }
+            }
+            Error::UnexpectedReply { what, got } => {
+                write!(f, "unexpected reply to {what}: [{got}]")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Connect { source, .. } | Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The socket paths of a D-Bus address list (`unix:path=/x,guid=…;…`), in
+/// order, with the value's %-escapes decoded. Other transports are skipped.
+pub fn socket_paths(address: &str) -> Vec<PathBuf> {
+    address
+        .split(';')
+        .filter_map(|one| one.strip_prefix("unix:"))
+        .filter_map(|params| {
+            params
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("path="))
+                .and_then(unescape)
+        })
+        .map(|p| PathBuf::from(OsString::from_vec(p)))
+        .collect()
+}
+
+/// `%XX` decoding of an address value; None for a broken escape.
+fn unescape(v: &str) -> Option<Vec<u8>> {
+    let b = v.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// A connection to a message bus, authenticated and named.
+pub struct Conn {
+    stream: UnixStream,
+    /// Bytes read but not yet consumed.
+    buf: Vec<u8>,
+    serial: u32,
+    timeout: Duration,
+}
+
+impl Conn {
+    /// The system bus: `DBUS_SYSTEM_BUS_ADDRESS` when set, else the default socket.
+    pub fn system() -> Result<Conn> {
+        match std::env::var("DBUS_SYSTEM_BUS_ADDRESS") {
+            Ok(address) if !address.is_empty() => Conn::open(&address, TIMEOUT),
+            _ => Conn::open_path(Path::new(DEFAULT_SYSTEM_BUS), TIMEOUT),
+        }
+    }
+
+    /// The first unix socket of `address` that accepts a connection.
+    pub fn open(address: &str, timeout: Duration) -> Result<Conn> {
+        let mut last = Error::Address {
+            address: address.to_string(),
+        };
+        for path in socket_paths(address) {
+            match Conn::open_path(&path, timeout) {
+                Ok(conn) => return Ok(conn),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    pub fn open_path(path: &Path, timeout: Duration) -> Result<Conn> {
+        let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut conn = Conn {
+            stream,
+            buf: Vec::new(),
+            serial: 0,
+            timeout,
+        };
+        let deadline = Instant::now() + timeout;
+        conn.authenticate(deadline)?;
+        conn.call(&Call {
+            destination: BUS_NAME,
+            path: BUS_PATH,
+            interface: BUS_NAME,
+            member: "Hello",
+            args: &[],
+        })?;
+        Ok(conn)
+    }
+
+    /// SASL EXTERNAL: the bus checks the uid we claim against the socket's
+    /// peer credentials. The uid goes as hex of its decimal digits.
+    fn authenticate(&mut self, deadline: Instant) -> Result<()> {
+        let uid = nix::unistd::geteuid().as_raw().to_string();
+        let hex: String = uid.bytes().map(|b| format!("{b:02x}")).collect();
+        self.send(format!("\0AUTH EXTERNAL {hex}\r\n").as_bytes(), deadline)?;
+        let reply = self.line(deadline, "authentication")?;
+        if !reply.starts_with("OK ") {
+            return Err(Error::Auth { reply });
+        }
+        self.send(b"BEGIN\r\n", deadline)
+    }
+
+    /// Calls a method and returns the reply's values; an error reply is
+    /// `Error::Remote`.
+    pub fn call(&mut self, call: &Call) -> Result<Vec<Value>> {
+        self.serial = self.serial.wrapping_add(1).max(1);
+        let serial = self.serial;
+        let bytes = wire::method_call(serial, call)?;
+        let deadline = Instant::now() + self.timeout;
+        self.send(&bytes, deadline)?;
+        let what = format!("{}.{}", call.interface, call.member);
+        loop {
+            let msg = self.message(deadline, &what)?;
+            if msg.reply_serial != Some(serial) {
+                continue; // a signal, or a call to us: not ours to answer
+            }
+            match msg.kind {
+                wire::METHOD_RETURN => return msg.args(),
+                wire::ERROR => {
+                    let message = match msg.args()?.into_iter().next() {
+                        Some(Value::Str(s)) => s,
+                        _ => String::new(),
+                    };
+                    return Err(Error::Remote {
+                        name: msg.error_name.unwrap_or_default(),
+                        message,
+                    });
+                }
+                _ => continue,
+            }
+        }
+    }
+
+    /// A call whose reply is one boolean.
+    pub fn call_bool(&mut self, call: &Call) -> Result<bool> {
+        match self.call(call)?.as_slice() {
+            [Value::Bool(b)] => Ok(*b),
+            other => Err(unexpected(call, other)),
+        }
+    }
+
+    /// A call whose reply is one string.
+    pub fn call_string(&mut self, call: &Call) -> Result<String> {
+        match self.call(call)?.as_slice() {
+            [Value::Str(s)] => Ok(s.clone()),
+            other => Err(unexpected(call, other)),
+        }
+    }
+
+    /// Whether some connection owns `name` on this bus.
+    pub fn name_has_owner(&mut self, name: &str) -> Result<bool> {
+        self.call_bool(&Call {
+            destination: BUS_NAME,
+            path: BUS_PATH,
+            interface: BUS_NAME,
+            member: "NameHasOwner",
+            args: &[name],
+        })
+    }
+
+    fn remaining(deadline: Instant, what: &str, timeout: Duration) -> Result<Duration> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Timeout {
+                what: what.to_string(),
+                after: timeout,
+            });
+        }
+        Ok(left)
+    }
+
+    fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<()> {
+        let left = Self::remaining(deadline, "a write", self.timeout)?;
+        self.stream
+            .set_write_timeout(Some(left))
+            .map_err(|source| Error::Io {
+                op: "set a timeout on",
+                source,
+            })?;
+        self.stream
+            .write_all(bytes)
+            .map_err(|source| match source.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Error::Timeout {
+                    what: "a write".into(),
+                    after: self.timeout,
+                },
+                _ => Error::Io {
+                    op: "write to",
+                    source,
+                },
+            })
+    }
+
+    /// Reads more bytes into `buf`, waiting until `deadline` at most.
+    fn fill(&mut self, deadline: Instant, what: &str) -> Result<()> {
+        let left = Self::remaining(deadline, what, self.timeout)?;
+        self.stream
+            .set_read_timeout(Some(left))
+            .map_err(|source| Error::Io {
+                op: "set a timeout on",
+                source,
+            })?;
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(Error::Closed),
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(Error::Timeout {
+                        what: what.to_string(),
+                        after: self.timeout,
+                    });
+                }
+                Err(source) => {
+                    return Err(Error::Io {
+                        op: "read from",
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// One `\r\n`-terminated line of the authentication exchange.
+    fn line(&mut self, deadline: Instant, what: &str) -> Result<String> {
+        loop {
+            if let Some(at) = self.buf.windows(2).position(|w| w == b"\r\n") {
+                let line: Vec<u8> = self.buf.drain(..at + 2).take(at).collect();
+                return Ok(String::from_utf8_lossy(&line).into_owned());
+            }
+            if self.buf.len() > 4096 {
+                return Err(Error::Malformed("authentication line too long".into()));
+            }
+            self.fill(deadline, what)?;
+        }
+    }
+
+    /// The next whole message.
+    fn message(&mut self, deadline: Instant, what: &str) -> Result<Message> {
+        while self.buf.len() < wire::FIXED_HEADER {
+            self.fill(deadline, what)?;
+        }
+        let mut fixed = [0u8; wire::FIXED_HEADER];
+        fixed.copy_from_slice(&self.buf[..wire::FIXED_HEADER]);
+        let len = wire::message_len(&fixed)?;
+        while self.buf.len() < len {
+            self.fill(deadline, what)?;
+        }
+        let bytes: Vec<u8> = self.buf.drain(..len).collect();
+        wire::parse(&bytes)
+    }
+}
+
+fn unexpected(call: &Call, got: &[Value]) -> Error {
+    Error::UnexpectedReply {
+        what: format!("{}.{}", call.interface, call.member),
+        got: got
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_addresses_give_their_socket_paths_in_order() {
+        assert_eq!(
+            socket_paths("unix:path=/run/dbus/system_bus_socket"),
+            [PathBuf::from("/run/dbus/system_bus_socket")]
+        );
+        assert_eq!(
+            socket_paths("tcp:host=x,port=1;unix:guid=abc,path=/tmp/a%20b;unix:abstract=/x"),
+            [PathBuf::from("/tmp/a b")]
+        );
+        assert!(socket_paths("unix:path=/bad%zz").is_empty());
+        assert!(socket_paths("").is_empty());
+    }
+
+    #[test]
+    fn a_missing_socket_is_unreachable_and_says_where() {
+        let e = Conn::open("unix:path=/nonexistent/cni-multi-bus", TIMEOUT)
+            .err()
+            .expect("no bus there");
+        assert!(e.is_unreachable(), "{e:?}");
+        assert!(e.to_string().contains("/nonexistent/cni-multi-bus"), "{e}");
+        assert!(std::error::Error::source(&e).is_some());
+        let e = Conn::open("tcp:host=localhost,port=1", TIMEOUT)
+            .err()
+            .expect("no unix path");
+        assert!(e.is_unreachable(), "{e:?}");
+    }
+
+    /// A bus of our own in a thread: accepts EXTERNAL, answers Hello, then
+    /// sends `before` and the answer to the second call.
+    fn fake_bus(
+        before: Vec<Vec<u8>>,
+        answer: fn(u32) -> Vec<u8>,
+    ) -> (PathBuf, std::thread::JoinHandle<Vec<u8>>) {
+        use wire::tests::message;
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "cni-multi-dbus-fake-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("bus");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().expect("accept");
+            let mut seen = Vec::new();
+            let mut byte = [0u8; 1];
+            while !seen.ends_with(b"BEGIN\r\n") {
+                s.read_exact(&mut byte).expect("auth bytes");
+                seen.push(byte[0]);
+                if seen.ends_with(b"\r\n") && !seen.ends_with(b"BEGIN\r\n") {
+                    s.write_all(b"OK 0123456789abcdef0123456789abcdef\r\n")
+                        .expect("ok");
+                }
+            }
+            let read_call = |s: &mut UnixStream| {
+                let mut fixed = [0u8; wire::FIXED_HEADER];
+                s.read_exact(&mut fixed).expect("header");
+                let mut rest = vec![0u8; wire::message_len(&fixed).expect("len") - fixed.len()];
+                s.read_exact(&mut rest).expect("rest");
+                let mut all = fixed.to_vec();
+                all.extend(rest);
+                all
+            };
+            let hello = read_call(&mut s);
+            let serial = wire::parse(&hello).expect("hello").serial;
+            let name = Value::Str(":1.7".into());
+            s.write_all(&message(
+                wire::METHOD_RETURN,
+                1,
+                Some(serial),
+                None,
+                Some(&name),
+            ))
+            .expect("hello reply");
+            let call = read_call(&mut s);
+            for m in before {
+                s.write_all(&m).expect("other message");
+            }
+            s.write_all(&answer(wire::parse(&call).expect("call").serial))
+                .expect("answer");
+            let _ = std::fs::remove_dir_all(&dir);
+            seen
+        });
+        (path, server)
+    }
+
+    #[test]
+    fn the_reply_is_found_by_its_serial_past_signals_and_other_replies() {
+        use wire::tests::message;
+        let signal = message(4, 2, None, None, Some(&Value::Str(":1.7".into())));
+        let other = message(
+            wire::METHOD_RETURN,
+            3,
+            Some(99),
+            None,
+            Some(&Value::Bool(false)),
+        );
+        let (path, server) = fake_bus(vec![signal, other], |serial| {
+            message(
+                wire::METHOD_RETURN,
+                4,
+                Some(serial),
+                None,
+                Some(&Value::Bool(true)),
+            )
+        });
+        let mut conn = Conn::open_path(&path, TIMEOUT).expect("connect");
+        assert!(conn.name_has_owner("org.example.Name").expect("answer"));
+        let auth = server.join().expect("server");
+        // EXTERNAL with our uid, hex of its decimal digits.
+        let uid = nix::unistd::geteuid().as_raw().to_string();
+        let hex: String = uid.bytes().map(|b| format!("{b:02x}")).collect();
+        assert!(auth.starts_with(format!("\0AUTH EXTERNAL {hex}\r\n").as_bytes()));
+    }
+
+    #[test]
+    fn an_error_reply_keeps_its_name_and_message() {
+        let (path, server) = fake_bus(Vec::new(), |serial| {
+            wire::tests::message(
+                wire::ERROR,
+                4,
+                Some(serial),
+                Some("org.fedoraproject.FirewallD1.Exception"),
+                Some(&Value::Str("INVALID_ZONE: nosuch".into())),
+            )
+        });
+        let mut conn = Conn::open_path(&path, TIMEOUT).expect("connect");
+        let e = conn.name_has_owner("x").expect_err("error reply");
+        assert!(
+            e.is_remote("org.fedoraproject.FirewallD1.Exception"),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), "INVALID_ZONE: nosuch");
+        server.join().expect("server");
+    }
+
+    #[test]
+    fn a_reply_of_another_type_is_an_error() {
+        let (path, server) = fake_bus(Vec::new(), |serial| {
+            wire::tests::message(
+                wire::METHOD_RETURN,
+                4,
+                Some(serial),
+                None,
+                Some(&Value::Str("yes".into())),
+            )
+        });
+        let mut conn = Conn::open_path(&path, TIMEOUT).expect("connect");
+        let e = conn.name_has_owner("x").expect_err("a string is no bool");
+        assert!(matches!(e, Error::UnexpectedReply { .. }), "{e:?}");
+        server.join().expect("server");
+    }
+
+    /// A peer that accepts the connection and never answers: the client gives
+    /// up at its deadline.
+    #[test]
+    fn a_silent_bus_times_out() {
+        let dir = std::env::temp_dir().join(format!("cni-multi-dbus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("silent");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let start = Instant::now();
+        let e = Conn::open_path(&path, Duration::from_millis(200))
+            .err()
+            .expect("no answer");
+        assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        drop(listener);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

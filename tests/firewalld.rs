@@ -1,0 +1,449 @@
+//! firewall with firewalld: each test starts a private `dbus-daemon` (a
+//! system-bus-like policy, listening in a temp dir) and Debian's real
+//! firewalld on it, confined to its own network and mount namespaces (its
+//! config dirs are tmpfs there, so the host's /etc/firewalld and firewall are
+//! never touched). The plugin finds the bus through DBUS_SYSTEM_BUS_ADDRESS;
+//! zone sources are read back with dbus-send and in firewalld's nft ruleset.
+
+mod harness;
+
+use harness::{
+    Call, Netns, Outcome, Runtime, TempDir, enter_test_host, first_ip, iptables_table, merged,
+    run_in, skip_not_kernel,
+};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FIREWALLD: &str = "org.fedoraproject.FirewallD1";
+const FIREWALLD_PATH: &str = "/org/fedoraproject/FirewallD1";
+const ZONE: &str = "org.fedoraproject.FirewallD1.zone";
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether this machine has what the tests run (tests/install-deps.sh installs it).
+fn tools_missing(test: &str) -> bool {
+    for tool in ["dbus-daemon", "dbus-send", "firewalld", "unshare"] {
+        if !have(tool) {
+            skip_not_kernel(test, &format!("{tool} is not installed"));
+            return true;
+        }
+    }
+    false
+}
+
+/// A private message bus with the system bus's kind of policy: root may own
+/// any name and call anything.
+struct Bus {
+    dir: TempDir,
+    daemon: Child,
+    address: String,
+}
+
+impl Bus {
+    fn start() -> Bus {
+        let dir = TempDir::new("bus");
+        let socket = dir.0.join("system_bus_socket");
+        let conf = dir.0.join("bus.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={}</listen>
+  <auth>EXTERNAL</auth>
+  <policy user="root">
+    <allow own="*"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+"#,
+                socket.display()
+            ),
+        )
+        .expect("write bus config");
+        let mut daemon = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", conf.display()))
+            .args(["--nofork", "--print-address"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn dbus-daemon");
+        // It prints its address once it listens.
+        let mut line = String::new();
+        let stdout = daemon.stdout.take().expect("dbus-daemon stdout");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("dbus-daemon address");
+        assert!(line.starts_with("unix:path="), "dbus-daemon said {line:?}");
+        Bus {
+            dir,
+            daemon,
+            address: line.trim().to_string(),
+        }
+    }
+
+    /// `dbus-send --print-reply` of a method on firewalld's object.
+    fn send(&self, member: &str, args: &[String]) -> std::process::Output {
+        Command::new("dbus-send")
+            .arg(format!("--bus={}", self.address))
+            .args([
+                "--print-reply",
+                &format!("--dest={FIREWALLD}"),
+                FIREWALLD_PATH,
+            ])
+            .arg(member)
+            .args(args)
+            .output()
+            .expect("run dbus-send")
+    }
+
+    /// The sources of `zone`, as firewalld lists them.
+    fn sources(&self, zone: &str) -> Vec<String> {
+        let out = self.send(&format!("{ZONE}.getSources"), &[format!("string:{zone}")]);
+        assert!(
+            out.status.success(),
+            "getSources: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("string \""))
+            .map(|s| s.trim_end_matches('"').to_string())
+            .collect()
+    }
+
+    fn firewalld_state(&self) -> Option<String> {
+        let out = self.send(
+            "org.freedesktop.DBus.Properties.Get",
+            &[format!("string:{FIREWALLD}"), "string:state".into()],
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        out.status.success().then(|| text.trim().to_string())
+    }
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+/// Debian's firewalld on `bus`, in a network namespace of its own (rules it
+/// writes land there) and a mount namespace where /etc/firewalld and
+/// /var/log are private tmpfs; its configuration directory is a temp dir.
+struct Firewalld {
+    child: Option<Child>,
+    dir: TempDir,
+}
+
+impl Firewalld {
+    fn start(bus: &Bus) -> Firewalld {
+        let dir = TempDir::new("firewalld");
+        let etc = dir.0.join("etc");
+        std::fs::create_dir_all(&etc).expect("firewalld config dir");
+        std::fs::write(
+            etc.join("firewalld.conf"),
+            "DefaultZone=public\nFirewallBackend=nftables\nLogDenied=off\n",
+        )
+        .expect("firewalld.conf");
+        let log = std::fs::File::create(dir.0.join("log")).expect("firewalld log");
+        let script = format!(
+            "for d in /etc/firewalld /var/log; do [ -d $d ] && mount -t tmpfs cni-test $d; done; \
+             exec firewalld --nofork --nopid --log-target console \
+             --system-config {} --default-config /usr/lib/firewalld",
+            etc.display()
+        );
+        let child = Command::new("unshare")
+            .args(["--net", "--mount", "sh", "-c", &script])
+            .env("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log fd"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn firewalld");
+        let mut fw = Firewalld {
+            child: Some(child),
+            dir,
+        };
+        // Python starting on a busy machine: give it time, but not forever.
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if bus
+                .firewalld_state()
+                .is_some_and(|s| s.contains("\"RUNNING\""))
+            {
+                return fw;
+            }
+            let exited = fw.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+            assert!(
+                exited.is_none() && Instant::now() < deadline,
+                "firewalld did not come up ({exited:?}): {}",
+                fw.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.0.join("log")).unwrap_or_default()
+    }
+
+    /// firewalld's own nft ruleset, read in its network namespace.
+    fn ruleset(&self) -> String {
+        let pid = self.child.as_ref().expect("running").id();
+        run_in(
+            Some(std::path::Path::new(&format!("/proc/{pid}/ns/net"))),
+            "nft",
+            &["list", "ruleset"],
+        )
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Firewalld {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The firewall plugin called directly with a prevResult of `ips` (on eth0).
+fn call(command: &str, ns: &Netns, bus: &str, conf: Value, ips: &[&str]) -> Outcome {
+    let prev = json!({
+        "cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
+        "ips": ips.iter().map(|a| json!({"address": a, "interface": 0})).collect::<Vec<_>>(),
+    });
+    let conf = merged(
+        json!({"cniVersion": "1.0.0", "name": "fwd", "type": "firewall", "prevResult": prev}),
+        conf,
+    );
+    Call::new("firewall", command, ns.path(), &conf.to_string())
+        .set("DBUS_SYSTEM_BUS_ADDRESS", bus)
+        .run()
+}
+
+/// cnitool with the bus in its environment (the plugin runs in-process or
+/// exec'd, inheriting it).
+fn cnitool(rt: &Runtime, bus: &str, args: &[&str]) -> Outcome {
+    let mut cmd = rt.command(args, &json!({}), None);
+    cmd.env("DBUS_SYSTEM_BUS_ADDRESS", bus);
+    Outcome::of(cmd.spawn().expect("spawn cnitool"))
+}
+
+fn bridge_network(rt: &Runtime, name: &str, bridge: &str, subnet: &str, firewall: Value) {
+    let list = json!({
+        "cniVersion": "1.0.0", "name": name,
+        "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": subnet, "dataDir": "@STORE@"}},
+            merged(json!({"type": "firewall"}), firewall)
+        ]
+    });
+    rt.write_list(&format!("{name}.conflist"), &list);
+}
+
+#[test]
+fn firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it() {
+    let test = "firewalld_backend_makes_the_address_a_trusted_source";
+    if tools_missing(test) {
+        return;
+    }
+    enter_test_host();
+    let bus = Bus::start();
+    let fw = Firewalld::start(&bus);
+    let rt = Runtime::new("fwd");
+    bridge_network(
+        &rt,
+        "fwd-net",
+        "cni-fwd0",
+        "10.70.0.0/24",
+        json!({"backend": "firewalld"}),
+    );
+    let filter_before = iptables_table("filter");
+    let ns = Netns::new();
+    let out = cnitool(&rt, &bus.address, &["add", "fwd-net", ns.path()]).ok();
+    let ip = first_ip(&out);
+    let source = format!("{ip}/32");
+    assert_eq!(bus.sources("trusted"), std::slice::from_ref(&source));
+    let rules = fw.ruleset();
+    assert!(
+        rules.contains(&format!("ip saddr {ip} goto filter_FWD_trusted")),
+        "firewalld's rules name the source:\n{rules}"
+    );
+    assert_eq!(
+        iptables_table("filter"),
+        filter_before,
+        "no iptables rules of ours"
+    );
+    cnitool(&rt, &bus.address, &["check", "fwd-net", ns.path()]).ok();
+
+    // Taken out behind the plugin's back: CHECK says which address is missing.
+    let removed = bus.send(
+        &format!("{ZONE}.removeSource"),
+        &["string:trusted".into(), format!("string:{source}")],
+    );
+    assert!(removed.status.success());
+    let check = cnitool(&rt, &bus.address, &["check", "fwd-net", ns.path()]);
+    assert_ne!(check.status, 0, "{check:?}");
+    assert!(
+        check.stderr.contains(&format!(
+            "failed to find the address {source} in trusted zone"
+        )),
+        "{check:?}"
+    );
+
+    // Put back, then DEL takes it out.
+    let added = bus.send(
+        &format!("{ZONE}.addSource"),
+        &["string:trusted".into(), format!("string:{source}")],
+    );
+    assert!(added.status.success());
+    cnitool(&rt, &bus.address, &["del", "fwd-net", ns.path()]).ok();
+    assert!(bus.sources("trusted").is_empty());
+    assert!(!fw.ruleset().contains(&format!("ip saddr {ip} ")));
+    // Again: already gone is fine.
+    cnitool(&rt, &bus.address, &["del", "fwd-net", ns.path()]).ok();
+}
+
+#[test]
+fn firewalld_zone_is_configurable_for_both_families_and_add_is_idempotent() {
+    if tools_missing("firewalld_zone_is_configurable") {
+        return;
+    }
+    enter_test_host();
+    let bus = Bus::start();
+    let _fw = Firewalld::start(&bus);
+    let ns = Netns::new();
+    let conf = json!({"backend": "firewalld", "firewalldZone": "internal"});
+    let ips = ["10.71.0.5/24", "fd71::5/64"];
+    let out = call("ADD", &ns, &bus.address, conf.clone(), &ips).ok();
+    assert_eq!(
+        out["ips"][1]["address"], "fd71::5/64",
+        "prevResult passes through"
+    );
+    // A second ADD meets ZONE_ALREADY_SET, which is success.
+    call("ADD", &ns, &bus.address, conf.clone(), &ips).ok();
+    assert_eq!(
+        bus.sources("internal"),
+        ["10.71.0.5/32".to_string(), "fd71::5/128".into()]
+    );
+    assert!(bus.sources("trusted").is_empty());
+    call("CHECK", &ns, &bus.address, conf.clone(), &ips).ok();
+    call("DEL", &ns, &bus.address, conf.clone(), &ips).ok();
+    assert!(bus.sources("internal").is_empty());
+
+    // A zone firewalld does not know: its error, in the reference's words.
+    let bad = json!({"backend": "firewalld", "firewalldZone": "no-such-zone"});
+    let e = call("ADD", &ns, &bus.address, bad, &ips).err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to add the address 10.71.0.5/32 to no-such-zone zone: INVALID_ZONE: no-such-zone"
+    );
+    let ctl = json!({"backend": "firewalld", "firewalldZone": "a\nb"});
+    call("ADD", &ns, &bus.address, ctl, &ips).err(7);
+    // ingressPolicy is written in iptables; with firewalld it is refused.
+    let policy = json!({"backend": "firewalld", "ingressPolicy": "same-bridge"});
+    call("ADD", &ns, &bus.address, policy, &ips).err(7);
+}
+
+#[test]
+fn unset_backend_is_firewalld_when_it_owns_its_name_else_iptables() {
+    if tools_missing("unset_backend_is_firewalld_when_it_owns_its_name") {
+        return;
+    }
+    enter_test_host();
+    let ns = Netns::new();
+    let ips = ["10.72.0.5/24"];
+    let filter_before = iptables_table("filter");
+
+    let with_firewalld = Bus::start();
+    let _fw = Firewalld::start(&with_firewalld);
+    call("ADD", &ns, &with_firewalld.address, json!({}), &ips).ok();
+    assert_eq!(with_firewalld.sources("trusted"), ["10.72.0.5/32"]);
+    assert_eq!(iptables_table("filter"), filter_before);
+    call("CHECK", &ns, &with_firewalld.address, json!({}), &ips).ok();
+    call("DEL", &ns, &with_firewalld.address, json!({}), &ips).ok();
+    assert!(with_firewalld.sources("trusted").is_empty());
+
+    // A bus where nobody owns the name: the iptables rules.
+    let empty = Bus::start();
+    call("ADD", &ns, &empty.address, json!({}), &ips).ok();
+    let rules = iptables_table("filter");
+    assert!(
+        rules.contains("-A CNI-FORWARD -s 10.72.0.5/32 -j ACCEPT"),
+        "{rules}"
+    );
+    call("CHECK", &ns, &empty.address, json!({}), &ips).ok();
+    call("DEL", &ns, &empty.address, json!({}), &ips).ok();
+    assert_eq!(iptables_table("filter"), filter_before);
+}
+
+#[test]
+fn del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone() {
+    if tools_missing("del_succeeds_when_firewalld_is_gone") {
+        return;
+    }
+    enter_test_host();
+    let ns = Netns::new();
+    let ips = ["10.73.0.5/24"];
+    let conf = json!({"backend": "firewalld"});
+    let bus = Bus::start();
+    let mut fw = Firewalld::start(&bus);
+    call("ADD", &ns, &bus.address, conf.clone(), &ips).ok();
+    assert_eq!(bus.sources("trusted"), ["10.73.0.5/32"]);
+    fw.kill();
+
+    let del = call("DEL", &ns, &bus.address, conf.clone(), &ips);
+    del.ok();
+    assert!(
+        del.stderr.contains("firewalld is not running")
+            && del.stderr.contains("has no owner on the system bus"),
+        "{del:?}"
+    );
+    // CHECK and ADD need firewalld: they fail (999, as the reference).
+    call("CHECK", &ns, &bus.address, conf.clone(), &ips).err(999);
+    call("ADD", &ns, &bus.address, conf.clone(), &ips).err(999);
+
+    // No bus at all.
+    let missing = format!("unix:path={}/gone", bus.dir.0.display());
+    drop(bus);
+    let del = call("DEL", &ns, &missing, conf.clone(), &ips);
+    del.ok();
+    assert!(
+        del.stderr.contains("firewalld is not running") && del.stderr.contains("no system bus"),
+        "{del:?}"
+    );
+    let e = call("ADD", &ns, &missing, conf.clone(), &ips).err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("failed to connect to the system bus")),
+        "{e}"
+    );
+    // STATUS reports firewalld's absence as "not available".
+    let status =
+        json!({"cniVersion": "1.1.0", "name": "fwd", "type": "firewall", "backend": "firewalld"});
+    Call::new("firewall", "STATUS", ns.path(), &status.to_string())
+        .set("DBUS_SYSTEM_BUS_ADDRESS", &missing)
+        .run()
+        .err(50);
+}
