@@ -11,6 +11,8 @@ need iptables-restore iptables
 need nft nftables
 need dnsmasq dnsmasq
 need ping iputils-ping
+# The reference's plugins (Go), for the tests that share a node with them.
+[ -x /usr/lib/cni/portmap ] && [ -x /usr/lib/cni/firewall ] || missing="$missing containernetworking-plugins"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "install-deps: missing:$missing (run as root to install)" >&2
