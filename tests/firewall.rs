@@ -15,6 +15,24 @@ fn filter() -> String {
     iptables_table("filter")
 }
 
+/// The shared chains (`CNI-FORWARD`, `CNI-ADMIN`) and their jumps: created by
+/// the first ADD, never removed (as the reference).
+const SHARED: [&str; 4] = [
+    ":CNI-FORWARD - [0:0]",
+    ":CNI-ADMIN - [0:0]",
+    "-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD",
+    "-A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN",
+];
+
+/// The filter table without the shared chains and jumps.
+fn filter_but_shared() -> String {
+    filter()
+        .lines()
+        .filter(|l| !SHARED.contains(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A bridge network followed by the firewall plugin with `firewall` keys.
 fn network(rt: &Runtime, name: &str, bridge: &str, subnet: &str, firewall: Value) {
     let list = json!({
@@ -37,13 +55,13 @@ fn server() -> Netns {
 }
 
 #[test]
-fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
+fn forwarding_is_opened_for_the_container_and_del_removes_its_rules() {
     enter_test_host();
     let _srv = server();
     run_in(None, "iptables", &["-P", "FORWARD", "DROP"]);
     let s = Runtime::new("fw");
     network(&s, "fw-net", "cni-fw0", "10.50.0.0/24", json!({}));
-    let before = filter();
+    let before = filter_but_shared();
     let ns = Netns::new();
     let out = s.run(&["add", "fw-net", ns.path()], &json!({})).ok();
     let ip = first_ip(&out);
@@ -76,7 +94,13 @@ fn forwarding_is_opened_for_the_container_and_del_restores_the_table() {
     );
     assert_eq!(s.run(&["check", "fw-net", ns.path()], &json!({})).status, 1);
     s.run(&["del", "fw-net", ns.path()], &json!({})).ok();
-    assert_eq!(filter(), before, "DEL leaves the filter table as it was");
+    assert_eq!(
+        filter_but_shared(),
+        before,
+        "DEL leaves the filter table as it was, but for the shared chains"
+    );
+    let rules = filter();
+    assert!(!rules.contains(&format!("{ip}/32")), "{rules}");
 }
 
 #[test]
@@ -189,4 +213,127 @@ fn nftables_backend_accepts_the_container_and_del_restores_the_ruleset() {
     s.run(&["check", "fw-nft", ns.path()], &json!({})).ok();
     s.run(&["del", "fw-nft", ns.path()], &json!({})).ok();
     assert_eq!(ruleset(), before);
+}
+
+fn firewall_conf(ip: &str) -> String {
+    json!({"cniVersion": "1.0.0", "name": "fw-net", "type": "firewall", "backend": "iptables",
+           "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": ip}]}})
+    .to_string()
+}
+
+fn call(command: &str, conf: &str, bin: &harness::TempDir) -> harness::Outcome {
+    harness::Call::new("firewall", command, "/run/netns/fw-none", conf)
+        .path(bin)
+        .run()
+}
+
+/// After the last DEL (v4 and v6), CNI-FORWARD, CNI-ADMIN and their jumps
+/// stay, each once, with none of the container's rules.
+#[test]
+fn the_forward_and_admin_chains_stay_after_the_last_del() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let conf = json!({"cniVersion": "1.0.0", "name": "fw-net", "type": "firewall", "backend": "iptables",
+                      "prevResult": {"cniVersion": "1.0.0",
+                                     "ips": [{"address": "10.50.0.7/24"}, {"address": "fd00:50::7/64"}]}})
+    .to_string();
+    call("ADD", &conf, &bin).ok();
+    call("DEL", &conf, &bin).ok();
+    let v6 = run_in(None, "ip6tables-save", &["-t", "filter"]);
+    for (family, table) in [("v4", filter()), ("v6", v6)] {
+        for line in SHARED {
+            assert_eq!(
+                table.lines().filter(|l| *l == line).count(),
+                1,
+                "{family}: {line}\n{table}"
+            );
+        }
+        assert!(
+            !table.contains("10.50.0.7") && !table.contains("fd00:50::7"),
+            "{family}:\n{table}"
+        );
+    }
+}
+
+/// A node where the reference's firewall (Go, one iptables call per rule) and
+/// ours share the filter table: while our DEL removes the last address again
+/// and again, every one of 60 reference ADDs succeeds (a DEL of ours that
+/// removed CNI-FORWARD could pull it from under the reference between its
+/// `-N` and its `-A`).
+#[test]
+fn reference_firewall_adds_all_succeed_while_our_dels_loop() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const REFERENCE: &str = "/usr/lib/cni/firewall";
+    assert!(
+        std::path::Path::new(REFERENCE).exists(),
+        "{REFERENCE} missing: install containernetworking-plugins (tests/install-deps.sh)"
+    );
+    enter_test_host();
+    let bin = Arc::new(plugin_dir());
+    let address = |i: usize| format!("10.50.{}.{}/16", i / 200, 2 + i % 200);
+    let stop = Arc::new(AtomicBool::new(false));
+    // How many reference ADDs have completed.
+    let added = Arc::new(AtomicUsize::new(0));
+    let ours = {
+        let (stop, added, bin) = (stop.clone(), added.clone(), bin.clone());
+        let mine = firewall_conf(&address(999));
+        std::thread::spawn(move || {
+            let mut failures = Vec::new();
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let mut outcomes = vec![call("ADD", &mine, &bin), call("DEL", &mine, &bin)];
+                // The reference's newest (complete) address too: CNI-FORWARD
+                // is then left with no container at all.
+                if let Some(newest) = added.load(Ordering::Relaxed).checked_sub(1) {
+                    let theirs =
+                        firewall_conf(&format!("10.50.{}.{}/16", newest / 200, 2 + newest % 200));
+                    outcomes.push(call("DEL", &theirs, &bin));
+                }
+                failures.extend(outcomes.into_iter().filter(|o| o.status != 0));
+                rounds += 1;
+            }
+            (rounds, failures)
+        })
+    };
+    let mut failures = Vec::new();
+    for i in 0..60 {
+        let out = std::process::Command::new(REFERENCE)
+            .env_clear()
+            .env("CNI_COMMAND", "ADD")
+            .env("CNI_CONTAINERID", format!("ref-{i}"))
+            .env("CNI_NETNS", "/run/netns/fw-none")
+            .env("CNI_IFNAME", "eth0")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(firewall_conf(&address(i)).as_bytes())?;
+                }
+                child.wait_with_output()
+            })
+            .expect("run the reference firewall");
+        added.store(i + 1, Ordering::Relaxed);
+        if !out.status.success() {
+            failures.push(format!(
+                "ADD {i}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (rounds, ours_failed) = ours.join().expect("our loop");
+    assert!(rounds > 0, "our DEL loop ran");
+    assert!(
+        failures.is_empty(),
+        "{} of 60 reference ADDs failed: {failures:#?}",
+        failures.len()
+    );
+    assert!(ours_failed.is_empty(), "{ours_failed:#?}");
 }

@@ -15,6 +15,8 @@ need ping iputils-ping
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
 need firewalld firewalld
+# The reference's plugins (Go), for the tests that share a node with them.
+[ -x /usr/lib/cni/portmap ] && [ -x /usr/lib/cni/firewall ] || missing="$missing containernetworking-plugins"
 if [ -n "$missing" ]; then
     if [ "$(id -u)" != 0 ]; then
         echo "install-deps: missing:$missing (run as root to install)" >&2

@@ -18,6 +18,34 @@ fn nat() -> String {
     iptables_table("nat")
 }
 
+/// Whether a saved nat line is one of portmap's shared chains, their rules or
+/// their jumps: the reference never removes them, nor do we.
+fn is_shared(line: &str) -> bool {
+    const SHARED: [&str; 3] = [
+        "CNI-HOSTPORT-DNAT",
+        "CNI-HOSTPORT-MASQ",
+        "CNI-HOSTPORT-SETMARK",
+    ];
+    SHARED.iter().any(|c| {
+        line.starts_with(&format!(":{c} "))
+            || (["-A PREROUTING ", "-A OUTPUT ", "-A POSTROUTING "]
+                .iter()
+                .any(|p| line.starts_with(p))
+                && line.ends_with(&format!("-j {c}")))
+    }) || line.starts_with("-A CNI-HOSTPORT-MASQ ")
+        || line.starts_with("-A CNI-HOSTPORT-SETMARK ")
+}
+
+/// The nat table without portmap's shared chains (which stay after the last
+/// DEL): what must be as it was once every container is gone.
+fn nat_but_shared() -> String {
+    nat()
+        .lines()
+        .filter(|l| !is_shared(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn ruleset() -> String {
     nft_ruleset()
 }
@@ -112,12 +140,12 @@ fn assert_reachable(client: &Netns, ns: &Netns) {
 }
 
 #[test]
-fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
+fn mapped_ports_are_reachable_from_everywhere_and_del_removes_the_container_rules() {
     enter_test_host();
     run_in(None, "ip", &["link", "set", "lo", "up"]);
     let client = client();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let (ns, caps, ip) = mapped_container(&net);
     assert_reachable(&client, &ns);
 
@@ -150,15 +178,19 @@ fn mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table() {
 
     net.run(&["check", "pm-net", ns.path()], &caps).ok();
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
-    assert_eq!(nat(), before, "DEL leaves the nat table as it was");
+    assert_eq!(
+        nat_but_shared(),
+        before,
+        "DEL leaves the nat table as it was, but for the shared chains"
+    );
     assert_eq!(tcp_fetch(Some(client.path()), "192.0.2.1:8080"), None);
 }
 
 #[test]
-fn hundred_add_del_cycles_and_gc_leave_the_table_as_it_was() {
+fn hundred_add_del_cycles_and_gc_leave_only_the_shared_chains() {
     enter_test_host();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let caps = maps(&[(8080, 80, "tcp", ""), (8443, 443, "tcp", "")]);
     for i in 0..100 {
         let ns = Netns::new();
@@ -168,7 +200,7 @@ fn hundred_add_del_cycles_and_gc_leave_the_table_as_it_was() {
         }
         net.run(&["del", "pm-net", ns.path()], &caps).ok();
     }
-    assert_eq!(nat(), before);
+    assert_eq!(nat_but_shared(), before);
     // GC: two attachments, one valid; the other's rules go, then the last's with DEL.
     let (a, b) = (Netns::new(), Netns::new());
     net.run(
@@ -190,13 +222,13 @@ fn hundred_add_del_cycles_and_gc_leave_the_table_as_it_was() {
         "{rules}"
     );
     net.run(&["del", "pm-net", a.path()], &json!({})).ok();
-    assert_eq!(nat(), before);
+    assert_eq!(nat_but_shared(), before);
 }
 
 #[test]
 fn rules_written_by_the_go_portmap_are_removed_by_del() {
     enter_test_host();
-    let before = nat();
+    let before = nat_but_shared();
     let id = "go-pod";
     let dn = format!("CNI-DN-{}", sha512_prefix(&format!("pm-net{id}"), 21));
     let comment = format!("dnat name: \"pm-net\" id: \"{id}\"");
@@ -325,7 +357,7 @@ fn rules_written_by_the_go_portmap_are_removed_by_del() {
         .path(&bin)
         .run()
         .ok();
-    assert_eq!(nat(), before);
+    assert_eq!(nat_but_shared(), before);
 }
 
 /// Wrappers for the netfilter tools that log each run, then run the real tool
@@ -434,7 +466,7 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
     // (xtables-nft-multi): the state is then read over netlink. (Elsewhere the
     // wrappers say legacy, whose state needs iptables-save.)
     let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft", true);
-    let before = nat();
+    let before = nat_but_shared();
     let (a, b) = (Netns::new(), Netns::new());
     let ports = [
         maps(&[(8080, 80, "tcp", "")]),
@@ -467,9 +499,9 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
         net.run(&["del", "pm-net", ns.path()], caps).ok();
     }
     assert_eq!(
-        nat(),
+        nat_but_shared(),
         before,
-        "the last DEL leaves the table as it found it"
+        "the last DEL leaves the table as it found it, but for the shared chains"
     );
     // A DEL with nothing of the container's to remove reads the state over
     // netlink and starts no process at all.
@@ -810,7 +842,7 @@ fn sctp_mappings_get_rules_and_are_reachable_where_the_kernel_has_sctp() {
     run_in(None, "ip", &["link", "set", "lo", "up"]);
     let client = client();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let ns = Netns::new();
     let caps = maps(&[(3868, 3868, "sctp", "")]);
     net.run(&["add", "pm-net", ns.path()], &caps).ok();
@@ -844,7 +876,11 @@ fn sctp_mappings_get_rules_and_are_reachable_where_the_kernel_has_sctp() {
         );
     }
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
-    assert_eq!(nat(), before, "DEL leaves the nat table as it was");
+    assert_eq!(
+        nat_but_shared(),
+        before,
+        "DEL leaves the nat table as it was, but for the shared chains"
+    );
     if sctp_socket().is_ok() {
         assert_eq!(
             sctp_fetch(Some(client.path()), "192.0.2.1:3868"),
@@ -862,7 +898,7 @@ fn go_cased_mappings_as_containerd_sends_them_are_published_and_removed() {
     run_in(None, "ip", &["link", "set", "lo", "up"]);
     let client = client();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let ns = Netns::new();
     let caps = json!({"portMappings": [
         {"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""},
@@ -875,7 +911,11 @@ fn go_cased_mappings_as_containerd_sends_them_are_published_and_removed() {
     assert_reachable(&client, &ns);
     net.run(&["check", "pm-net", ns.path()], &caps).ok();
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
-    assert_eq!(nat(), before, "DEL leaves the nat table as it was");
+    assert_eq!(
+        nat_but_shared(),
+        before,
+        "DEL leaves the nat table as it was, but for the shared chains"
+    );
 }
 
 /// A mapping that names no usable port (a key nobody reads, here `host_port`)
@@ -885,7 +925,7 @@ fn go_cased_mappings_as_containerd_sends_them_are_published_and_removed() {
 fn a_mapping_without_a_usable_host_port_fails_add_and_del_still_succeeds() {
     enter_test_host();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let bin = plugin_dir();
     let maps = json!([{"host_port": 8080, "containerPort": 80, "protocol": "tcp"}]);
     let c = json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap",
@@ -909,7 +949,7 @@ fn a_mapping_without_a_usable_host_port_fails_add_and_del_still_succeeds() {
         "{add:?}"
     );
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
-    assert_eq!(nat(), before);
+    assert_eq!(nat_but_shared(), before);
     assert!(!run_in(None, "ip", &["-o", "link"]).contains("veth"));
 }
 
@@ -920,7 +960,7 @@ fn a_mapping_without_a_usable_host_port_fails_add_and_del_still_succeeds() {
 fn del_fails_naming_the_tool_when_iptables_save_fails() {
     enter_test_host();
     let net = network(json!({}));
-    let before = nat();
+    let before = nat_but_shared();
     let ns = Netns::new();
     let caps = maps(&[(8080, 80, "tcp", "")]);
     net.run(&["add", "pm-net", ns.path()], &caps).ok();
@@ -946,10 +986,403 @@ fn del_fails_naming_the_tool_when_iptables_save_fails() {
         "{out:?}"
     );
     assert_ne!(
-        nat(),
+        nat_but_shared(),
         before,
         "nothing was removed without reading the table"
     );
     net.run(&["del", "pm-net", ns.path()], &caps).ok();
-    assert_eq!(nat(), before);
+    assert_eq!(nat_but_shared(), before);
+}
+
+/// A portmap config called directly (no runtime): `extra` keys, the
+/// container's addresses as prevResult and its mappings.
+fn direct(extra: Value, addresses: &[&str], mappings: Value) -> String {
+    let ips: Vec<Value> = addresses.iter().map(|a| json!({"address": a})).collect();
+    merged(
+        json!({"cniVersion": "1.0.0", "name": "pm-net", "type": "portmap",
+               "runtimeConfig": {"portMappings": mappings["portMappings"]},
+               "prevResult": {"cniVersion": "1.0.0", "ips": ips}}),
+        extra,
+    )
+    .to_string()
+}
+
+fn call(command: &str, id: &str, conf: &str, bin: &TempDir) -> Outcome {
+    harness::Call::new("portmap", command, "/run/netns/pm-none", conf)
+        .set("CNI_CONTAINERID", id)
+        .path(bin)
+        .run()
+}
+
+/// nft-syntax conditions are encoded over netlink (nft reads them back as
+/// written) and gate the mapping: a source outside `ip saddr` is not
+/// forwarded; one inside, arriving on the named interface, is; the host's own
+/// traffic (no input interface) is not.
+#[test]
+fn nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let caps = maps(&[(8080, 80, "tcp", "")]);
+    let net = network(json!({"conditionsV4": ["ip saddr 10.99.0.0/16"]}));
+    let ns = Netns::new();
+    let ip = first_ip(&net.run(&["add", "pm-net", ns.path()], &caps).ok());
+    tcp_server(ns.path(), 80, "hello");
+    let rules = ruleset();
+    let expected = format!("ip saddr 10.99.0.0/16 tcp dport 8080 dnat to {ip}:80");
+    assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080"),
+        None,
+        "a source outside the condition's network is not forwarded"
+    );
+    assert_eq!(
+        tcp_fetch(None, &format!("{ip}:80")).as_deref(),
+        Some("hello"),
+        "the server answers directly"
+    );
+    net.run(&["check", "pm-net", ns.path()], &caps).ok();
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+
+    let net = network(
+        json!({"conditionsV4": ["ip", "saddr", "192.0.2.0/24", "iifname", "\"to-client\""]}),
+    );
+    let ns = Netns::new();
+    let ip = first_ip(&net.run(&["add", "pm-net", ns.path()], &caps).ok());
+    tcp_server(ns.path(), 80, "hello");
+    let rules = ruleset();
+    let expected =
+        format!("ip saddr 192.0.2.0/24 iifname \"to-client\" tcp dport 8080 dnat to {ip}:80");
+    assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080").as_deref(),
+        Some("hello"),
+        "a source inside, on the named interface, is forwarded"
+    );
+    assert_eq!(
+        tcp_fetch(None, "192.0.2.1:8080"),
+        None,
+        "the host's own connection has no input interface"
+    );
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+}
+
+/// A condition cni-multi cannot encode is refused with code 7 naming its word
+/// (never dropped, which would open the port to everyone), before any rule.
+#[test]
+fn nft_conditions_that_cannot_be_encoded_are_refused_naming_the_token() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let before = ruleset();
+    let caps = maps(&[(8080, 80, "tcp", "")]);
+    for (extra, token) in [
+        (
+            json!({"conditionsV4": ["ip saddr 10.0.0.0/8", "counter"]}),
+            "\"counter\"",
+        ),
+        (
+            json!({"conditionsV6": ["ip6 saddr fd00::/8 meta skuid 0"]}),
+            "\"skuid\"",
+        ),
+        (json!({"conditionsV4": ["ip6 saddr fd00::/8"]}), "\"ip6\""),
+        (
+            json!({"conditionsV4": ["ip saddr { 10.0.0.1, 10.0.0.2 }"]}),
+            "\"{\"",
+        ),
+        (
+            json!({"conditionsV4": ["ip daddr 300.0.0.1"]}),
+            "\"300.0.0.1\"",
+        ),
+    ] {
+        let key = extra
+            .as_object()
+            .and_then(|o| o.keys().next().cloned())
+            .unwrap_or_default();
+        let conf = direct(extra, &["10.40.0.5/24", "fd00:40::5/64"], caps.clone());
+        let err = call("ADD", "ctr-1", &conf, &bin).err(7);
+        let msg = err["msg"].as_str().unwrap_or_default();
+        assert!(msg.contains(token) && msg.contains(&key), "{err}");
+    }
+    assert_eq!(ruleset(), before, "nothing was written");
+}
+
+/// A host-IP mapping is consulted before any wildcard mapping of the same
+/// port, whichever was added first (the reference appends both to one chain,
+/// so an earlier wildcard would shadow it).
+#[test]
+fn nft_host_ip_mapping_is_not_shadowed_by_an_earlier_wildcard_on_the_same_port() {
+    enter_test_host();
+    run_in(None, "ip", &["link", "set", "lo", "up"]);
+    let client = client();
+    let net = network(json!({"backend": "nftables"}));
+    let wild = Netns::new();
+    let wild_caps = maps(&[(8080, 80, "tcp", "")]);
+    net.run(&["add", "pm-net", wild.path()], &wild_caps).ok();
+    tcp_server(wild.path(), 80, "wildcard");
+    let pinned = Netns::new();
+    let pinned_caps = maps(&[(8080, 80, "tcp", "192.0.2.1")]);
+    net.run(&["add", "pm-net", pinned.path()], &pinned_caps)
+        .ok();
+    tcp_server(pinned.path(), 80, "host-ip");
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080").as_deref(),
+        Some("host-ip"),
+        "the host-IP mapping answers on its IP\n{}",
+        ruleset()
+    );
+    assert_eq!(
+        tcp_fetch(None, "10.40.0.1:8080").as_deref(),
+        Some("wildcard"),
+        "the wildcard answers on the host's other addresses"
+    );
+    net.run(&["check", "pm-net", pinned.path()], &pinned_caps)
+        .ok();
+    net.run(&["del", "pm-net", pinned.path()], &pinned_caps)
+        .ok();
+    assert_eq!(
+        tcp_fetch(Some(client.path()), "192.0.2.1:8080").as_deref(),
+        Some("wildcard"),
+        "without it, the wildcard takes the port"
+    );
+    net.run(&["del", "pm-net", wild.path()], &wild_caps).ok();
+}
+
+/// A second ADD of the same attachment replaces its rules: one set remains,
+/// CHECK passes, and DEL removes them all.
+#[test]
+fn nft_second_add_of_the_same_attachment_leaves_exactly_one_set_of_rules() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let before = ruleset();
+    let conf = direct(
+        json!({"backend": "nftables"}),
+        &["10.40.0.5/24"],
+        maps(&[(8080, 80, "tcp", ""), (9090, 90, "tcp", "192.0.2.1")]),
+    );
+    let mine = || {
+        let rules = ruleset();
+        let lines: Vec<String> = rules
+            .lines()
+            .filter(|l| l.contains("comment \"ctr-1\""))
+            .map(|l| l.trim().to_string())
+            .collect();
+        lines
+    };
+    call("ADD", "ctr-1", &conf, &bin).ok();
+    let first = mine();
+    // Two DNAT rules and the two masquerade rules (hairpin, localhost).
+    assert_eq!(first.len(), 4, "{first:?}");
+    call("ADD", "ctr-1", &conf, &bin).ok();
+    let mut second = mine();
+    assert_eq!(second.len(), 4, "{second:?}\n{}", ruleset());
+    let mut first = first;
+    first.sort();
+    second.sort();
+    assert_eq!(first, second);
+    call("CHECK", "ctr-1", &conf, &bin).ok();
+    call("DEL", "ctr-1", &conf, &bin).ok();
+    assert!(mine().is_empty());
+    assert_eq!(ruleset(), before);
+}
+
+/// CHECK compares the destination word by word: a rule to `:8080` does not
+/// stand for a mapping to `:80`, nor one on another host IP.
+#[test]
+fn iptables_check_compares_exact_destinations() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let added = direct(
+        json!({"backend": "iptables"}),
+        &["10.40.0.2/24"],
+        maps(&[(8080, 8080, "tcp", ""), (9090, 90, "tcp", "192.0.2.10")]),
+    );
+    call("ADD", "ctr-1", &added, &bin).ok();
+    call("CHECK", "ctr-1", &added, &bin).ok();
+    for other in [
+        maps(&[(8080, 80, "tcp", ""), (9090, 90, "tcp", "192.0.2.10")]),
+        maps(&[(8080, 8080, "tcp", ""), (9090, 90, "tcp", "192.0.2.1")]),
+        maps(&[(8080, 8080, "udp", ""), (9090, 90, "tcp", "192.0.2.10")]),
+        maps(&[(808, 8080, "tcp", ""), (9090, 90, "tcp", "192.0.2.10")]),
+    ] {
+        // Same multiport entry rules (same ports), different DNAT rules.
+        let conf = direct(json!({"backend": "iptables"}), &["10.40.0.2/24"], other);
+        let out = call("CHECK", "ctr-1", &conf, &bin);
+        assert_ne!(out.status, 0, "CHECK passed for {conf}\n{}", nat());
+    }
+    call("DEL", "ctr-1", &added, &bin).ok();
+}
+
+/// The CNI-HOSTPORT-DNAT entry rules name every mapping's port grouped by
+/// protocol, in the v4 and the v6 table alike, as the reference builds them
+/// (host-IP mappings of the other family included).
+#[test]
+fn entry_rules_group_all_mappings_by_protocol_in_both_families() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let conf = direct(
+        json!({"backend": "iptables"}),
+        &["10.40.0.5/24", "fd00:40::5/64"],
+        maps(&[
+            (8080, 80, "tcp", ""),
+            (9090, 90, "tcp", "192.0.2.1"),
+            (7070, 70, "tcp", "fd00::1"),
+            (5353, 53, "udp", ""),
+        ]),
+    );
+    call("ADD", "ctr-1", &conf, &bin).ok();
+    let dn = format!("CNI-DN-{}", sha512_prefix("pm-netctr-1", 21));
+    let v6 = run_in(None, "ip6tables-save", &["-t", "nat"]);
+    for (family, table) in [("v4", nat()), ("v6", v6)] {
+        for expected in [
+            format!(
+                "-p tcp -m comment --comment \"dnat name: \\\"pm-net\\\" id: \\\"ctr-1\\\"\" -m multiport --dports 8080,9090,7070 -j {dn}"
+            ),
+            format!(
+                "-p udp -m comment --comment \"dnat name: \\\"pm-net\\\" id: \\\"ctr-1\\\"\" -m multiport --dports 5353 -j {dn}"
+            ),
+        ] {
+            assert!(
+                table.contains(&expected),
+                "{family}: missing {expected}\n{table}"
+            );
+        }
+    }
+    let v4 = nat();
+    assert!(
+        !v4.contains("--dport 7070"),
+        "no v4 DNAT for a v6 host IP\n{v4}"
+    );
+    call("CHECK", "ctr-1", &conf, &bin).ok();
+    call("DEL", "ctr-1", &conf, &bin).ok();
+}
+
+/// The shared chains and their jumps stay after the last DEL and after a GC
+/// that removes the last attachment, as the reference leaves them.
+#[test]
+fn the_shared_chains_and_their_jumps_stay_after_the_last_del_and_gc() {
+    enter_test_host();
+    let net = network(json!({}));
+    let shared = [
+        ":CNI-HOSTPORT-DNAT - [0:0]",
+        ":CNI-HOSTPORT-MASQ - [0:0]",
+        ":CNI-HOSTPORT-SETMARK - [0:0]",
+        "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+        "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+        "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ",
+        "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE",
+        "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000",
+    ];
+    let caps = maps(&[(8080, 80, "tcp", "")]);
+    let ns = Netns::new();
+    net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    let after_del = nat();
+    let after_gc = {
+        let other = Netns::new();
+        net.run(&["add", "pm-net", other.path()], &caps).ok();
+        // A valid list without it: every attachment of the network is stale.
+        net.run(&["gc", "pm-net", "--valid", "none/eth0"], &json!({}))
+            .ok();
+        nat()
+    };
+    for (when, table) in [("DEL", after_del), ("GC", after_gc)] {
+        for line in shared {
+            assert_eq!(
+                table.lines().filter(|l| *l == line).count(),
+                1,
+                "after the last {when}: {line}\n{table}"
+            );
+        }
+        assert!(!table.contains("CNI-DN-"), "after {when}:\n{table}");
+    }
+}
+
+/// A node where the reference's portmap (Go, one iptables call per rule) and
+/// ours share the nat table: while our DEL removes the last container again
+/// and again, every one of 60 reference ADDs succeeds (a DEL of ours that
+/// removed the shared chains could pull CNI-HOSTPORT-DNAT from under the
+/// reference between its `-N` and its `-A`).
+#[test]
+fn reference_portmap_adds_all_succeed_while_our_dels_loop() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    const REFERENCE: &str = "/usr/lib/cni/portmap";
+    assert!(
+        std::path::Path::new(REFERENCE).exists(),
+        "{REFERENCE} missing: install containernetworking-plugins (tests/install-deps.sh)"
+    );
+    enter_test_host();
+    let bin = Arc::new(plugin_dir());
+    let conf = |i: usize| {
+        direct(
+            json!({"backend": "iptables"}),
+            &[&format!("10.40.{}.{}/16", i / 200, 2 + i % 200)],
+            maps(&[(10000 + i as u16, 80, "tcp", "")]),
+        )
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    // How many reference ADDs have completed.
+    let added = Arc::new(AtomicUsize::new(0));
+    let ours = {
+        let (stop, added, bin) = (stop.clone(), added.clone(), bin.clone());
+        let (mine, theirs) = (conf(999), conf(0));
+        std::thread::spawn(move || {
+            let mut failures = Vec::new();
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let mut outcomes = vec![
+                    call("ADD", "ours", &mine, &bin),
+                    call("DEL", "ours", &mine, &bin),
+                ];
+                // The reference's newest (complete) attachment too: the table
+                // is then left with no container at all.
+                if let Some(newest) = added.load(Ordering::Relaxed).checked_sub(1) {
+                    outcomes.push(call("DEL", &format!("ref-{newest}"), &theirs, &bin));
+                }
+                failures.extend(outcomes.into_iter().filter(|o| o.status != 0));
+                rounds += 1;
+            }
+            (rounds, failures)
+        })
+    };
+    let mut failures = Vec::new();
+    for i in 0..60 {
+        let out = Command::new(REFERENCE)
+            .env_clear()
+            .env("CNI_COMMAND", "ADD")
+            .env("CNI_CONTAINERID", format!("ref-{i}"))
+            .env("CNI_NETNS", "/run/netns/pm-none")
+            .env("CNI_IFNAME", "eth0")
+            .env("CNI_PATH", "/usr/lib/cni")
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(conf(i).as_bytes())?;
+                }
+                child.wait_with_output()
+            })
+            .expect("run the reference portmap");
+        added.store(i + 1, Ordering::Relaxed);
+        if !out.status.success() {
+            failures.push(format!(
+                "ADD {i}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (rounds, ours_failed) = ours.join().expect("our loop");
+    assert!(rounds > 0, "our DEL loop ran");
+    assert!(
+        failures.is_empty(),
+        "{} of 60 reference ADDs failed: {failures:#?}",
+        failures.len()
+    );
+    assert!(ours_failed.is_empty(), "{ours_failed:#?}");
 }

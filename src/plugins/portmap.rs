@@ -1,6 +1,6 @@
 //! portmap (chained): forwards host ports to the container with DNAT, with
-//! masquerading for hairpin and localhost, in the reference's iptables chains.
-//! Its output is prevResult, unchanged.
+//! masquerading for hairpin and localhost, in the reference's iptables chains
+//! or nftables table. Its output is prevResult, unchanged.
 
 use crate::cni::capabilities::PortMapping;
 use crate::cni::error::Context;
@@ -96,6 +96,18 @@ fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Optio
         (Some(a), _) | (None, Some(a)) => Some(a),
         (None, None) => None,
     };
+    if syntax == Some(false) && mappings == Mappings::Required {
+        // Encoded here already: a condition we cannot express is refused
+        // (naming its word) before anything is changed, never dropped. (DEL
+        // does not need them: a config whose ADD was refused still deletes.)
+        for (key, conditions, v6) in [
+            ("conditionsV4", &conditions_v4, false),
+            ("conditionsV6", &conditions_v6, true),
+        ] {
+            // Code 7 (boundary.rs: a netfilter InvalidConfig).
+            crate::netfilter::nft::parse_conditions(conditions, v6).context(key)?;
+        }
+    }
     let configured = match (k.backend.as_deref().filter(|b| !b.is_empty()), syntax) {
         (Some(b), Some(iptables)) => {
             let b = Backend::parse(b)?;

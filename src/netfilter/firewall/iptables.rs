@@ -193,9 +193,11 @@ pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> R
     Ok(())
 }
 
-/// DEL: removes the address rules; when CNI-FORWARD is left with only the admin
-/// jump and the admin chain is empty, the chains and FORWARD's jump go too.
-pub fn del(ips: &[IpNet], admin: &str) -> Result<()> {
+/// DEL: removes the address rules. CNI-FORWARD, the admin chain and their
+/// jumps stay, as the reference leaves them: another implementation's ADD
+/// (the reference's, one iptables call per rule) may be between creating
+/// CNI-FORWARD and appending to it, with no lock of ours to tell.
+pub fn del(ips: &[IpNet], _admin: &str) -> Result<()> {
     let _lock = lock()?;
     for (family, mine) in by_family(ips) {
         let Some(saved) = iptables::save_existing(family, "filter")? else {
@@ -203,26 +205,8 @@ pub fn del(ips: &[IpNet], admin: &str) -> Result<()> {
         };
         let mut batch = Batch::new(family, "filter");
         let ours: Vec<String> = mine.iter().flat_map(|ip| printed(ip)).collect();
-        let mut deleted = 0;
         for spec in saved.rules_in(FORWARD_CHAIN, |r| ours.iter().any(|o| o == r)) {
             batch.delete_saved(FORWARD_CHAIN, spec);
-            deleted += 1;
-        }
-        let remaining = saved.rules_in(FORWARD_CHAIN, |_| true).count() - deleted;
-        let admin_jumps = saved.rules_in(FORWARD_CHAIN, |r| jumps(r, admin)).count();
-        let admin_empty = saved.rules_in(admin, |_| true).next().is_none();
-        if saved.has_chain(FORWARD_CHAIN) && remaining == admin_jumps && admin_empty {
-            for spec in saved.rules_in("FORWARD", |r| jumps(r, FORWARD_CHAIN)) {
-                batch.delete_saved("FORWARD", spec);
-            }
-            for spec in saved.rules_in(FORWARD_CHAIN, |r| jumps(r, admin)) {
-                batch.delete_saved(FORWARD_CHAIN, spec);
-            }
-            // Emptied with -D: delete without flushing (see Batch::delete_chain).
-            batch.delete_chain(FORWARD_CHAIN);
-            if saved.has_chain(admin) {
-                batch.delete_chain(admin);
-            }
         }
         iptables::apply(&batch)?;
     }

@@ -38,13 +38,6 @@ impl Plan {
             .unwrap_or_else(|| SETMARK_CHAIN.to_string())
     }
 
-    fn conditions(&self, family: Family) -> &[String] {
-        match family {
-            Family::V4 => &self.conditions_v4,
-            Family::V6 => &self.conditions_v6,
-        }
-    }
-
     /// `dnat name: "<net>" id: "<cid>"`, cut as the reference cuts long comments.
     fn dnat_comment(&self) -> String {
         let c = format!(
@@ -113,10 +106,12 @@ fn dnat_rules(plan: &Plan, family: Family, target: &Target) -> Vec<Vec<String>> 
     rules
 }
 
-/// Jumps from CNI-HOSTPORT-DNAT: per protocol (sorted), ≤ 15 ports each.
+/// Jumps from CNI-HOSTPORT-DNAT: per protocol (sorted), ≤ 15 ports each. As
+/// the reference, the ports are those of every mapping, a host-IP one of the
+/// other family included (the container chain has no rule for it).
 fn entry_rules(plan: &Plan, family: Family) -> Vec<Vec<String>> {
     let mut by_proto: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for m in plan.mappings_for(family) {
+    for m in &plan.mappings {
         by_proto
             .entry(m.protocol.as_str())
             .or_default()
@@ -318,7 +313,8 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
     batch
 }
 
-/// Removes the container's rules in `families`, found by name (no mappings needed).
+/// Removes the container's rules in `families`, found by name (no mappings
+/// needed). The shared chains stay (see `gc`).
 pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
     let _lock = lock()?;
     for family in families {
@@ -329,43 +325,15 @@ pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
         let Some(saved) = iptables::save_existing(*family, "nat")? else {
             continue;
         };
-        let mut batch = teardown_batch(
+        let batch = teardown_batch(
             &saved,
             *family,
             &plan.dnat_chain(),
             &plan.legacy_snat_chain(),
         );
-        remove_shared_if_unused(&mut batch, &saved, &[plan.dnat_chain()]);
         iptables::apply(&batch)?;
     }
     Ok(())
-}
-
-/// When no container jump would be left in CNI-HOSTPORT-DNAT, the shared chains
-/// and their entry rules go too, so the last DEL leaves the table as it found it.
-/// (A later ADD, ours or the reference's, creates them again.)
-fn remove_shared_if_unused(batch: &mut Batch, saved: &Saved, removed: &[String]) {
-    let left = saved
-        .rules_in(DNAT_CHAIN, |r| !removed.iter().any(|c| jumps(r, c)))
-        .count();
-    if left > 0 || !saved.has_chain(DNAT_CHAIN) {
-        return;
-    }
-    for chain in ["PREROUTING", "OUTPUT"] {
-        for spec in saved.rules_in(chain, |r| jumps(r, DNAT_CHAIN)) {
-            batch.delete_saved(chain, spec);
-        }
-    }
-    // Every rule of it was deleted above by `-D`: delete without flushing.
-    batch.delete_chain(DNAT_CHAIN);
-    for spec in saved.rules_in("POSTROUTING", |r| jumps(r, MASQ_CHAIN)) {
-        batch.delete_saved("POSTROUTING", spec);
-    }
-    for chain in [MASQ_CHAIN, SETMARK_CHAIN] {
-        if saved.has_chain(chain) {
-            batch.flush_and_delete_chain(chain);
-        }
-    }
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
@@ -385,9 +353,23 @@ pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
         }
         for m in plan.mappings_for(family) {
             let to = to_destination(target.address.addr(), m.container_port);
-            let port = format!("--dport {} ", m.host_port);
+            let port = m.host_port.to_string();
+            let bits = if family == Family::V4 { 32 } else { 128 };
+            let dest = m
+                .host_ip
+                .filter(|ip| !ip.is_unspecified())
+                .map(|ip| format!("{ip}/{bits}"));
+            // Compared word by word: `10.0.0.2:80` is not `10.0.0.2:8080`.
             let found = saved
-                .rules_in(&chain, |r| r.contains(&port) && r.contains(&to))
+                .rules_in(&chain, |r| {
+                    let words: Vec<&str> = r.split_whitespace().collect();
+                    let after = |flag: &str| words.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
+                    after("-p") == Some(m.protocol.as_str())
+                        && after("--dport") == Some(port.as_str())
+                        && after("-d") == dest.as_deref()
+                        && after("-j") == Some("DNAT")
+                        && after("--to-destination") == Some(to.as_str())
+                })
                 .next()
                 .is_some();
             if !found {
@@ -419,16 +401,15 @@ pub fn gc(network: &str, keep: &[String]) -> Result<()> {
             }
         }
         let mut batch = Batch::new(family, "nat");
-        let mut removed = Vec::new();
         for id in &stale {
             let dn = chain_name("DN-", network, id);
             let sn = chain_name("SN-", network, id);
             batch.extend(teardown_batch(&saved, family, &dn, &sn));
-            removed.push(dn);
         }
-        if !removed.is_empty() {
-            remove_shared_if_unused(&mut batch, &saved, &removed);
-        }
+        // The shared chains and their jumps stay, as the reference leaves
+        // them: another implementation (the reference's one-iptables-call-
+        // per-rule ADD) may be between creating CNI-HOSTPORT-DNAT and
+        // appending to it, with no lock of ours to tell.
         iptables::apply(&batch)?;
     }
     Ok(())
@@ -521,8 +502,9 @@ mod tests {
         assert_eq!(
             entries,
             [
+                // 7070 (host IP fd00::1) too: the reference groups every mapping.
                 format!(
-                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090 -s 10.0.0.0/8 -j {chain}"
+                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090,7070 -s 10.0.0.0/8 -j {chain}"
                 ),
                 format!(
                     "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p udp --destination-ports 53 -s 10.0.0.0/8 -j {chain}"
@@ -546,6 +528,23 @@ mod tests {
             !rules
                 .iter()
                 .any(|r| r.contains("127.0.0.1") || r.contains("9090"))
+        );
+        // The v6 table's entry rules name the same ports, 9090 (host IP
+        // 192.0.2.1) included, without the v4 conditions.
+        let entries: Vec<String> = entry_rules(&p, Family::V6)
+            .iter()
+            .map(|r| r.join(" "))
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                format!(
+                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090,7070 -j {chain}"
+                ),
+                format!(
+                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p udp --destination-ports 53 -j {chain}"
+                ),
+            ]
         );
         assert_eq!(p.mark(), "0x2000/0x2000");
     }

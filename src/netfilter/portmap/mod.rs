@@ -43,6 +43,14 @@ impl Plan {
             .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
             .collect()
     }
+
+    /// The match conditions for a container address of `family`.
+    fn conditions(&self, family: Family) -> &[String] {
+        match family {
+            Family::V4 => &self.conditions_v4,
+            Family::V6 => &self.conditions_v6,
+        }
+    }
 }
 
 /// The container address as `ip/prefix` (as allocated) and as a DNAT target.

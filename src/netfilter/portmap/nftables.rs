@@ -1,4 +1,8 @@
-//! portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the reference.
+//! portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the
+//! reference, but for two choices: nft-syntax conditions gate the container's
+//! own DNAT rules (the reference puts the last ADD's in the shared base
+//! chains), and host-IP rules go to the head of `hostports`, where a wildcard
+//! on the same port cannot shadow them.
 
 use super::{Family, Plan, Target};
 use crate::netfilter::nft::{
@@ -58,26 +62,22 @@ fn existing(
     Ok((mine, total))
 }
 
-/// One transaction per family: shared chains ensured and rewritten, the
-/// container's previous rules replaced.
+/// One transaction per family: the skeleton ensured, the container's previous
+/// rules (a repeated ADD) replaced by its current ones.
 pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
     let mut sock = nft::open()?;
-    if !plan.conditions_v4.is_empty() || !plan.conditions_v6.is_empty() {
-        return Err(Error::InvalidConfig(
-            "portmap conditions are not supported with the nftables backend of cni-multi".into(),
-        ));
-    }
     for target in targets {
         let family = Family::of(target.address.addr());
         let mappings = plan.mappings_for(family);
         if mappings.is_empty() {
             continue;
         }
+        // The configuration was validated at load; parsed again here so that a
+        // condition can never be dropped on the way to the kernel.
+        let conditions = nft::parse_conditions(plan.conditions(family), family == Family::V6)?;
         let f = nfproto(family);
-        // No dump of the container's old rules here: a second ADD without DEL
-        // is not a runtime's move, dumping every rule costs O(pods), and DEL
-        // removes every rule carrying the container ID anyway.
         let have = nft::chains(&mut sock, f, TABLE)?;
+        let (previous, _) = existing(&mut sock, family, &plan.container_id)?;
         let mut tx = Tx::new();
         // The skeleton (table, chains, jumps) is written once; rewriting base
         // chains on every ADD would re-register their hooks each time.
@@ -117,15 +117,29 @@ pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
                 Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
             );
         }
+        // A second ADD of the same attachment leaves one set of rules.
+        for (chain, handle) in previous {
+            tx.delete_rule(f, TABLE, chain, handle);
+        }
         let cip = target.address.addr();
         for m in mappings {
-            let mut exprs = Vec::new();
-            if let Some(ip) = m.host_ip.filter(|ip| !ip.is_unspecified()) {
+            // The conditions gate this container's mappings only (the reference
+            // puts them in the shared base chains, where the last ADD's win
+            // for every container).
+            let mut exprs = conditions.clone();
+            let host_ip = m.host_ip.filter(|ip| !ip.is_unspecified());
+            if let Some(ip) = host_ip {
                 exprs.extend(match_addr(Field::Daddr, host(ip), true));
             }
             exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
             exprs.extend(nft::dnat(cip, m.container_port));
-            tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+            if host_ip.is_some() {
+                // At the head: a wildcard mapping of the same port, appended
+                // earlier by any container, must not shadow it.
+                tx.rule_first(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+            } else {
+                tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+            }
         }
         if plan.snat {
             let mut hairpin = Vec::new();
@@ -170,7 +184,9 @@ pub fn del(container_id: &str, families: &[Family]) -> Result<()> {
     Ok(())
 }
 
-/// CHECK: one DNAT rule per mapping of the family.
+/// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
+/// `hostip_hostports` where older versions put host-IP ones) and the
+/// masquerade rules, as the reference counts them.
 pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
     let mut sock = nft::open()?;
     for target in targets {
@@ -179,15 +195,37 @@ pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
         if wanted == 0 {
             continue;
         }
-        let found = nft::rules(&mut sock, nfproto(family), TABLE, HOSTPORTS)?
-            .iter()
-            .filter(|r| r.comment == plan.container_id)
-            .count();
-        if found != wanted {
+        let f = nfproto(family);
+        let mut count = |chains: &[&str]| -> Result<usize> {
+            let mut n = 0;
+            for chain in chains {
+                n += nft::rules(&mut sock, f, TABLE, chain)?
+                    .iter()
+                    .filter(|r| r.comment == plan.container_id)
+                    .count();
+            }
+            Ok(n)
+        };
+        let found = count(&[HOSTPORTS, HOSTIP_HOSTPORTS])?;
+        if found < wanted {
             return Err(Error::Mismatch {
                 owner: "portmap",
                 detail: format!("{found} of {wanted} mappings found in table {TABLE}"),
             });
+        }
+        if plan.snat {
+            let masq = if family == Family::V4 && !plan.masq_all {
+                2
+            } else {
+                1
+            };
+            let found = count(&[MASQUERADING])?;
+            if found < masq {
+                return Err(Error::Mismatch {
+                    owner: "portmap",
+                    detail: format!("{found} of {masq} masquerade rules found in table {TABLE}"),
+                });
+            }
         }
     }
     Ok(())
