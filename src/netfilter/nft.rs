@@ -225,19 +225,11 @@ fn verdict(code: i32, chain: Option<&str>) -> Expr {
     )
 }
 
-/// `iifname "<name>"` (attributes in the order `nft` sends them).
+/// `iifname "<name>"`, as `nft` sends it.
 pub fn match_iifname(name: &str) -> Vec<Expr> {
     let mut value = name.as_bytes().to_vec();
     value.resize(IFNAMSIZ.max(value.len() + 1), 0);
-    vec![
-        expr(
-            "meta",
-            Body::default()
-                .attr(NFTA_META_KEY, &be32(NFT_META_IIFNAME))
-                .attr(NFTA_META_DREG, &be32(REG_1)),
-        ),
-        cmp(true, &value),
-    ]
+    vec![meta_load(NFT_META_IIFNAME), cmp(true, &value)]
 }
 
 /// `ether saddr <mac>` (bridge family: the link-layer header is Ethernet).
@@ -327,16 +319,16 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
 }
 
 const META_MARK: u32 = 3;
-const META_IIFNAME: u32 = 6;
 const META_OIFNAME: u32 = 7;
 const META_L4PROTO: u32 = 16;
-/// IFNAMSIZ: interface names are compared as 16 NUL-padded bytes.
-const IFNAMSIZ: usize = 16;
 
+/// A meta key loaded into register 1 (attributes in the order `nft` sends them).
 fn meta_load(key: u32) -> Expr {
     expr(
         "meta",
-        Body::default().attr(1, &be32(REG_1)).attr(2, &be32(key)),
+        Body::default()
+            .attr(NFTA_META_KEY, &be32(key))
+            .attr(NFTA_META_DREG, &be32(REG_1)),
     )
 }
 
@@ -470,7 +462,7 @@ pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
             }
             "iifname" | "oifname" => {
                 let key = if keyword == "iifname" {
-                    META_IIFNAME
+                    NFT_META_IIFNAME
                 } else {
                     META_OIFNAME
                 };
@@ -479,7 +471,7 @@ pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
             "meta" => {
                 let key = it.next();
                 match key.filter(|k| !k.quoted).map(|k| k.text.as_str()) {
-                    Some("iifname") => out.extend(iface_match(META_IIFNAME, &mut it, &refuse)?),
+                    Some("iifname") => out.extend(iface_match(NFT_META_IIFNAME, &mut it, &refuse)?),
                     Some("oifname") => out.extend(iface_match(META_OIFNAME, &mut it, &refuse)?),
                     Some("l4proto") => {
                         let eq = equal(&mut it);
@@ -1134,8 +1126,8 @@ mod tests {
             [
                 9, 0, 1, 0, b'm', b'e', b't', b'a', 0, 0, 0, 0, // NFTA_EXPR_NAME "meta"
                 20, 0, 2, 0x80, // NFTA_EXPR_DATA, nested
+                8, 0, 2, 0, 0, 0, 0, 16, // NFTA_META_KEY l4proto (nft sends the key first)
                 8, 0, 1, 0, 0, 0, 0, 1, // NFTA_META_DREG reg 1
-                8, 0, 2, 0, 0, 0, 0, 16, // NFTA_META_KEY l4proto
             ]
         );
     }
