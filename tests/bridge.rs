@@ -548,3 +548,210 @@ fn bridge_options_force_address_promisc_isolation_dad_and_disabled_interface() {
     assert_eq!(link_json(Some(&ns), "eth0")["operstate"], "DOWN");
     call("DEL", &ns, "ctr-d", &disabled, &bin).run().ok();
 }
+
+#[test]
+fn the_bridge_keeps_the_mac_it_had_before_its_first_port() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-mac"));
+    // A bridge the plugin makes: a port's MAC would be the lowest, yet the
+    // bridge reports and keeps its own.
+    let c = conf("1.0.0", &store, json!({"bridge": "cni-mac"}));
+    let ns = Netns::new();
+    let out = call("ADD", &ns, "ctr-m", &c, &bin).run().ok();
+    let ifs = &out["interfaces"];
+    assert_ne!(ifs[0]["mac"], ifs[1]["mac"], "{out}");
+    assert_eq!(link_json(None, "cni-mac")["address"], ifs[0]["mac"]);
+    call("DEL", &ns, "ctr-m", &c, &bin).run().ok();
+    assert_eq!(link_json(None, "cni-mac")["address"], ifs[0]["mac"]);
+
+    // A bridge made beforehand: the MAC it had before any port, for life.
+    host(&["ip", "link", "add", "cni-mac2", "type", "bridge"]);
+    let before = link_json(None, "cni-mac2")["address"].clone();
+    let c2 = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-mac2", "ipam": {"type": "host-local", "subnet": "10.87.0.0/24", "dataDir": store.0}}),
+    );
+    let (a, b) = (Netns::new(), Netns::new());
+    let out_a = call("ADD", &a, "ctr-a", &c2, &bin).run().ok();
+    assert_eq!(out_a["interfaces"][0]["mac"], before);
+    assert_ne!(out_a["interfaces"][1]["mac"], before);
+    let out_b = call("ADD", &b, "ctr-b", &c2, &bin).run().ok();
+    assert_eq!(out_b["interfaces"][0]["mac"], before);
+    call("DEL", &a, "ctr-a", &c2, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &c2, &bin).run().ok();
+    assert_eq!(link_json(None, "cni-mac2")["address"], before);
+
+    // A bridge whose last port left has no MAC (all zeros): it keeps the one
+    // it takes from the new port.
+    host(&["ip", "link", "add", "cni-mac3", "type", "bridge"]);
+    host(&[
+        "ip", "link", "add", "mac3-a", "type", "veth", "peer", "name", "mac3-b",
+    ]);
+    host(&["ip", "link", "set", "mac3-a", "master", "cni-mac3"]);
+    host(&["ip", "link", "del", "mac3-a"]);
+    assert_eq!(link_json(None, "cni-mac3")["address"], "00:00:00:00:00:00");
+    let c3 = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-mac3", "ipam": {"type": "host-local", "subnet": "10.86.0.0/24", "dataDir": store.0}}),
+    );
+    let out = call("ADD", &a, "ctr-a3", &c3, &bin).run().ok();
+    let mac = &out["interfaces"][0]["mac"];
+    assert_eq!(*mac, out["interfaces"][1]["mac"]);
+    assert_eq!(link_json(None, "cni-mac3")["address"], *mac);
+    call("DEL", &a, "ctr-a3", &c3, &bin).run().ok();
+    assert_eq!(link_json(None, "cni-mac3")["address"], *mac);
+}
+
+#[test]
+fn accept_ra_is_cleared_on_every_add() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-ra"));
+    let c = conf("1.0.0", &store, json!({"bridge": "cni-ra"}));
+    let accept_ra = || host(&["sysctl", "-n", "net.ipv6.conf.cni-ra.accept_ra"]);
+    let (a, b) = (Netns::new(), Netns::new());
+    call("ADD", &a, "ctr-a", &c, &bin).run().ok();
+    assert_eq!(accept_ra().trim(), "0");
+    // Turned back on behind the plugin's back: the next ADD clears it again.
+    host(&["sysctl", "-qw", "net.ipv6.conf.cni-ra.accept_ra=2"]);
+    call("ADD", &b, "ctr-b", &c, &bin).run().ok();
+    assert_eq!(accept_ra().trim(), "0");
+    call("DEL", &a, "ctr-a", &c, &bin).run().ok();
+    call("DEL", &b, "ctr-b", &c, &bin).run().ok();
+}
+
+#[test]
+fn every_vlan_the_kernel_gives_a_new_port_is_removed() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-pvid"));
+    let c = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-pvid", "isGateway": false, "vlan": 100}),
+    );
+    let ns = Netns::new();
+    if let Err(reason) = kernel_supports("bridge", false, &["vlan_filtering", "1"]) {
+        skip("every_vlan_the_kernel_gives_a_new_port_is_removed", &reason);
+        // The port's VLANs are read fine (there are none); adding one fails
+        // and the veth goes again.
+        host(&["ip", "link", "add", "cni-pvid", "type", "bridge"]);
+        call("ADD", &ns, "ctr-p", &c, &bin).run().err(999);
+        assert!(!host(&["ip", "-o", "link"]).contains("veth"));
+        return;
+    }
+    // New ports get the bridge's default PVID, here 7 rather than 1.
+    host(&[
+        "ip",
+        "link",
+        "add",
+        "cni-pvid",
+        "type",
+        "bridge",
+        "vlan_filtering",
+        "1",
+        "vlan_default_pvid",
+        "7",
+    ]);
+    let out = call("ADD", &ns, "ctr-p", &c, &bin).run().ok();
+    assert_eq!(port_vlans(&host_port(&out)), [(100, true, true)]);
+    // preserveDefaultVlan keeps it (no longer the PVID).
+    let mut keep = c.clone();
+    keep["preserveDefaultVlan"] = json!(true);
+    let ns_keep = Netns::new();
+    let out_keep = call("ADD", &ns_keep, "ctr-k", &keep, &bin).run().ok();
+    assert_eq!(
+        port_vlans(&host_port(&out_keep)),
+        [(7, false, true), (100, true, true)]
+    );
+    call("DEL", &ns, "ctr-p", &c, &bin).run().ok();
+    call("DEL", &ns_keep, "ctr-k", &keep, &bin).run().ok();
+}
+
+/// The host link with this ifindex.
+fn link_by_index(index: &Value) -> Value {
+    json_of(&host(&["ip", "-j", "-d", "link", "show"]))
+        .as_array()
+        .and_then(|links| links.iter().find(|l| l["ifindex"] == *index).cloned())
+        .unwrap_or_else(|| panic!("no link {index}"))
+}
+
+#[test]
+fn vlan_gateway_is_a_veth_port_of_that_vlan() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-vgw"));
+    // `<bridge>.<vlan>` must be a link name: checked before anything is made.
+    let long = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-vgw-longnam", "vlan": 100}),
+    );
+    let ns = Netns::new();
+    call("ADD", &ns, "ctr-l", &long, &bin).run().err(7);
+    assert!(!host(&["ip", "-o", "link"]).contains("cni-vgw-longnam"));
+
+    let c = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-vgw", "vlan": 100, "isDefaultGateway": true}),
+    );
+    if let Err(reason) = kernel_supports("bridge", false, &["vlan_filtering", "1"]) {
+        skip("vlan_gateway_is_a_veth_port_of_that_vlan", &reason);
+        return;
+    }
+    let out = call("ADD", &ns, "ctr-g", &c, &bin).run().ok();
+    // interfaces: bridge, host veth, container, then the gateway (no sandbox);
+    // the IP stays on the container's (2).
+    let ifs = out["interfaces"].as_array().expect("interfaces");
+    assert_eq!(ifs.len(), 4, "{out}");
+    let gw = link_json(None, "cni-vgw.100");
+    assert_eq!(
+        ifs[3],
+        json!({"name": "cni-vgw.100", "mac": gw["address"].clone()})
+    );
+    assert_eq!(
+        out["ips"],
+        json!([{"address": "10.88.0.2/24", "gateway": "10.88.0.1", "interface": 2}])
+    );
+    // The gateway address is on the veth, up in the host namespace, not on the bridge.
+    assert_eq!(gw["linkinfo"]["info_kind"], "veth");
+    assert_eq!(addrs(&gw), ["10.88.0.1/24"]);
+    assert!(
+        gw["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("UP"))),
+        "{gw}"
+    );
+    assert!(addrs(&link_json(None, "cni-vgw")).is_empty());
+    // Its peer is a port of the bridge in VLAN 100 only, untagged.
+    let peer = link_by_index(&gw["link_index"]);
+    assert_eq!(peer["master"], "cni-vgw", "{peer}");
+    let peer_name = peer["ifname"].as_str().expect("peer name").to_string();
+    assert_eq!(port_vlans(&peer_name), [(100, true, true)]);
+    assert!(
+        pings(&ns, "10.88.0.1"),
+        "container reaches its VLAN gateway"
+    );
+    call("CHECK", &ns, "ctr-g", &merged_prev(&c, &out), &bin)
+        .run()
+        .ok();
+    assert_eq!(
+        json_of(&ns.sh("ip", &["-j", "route", "show", "default"]))[0]["gateway"],
+        "10.88.0.1"
+    );
+
+    // A second ADD reuses the gateway and reports it again, at the same place.
+    let ns2 = Netns::new();
+    let out2 = call("ADD", &ns2, "ctr-g2", &c, &bin).run().ok();
+    assert_eq!(out2["interfaces"][3], ifs[3], "{out2}");
+    assert_eq!(
+        link_json(None, "cni-vgw.100")["link_index"],
+        gw["link_index"]
+    );
+    assert!(pings(&ns2, "10.88.0.2"), "containers share VLAN 100");
+
+    // DEL leaves the gateway, as it leaves the bridge.
+    call("DEL", &ns, "ctr-g", &c, &bin).run().ok();
+    call("DEL", &ns2, "ctr-g2", &c, &bin).run().ok();
+    assert_eq!(addrs(&link_json(None, "cni-vgw.100")), ["10.88.0.1/24"]);
+}

@@ -182,3 +182,42 @@ fn master_defaults_to_the_default_route_interface_and_bad_configs_fail() {
             .all(|l| !l.contains("eth0"))
     );
 }
+
+#[test]
+fn an_l2_only_macvlan_gets_no_announcement_sysctls() {
+    enter_test_host();
+    make_master();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    // The namespace's defaults are off, so only the plugin could turn them on.
+    ns.sh(
+        "sysctl",
+        &[
+            "-qw",
+            "net.ipv4.conf.default.arp_notify=0",
+            "net.ipv6.conf.default.ndisc_notify=0",
+        ],
+    );
+    let mut c = conf(json!({}), "10.55.0.4/24");
+    c.as_object_mut().map(|o| o.remove("ipam"));
+    let out = call("ADD", &ns, "ctr-l2", &c, &bin).run().ok();
+    assert!(out.get("ips").is_none(), "{out}");
+    let link = eth0(&ns);
+    assert!(
+        link["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("UP"))),
+        "{link}"
+    );
+    let sysctl = |key: &str| ns.sh("sysctl", &["-n", key]).trim().to_string();
+    assert_eq!(sysctl("net.ipv4.conf.eth0.arp_notify"), "0");
+    assert_eq!(sysctl("net.ipv6.conf.eth0.ndisc_notify"), "0");
+    call("DEL", &ns, "ctr-l2", &c, &bin).run().ok();
+
+    // With IPAM both are on.
+    let c = conf(json!({}), "10.55.0.4/24");
+    call("ADD", &ns, "ctr-l3", &c, &bin).run().ok();
+    assert_eq!(sysctl("net.ipv4.conf.eth0.arp_notify"), "1");
+    assert_eq!(sysctl("net.ipv6.conf.eth0.ndisc_notify"), "1");
+    call("DEL", &ns, "ctr-l3", &c, &bin).run().ok();
+}

@@ -223,3 +223,60 @@ fn fails_cleanly_without_kernel_support(plugin: &str, extra: Value) {
     );
     assert!(!run_in(None, "ip", &["-o", "link"]).contains("veth"));
 }
+
+#[test]
+fn chained_ipvlan_takes_the_single_interface_of_prev_result_as_master() {
+    enter_test_host();
+    let (bin, ns) = (plugin_dir(), Netns::new());
+    let chained = |interfaces: Value| {
+        let mut c = conf("ipvlan", json!({"ipam": {}}));
+        c.as_object_mut().map(|o| o.remove("master"));
+        c["prevResult"] = json!({
+            "cniVersion": "1.0.0",
+            "interfaces": interfaces,
+            "ips": [{"address": "10.44.0.7/24", "interface": 0}]
+        });
+        c
+    };
+    // Not exactly one named interface: the reference's error, before any link is made.
+    for interfaces in [
+        json!([{"name": "virt-master"}, {"name": "other0"}]),
+        json!([]),
+    ] {
+        let e = call("ipvlan", "ADD", &ns, &chained(interfaces), &bin)
+            .run()
+            .err(999);
+        assert_eq!(
+            e["msg"],
+            "chained master failure. PrevResult lacks a single named interface"
+        );
+    }
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+
+    if let Err(reason) = kernel_supports("ipvlan", true, &[]) {
+        skip(
+            "chained_ipvlan_takes_the_single_interface_of_prev_result_as_master",
+            &reason,
+        );
+        return;
+    }
+    make_master();
+    // One interface: the master, and prevResult's IPs on the ipvlan (no IPAM).
+    let c = chained(json!([{"name": "virt-master"}]));
+    let out = call("ipvlan", "ADD", &ns, &c, &bin).run().ok();
+    assert_eq!(
+        out["ips"],
+        json!([{"address": "10.44.0.7/24", "interface": 0}])
+    );
+    let link = eth0(&ns);
+    assert_eq!(link["linkinfo"]["info_kind"], "ipvlan", "{link}");
+    let master: Value =
+        serde_json::from_str(&run_in(None, "ip", &["-j", "link", "show", "virt-master"]))
+            .expect("json");
+    assert_eq!(link["link_index"], master[0]["ifindex"], "{link}");
+    call("ipvlan", "DEL", &ns, &c, &bin).run().ok();
+}

@@ -8,9 +8,10 @@ use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
-use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP};
+use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, format_mac};
+use crate::netlink::{Socket, sysctl};
+use crate::netns::NetNs;
 use ipnet::IpNet;
 use nix::libc;
 use serde::Deserialize;
@@ -112,16 +113,22 @@ impl Conf {
             ));
         }
         crate::cni::config::link_name_key("bridge", &k.bridge)?;
+        let bridge = if k.bridge.is_empty() {
+            DEFAULT_BRIDGE.to_string()
+        } else {
+            k.bridge
+        };
+        let is_gateway = k.is_gateway || k.is_default_gateway;
+        if is_gateway && k.vlan != 0 && layer3 {
+            let gateway = vlan_gateway_name(&bridge, k.vlan);
+            crate::cni::config::link_name_key("vlan gateway", &gateway)?;
+        }
         let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
         let mtu = iface::optional_mtu(k.mtu)?;
         let mac = iface::requested_mac(inv, k.mac)?;
         Ok(Conf {
-            bridge: if k.bridge.is_empty() {
-                DEFAULT_BRIDGE.into()
-            } else {
-                k.bridge
-            },
-            is_gateway: k.is_gateway || k.is_default_gateway,
+            bridge,
+            is_gateway,
             is_default_gateway: k.is_default_gateway,
             force_address: k.force_address,
             mtu,
@@ -244,25 +251,35 @@ impl Plugin for Bridge {
             }
         })??;
 
-        // A gateway bridge whose MAC an earlier ADD pinned keeps it: no refetch.
+        // A gateway bridge whose MAC is pinned keeps it: no refetch.
         let mut mac_settled = false;
-        if conf.is_gateway {
+        if !gateways.is_empty() && conf.vlan != 0 {
+            // With a VLAN the gateway is the `<bridge>.<vlan>` veth, a port of
+            // that VLAN; the bridge itself gets no address (and no pinned MAC).
+            let gateway = ensure_vlan_gateway(&mut host, &conf, &bridge)?;
+            result
+                .interfaces
+                .push(iface::result_interface(&gateway, None));
+            for gw in &gateways {
+                ensure_address(&mut host, &gateway, *gw, conf.force_address)?;
+            }
+            iface::enable_forwarding(&mut host, &result.ips)?;
+        } else if !gateways.is_empty() {
             let mut added = false;
             for gw in &gateways {
                 added |= ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
             }
-            // Pin the bridge MAC, or it follows the lowest port MAC. Once set it
-            // stays (the kernel keeps a user-set bridge address), so only the ADD
-            // that made the bridge or gave it its gateway pays for it: with many
-            // ports the kernel's cost of this grows with each one.
-            if created || added {
-                let current = host.link_by_index(bridge.index)?;
-                if let Ok(mac) = <[u8; 6]>::try_from(current.mac.as_slice()) {
-                    host.set_link(bridge.index, Change::Mac(mac))?;
-                }
+            // Once set the MAC stays (the kernel keeps a user-set bridge
+            // address), so only the ADD that made the bridge or gave it its
+            // gateway pays for it: with many ports the kernel's cost of this
+            // grows with each one.
+            if (created || added)
+                && let Some(mac) = pin_mac(&mut host, &bridge)?
+            {
+                result.interfaces[0].mac = format_mac(&mac);
             }
             iface::enable_forwarding(&mut host, &result.ips)?;
-            mac_settled = !created && !added;
+            mac_settled = true;
         }
         if !mac_settled {
             // Unpinned, a bridge takes the lowest port MAC: read what it is now.
@@ -378,11 +395,8 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
             {
                 return Err(e).with_context(|| format!("could not add {:?}", conf.bridge));
             }
-            let link = sock
-                .link_by_name(&conf.bridge)
-                .with_context(|| format!("could not add {:?}", conf.bridge))?;
-            iface::set_conf("ipv6", &conf.bridge, "accept_ra", "0");
-            link
+            sock.link_by_name(&conf.bridge)
+                .with_context(|| format!("could not add {:?}", conf.bridge))?
         }
     };
     if link.kind != "bridge" {
@@ -391,6 +405,13 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
             conf.bridge
         )));
     }
+    // The bridge's routes are ours, on every ADD as the reference (someone may
+    // have turned router advertisements back on); read first, since writing
+    // is the dearer /proc/sys access. No file: IPv6 is off.
+    let accept_ra = sysctl::conf_key("ipv6", &conf.bridge, "accept_ra");
+    if sysctl::get(&accept_ra).is_ok_and(|v| v != "0") {
+        let _ = sysctl::set(&accept_ra, "0");
+    }
     if conf.promisc && !link.is_promisc() {
         sock.set_link(link.index, Change::Promisc(true))?;
     }
@@ -398,6 +419,27 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
         sock.set_link(link.index, Change::Up(true))?;
     }
     Ok((sock.link_by_index(link.index)?, created))
+}
+
+/// Pins the bridge's MAC to the one it had before this ADD's port (a new
+/// bridge's random one), as the reference; else it follows the lowest port
+/// MAC. A bridge whose last port left has none (all zeros, which the kernel
+/// refuses to set): it keeps the one it has taken now. Returns the pinned MAC.
+fn pin_mac(sock: &mut Socket, bridge: &Link) -> CniResult<Option<[u8; 6]>> {
+    let usable = |mac: &[u8]| {
+        <[u8; 6]>::try_from(mac)
+            .ok()
+            .filter(|m| *m != [0; 6] && m[0] & 1 == 0)
+    };
+    let mac = match usable(&bridge.mac) {
+        Some(mac) => Some(mac),
+        None => usable(&sock.link_by_index(bridge.index)?.mac),
+    };
+    if let Some(mac) = mac {
+        sock.set_link(bridge.index, Change::Mac(mac))
+            .with_context(|| format!("could not set bridge's mac on {:?}", bridge.name))?;
+    }
+    Ok(mac)
 }
 
 /// Enslaves the host end and sets its bridge-port options and VLANs.
@@ -413,19 +455,41 @@ fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> Cn
         sock.set_bridge_port(host.index, conf.hairpin, conf.port_isolation)
             .with_context(|| format!("failed to setup hairpin mode for {}", host.name))?;
     }
-    if conf.vlan != 0 || !conf.trunk.is_empty() {
-        if !conf.preserve_default_vlan {
-            match sock.bridge_vlan(host.index, 1, false, false, false) {
-                Ok(()) => {}
-                Err(e) if e.is_not_found() => {}
-                Err(e) => return Err(e.into()),
-            }
+    set_port_vlans(
+        sock,
+        host,
+        conf.vlan,
+        &conf.trunk,
+        conf.preserve_default_vlan,
+    )
+}
+
+/// With an access `vlan` or a `trunk`: the port's VLANs. Unless
+/// `preserve_default`, first every VLAN the kernel gave the new port goes (the
+/// bridge's default PVID, 1 unless changed). The access VLAN (VLAN 1 for a
+/// trunk without one) is the untagged PVID, the trunk's are tagged.
+fn set_port_vlans(
+    sock: &mut Socket,
+    port: &Link,
+    vlan: u16,
+    trunk: &[u16],
+    preserve_default: bool,
+) -> CniResult<()> {
+    if vlan == 0 && trunk.is_empty() {
+        return Ok(());
+    }
+    if !preserve_default {
+        for vid in sock.bridge_port_vlans(port.index)? {
+            sock.bridge_vlan(port.index, vid, false, false, false)
+                .with_context(|| {
+                    format!("failed to remove default vlan on interface {:?}", port.name)
+                })?;
         }
-        let access = if conf.vlan != 0 { conf.vlan } else { 1 };
-        sock.bridge_vlan(host.index, access, true, true, true)?;
-        for vid in conf.trunk.iter().filter(|v| **v != access) {
-            sock.bridge_vlan(host.index, *vid, false, false, true)?;
-        }
+    }
+    let access = if vlan != 0 { vlan } else { 1 };
+    sock.bridge_vlan(port.index, access, true, true, true)?;
+    for vid in trunk.iter().filter(|v| **v != access) {
+        sock.bridge_vlan(port.index, *vid, false, false, true)?;
     }
     Ok(())
 }
@@ -460,6 +524,37 @@ fn macspoof_gc(inv: &Invocation, conf: &Conf) -> CniResult<()> {
         Err(e) => e.is_not_found(),
     };
     Ok(macspoof::gc(&valid, owned)?)
+}
+
+fn vlan_gateway_name(bridge: &str, vlan: i64) -> String {
+    format!("{bridge}.{vlan}")
+}
+
+/// The gateway of a `vlan` bridge network, made by the first ADD that needs it
+/// and reused after: a veth `<bridge>.<vlan>` in the host namespace that holds
+/// the gateway addresses, its peer a bridge port in that VLAN (untagged PVID).
+fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResult<Link> {
+    let name = vlan_gateway_name(&bridge.name, i64::from(conf.vlan));
+    match host.link_by_name(&name) {
+        Ok(link) => return Ok(link),
+        Err(e) if e.is_not_found() => {}
+        Err(e) => return Err(e).with_context(|| format!("failed to find interface {name:?}")),
+    }
+    let here = NetNs::current()?;
+    let pair = iface::setup_veth(host, &here, &name, Some(bridge.mtu), None)
+        .with_context(|| format!("failed to create vlan gateway {name:?}"))?;
+    let attach = |host: &mut Socket| -> CniResult<()> {
+        host.set_link(pair.host.index, Change::Master(Some(bridge.index)))?;
+        set_port_vlans(host, &pair.host, conf.vlan, &[], conf.preserve_default_vlan)?;
+        host.set_link(pair.container.index, Change::Up(true))?;
+        Ok(())
+    };
+    if let Err(e) = attach(host) {
+        // Half made, it would be reused as it is by the next ADD.
+        let _ = host.delete_link(pair.container.index);
+        return Err(e.context(format!("failed to create vlan gateway {name:?}")));
+    }
+    Ok(pair.container)
 }
 
 /// Fills missing gateways (network + 1) and, for isDefaultGateway, adds a default

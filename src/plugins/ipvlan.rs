@@ -46,9 +46,14 @@ impl Conf {
         if master_name.is_empty()
             && let Some(prev) = inv.conf.prev_result()?
         {
-            // Chained: the single interface of the previous plugin.
-            if let [only] = prev.interfaces.as_slice() {
-                master_name = only.name.clone();
+            // Chained: the single interface of the previous plugin is the master.
+            match prev.interfaces.as_slice() {
+                [only] if !only.name.is_empty() => master_name = only.name.clone(),
+                _ => {
+                    return Err(Error::internal(
+                        "chained master failure. PrevResult lacks a single named interface",
+                    ));
+                }
             }
         }
         let master = iface::find_master(inv, &master_name, k.link_in_container)?;

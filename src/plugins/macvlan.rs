@@ -76,7 +76,11 @@ impl Plugin for Macvlan {
         spec.mac = conf.mac;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        iface::announce_on_up(&ns, ifname, link.index)?;
+        // Announcements only for addresses: an L2-only link keeps the kernel's
+        // defaults (as the reference).
+        if inv.conf.ipam_type().is_some() {
+            iface::announce_on_up(&ns, ifname, link.index)?;
+        }
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
         let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;

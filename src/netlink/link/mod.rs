@@ -27,6 +27,7 @@ const IFLA_LINKINFO: u16 = 18;
 const IFLA_IFALIAS: u16 = 20;
 const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
+const IFLA_EXT_MASK: u16 = 29;
 const IFLA_LINK_NETNSID: u16 = 37;
 const IFLA_INET_CONF: u16 = 1;
 const IFLA_INFO_KIND: u16 = 1;
@@ -38,6 +39,10 @@ const IFLA_BRPORT_ISOLATED: u16 = 33;
 const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
 const BRIDGE_VLAN_INFO_PVID: u16 = 2;
 const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
+const BRIDGE_VLAN_INFO_RANGE_BEGIN: u16 = 8;
+const BRIDGE_VLAN_INFO_RANGE_END: u16 = 16;
+/// IFLA_EXT_MASK bit: bridge dumps carry each port's VLANs.
+const RTEXT_FILTER_BRVLAN: u32 = 2;
 const IFLA_MACVLAN_MODE: u16 = 1;
 const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
 const IFLA_IPVLAN_MODE: u16 = 1;
@@ -524,6 +529,50 @@ impl Socket {
         let ty = if add { Rtm::Setlink } else { Rtm::Dellink };
         self.change(&op, ty, NlmF::empty(), Buffer::from(body.into_bytes()))
     }
+
+    /// The VLAN IDs on bridge port `index` (none when it is no port of a
+    /// VLAN-filtering bridge). The kernel answers this only as a dump of every
+    /// port, so the others are skipped here.
+    pub fn bridge_port_vlans(&mut self, index: u32) -> Result<Vec<u16>> {
+        let op = format!("list vlans of bridge port {index}");
+        let body =
+            Body::new(&wire::ifinfomsg(AF_BRIDGE, 0, 0, 0)).u32(IFLA_EXT_MASK, RTEXT_FILTER_BRVLAN);
+        let replies: Vec<Buffer> = self.get(
+            &op,
+            Rtm::Getlink,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .find_map(|b| port_vlans(b.as_ref()).filter(|(i, _)| *i == index))
+            .map(|(_, vids)| vids)
+            .unwrap_or_default())
+    }
+}
+
+/// One AF_BRIDGE link message: the port's index and the VLAN IDs in its
+/// IFLA_AF_SPEC (single entries or begin/end ranges).
+fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
+    let header = msg.get(..IFINFOMSG_LEN)?;
+    let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
+    let spec = wire::find(msg.get(IFINFOMSG_LEN..)?, IFLA_AF_SPEC).unwrap_or_default();
+    let mut vids = Vec::new();
+    let mut range_start = None;
+    for (_, p) in wire::attrs(spec).filter(|(ty, _)| *ty == IFLA_BRIDGE_VLAN_INFO) {
+        // struct bridge_vlan_info { u16 flags; u16 vid; }
+        let (Some(flags), Some(vid)) = (wire::as_u16(p), p.get(2..).and_then(wire::as_u16)) else {
+            continue;
+        };
+        if flags & BRIDGE_VLAN_INFO_RANGE_BEGIN != 0 {
+            range_start = Some(vid);
+        } else if flags & BRIDGE_VLAN_INFO_RANGE_END != 0 {
+            vids.extend(range_start.take().unwrap_or(vid)..=vid);
+        } else {
+            vids.push(vid);
+        }
+    }
+    Some((index, vids))
 }
 
 /// Children of detached deletes not reaped yet (still tearing down); reaps
@@ -546,6 +595,34 @@ mod tests {
         assert_eq!(parse_mac("0a:58:0a:f4:00:01:02"), None);
         assert_eq!(parse_mac("0a-58-0a-f4-00-01"), None);
         assert_eq!(format_mac(&[10, 0x58, 0, 1, 2, 255]), "0a:58:00:01:02:ff");
+    }
+
+    #[test]
+    fn parses_a_bridge_ports_vlans() {
+        let info = |flags: u16, vid: u16| {
+            let mut v = flags.to_ne_bytes().to_vec();
+            v.extend_from_slice(&vid.to_ne_bytes());
+            v
+        };
+        let msg = Body::new(&wire::ifinfomsg(AF_BRIDGE, 9, 0, 0))
+            .str(IFLA_IFNAME, "veth0")
+            .nest(IFLA_AF_SPEC, |s| {
+                s.u16(0, 0)
+                    .attr(IFLA_BRIDGE_VLAN_INFO, &info(BRIDGE_VLAN_INFO_PVID, 5))
+                    .attr(
+                        IFLA_BRIDGE_VLAN_INFO,
+                        &info(BRIDGE_VLAN_INFO_RANGE_BEGIN, 100),
+                    )
+                    .attr(
+                        IFLA_BRIDGE_VLAN_INFO,
+                        &info(BRIDGE_VLAN_INFO_RANGE_END, 102),
+                    )
+            })
+            .into_bytes();
+        assert_eq!(port_vlans(&msg), Some((9, vec![5, 100, 101, 102])));
+        let bare = Body::new(&wire::ifinfomsg(AF_BRIDGE, 4, 0, 0)).into_bytes();
+        assert_eq!(port_vlans(&bare), Some((4, vec![])));
+        assert_eq!(port_vlans(&[1, 2, 3]), None);
     }
 
     #[test]
