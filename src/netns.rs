@@ -87,6 +87,22 @@ impl NetNs {
         NetNs::open("/proc/thread-self/ns/net")
     }
 
+    /// A new namespace that nothing names: it lives as long as this handle (or
+    /// whatever is moved into it holds it), so it goes away on every path. Made
+    /// on the calling thread, which returns to its own namespace at once.
+    pub fn temporary() -> Result<NetNs, Error> {
+        let path = PathBuf::from("/proc/thread-self/ns/net");
+        let home = NetNs::current()?;
+        nix::sched::unshare(CloneFlags::CLONE_NEWNET)
+            .map_err(|e| Error::Sys("unshare a temporary netns for".into(), path.clone(), e))?;
+        let _back = Return(home);
+        let file = File::open(&path).map_err(|e| Error::Open(path, e))?;
+        Ok(NetNs {
+            file,
+            path: PathBuf::from("(temporary netns)"),
+        })
+    }
+
     pub fn fd(&self) -> std::os::fd::RawFd {
         use std::os::fd::AsRawFd;
         self.file.as_raw_fd()

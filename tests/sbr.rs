@@ -108,3 +108,147 @@ fn a_fixed_table_gets_only_rules() {
         .run()
         .ok();
 }
+
+/// A container with `eth0` (a veth end, up) holding `addrs`.
+fn container_with_eth0(addrs: &[&str]) -> Netns {
+    let ns = Netns::new();
+    ns.sh(
+        "ip",
+        &["link", "add", "eth0", "type", "veth", "peer", "name", "p0"],
+    );
+    for a in addrs {
+        ns.sh("ip", &["addr", "add", a, "dev", "eth0", "nodad"]);
+    }
+    ns.sh("ip", &["link", "set", "p0", "up"]);
+    ns.sh("ip", &["link", "set", "eth0", "up"]);
+    ns
+}
+
+fn sbr(cmd: &str, ns: &Netns, prev: &serde_json::Value) -> harness::Outcome {
+    let conf = json!({"cniVersion": "1.0.0", "name": "sbr-t", "type": "sbr", "prevResult": prev});
+    harness::Call::new("sbr", cmd, ns.path(), &conf.to_string())
+        .path(&plugin_dir())
+        .run()
+}
+
+#[test]
+fn no_addresses_at_all_is_the_reference_error() {
+    enter_test_host();
+    let ns = container_with_eth0(&[]);
+    let prev =
+        json!({"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": ns.path()}]});
+    let e = sbr("ADD", &ns, &prev).err(7);
+    assert_eq!(e["msg"], "No IP addresses supplied on interface: eth0");
+    assert_eq!(ns.sh("ip", &["rule"]).lines().count(), 3, "no rule added");
+}
+
+#[test]
+fn each_address_takes_a_table_no_rule_or_route_uses() {
+    enter_test_host();
+    let ns = container_with_eth0(&["10.86.0.5/24", "2001:db8:86::5/64"]);
+    // Taken: 100 by an IPv4 rule, 101 by an IPv4 route, 102 by an IPv6
+    // route, 104 by an IPv6 rule; none of them is eth0's.
+    ns.sh("ip", &["rule", "add", "from", "192.0.2.9", "lookup", "100"]);
+    ns.sh(
+        "ip",
+        &[
+            "route",
+            "add",
+            "198.51.100.0/24",
+            "dev",
+            "p0",
+            "table",
+            "101",
+        ],
+    );
+    ns.sh(
+        "ip",
+        &[
+            "-6",
+            "route",
+            "add",
+            "2001:db8:99::/64",
+            "dev",
+            "p0",
+            "table",
+            "102",
+        ],
+    );
+    ns.sh(
+        "ip",
+        &[
+            "-6",
+            "rule",
+            "add",
+            "from",
+            "2001:db8:98::1",
+            "lookup",
+            "104",
+        ],
+    );
+    let prev = json!({"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
+        "ips": [{"address": "10.86.0.5/24", "gateway": "10.86.0.1", "interface": 0},
+                {"address": "2001:db8:86::5/64", "gateway": "2001:db8:86::1", "interface": 0}]});
+    sbr("ADD", &ns, &prev).ok();
+    let rules4 = ns.sh("ip", &["rule"]);
+    assert!(rules4.contains("from 10.86.0.5 lookup 103"), "{rules4}");
+    let rules6 = ns.sh("ip", &["-6", "rule"]);
+    assert!(
+        rules6.contains("from 2001:db8:86::5 lookup 105"),
+        "{rules6}"
+    );
+    assert!(
+        ns.sh("ip", &["route", "show", "table", "103"])
+            .contains("default via 10.86.0.1 dev eth0")
+    );
+    assert!(
+        ns.sh("ip", &["-6", "route", "show", "table", "105"])
+            .contains("default via 2001:db8:86::1 dev eth0")
+    );
+    sbr("DEL", &ns, &prev).ok();
+    assert!(!ns.sh("ip", &["rule"]).contains("10.86.0.5"));
+    assert!(!ns.sh("ip", &["-6", "rule"]).contains("2001:db8:86::5"));
+    assert!(ns.sh("ip", &["rule"]).contains("lookup 100"), "others kept");
+}
+
+#[test]
+fn routes_of_the_link_itself_are_copied_into_every_table_then_leave_main() {
+    enter_test_host();
+    let ns = container_with_eth0(&["10.84.0.5/24", "10.84.0.6/24"]);
+    // Routes with neither source nor gateway, one per family, and fe80::/64.
+    ns.sh("ip", &["route", "add", "10.99.0.0/16", "dev", "eth0"]);
+    ns.sh(
+        "ip",
+        &["-6", "route", "add", "2001:db8:99::/48", "dev", "eth0"],
+    );
+    let ll = ns.sh("ip", &["-6", "route", "show", "dev", "eth0"]);
+    assert!(ll.contains("fe80::/64"), "{ll}");
+    let prev = json!({"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
+        "ips": [{"address": "10.84.0.5/24", "gateway": "10.84.0.1", "interface": 0},
+                {"address": "10.84.0.6/24", "interface": 0}]});
+    sbr("ADD", &ns, &prev).ok();
+    let rules = ns.sh("ip", &["rule"]);
+    assert!(rules.contains("from 10.84.0.5 lookup 100"), "{rules}");
+    assert!(rules.contains("from 10.84.0.6 lookup 101"), "{rules}");
+    for table in ["100", "101"] {
+        let v4 = ns.sh("ip", &["route", "show", "table", table]);
+        assert!(v4.contains("10.84.0.0/24 dev eth0"), "{table}: {v4}");
+        assert!(v4.contains("10.99.0.0/16 dev eth0"), "{table}: {v4}");
+        let v6 = ns.sh("ip", &["-6", "route", "show", "table", table]);
+        assert!(v6.contains("fe80::/64 dev eth0"), "{table}: {v6}");
+        assert!(v6.contains("2001:db8:99::/48 dev eth0"), "{table}: {v6}");
+    }
+    assert!(
+        ns.sh("ip", &["route", "show", "table", "100"])
+            .contains("default via 10.84.0.1 dev eth0")
+    );
+    assert!(
+        !ns.sh("ip", &["route", "show", "table", "101"])
+            .contains("default"),
+        "no gateway, no default route"
+    );
+    let main4 = ns.sh("ip", &["route", "show", "table", "main"]);
+    let main6 = ns.sh("ip", &["-6", "route", "show", "table", "main"]);
+    assert!(!main4.contains("eth0"), "{main4}");
+    assert!(!main6.contains("eth0"), "{main6}");
+}

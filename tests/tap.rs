@@ -86,10 +86,34 @@ fn tap_without_ipam_joins_a_bridge_in_the_container() {
     call("ADD", &ns, &c, &bin).run().err(999);
     assert_eq!(tap_json(&ns)["master"], "br-vm");
     call("DEL", &ns, &c, &bin).run().ok();
-    // selinuxContext cannot be honoured without exec: refused, not ignored.
+    // selinuxContext: never ignored. Without SELinux the reference's exec label
+    // write fails, and so does ADD; with it, cni-multi refuses (no exec).
     let mut selinux = c.clone();
     selinux["selinuxContext"] = json!("system_u:system_r:container_t:s0");
-    call("ADD", &ns, &selinux, &bin).run().err(7);
+    if std::path::Path::new("/sys/fs/selinux/enforce").exists() {
+        let e = call("ADD", &ns, &selinux, &bin).run().err(7);
+        assert!(
+            e["msg"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not supported"),
+            "{e}"
+        );
+    } else {
+        let e = call("ADD", &ns, &selinux, &bin).run().err(999);
+        assert_eq!(
+            e["msg"],
+            "failed set socket label: write /proc/thread-self/attr/exec: invalid argument"
+        );
+    }
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0")),
+        "no tap made"
+    );
+    // DEL does not care about the label.
+    call("DEL", &ns, &selinux, &bin).run().ok();
     // A missing bridge: clear error, no tap left.
     let mut no_bridge = c.clone();
     no_bridge["bridge"] = json!("nope");

@@ -113,13 +113,7 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
                 }
             }
         }
-        for r in &routes {
-            let generic = r.src.is_none() && r.gw.is_none();
-            let ours = r.src.is_some_and(|s| ip.address.contains(&s))
-                || r.gw.is_some_and(|g| ip.address.contains(&g));
-            if !(generic || ours) || Family::of(r.dst.addr()) != Family::of(ip.address.addr()) {
-                continue;
-            }
+        for r in routes.iter().filter(|r| belongs_to(r, ip)) {
             let mut copy = r.clone();
             copy.table = table;
             sock.replace_route(&copy)
@@ -139,6 +133,17 @@ fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<
     Ok(())
 }
 
+/// The reference's test for copying a route of the interface into an
+/// address's table: its source or gateway lies in the address's subnet, or it
+/// has neither (a route of the link itself, of either family: an IPv4
+/// address's table gets fe80::/64 too).
+fn belongs_to(r: &Route, ip: &IpConfig) -> bool {
+    let generic = r.src.is_none() && r.gw.is_none();
+    generic
+        || r.src.is_some_and(|s| ip.address.contains(&s))
+        || r.gw.is_some_and(|g| ip.address.contains(&g))
+}
+
 /// Holds an flock on the netns file while sbr works (as the reference).
 fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
     crate::lockfile::lock_existing(std::path::Path::new(path), crate::lockfile::DEADLINE)
@@ -155,6 +160,12 @@ impl Plugin for Sbr {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
         let prev = prev(inv)?;
+        if prev.ips.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "No IP addresses supplied on interface: {}",
+                inv.env.ifname
+            )));
+        }
         let ips = ips_of_iface(&prev, &inv.env.ifname);
         if ips.is_empty() {
             return Err(Error::invalid_config(format!(
@@ -232,5 +243,37 @@ mod tests {
         let mut full = vec![u32::MAX - 1];
         assert!(take_free_table(&mut full, u32::MAX - 1).is_err());
         assert!(take_free_table(&mut full, u32::MAX).is_err());
+    }
+
+    #[test]
+    fn routes_without_source_or_gateway_go_to_every_table() {
+        let ip = |a: &str| IpConfig {
+            interface: None,
+            address: a.parse().expect("addr"),
+            gateway: None,
+        };
+        let route = |dst: &str, src: Option<&str>, gw: Option<&str>| {
+            let mut r = Route::new(dst.parse().expect("dst"));
+            r.src = src.map(|s| s.parse().expect("src"));
+            r.gw = gw.map(|g| g.parse().expect("gw"));
+            r
+        };
+        let v4 = ip("10.84.0.5/24");
+        let v6 = ip("2001:db8:84::5/64");
+        let link_local = route("fe80::/64", None, None);
+        let subnet = route("10.84.0.0/24", Some("10.84.0.5"), None);
+        let other_subnet = route("10.85.0.0/24", Some("10.85.0.5"), None);
+        let via_ours = route("10.99.0.0/16", None, Some("10.84.0.1"));
+        let plain = route("10.98.0.0/16", None, None);
+        for (r, v4_gets, v6_gets) in [
+            (&link_local, true, true),
+            (&subnet, true, false),
+            (&other_subnet, false, false),
+            (&via_ours, true, false),
+            (&plain, true, true),
+        ] {
+            assert_eq!(belongs_to(r, &v4), v4_gets, "{:?} for v4", r.dst);
+            assert_eq!(belongs_to(r, &v6), v6_gets, "{:?} for v6", r.dst);
+        }
     }
 }

@@ -26,19 +26,63 @@ pub(crate) struct Keys {
     bridge: String,
 }
 
+/// `selinuxContext`: the reference writes it to /proc/thread-self/attr/exec
+/// (go-selinux's SetExecLabel) so that the `ip` it runs next creates the tap in
+/// that context. Without SELinux the kernel refuses that write (EINVAL) and the
+/// reference's ADD fails: so does ours, with its text. With SELinux the label
+/// would need a process of ours exec'd into it, which cni-multi does not do:
+/// refused, saying so, rather than a tap in the wrong context.
+fn selinux_label_refused(label: &str) -> CniResult<()> {
+    if label.chars().any(char::is_control) {
+        return Err(Error::invalid_config(format!(
+            "invalid selinuxContext {label:?}"
+        )));
+    }
+    if !selinux_enabled() {
+        let mut e = Error::internal(
+            "failed set socket label: write /proc/thread-self/attr/exec: invalid argument",
+        );
+        e.details = "SELinux is not enabled on this host, so it cannot take an exec label".into();
+        return Err(e);
+    }
+    Err(Error::invalid_config(format!(
+        "selinuxContext {label:?} is not supported: the tap would have to be created by a \
+         process exec'd in that context, and cni-multi creates taps in-process"
+    )))
+}
+
+/// SELinux is on as go-selinux decides: a writable selinuxfs is mounted and
+/// this process is not labelled "kernel".
+fn selinux_enabled() -> bool {
+    let mounted = selinuxfs_writable(std::path::Path::new("/sys/fs/selinux"))
+        || (fs_err::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("\tselinuxfs\n"))
+            && fs_err::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
+                m.lines()
+                    .filter(|l| l.contains(" - selinuxfs "))
+                    .filter_map(|l| l.split(' ').nth(4))
+                    .any(|mnt| selinuxfs_writable(std::path::Path::new(mnt)))
+            }));
+    let label = fs_err::read_to_string("/proc/thread-self/attr/current").unwrap_or_default();
+    mounted && label.trim_end_matches(['\0', '\n']) != "kernel"
+}
+
+fn selinuxfs_writable(mnt: &std::path::Path) -> bool {
+    use nix::sys::{statfs, statvfs::FsFlags};
+    statfs::statfs(mnt).is_ok_and(|fs| {
+        fs.filesystem_type() == statfs::SELINUX_MAGIC && !fs.flags().contains(FsFlags::ST_RDONLY)
+    })
+}
+
 impl Plugin for Tap {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
-        if !k.selinux_context.is_empty() {
-            // The reference applies it to the `ip` process it runs; cni-multi runs none.
-            return Err(Error::invalid_config(
-                "selinuxContext is not supported: cni-multi creates taps without running ip",
-            ));
-        }
         crate::cni::config::link_name_key("bridge", &k.bridge)?;
         let mtu = iface::optional_mtu(k.mtu)?;
         let mac = iface::requested_mac(inv, k.mac.clone())?;
         let ns = iface::open_netns(&inv.env.netns)?;
+        if !k.selinux_context.is_empty() {
+            selinux_label_refused(&k.selinux_context)?;
+        }
         let ifname = inv.env.ifname.as_str();
         let tmp = iface::random_name("tap")?;
         // Owner and group both set: the reference's netlink path (vnet header);
@@ -109,5 +153,27 @@ impl Plugin for Tap {
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
         iface::status_ipam(inv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selinux_labels_are_never_ignored() {
+        assert_eq!(selinux_label_refused("a\nb").map_err(|e| e.code), Err(7));
+        let e = selinux_label_refused("system_u:system_r:container_t:s0").expect_err("label");
+        if selinux_enabled() {
+            assert_eq!(e.code, 7, "{e:?}");
+        } else {
+            assert_eq!(
+                (e.code, e.msg.as_str()),
+                (
+                    999,
+                    "failed set socket label: write /proc/thread-self/attr/exec: invalid argument"
+                )
+            );
+        }
     }
 }
