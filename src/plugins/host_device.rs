@@ -75,6 +75,21 @@ fn selector(inv: &Invocation) -> CniResult<Selector> {
     ))
 }
 
+fn names_a_device(inv: &Invocation) -> CniResult<()> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    let device_id = inv.conf.runtime_config::<String>("deviceID")?;
+    let named = [&k.device, &k.hwaddr, &k.kernelpath, &k.pci_bus_id]
+        .iter()
+        .any(|v| !v.is_empty())
+        || device_id.is_some_and(|d| !d.is_empty());
+    if !named {
+        return Err(Error::invalid_config(
+            "specify either \"device\", \"hwaddr\", \"kernelpath\" or \"pciBusID\"",
+        ));
+    }
+    Ok(())
+}
+
 /// A PCI address or device ID is one path component under a fixed sysfs directory.
 fn checked_component(id: &str) -> CniResult<&str> {
     if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\0']) {
@@ -156,8 +171,10 @@ impl Plugin for HostDevice {
         Ok(result)
     }
 
+    /// The reference's DEL refuses only a config that names no device; how
+    /// ADD finds it (and what ADD refuses there) does not matter to DEL.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        selector(inv)?;
+        names_a_device(inv)?;
         if inv.conf.ipam_type().is_some() {
             crate::cni::delegate::Delegate::ipam(inv)?.del()?;
         }
