@@ -96,3 +96,43 @@ fn delegate_must_not_set_name_or_ipam() {
         .err(7);
     }
 }
+
+/// Relative `subnetFile` and `dataDir` (and the delegate's host-local store)
+/// resolve against the plugin's working directory, as in the reference.
+#[test]
+fn relative_subnet_file_and_data_dir_resolve_from_the_working_directory() {
+    enter_test_host();
+    let (bin, cwd) = (plugin_dir(), TempDir::new("flannel-rel"));
+    std::fs::create_dir_all(cwd.0.join("run")).expect("run dir");
+    std::fs::copy("testdata/flannel/subnet.env", cwd.0.join("run/subnet.env")).expect("subnet.env");
+    let conf = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+        "subnetFile": "run/subnet.env", "dataDir": "state",
+        "ipam": {"dataDir": "store"}
+    })
+    .to_string();
+    let ns = Netns::new();
+    let call = |cmd: &str| {
+        Call::new("flannel", cmd, ns.path(), &conf)
+            .set("CNI_CONTAINERID", "pod-rel")
+            .path(&bin)
+            .run_in_dir(&cwd.0)
+    };
+    let out = call("ADD").ok();
+    assert_eq!(out["ips"][0]["address"], "10.244.1.2/24", "{out}");
+    assert!(cwd.0.join("state/pod-rel").exists());
+    assert!(cwd.0.join("store/cbr0/10.244.1.2").exists());
+    call("DEL").ok();
+    assert!(!cwd.0.join("state/pod-rel").exists());
+    assert!(!cwd.0.join("store/cbr0/10.244.1.2").exists());
+    // `..` stays refused on ADD; DEL of such a config has nothing to replay.
+    let escape = conf.replace("\"state\"", "\"state/../..\"");
+    Call::new("flannel", "ADD", ns.path(), &escape)
+        .path(&bin)
+        .run_in_dir(&cwd.0)
+        .err(7);
+    Call::new("flannel", "DEL", ns.path(), &escape)
+        .path(&bin)
+        .run_in_dir(&cwd.0)
+        .ok();
+}

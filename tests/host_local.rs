@@ -367,6 +367,30 @@ fn names_and_data_dirs_that_escape_the_store_are_refused() {
     v["name"] = json!("../../etc");
     call("ADD", "x", &v.to_string()).run().err(7);
     assert!(!dir.0.join("hl-net").exists());
+    // DEL of a refused dataDir: nothing of ours is there; success, said on stderr.
+    let del = call("DEL", "x", &bad_dir).run();
+    assert_eq!(del.status, 0, "{del:?}");
+    assert!(del.stderr.contains("invalid dataDir"), "{del:?}");
+}
+
+/// A relative `dataDir` resolves against the plugin's working directory, as Go's
+/// os functions resolve the reference's.
+#[test]
+fn a_relative_data_dir_is_relative_to_the_working_directory() {
+    enter_test_host();
+    let cwd = TempDir::new("hl-rel");
+    let c = conf(
+        "1.0.0",
+        Path::new("state/ipam"),
+        json!({"subnet": "10.81.0.0/24"}),
+    );
+    let out = call("ADD", "rel", &c).run_in_dir(&cwd.0).ok();
+    assert_eq!(addresses(&out), ["10.81.0.2/24"]);
+    let store = cwd.0.join("state/ipam");
+    assert!(store_files(&store).contains("10.81.0.2"));
+    call("CHECK", "rel", &c).run_in_dir(&cwd.0).ok();
+    call("DEL", "rel", &c).run_in_dir(&cwd.0).ok();
+    assert!(!store_files(&store).contains("10.81.0.2"));
 }
 
 #[test]

@@ -170,3 +170,61 @@ fn sysctls_outside_net_are_refused() {
     .run()
     .err(7);
 }
+
+/// `dataDir` may be relative, as in the reference (Go's os functions): the
+/// backup lands under the plugin's working directory.
+#[test]
+fn a_relative_data_dir_is_relative_to_the_working_directory() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let cwd = TempDir::new("tuning-cwd");
+    let (ns, prev) = setup();
+    let before = link(&ns);
+    let mut c = conf(&prev, &cwd, json!({"mtu": 1400}));
+    c["dataDir"] = json!("state/tuning");
+    let call = |cmd: &str, c: &Value| {
+        Call::new("tuning", cmd, ns.path(), &c.to_string())
+            .path(&bin)
+            .run_in_dir(&cwd.0)
+    };
+    call("ADD", &c).ok();
+    let backup = cwd.0.join("state/tuning/ctr-1_eth0.json");
+    assert!(backup.exists(), "backup under the working directory");
+    assert_eq!(link(&ns)["mtu"], 1400);
+    call("DEL", &c).ok();
+    assert_eq!(link(&ns)["mtu"], before["mtu"]);
+    assert!(!backup.exists());
+    // `..` stays refused on ADD (7); DEL of such a config has nothing to restore.
+    c["dataDir"] = json!("state/../../escape");
+    call("ADD", &c).err(7);
+    call("DEL", &c).ok();
+    assert!(!cwd.0.join("../escape").exists());
+}
+
+/// DEL needs only `dataDir`: values ADD would refuse now (a sysctl outside
+/// net, a bad MAC) do not keep the backup from being restored.
+#[test]
+fn del_restores_the_backup_whatever_else_the_config_says() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-deltol");
+    let (ns, prev) = setup();
+    let before = link(&ns);
+    let c = conf(&prev, &data, json!({"mtu": 1380}));
+    let call = |cmd: &str, c: &Value| {
+        Call::new("tuning", cmd, ns.path(), &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    call("ADD", &c).ok();
+    assert_eq!(link(&ns)["mtu"], 1380);
+    let refused = conf(
+        &prev,
+        &data,
+        json!({"mtu": -1, "mac": "zz", "sysctl": {"kernel.panic": "1"}}),
+    );
+    call("ADD", &refused).err(7);
+    call("DEL", &refused).ok();
+    assert_eq!(link(&ns)["mtu"], before["mtu"], "restored");
+    assert!(!data.0.join("ctr-1_eth0.json").exists());
+}

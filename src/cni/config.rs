@@ -245,9 +245,28 @@ fn decode_entry<T: DeserializeOwned>(entry: Option<&Json>, what: &str) -> CniRes
         .map_err(|e| Error::caused_by(Code::Decode, format!("failed to parse {what}"), e))
 }
 
-/// A path setting (dataDir, subnetFile, …): `default` when empty; it must be
-/// absolute, without `..` and NUL, because it is used as given on the host.
+/// A path setting used as given on the host (multus's directories): `default`
+/// when empty; it must be absolute, without `..` and NUL.
 pub fn absolute_path(
+    value: Option<&str>,
+    default: &str,
+    key: &str,
+) -> CniResult<std::path::PathBuf> {
+    match path_setting(value, default, key) {
+        Ok(path) if path.is_absolute() => Ok(path),
+        _ => Err(Error::invalid_config(format!(
+            "invalid {key} {:?}: must be an absolute path without '..'",
+            value.filter(|v| !v.is_empty()).unwrap_or(default)
+        ))),
+    }
+}
+
+/// A path setting the reference hands to Go's os functions as it is
+/// (host-local and tuning `dataDir`, flannel `subnetFile` and `dataDir`):
+/// `default` when empty, and a relative path is relative to the plugin's
+/// working directory, as there (the plugins never change directory). NUL and
+/// `..` are refused: the path is joined with names and written to as root.
+pub fn path_setting(
     value: Option<&str>,
     default: &str,
     key: &str,
@@ -256,9 +275,9 @@ pub fn absolute_path(
     let v = value.filter(|v| !v.is_empty()).unwrap_or(default);
     let path = Path::new(v);
     let escapes = path.components().any(|c| c == Component::ParentDir);
-    if v.contains('\0') || !path.is_absolute() || escapes {
+    if v.contains('\0') || escapes {
         return Err(Error::invalid_config(format!(
-            "invalid {key} {v:?}: must be an absolute path without '..'"
+            "invalid {key} {v:?}: must be a path without '..'"
         )));
     }
     Ok(path.to_path_buf())
@@ -352,6 +371,18 @@ mod tests {
                 Err(7),
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn relative_path_settings_stay_relative() {
+        let p = |v| path_setting(Some(v), "/d", "dataDir").map_err(|e| e.code);
+        assert_eq!(p(""), Ok("/d".into()));
+        assert_eq!(p("state"), Ok("state".into()));
+        assert_eq!(p("./state/x"), Ok("./state/x".into()));
+        assert_eq!(p("/abs"), Ok("/abs".into()));
+        for bad in ["../x", "a/../b", "a/..", "/a/../b", "a\0b"] {
+            assert_eq!(p(bad), Err(7), "{bad:?}");
         }
     }
 

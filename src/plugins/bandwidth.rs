@@ -143,6 +143,16 @@ fn limits(inv: &Invocation) -> CniResult<(Limits, bool)> {
         if burst / 8 >= u64::from(u32::MAX) {
             return Err(Error::invalid_config("burst cannot be more than 4GB"));
         }
+    }
+    Ok((l, capability))
+}
+
+/// ADD and CHECK: the tbf queue must fit too (the reference overflows it).
+fn queue_fits(l: &Limits) -> CniResult<()> {
+    for (rate, burst) in [
+        (l.ingress_rate, l.ingress_burst),
+        (l.egress_rate, l.egress_burst),
+    ] {
         // The tbf queue limit is rate x latency + burst, in bytes, as a u32.
         let queued = (rate / 8) as f64 * LATENCY_MS / 1000.0 + (burst / 8) as f64;
         if queued >= f64::from(u32::MAX) {
@@ -151,7 +161,7 @@ fn limits(inv: &Invocation) -> CniResult<(Limits, bool)> {
             ));
         }
     }
-    Ok((l, capability))
+    Ok(())
 }
 
 /// The reference's tbf parameters for a rate (bits/s) and burst (bits).
@@ -226,6 +236,7 @@ fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
 impl Plugin for Bandwidth {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let (l, capability) = limits(inv)?;
+        queue_fits(&l)?;
         let prev = inv.conf.container_prev_result()?;
         if l.is_empty() {
             // A capability the runtime passed that names no rate (keys it spells
@@ -297,10 +308,11 @@ impl Plugin for Bandwidth {
     }
 
     /// Removes the IFB, and the host veth's qdiscs when prevResult names it (they
-    /// go with the veth anyway when the main plugin deletes it).
+    /// go with the veth anyway when the main plugin deletes it). Refuses only
+    /// what the reference's DEL refuses (rate/burst pairs): the subnets and the
+    /// queue size matter to ADD only.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         limits(inv)?;
-        scope(inv)?;
         let mut sock = Socket::open()?;
         if let Ok(Some(prev)) = inv.conf.container_prev_result()
             && let Ok(host) = host_interface(&mut sock, inv, &prev)
@@ -316,6 +328,7 @@ impl Plugin for Bandwidth {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let (l, _) = limits(inv)?;
+        queue_fits(&l)?;
         let prev = inv
             .conf
             .container_prev_result()?

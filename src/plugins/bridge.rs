@@ -89,18 +89,7 @@ struct Conf {
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
-        if !(0..=4094).contains(&k.vlan) {
-            return Err(Error::invalid_config(format!(
-                "invalid VLAN ID {} (must be between 0 and 4094)",
-                k.vlan
-            )));
-        }
-        let trunk = k
-            .vlan_trunk
-            .as_deref()
-            .map(trunk_ids)
-            .transpose()?
-            .unwrap_or_default();
+        let trunk = vlans(&k)?;
         if k.hairpin_mode && k.promisc_mode {
             return Err(Error::invalid_config(
                 "cannot set hairpin mode and promiscuous mode at the same time",
@@ -147,6 +136,22 @@ impl Conf {
             masq,
         })
     }
+}
+
+/// The VLAN checks of the reference's config loading, which its DEL makes too:
+/// the trunk's VLAN IDs.
+fn vlans(k: &Keys) -> CniResult<Vec<u16>> {
+    if !(0..=4094).contains(&k.vlan) {
+        return Err(Error::invalid_config(format!(
+            "invalid VLAN ID {} (must be between 0 and 4094)",
+            k.vlan
+        )));
+    }
+    Ok(k.vlan_trunk
+        .as_deref()
+        .map(trunk_ids)
+        .transpose()?
+        .unwrap_or_default())
 }
 
 fn trunk_ids(entries: &[TrunkKeys]) -> CniResult<Vec<u16>> {
@@ -311,15 +316,21 @@ impl Plugin for Bridge {
         Ok(result)
     }
 
+    /// Refuses only what the reference's DEL refuses (bad VLAN IDs): ADD-only
+    /// checks (bridge name, mtu, mac, hairpin with promisc, …) do not stop it.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Conf::load(inv)?;
+        let k: Keys = inv.conf.plugin_keys()?;
+        vlans(&k)?;
         iface::del_single(inv)?;
-        if conf.macspoofchk {
+        if k.macspoofchk {
             macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
         }
         // Found by chain name: works when the netns (and its addresses) are gone.
-        conf.masq
-            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)?;
+        IpMasq::for_del(k.ip_masq, k.ip_masq_backend).del(
+            inv.conf.name(),
+            &inv.env.container_id,
+            &inv.env.ifname,
+        )?;
         Ok(())
     }
 

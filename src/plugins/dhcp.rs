@@ -30,7 +30,7 @@ impl Plugin for Dhcp {
             request,
         };
         let lease = conf.lease(call, Command::Add)?;
-        Ok(lease.to_result(conf.priority)?)
+        Ok(lease.to_result(conf.priority.clone()?)?)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
@@ -136,8 +136,9 @@ struct Settings {
     socket: PathBuf,
     provide: Vec<Provide>,
     request: Vec<RequestOption>,
-    /// Metric of every route of the result (the reference's `priority`, 0 = none).
-    priority: Option<u32>,
+    /// Metric of every route of the result (the reference's `priority`, 0 = none);
+    /// refused when ADD uses it (DEL, CHECK, GC and STATUS do not).
+    priority: CniResult<Option<u32>>,
 }
 
 impl Settings {
@@ -145,13 +146,13 @@ impl Settings {
         let keys: Keys = inv.conf.plugin_keys()?;
         let ipam = keys.ipam.unwrap_or_default();
         let priority = match ipam.priority.unwrap_or(0) {
-            0 => None,
-            p => Some(u32::try_from(p).map_err(|_| {
+            0 => Ok(None),
+            p => u32::try_from(p).map(Some).map_err(|_| {
                 Error::invalid_config(format!(
                     "invalid ipam.priority {p}: a route metric is 0 to {}",
                     u32::MAX
                 ))
-            })?),
+            }),
         };
         Ok(Settings {
             socket: PathBuf::from(
@@ -348,7 +349,7 @@ mod tests {
         );
         let conf = Settings::load(&inv).expect("settings");
         assert_eq!(conf.socket, Path::new("/tmp/d.sock"));
-        assert_eq!(conf.priority, Some(5));
+        assert_eq!(conf.priority, Ok(Some(5)));
         let r = conf.request(&inv).expect("request");
         assert_eq!(r.netns, Path::new("/run/netns/x"));
         assert_eq!(r.ifname, "eth0");
@@ -362,10 +363,11 @@ mod tests {
         let inv = invocation(Command::Add, r#"{"type":"dhcp"}"#, "");
         let conf = Settings::load(&inv).expect("settings");
         assert_eq!(conf.socket, Path::new(DEFAULT_SOCKET));
-        assert_eq!(conf.priority, None);
-        let e = Settings::load(&invocation(Command::Add, r#"{"priority":-1}"#, ""))
-            .expect_err("negative metric");
-        assert_eq!(e.code, 7);
+        assert_eq!(conf.priority, Ok(None));
+        // A bad metric is ADD's refusal only (DEL, the reference's too, ignores it).
+        let conf =
+            Settings::load(&invocation(Command::Add, r#"{"priority":-1}"#, "")).expect("settings");
+        assert_eq!(conf.priority.map_err(|e| e.code), Err(7));
         let bad = invocation(
             Command::Add,
             r#"{"provide":[{"option":"no-such-option","value":"x"}]}"#,

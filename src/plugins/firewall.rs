@@ -95,6 +95,21 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
     })
 }
 
+/// DEL's reading of the config. The reference's DEL refuses only an unknown
+/// ingressPolicy; any other config ADD refuses (a backend or admin chain name
+/// it does not take) made no rules, so there is nothing to delete (said on stderr).
+fn del_conf(inv: &Invocation) -> CniResult<Option<Conf>> {
+    match load(inv) {
+        Ok(conf) => Ok(Some(conf)),
+        Err(e) => {
+            let k: Keys = inv.conf.plugin_keys()?;
+            IngressPolicy::parse(&k.ingress_policy)?;
+            eprintln!("firewall: nothing to delete for a config ADD refuses: {e}");
+            Ok(None)
+        }
+    }
+}
+
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
         .container_prev_result()?
@@ -150,7 +165,9 @@ impl Plugin for Firewall {
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = load(inv)?;
+        let Some(conf) = del_conf(inv)? else {
+            return Ok(());
+        };
         match conf.target() {
             Ok(Target::Rules(Backend::Iptables)) => {
                 // The iptables rules carry only addresses: they need prevResult.

@@ -2,7 +2,7 @@
 //! host-local by default), saves it under `<dataDir>/<containerID>` and
 //! delegates; DEL replays the saved config, so it works after subnet.env is gone.
 
-use crate::cni::config::absolute_path;
+use crate::cni::config::path_setting;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::json::map_field;
@@ -188,8 +188,8 @@ impl Plugin for Flannel {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
         let _ = k.delegate;
-        let subnet_file = absolute_path(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
-        let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
+        let subnet_file = path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
+        let data_dir = path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
         let text = crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE)
             .map_err(|e| {
                 let mut err = Error::caused_by(
@@ -219,9 +219,16 @@ impl Plugin for Flannel {
     }
 
     /// Replays the saved delegate config; nothing saved (or unreadable) is success.
+    /// A `dataDir` ADD refuses (`..`) holds nothing of ours: success, said on stderr.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k: Keys = inv.conf.plugin_keys()?;
-        let data_dir = absolute_path(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
+        let data_dir = match path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir") {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("flannel: nothing to delete: {e}");
+                return Ok(());
+            }
+        };
         let path = data_dir.join(&inv.env.container_id);
         // Gone: nothing to delete. Unreadable: its delegate may still hold state.
         let bytes = match crate::files::read_limited(&path, crate::files::MAX_FILE) {

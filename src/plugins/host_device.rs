@@ -119,6 +119,21 @@ fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target> {
     Ok(Target { source, dpdk })
 }
 
+fn names_a_device(inv: &Invocation) -> CniResult<()> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    let device_id = inv.conf.runtime_config::<String>("deviceID")?;
+    let named = [&k.device, &k.hwaddr, &k.kernelpath, &k.pci_bus_id]
+        .iter()
+        .any(|v| !v.is_empty())
+        || device_id.is_some_and(|d| !d.is_empty());
+    if !named {
+        return Err(Error::invalid_config(
+            "specify either \"device\", \"hwaddr\", \"kernelpath\" or \"pciBusID\"",
+        ));
+    }
+    Ok(())
+}
+
 /// A PCI address or device ID is one path component under a fixed sysfs directory.
 fn checked_component(id: &str) -> CniResult<&str> {
     if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\0']) {
@@ -243,14 +258,14 @@ impl Plugin for HostDevice {
         Ok(result)
     }
 
+    /// The reference's DEL refuses only a config that names no device; how
+    /// ADD finds it (and what ADD refuses there) does not matter to DEL.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        // A device that left sysfs (unplugged, unbound) must not make DEL fail
-        // for good: without its driver to tell, the container is looked at.
-        let dpdk = match target(inv) {
-            Ok(t) => t.dpdk,
-            Err(e) if e.code == crate::cni::Code::Internal as u32 => false,
-            Err(e) => return Err(e),
-        };
+        names_a_device(inv)?;
+        // A device that left sysfs (unplugged, unbound), or a config ADD
+        // refuses, must not make DEL fail for good: without a driver to tell,
+        // the container is looked at.
+        let dpdk = target(inv).is_ok_and(|t| t.dpdk);
         if inv.conf.ipam_type().is_some() {
             crate::cni::delegate::Delegate::ipam(inv)?.del()?;
         }

@@ -63,8 +63,13 @@ impl Plugin for HostLocal {
         Ok(result)
     }
 
+    /// A `dataDir` ADD refuses (`..`) holds nothing of ours: success, said on stderr.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Settings::load(inv)?;
+        if let Err(e) = &conf.data_dir {
+            eprintln!("host-local: nothing to release: {e}");
+            return Ok(());
+        }
         let store = conf.open_store()?;
         store.release_by_id(&inv.env.container_id, &inv.env.ifname)?;
         Ok(())
@@ -146,7 +151,8 @@ pub(crate) struct Keys {
 #[derive(Debug)]
 struct Settings {
     network: String,
-    data_dir: PathBuf,
+    /// Refused when used (DEL of a refused dataDir succeeds, see `del`).
+    data_dir: CniResult<PathBuf>,
     sets: Vec<RangeSet>,
     routes: Vec<Route>,
     resolv_conf: Option<String>,
@@ -202,11 +208,11 @@ impl Settings {
         }
         Ok(Settings {
             network: inv.conf.name().to_string(),
-            data_dir: crate::cni::config::absolute_path(
+            data_dir: crate::cni::config::path_setting(
                 ipam.data_dir.as_deref(),
                 DEFAULT_DATA_DIR,
                 "dataDir",
-            )?,
+            ),
             sets,
             routes: ipam.routes.unwrap_or_default(),
             resolv_conf: ipam.resolv_conf.filter(|s| !s.is_empty()),
@@ -215,7 +221,8 @@ impl Settings {
     }
 
     fn open_store(&self) -> CniResult<DiskStore> {
-        Ok(DiskStore::open(&self.data_dir, &self.network)?)
+        let dir = self.data_dir.as_ref().map_err(Clone::clone)?;
+        Ok(DiskStore::open(dir, &self.network)?)
     }
 }
 

@@ -64,7 +64,11 @@ fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Optio
             "Cannot specify externalSetMarkChain and markMasqBit",
         ));
     }
-    if let Some(chain) = &k.external_set_mark_chain {
+    // DEL never writes these into rules: the reference's DEL takes any text.
+    let writes_rules = mappings == Mappings::Required;
+    if let Some(chain) = &k.external_set_mark_chain
+        && writes_rules
+    {
         let valid = !chain.is_empty()
             && chain.len() <= 28
             && chain
@@ -79,7 +83,7 @@ fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Optio
     let conditions_v4 = k.conditions_v4.unwrap_or_default();
     let conditions_v6 = k.conditions_v6.unwrap_or_default();
     for token in conditions_v4.iter().chain(&conditions_v6) {
-        if token.contains(['\n', '\r', '\0']) {
+        if writes_rules && token.contains(['\n', '\r', '\0']) {
             return Err(Error::invalid_config(format!(
                 "invalid condition {token:?}"
             )));

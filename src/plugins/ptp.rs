@@ -136,13 +136,18 @@ impl Plugin for Ptp {
         Ok(result)
     }
 
+    /// Only the keys it needs: what ADD alone refuses (a bad mtu or
+    /// ipMasqBackend) does not stop DEL, as in the reference.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Conf::load(inv)?;
+        let k: Keys = inv.conf.plugin_keys()?;
         Delegate::ipam(inv)?.del()?;
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
         // Found by chain name: works when the netns (and its addresses) are gone.
-        conf.masq
-            .del(inv.conf.name(), &inv.env.container_id, &inv.env.ifname)?;
+        IpMasq::for_del(k.ip_masq, k.ip_masq_backend).del(
+            inv.conf.name(),
+            &inv.env.container_id,
+            &inv.env.ifname,
+        )?;
         Ok(())
     }
 

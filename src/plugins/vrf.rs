@@ -135,8 +135,20 @@ impl Plugin for Vrf {
     }
 
     /// Releases the interface; the VRF goes with its last member.
+    /// A vrfname no link can have (ADD refuses it) names no VRF to leave:
+    /// success, said on stderr. An empty one is refused, as the reference.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let k = load(inv)?;
+        let k = match load(inv) {
+            Ok(k) => k,
+            Err(e) => {
+                let k: Keys = inv.conf.plugin_keys()?;
+                if k.vrfname.is_empty() {
+                    return Err(e);
+                }
+                eprintln!("vrf: nothing to delete: {e}");
+                return Ok(());
+            }
+        };
         let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return Ok(());
         };

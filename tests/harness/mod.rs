@@ -191,7 +191,20 @@ impl Call {
 
     /// Starts `cni-multi <plugin>` with exactly this environment, stdin written.
     pub fn spawn(&self) -> std::process::Child {
-        let mut child = Command::new(BIN)
+        self.spawn_with(|_| {})
+    }
+
+    /// Runs it in working directory `dir` (where relative config paths resolve).
+    pub fn run_in_dir(&self, dir: &Path) -> Outcome {
+        Outcome::of(self.spawn_with(|c| {
+            c.current_dir(dir);
+        }))
+    }
+
+    fn spawn_with(&self, adjust: impl FnOnce(&mut Command)) -> std::process::Child {
+        let mut command = Command::new(BIN);
+        adjust(&mut command);
+        let mut child = command
             .arg(&self.plugin)
             .env_clear()
             .envs(&self.env)

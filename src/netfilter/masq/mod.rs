@@ -23,6 +23,15 @@ impl IpMasq {
         Ok(IpMasq { enabled, backend })
     }
 
+    /// For DEL, which takes what ADD refuses: an unknown backend is detected
+    /// (the reference's DEL tears down both backends whatever the key says).
+    pub fn for_del(enabled: bool, backend: Option<String>) -> IpMasq {
+        IpMasq::new(enabled, backend.clone()).unwrap_or(IpMasq {
+            enabled,
+            backend: None,
+        })
+    }
+
     pub fn add(
         &self,
         network: &str,

@@ -139,57 +139,84 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
         .map(|q| u32::try_from(q).map_err(|_| Error::invalid_config(format!("invalid txQLen {q}"))))
         .transpose()?;
     let ifname = inv.env.ifname.as_str();
-    let allowlist = read_allowlist()?;
-    let mut checked = Vec::new();
-    for (key, value) in sysctls {
-        if let Some(patterns) = &allowlist
-            && !patterns
-                .iter()
-                .any(|p| p.is_match(&key.replacen("IFNAME", ifname, 1)) || p.is_match(&key))
-        {
-            return Err(Error::invalid_config(format!(
-                "sysctl {key:?} is not allowed by {ALLOWLIST}"
-            )));
-        }
-        let path = sysctl_key(&key, ifname)?;
-        checked.push((key, path, value));
-    }
+    let sysctls = sysctls
+        .into_iter()
+        .map(|(key, value)| {
+            let path = sysctl_key(&key, ifname)?;
+            Ok((key, path, value))
+        })
+        .collect::<CniResult<Vec<_>>>()?;
     Ok(Conf {
-        sysctls: checked,
+        sysctls,
         mac: mac_bytes,
         mac_text: mac,
         promisc: args.promisc.unwrap_or(k.promisc),
         mtu: (mtu > 0).then_some(mtu),
         allmulti: args.allmulti.or(k.allmulti),
         tx_qlen,
-        data_dir: crate::cni::config::absolute_path(
-            Some(&k.data_dir),
-            DEFAULT_DATA_DIR,
-            "dataDir",
-        )?,
+        data_dir: data_dir(&k.data_dir)?,
     })
 }
 
-/// The allowlist's patterns, when the file exists.
-fn read_allowlist() -> CniResult<Option<Vec<Pattern>>> {
+fn data_dir(value: &str) -> CniResult<PathBuf> {
+    crate::cni::config::path_setting(Some(value), DEFAULT_DATA_DIR, "dataDir")
+}
+
+/// ADD only, as the reference: with an allowlist file, every sysctl key must
+/// match one of its lines. A key with `IFNAME` may match as written or with
+/// the interface name put in (the reference tries only the former).
+fn check_allowlist(conf: &Conf, ifname: &str) -> CniResult<()> {
+    let Some(lines) = read_allowlist()? else {
+        return Ok(());
+    };
+    for (key, _, _) in &conf.sysctls {
+        if !allowed(&lines, key, ifname)? {
+            return Err(Error::invalid_config(format!(
+                "sysctl {key:?} is not allowed by {ALLOWLIST}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The allowlist's pattern lines with their line numbers, when the file exists
+/// (blank lines and `#` comments skipped).
+fn read_allowlist() -> CniResult<Option<Vec<(usize, String)>>> {
     let text = match crate::files::read_string_limited(ALLOWLIST, crate::files::MAX_FILE) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("failed to read {ALLOWLIST}")),
     };
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            Pattern::compile(l).map_err(|e| Error::invalid_config(e.to_string()).with_source(e))
-        })
-        .collect::<CniResult<Vec<_>>>()
-        .map(Some)
+    Ok(Some(allowlist_lines(&text)))
 }
 
-fn backup_path(conf: &Conf, inv: &Invocation) -> PathBuf {
-    conf.data_dir
-        .join(format!("{}_{}.json", inv.env.container_id, inv.env.ifname))
+fn allowlist_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .map(|(n, l)| (n, l.to_string()))
+        .collect()
+}
+
+/// Lines are tried in order and compiled when reached, as the reference's
+/// `regexp.MatchString` loop does: a line that does not parse is an error
+/// naming it, unless an earlier line already allowed the key.
+fn allowed(lines: &[(usize, String)], key: &str, ifname: &str) -> CniResult<bool> {
+    let with_ifname = key.replacen("IFNAME", ifname, 1);
+    for (n, line) in lines {
+        let p = Pattern::compile(line).map_err(|e| {
+            Error::caused_by(Code::InvalidConfig, format!("{ALLOWLIST} line {n}"), e)
+        })?;
+        if p.is_match(key) || p.is_match(&with_ifname) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn backup_name(inv: &Invocation) -> String {
+    format!("{}_{}.json", inv.env.container_id, inv.env.ifname)
 }
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
@@ -201,6 +228,7 @@ fn prev(inv: &Invocation) -> CniResult<NetResult> {
 impl Plugin for Tuning {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = load(inv)?;
+        check_allowlist(&conf, &inv.env.ifname)?;
         let mut result = prev(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
@@ -226,10 +254,22 @@ impl Plugin for Tuning {
         Ok(result)
     }
 
-    /// Restores the backed-up attributes; never fails (as the reference).
+    /// Restores the backed-up attributes; never fails (as the reference). It
+    /// needs only `dataDir`: what ADD would refuse (a sysctl outside the
+    /// allowlist, a bad MAC or MTU) does not keep the backup from coming back.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let Ok(conf) = load(inv) else { return Ok(()) };
-        let path = backup_path(&conf, inv);
+        let dir = match inv
+            .conf
+            .plugin_keys::<Keys>()
+            .and_then(|k| data_dir(&k.data_dir))
+        {
+            Ok(dir) => dir,
+            Err(e) => {
+                eprintln!("tuning: nothing restored: {e}");
+                return Ok(());
+            }
+        };
+        let path = dir.join(backup_name(inv));
         let Ok(text) = crate::files::read_string_limited(&path, crate::files::MAX_FILE) else {
             return Ok(());
         };
@@ -298,7 +338,7 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
         allmulti: conf.allmulti.map(|_| original.is_allmulti()),
         tx_qlen: conf.tx_qlen.map(|_| original.txqlen),
     };
-    let path = backup_path(conf, inv);
+    let path = conf.data_dir.join(backup_name(inv));
     // An earlier ADD's backup holds the true originals: keep it.
     if path.exists() {
         return Ok(());
@@ -385,6 +425,40 @@ mod tests {
         ] {
             assert_eq!(sysctl_key(bad, "eth0").map_err(|e| e.code), Err(7), "{bad}");
         }
+    }
+
+    #[test]
+    fn allowlist_lines_are_tried_in_order_and_a_bad_one_names_its_line() {
+        let lines = allowlist_lines(
+            "# comment\n\n  ^net\\.core\\.(somaxconn|rmem_max)$ \n(unclosed\n^net\\.ipv4\\.conf\\.eth0\\.\\w+$\n",
+        );
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0].0, 3);
+        // An earlier line allows the key: the bad line is never reached (as the reference).
+        assert_eq!(allowed(&lines, "net.core.somaxconn", "eth0"), Ok(true));
+        // Reached: an error naming the file and line, code 7, keeping the cause.
+        let e = allowed(&lines, "net.ipv4.conf.IFNAME.arp_notify", "eth0").expect_err("bad line");
+        assert_eq!(e.code, 7);
+        assert!(
+            e.msg.starts_with(&format!(
+                "{ALLOWLIST} line 4: invalid pattern \"(unclosed\""
+            )),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+        let good = allowlist_lines("^net\\.ipv4\\.conf\\.eth0\\.\\w+$\nsomaxconn");
+        // IFNAME may match as written or with the interface name put in.
+        assert_eq!(
+            allowed(&good, "net.ipv4.conf.IFNAME.arp_notify", "eth0"),
+            Ok(true)
+        );
+        assert_eq!(
+            allowed(&good, "net.ipv4.conf.IFNAME.arp_notify", "eth1"),
+            Ok(false)
+        );
+        // Unanchored patterns match anywhere, as Go's MatchString.
+        assert_eq!(allowed(&good, "net.core.somaxconn", "eth0"), Ok(true));
+        assert_eq!(allowed(&good, "net.core.rmem_max", "eth0"), Ok(false));
     }
 
     #[test]
