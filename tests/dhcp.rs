@@ -991,3 +991,66 @@ fn socket_activation_uses_the_inherited_socket_and_leaves_it_in_place() {
     );
     drop(listener);
 }
+
+#[test]
+fn a_provided_literal_value_is_the_host_name_dnsmasq_leases() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-provide-value");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    let daemon = Daemon::start(&dir, &[]);
+    let (bin, ns) = (plugin_dir(), Netns::new());
+    let conf = macvlan_conf(
+        &daemon.socket,
+        json!({"provide": [{"option": "host-name", "value": "literal-host"}]}),
+    );
+    let result = call("ADD", &ns, "ctr-v", &conf, &bin).run().ok();
+    let ip = address_of(&result);
+    let lease = lan.lease_of(&ip).expect("dnsmasq lease");
+    assert_eq!(lease.hostname, "literal-host", "{}", lan.log());
+    call("DEL", &ns, "ctr-v", &conf, &bin).run().ok();
+}
+
+#[test]
+fn skip_default_leaves_routers_and_subnet_mask_out_of_the_request_list() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-skip-default");
+    let lan = Lan::new(&dir, true, "1h", &["6,10.77.0.53"]);
+    let daemon = Daemon::start(&dir, &[]);
+    let (bin, ns) = (plugin_dir(), Netns::new());
+    // dnsmasq's --log-dhcp prints each client's parameter request list (option 55).
+    let requested = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter_map(|l| {
+                l.split_once("requested options: ")
+                    .map(|(_, o)| o.to_string())
+            })
+            .collect()
+    };
+    let with_default = macvlan_conf(&daemon.socket, json!({"request": [{"option": "6"}]}));
+    call("ADD", &ns, "ctr-d", &with_default, &bin).run().ok();
+    call("DEL", &ns, "ctr-d", &with_default, &bin).run().ok();
+    let lists = requested(&lan.log());
+    let seen = lists.len();
+    assert!(seen > 0, "{}", lan.log());
+    assert!(
+        lists
+            .iter()
+            .all(|o| o == "6:dns-server, 3:router, 1:netmask"),
+        "{lists:?}"
+    );
+
+    let skipped = macvlan_conf(
+        &daemon.socket,
+        json!({"request": [{"option": "6", "skipDefault": true}]}),
+    );
+    let ns2 = Netns::new();
+    call("ADD", &ns2, "ctr-s", &skipped, &bin).run().ok();
+    let lists = requested(&lan.log());
+    let new = &lists[seen..];
+    assert!(
+        !new.is_empty() && new.iter().all(|o| o == "6:dns-server"),
+        "{lists:?}\n{}",
+        lan.log()
+    );
+    call("DEL", &ns2, "ctr-s", &skipped, &bin).run().ok();
+}

@@ -1,0 +1,307 @@
+//! Issue 19: every key of the reference's (containernetworking/plugins v1.9.1,
+//! flannel-io/cni-plugin v1.9.1-flannel1) config structs, per plugin, and where
+//! cni-multi shows that it honours it: a test that sets the key and checks its
+//! effect, or an entry in README's "Where cni-multi differs … on purpose".
+//!
+//! Keys are written as JSON paths (`ipam.routes[].mtu`); CNI_ARGS pairs as
+//! `CNI_ARGS MAC`. Only keys the reference's structs have are listed.
+
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, Copy)]
+enum Covered {
+    /// A test (file, function name) that sets the key and checks its effect.
+    Test(&'static str, &'static str),
+    /// A phrase of README's "Where cni-multi differs" section that explains it.
+    Readme(&'static str),
+    /// Being implemented now; printed, not failed (the lead converts these).
+    Pending(&'static str),
+}
+
+use Covered::{Pending, Readme, Test};
+
+/// Every plugin whose config the table must cover. `common` is
+/// `types.NetConf`, which every plugin embeds.
+const PLUGINS: &[&str] = &[
+    "common",
+    "bridge",
+    "ptp",
+    "macvlan",
+    "ipvlan",
+    "vlan",
+    "host-device",
+    "loopback",
+    "dummy",
+    "tap",
+    "host-local",
+    "static",
+    "dhcp",
+    "portmap",
+    "bandwidth",
+    "tuning",
+    "firewall",
+    "sbr",
+    "vrf",
+    "flannel",
+];
+
+const BRIDGE: &str = "tests/bridge.rs";
+const MACVLAN: &str = "tests/macvlan.rs";
+const VIRT: &str = "tests/virtual_links.rs";
+const TAP: &str = "tests/tap.rs";
+const HOST_DEVICE: &str = "tests/host_device.rs";
+const HOST_LOCAL: &str = "tests/host_local.rs";
+const STATIC: &str = "tests/static_ipam.rs";
+const DHCP: &str = "tests/dhcp.rs";
+const PORTMAP: &str = "tests/portmap.rs";
+const BANDWIDTH: &str = "tests/bandwidth.rs";
+const TUNING: &str = "tests/tuning.rs";
+const FIREWALL: &str = "tests/firewall.rs";
+const KEYS_FX: &str = "tests/keys_effects.rs";
+
+#[rustfmt::skip]
+const KEYS: &[(&str, &str, Covered)] = &[
+    // types.NetConf (cni v1.3, vendored by v1.9.1), embedded by every plugin.
+    ("common", "cniVersion", Test(BRIDGE, "every_version_gets_its_layout_and_l2_only_works")),
+    ("common", "name", Test(HOST_LOCAL, "a_thousand_adds_are_distinct_round_robin_and_in_reference_format")),
+    ("common", "type", Test("tests/cnitool.rs", "testdata_conflists_add_check_del")),
+    ("common", "capabilities", Test("tests/cnitool.rs", "chaining_gives_each_plugin_the_exact_stdin_and_del_runs_in_reverse")),
+    ("common", "ipam.type", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
+    ("common", "dns", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
+    ("common", "prevResult", Test("tests/chained.rs", "outputs_are_prev_result_with_only_the_reference_changes")),
+    ("common", "cni.dev/valid-attachments", Test(HOST_LOCAL, "gc_releases_exactly_the_attachments_not_listed")),
+    // plugins/main/bridge NetConf.
+    ("bridge", "bridge", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
+    ("bridge", "isGateway", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
+    ("bridge", "isDefaultGateway", Test(BRIDGE, "dual_stack_gateway_and_default_routes")),
+    ("bridge", "forceAddress", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "ipMasq", Test("tests/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
+    ("bridge", "ipMasqBackend", Test(PORTMAP, "nftables_ipmasq_for_bridge")),
+    ("bridge", "mtu", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
+    ("bridge", "hairpinMode", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
+    ("bridge", "promiscMode", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "vlan", Test(BRIDGE, "vlan_access_and_trunk_ports")),
+    ("bridge", "vlanTrunk[].id", Test(BRIDGE, "vlan_access_and_trunk_ports")),
+    ("bridge", "vlanTrunk[].minID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
+    ("bridge", "vlanTrunk[].maxID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
+    ("bridge", "preserveDefaultVlan", Test(BRIDGE, "vlan_access_and_trunk_ports")),
+    ("bridge", "vlan with isGateway", Pending("the gateway address on the bridge's VLAN interface")),
+    ("bridge", "macspoofchk", Pending("macspoofchk over nf_tables (tests/macspoofchk.rs or tests/bridge.rs)")),
+    ("bridge", "enabledad", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "disableContainerInterface", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "portIsolation", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "args.cni.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
+    ("bridge", "runtimeConfig.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
+    ("bridge", "CNI_ARGS MAC", Test(BRIDGE, "bad_configs_and_failures_leave_nothing_behind")),
+    // plugins/main/ptp NetConf.
+    ("ptp", "ipMasq", Test("tests/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
+    ("ptp", "ipMasqBackend", Test(KEYS_FX, "ptp_ip_masq_backend_nftables_writes_the_nft_masquerade_rule")),
+    ("ptp", "mtu", Test("tests/ptp.rs", "ptp_routes_both_sides_and_the_container_pings_its_host")),
+    // plugins/main/macvlan NetConf (+ MacEnvArgs).
+    ("macvlan", "master", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
+    ("macvlan", "mode", Test(MACVLAN, "master_defaults_to_the_default_route_interface_and_bad_configs_fail")),
+    ("macvlan", "mtu", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
+    ("macvlan", "mac", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
+    ("macvlan", "linkInContainer", Test(KEYS_FX, "macvlan_link_in_container_uses_the_master_in_the_container")),
+    ("macvlan", "bcqueuelen", Test(KEYS_FX, "macvlan_bcqueuelen_is_the_links_broadcast_queue_length")),
+    ("macvlan", "runtimeConfig.mac", Test(KEYS_FX, "macvlan_mac_from_cni_args_and_runtime_config_is_eth0s")),
+    ("macvlan", "CNI_ARGS MAC", Test(KEYS_FX, "macvlan_mac_from_cni_args_and_runtime_config_is_eth0s")),
+    // plugins/main/ipvlan NetConf.
+    ("ipvlan", "master", Test(VIRT, "ipvlan_l2_l3_and_l3s")),
+    ("ipvlan", "mode", Test(VIRT, "ipvlan_l2_l3_and_l3s")),
+    ("ipvlan", "mtu", Test(VIRT, "ipvlan_l2_l3_and_l3s")),
+    ("ipvlan", "linkInContainer", Test(KEYS_FX, "ipvlan_link_in_container_uses_the_master_in_the_container")),
+    // plugins/main/vlan NetConf.
+    ("vlan", "master", Test(VIRT, "vlan_with_id")),
+    ("vlan", "vlanId", Test(VIRT, "vlan_with_id")),
+    ("vlan", "mtu", Test(VIRT, "vlan_with_id")),
+    ("vlan", "linkInContainer", Test(KEYS_FX, "vlan_link_in_container_uses_the_master_in_the_container")),
+    // plugins/main/host-device NetConf.
+    ("host-device", "device", Test(HOST_DEVICE, "device_moves_in_by_name_and_back_on_del")),
+    ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
+    ("host-device", "kernelpath", Readme("host-device `kernelpath` must lie under")),
+    ("host-device", "pciBusID", Pending("host-device DPDK / PCI devices")),
+    ("host-device", "DPDKMode", Pending("host-device DPDK (untagged Go field, also a JSON key)")),
+    ("host-device", "runtimeConfig.deviceID", Pending("host-device deviceID")),
+    // plugins/main/loopback and dummy: types.NetConf only.
+    ("loopback", "cniVersion", Test("tests/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
+    ("dummy", "ipam", Test(VIRT, "dummy_with_ipam")),
+    // plugins/main/tap NetConf (+ MacEnvArgs).
+    ("tap", "multiQueue", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
+    ("tap", "mtu", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
+    ("tap", "mac", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
+    ("tap", "owner", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
+    ("tap", "group", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
+    ("tap", "selinuxContext", Pending("tap selinuxContext")),
+    ("tap", "bridge", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
+    ("tap", "args", Readme("also take `args.cni.mac`")),
+    ("tap", "runtimeConfig.mac", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
+    ("tap", "CNI_ARGS MAC", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
+    // plugins/ipam/host-local allocator.Net / IPAMConfig / Range.
+    ("host-local", "ipam.subnet", Test(HOST_LOCAL, "a_thousand_adds_are_distinct_round_robin_and_in_reference_format")),
+    ("host-local", "ipam.gateway", Test(HOST_LOCAL, "a_thousand_adds_are_distinct_round_robin_and_in_reference_format")),
+    ("host-local", "ipam.rangeStart", Test(KEYS_FX, "host_local_range_start_and_end_bound_the_allocation")),
+    ("host-local", "ipam.rangeEnd", Test(KEYS_FX, "host_local_range_start_and_end_bound_the_allocation")),
+    ("host-local", "ipam.ranges", Test(HOST_LOCAL, "dual_stack_gives_one_address_per_family_and_dns_from_resolv_conf")),
+    ("host-local", "ipam.routes[].dst", Test(HOST_LOCAL, "dual_stack_gives_one_address_per_family_and_dns_from_resolv_conf")),
+    ("host-local", "ipam.routes[].gw", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.routes[].mtu", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.routes[].advmss", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.routes[].priority", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.routes[].table", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.routes[].scope", Test(KEYS_FX, "host_local_route_fields_reach_the_result_and_the_containers_routes")),
+    ("host-local", "ipam.dataDir", Test(HOST_LOCAL, "a_thousand_adds_are_distinct_round_robin_and_in_reference_format")),
+    ("host-local", "ipam.resolvConf", Test(HOST_LOCAL, "dual_stack_gives_one_address_per_family_and_dns_from_resolv_conf")),
+    ("host-local", "runtimeConfig.ipRanges", Test(KEYS_FX, "host_local_runtime_config_ip_ranges_come_before_the_configured_ranges")),
+    ("host-local", "runtimeConfig.ips", Test(HOST_LOCAL, "requested_ips_are_honoured_or_refused_clearly")),
+    ("host-local", "args.cni.ips", Test(HOST_LOCAL, "requested_ips_are_honoured_or_refused_clearly")),
+    ("host-local", "CNI_ARGS IP", Test(HOST_LOCAL, "requested_ips_are_honoured_or_refused_clearly")),
+    // plugins/ipam/static Net / IPAMConfig / Address.
+    ("static", "ipam.addresses[].address", Test(STATIC, "add_returns_the_configured_addresses_routes_and_dns")),
+    ("static", "ipam.addresses[].gateway", Test(STATIC, "add_returns_the_configured_addresses_routes_and_dns")),
+    ("static", "ipam.routes", Test(STATIC, "add_returns_the_configured_addresses_routes_and_dns")),
+    ("static", "ipam.dns", Test(STATIC, "add_returns_the_configured_addresses_routes_and_dns")),
+    ("static", "runtimeConfig.ips", Test(STATIC, "cni_args_append_and_set_gateways_args_and_runtime_config_replace")),
+    ("static", "args.cni.ips", Test(STATIC, "cni_args_append_and_set_gateways_args_and_runtime_config_replace")),
+    ("static", "CNI_ARGS IP", Test(STATIC, "cni_args_append_and_set_gateways_args_and_runtime_config_replace")),
+    ("static", "CNI_ARGS GATEWAY", Test(STATIC, "cni_args_append_and_set_gateways_args_and_runtime_config_replace")),
+    // plugins/ipam/dhcp IPAMConfig / ProvideOption / RequestOption.
+    ("dhcp", "ipam.daemonSocketPath", Test(DHCP, "macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases")),
+    ("dhcp", "ipam.provide[].option", Test(DHCP, "macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases")),
+    ("dhcp", "ipam.provide[].fromArg", Test(DHCP, "macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases")),
+    ("dhcp", "ipam.provide[].value", Test(DHCP, "a_provided_literal_value_is_the_host_name_dnsmasq_leases")),
+    ("dhcp", "ipam.request[].option", Test(DHCP, "macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases")),
+    ("dhcp", "ipam.request[].skipDefault", Test(DHCP, "skip_default_leaves_routers_and_subnet_mask_out_of_the_request_list")),
+    ("dhcp", "ipam.priority", Test(DHCP, "macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_releases")),
+    // plugins/meta/portmap PortMapConf / PortMapEntry.
+    ("portmap", "backend", Test(PORTMAP, "nftables_backend_reachability_rules_and_del_restore_the_ruleset")),
+    ("portmap", "snat", Test(KEYS_FX, "portmap_snat_false_writes_no_setmark_or_masquerade_rules")),
+    ("portmap", "conditionsV4", Pending("portmap conditionsV4 (nft syntax)")),
+    ("portmap", "conditionsV6", Pending("portmap conditionsV6 (nft syntax)")),
+    ("portmap", "masqAll", Test(KEYS_FX, "portmap_masq_all_marks_every_source")),
+    ("portmap", "markMasqBit", Test(KEYS_FX, "portmap_mark_masq_bit_sets_and_matches_that_bit")),
+    ("portmap", "externalSetMarkChain", Test(KEYS_FX, "portmap_external_set_mark_chain_is_jumped_to_instead_of_setmark")),
+    ("portmap", "runtimeConfig.portMappings[].hostPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
+    ("portmap", "runtimeConfig.portMappings[].containerPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
+    ("portmap", "runtimeConfig.portMappings[].protocol", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
+    ("portmap", "runtimeConfig.portMappings[].hostIP", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
+    // plugins/meta/bandwidth PluginConf / BandwidthEntry.
+    ("bandwidth", "ingressRate", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
+    ("bandwidth", "ingressBurst", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
+    ("bandwidth", "egressRate", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
+    ("bandwidth", "egressBurst", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
+    ("bandwidth", "runtimeConfig.bandwidth.ingressRate", Test(BANDWIDTH, "shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb")),
+    ("bandwidth", "runtimeConfig.bandwidth.ingressBurst", Test(BANDWIDTH, "shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb")),
+    ("bandwidth", "runtimeConfig.bandwidth.egressRate", Test(BANDWIDTH, "shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb")),
+    ("bandwidth", "runtimeConfig.bandwidth.egressBurst", Test(BANDWIDTH, "shaped_rates_are_met_in_both_directions_and_del_removes_the_ifb")),
+    // plugins/meta/tuning TuningConf / IPAMArgs (+ MacEnvArgs).
+    ("tuning", "dataDir", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "sysctl", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "mac", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "promisc", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "mtu", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "txQLen", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "allmulti", Test(TUNING, "every_key_is_applied_backed_up_and_restored")),
+    ("tuning", "runtimeConfig.mac", Test(KEYS_FX, "tuning_mac_from_runtime_config_and_from_cni_args_alone")),
+    ("tuning", "args.cni.sysctl", Test(TUNING, "mac_sources_and_args_overrides")),
+    ("tuning", "args.cni.mac", Test(TUNING, "mac_sources_and_args_overrides")),
+    ("tuning", "args.cni.mtu", Test(TUNING, "mac_sources_and_args_overrides")),
+    ("tuning", "args.cni.promisc", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
+    ("tuning", "args.cni.allmulti", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
+    ("tuning", "args.cni.txQLen", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
+    ("tuning", "CNI_ARGS MAC", Test(KEYS_FX, "tuning_mac_from_runtime_config_and_from_cni_args_alone")),
+    ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Pending("tuning allowlist")),
+    // plugins/meta/firewall FirewallNetConf.
+    ("firewall", "backend", Test(FIREWALL, "nftables_backend_accepts_the_container_and_del_restores_the_ruleset")),
+    ("firewall", "backend firewalld", Pending("firewall firewalld backend (tests/firewalld.rs)")),
+    ("firewall", "firewalldZone", Pending("firewall firewalldZone (tests/firewalld.rs)")),
+    ("firewall", "iptablesAdminChainName", Test(KEYS_FX, "firewall_admin_chain_name_is_the_chain_cni_forward_jumps_to")),
+    ("firewall", "ingressPolicy", Test(FIREWALL, "same_bridge_policy_isolates_bridges")),
+    // plugins/meta/sbr PluginConf (v1.9.1 has no gateways/addSourceHints).
+    ("sbr", "table", Test("tests/sbr.rs", "a_fixed_table_gets_only_rules")),
+    // plugins/meta/vrf VRFNetConf.
+    ("vrf", "vrfname", Test("tests/vrf.rs", "interface_joins_the_vrf_with_its_routes")),
+    ("vrf", "table", Test("tests/vrf.rs", "vrf_with_a_table_is_shared_and_goes_with_its_last_member")),
+    // flannel-io/cni-plugin NetConf.
+    ("flannel", "subnetFile", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "dataDir", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "delegate", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "ipam", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "runtimeConfig", Test(KEYS_FX, "flannel_runtime_config_reaches_the_delegate")),
+];
+
+fn read(path: &str) -> String {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+/// README's "Where cni-multi differs …" section, up to the next `## ` heading.
+fn differs_section() -> String {
+    let readme = read("README.md");
+    let start = readme
+        .find("\n## Where cni-multi differs")
+        .expect("README has a \"Where cni-multi differs\" section");
+    let body = &readme[start + 1..];
+    let end = body[3..].find("\n## ").map_or(body.len(), |i| i + 3);
+    body[..end].to_string()
+}
+
+#[test]
+fn every_named_test_exists_in_its_file() {
+    let mut missing = Vec::new();
+    for (plugin, key, covered) in KEYS {
+        if let Test(file, name) = covered
+            && !read(file).contains(&format!("fn {name}("))
+        {
+            missing.push(format!("{plugin} {key}: {file} has no fn {name}("));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn every_readme_phrase_is_in_the_differs_section() {
+    // README wraps lines: compare with runs of whitespace made one space.
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let section = squash(&differs_section());
+    let missing: Vec<String> = KEYS
+        .iter()
+        .filter_map(|(plugin, key, covered)| match covered {
+            Readme(phrase) if !section.contains(&squash(phrase)) => {
+                Some(format!("{plugin} {key}: {phrase:?}"))
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not in the section:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_plugin_is_in_the_table_and_nothing_else() {
+    let listed: BTreeSet<&str> = KEYS.iter().map(|(p, _, _)| *p).collect();
+    let wanted: BTreeSet<&str> = PLUGINS.iter().copied().collect();
+    assert_eq!(listed, wanted);
+}
+
+#[test]
+fn no_key_is_listed_twice() {
+    let mut seen = BTreeSet::new();
+    for (plugin, key, _) in KEYS {
+        assert!(seen.insert((plugin, key)), "{plugin} {key} twice");
+    }
+}
+
+#[test]
+fn pending_keys_are_reported() {
+    // Not a failure (yet): keys being implemented.
+    // `cargo test --test config_keys -- --nocapture` shows them.
+    for (plugin, key, covered) in KEYS {
+        if let Pending(what) = covered {
+            println!("pending: {plugin} {key}: {what}");
+        }
+    }
+}
