@@ -14,11 +14,9 @@ enum Covered {
     Test(&'static str, &'static str),
     /// A phrase of README's "Where cni-multi differs" section that explains it.
     Readme(&'static str),
-    /// Being implemented now; printed, not failed (the lead converts these).
-    Pending(&'static str),
 }
 
-use Covered::{Pending, Readme, Test};
+use Covered::{Readme, Test};
 
 /// Every plugin whose config the table must cover. `common` is
 /// `types.NetConf`, which every plugin embeds.
@@ -85,8 +83,8 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("bridge", "vlanTrunk[].minID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
     ("bridge", "vlanTrunk[].maxID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
     ("bridge", "preserveDefaultVlan", Test(BRIDGE, "vlan_access_and_trunk_ports")),
-    ("bridge", "vlan with isGateway", Pending("the gateway address on the bridge's VLAN interface")),
-    ("bridge", "macspoofchk", Pending("macspoofchk over nf_tables (tests/macspoofchk.rs or tests/bridge.rs)")),
+    ("bridge", "vlan with isGateway", Test("tests/bridge.rs", "vlan_gateway_is_a_veth_port_of_that_vlan")),
+    ("bridge", "macspoofchk", Test("tests/macspoofchk.rs", "foreign_source_macs_are_dropped_and_the_ruleset_is_the_references")),
     ("bridge", "enabledad", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "disableContainerInterface", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "portIsolation", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
@@ -119,10 +117,10 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/main/host-device NetConf.
     ("host-device", "device", Test(HOST_DEVICE, "device_moves_in_by_name_and_back_on_del")),
     ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
-    ("host-device", "kernelpath", Readme("host-device `kernelpath` must lie under")),
-    ("host-device", "pciBusID", Pending("host-device DPDK / PCI devices")),
-    ("host-device", "DPDKMode", Pending("host-device DPDK (untagged Go field, also a JSON key)")),
-    ("host-device", "runtimeConfig.deviceID", Pending("host-device deviceID")),
+    ("host-device", "kernelpath", Readme("`kernelpath` must lie under `/sys/devices/`")),
+    ("host-device", "pciBusID", Test("src/plugins/host_device.rs", "config_keys_pick_the_device_in_the_reference_order")),
+    ("host-device", "DPDKMode", Test("src/plugins/host_device.rs", "userspace_drivers_mean_dpdk_mode")),
+    ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
     // plugins/main/loopback and dummy: types.NetConf only.
     ("loopback", "cniVersion", Test("tests/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
     ("dummy", "ipam", Test(VIRT, "dummy_with_ipam")),
@@ -132,7 +130,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tap", "mac", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "owner", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "group", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
-    ("tap", "selinuxContext", Pending("tap selinuxContext")),
+    ("tap", "selinuxContext", Readme("without SELinux, ADD fails as the reference's does")),
     ("tap", "bridge", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
     ("tap", "args", Readme("also take `args.cni.mac`")),
     ("tap", "runtimeConfig.mac", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
@@ -176,15 +174,15 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/meta/portmap PortMapConf / PortMapEntry.
     ("portmap", "backend", Test(PORTMAP, "nftables_backend_reachability_rules_and_del_restore_the_ruleset")),
     ("portmap", "snat", Test(KEYS_FX, "portmap_snat_false_writes_no_setmark_or_masquerade_rules")),
-    ("portmap", "conditionsV4", Pending("portmap conditionsV4 (nft syntax)")),
-    ("portmap", "conditionsV6", Pending("portmap conditionsV6 (nft syntax)")),
+    ("portmap", "conditionsV4", Test("tests/portmap.rs", "nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded")),
+    ("portmap", "conditionsV6", Test("src/netfilter/nft.rs", "conditions_encode_as_nft_does")),
     ("portmap", "masqAll", Test(KEYS_FX, "portmap_masq_all_marks_every_source")),
     ("portmap", "markMasqBit", Test(KEYS_FX, "portmap_mark_masq_bit_sets_and_matches_that_bit")),
     ("portmap", "externalSetMarkChain", Test(KEYS_FX, "portmap_external_set_mark_chain_is_jumped_to_instead_of_setmark")),
-    ("portmap", "runtimeConfig.portMappings[].hostPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
-    ("portmap", "runtimeConfig.portMappings[].containerPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
-    ("portmap", "runtimeConfig.portMappings[].protocol", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
-    ("portmap", "runtimeConfig.portMappings[].hostIP", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_restores_the_table")),
+    ("portmap", "runtimeConfig.portMappings[].hostPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_removes_the_container_rules")),
+    ("portmap", "runtimeConfig.portMappings[].containerPort", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_removes_the_container_rules")),
+    ("portmap", "runtimeConfig.portMappings[].protocol", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_removes_the_container_rules")),
+    ("portmap", "runtimeConfig.portMappings[].hostIP", Test(PORTMAP, "mapped_ports_are_reachable_from_everywhere_and_del_removes_the_container_rules")),
     // plugins/meta/bandwidth PluginConf / BandwidthEntry.
     ("bandwidth", "ingressRate", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
     ("bandwidth", "ingressBurst", Test(KEYS_FX, "bandwidth_top_level_rates_and_bursts_shape_and_win_over_runtime_config")),
@@ -210,11 +208,11 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tuning", "args.cni.allmulti", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
     ("tuning", "args.cni.txQLen", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
     ("tuning", "CNI_ARGS MAC", Test(KEYS_FX, "tuning_mac_from_runtime_config_and_from_cni_args_alone")),
-    ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Pending("tuning allowlist")),
+    ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Test("src/plugins/tuning/mod.rs", "allowlist_lines_are_tried_in_order_and_a_bad_one_names_its_line")),
     // plugins/meta/firewall FirewallNetConf.
     ("firewall", "backend", Test(FIREWALL, "nftables_backend_accepts_the_container_and_del_restores_the_ruleset")),
-    ("firewall", "backend firewalld", Pending("firewall firewalld backend (tests/firewalld.rs)")),
-    ("firewall", "firewalldZone", Pending("firewall firewalldZone (tests/firewalld.rs)")),
+    ("firewall", "backend firewalld", Test("tests/firewalld.rs", "firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it")),
+    ("firewall", "firewalldZone", Test("tests/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_and_add_is_idempotent")),
     ("firewall", "iptablesAdminChainName", Test(KEYS_FX, "firewall_admin_chain_name_is_the_chain_cni_forward_jumps_to")),
     ("firewall", "ingressPolicy", Test(FIREWALL, "same_bridge_policy_isolates_bridges")),
     // plugins/meta/sbr PluginConf (v1.9.1 has no gateways/addSourceHints).
@@ -292,16 +290,5 @@ fn no_key_is_listed_twice() {
     let mut seen = BTreeSet::new();
     for (plugin, key, _) in KEYS {
         assert!(seen.insert((plugin, key)), "{plugin} {key} twice");
-    }
-}
-
-#[test]
-fn pending_keys_are_reported() {
-    // Not a failure (yet): keys being implemented.
-    // `cargo test --test config_keys -- --nocapture` shows them.
-    for (plugin, key, covered) in KEYS {
-        if let Pending(what) = covered {
-            println!("pending: {plugin} {key}: {what}");
-        }
     }
 }
