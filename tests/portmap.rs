@@ -1106,9 +1106,9 @@ fn nft_conditions_that_cannot_be_encoded_are_refused_naming_the_token() {
     assert_eq!(ruleset(), before, "nothing was written");
 }
 
-/// A host-IP mapping is consulted before any wildcard mapping of the same
-/// port, whichever was added first (the reference appends both to one chain,
-/// so an earlier wildcard would shadow it).
+/// A host-IP mapping, in `hostip_hostports`, is consulted before any wildcard
+/// mapping of the same port, whichever was added first (the reference appends
+/// both to `hostports`, so an earlier wildcard would shadow it).
 #[test]
 fn nft_host_ip_mapping_is_not_shadowed_by_an_earlier_wildcard_on_the_same_port() {
     enter_test_host();
@@ -1124,6 +1124,14 @@ fn nft_host_ip_mapping_is_not_shadowed_by_an_earlier_wildcard_on_the_same_port()
     net.run(&["add", "pm-net", pinned.path()], &pinned_caps)
         .ok();
     tcp_server(pinned.path(), 80, "host-ip");
+    // The host-IP rule is in `hostip_hostports`, which `hostports_all` jumps to first.
+    let rules = ruleset();
+    let chain = rules
+        .split("chain hostip_hostports {")
+        .nth(1)
+        .and_then(|rest| rest.split('}').next())
+        .unwrap_or_default();
+    assert!(chain.contains("ip daddr 192.0.2.1"), "{rules}");
     assert_eq!(
         tcp_fetch(Some(client.path()), "192.0.2.1:8080").as_deref(),
         Some("host-ip"),

@@ -765,23 +765,6 @@ impl Tx {
         });
     }
 
-    /// Puts a rule with a comment at the head of a chain (before every rule there).
-    pub fn rule_first(
-        &mut self,
-        family: u8,
-        table: &str,
-        chain: &str,
-        exprs: &[Expr],
-        comment: Option<&str>,
-    ) {
-        self.rule(family, table, chain, exprs, comment);
-        // Without NLM_F_APPEND (and without a position) the kernel inserts at the head.
-        if let Some(last) = self.msgs.last_mut() {
-            last.flags &= !NLM_F_APPEND;
-            last.what = format!("insert rule in {table} {chain}");
-        }
-    }
-
     /// Deletes a table with everything in it.
     pub fn delete_table(&mut self, family: u8, name: &str) {
         let attrs = Body::default().str(NFTA_TABLE_NAME, name).into_bytes();

@@ -133,13 +133,15 @@ pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
             }
             exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
             exprs.extend(nft::dnat(cip, m.container_port));
-            if host_ip.is_some() {
-                // At the head: a wildcard mapping of the same port, appended
-                // earlier by any container, must not shadow it.
-                tx.rule_first(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
+            // hostIP mappings go to `hostip_hostports`, which `hostports_all`
+            // consults first: a wildcard mapping of the same port, in
+            // `hostports`, must not shadow them.
+            let chain = if host_ip.is_some() {
+                HOSTIP_HOSTPORTS
             } else {
-                tx.rule(f, TABLE, HOSTPORTS, &exprs, Some(&plan.container_id));
-            }
+                HOSTPORTS
+            };
+            tx.rule(f, TABLE, chain, &exprs, Some(&plan.container_id));
         }
         if plan.snat {
             let mut hairpin = Vec::new();
@@ -185,7 +187,7 @@ pub fn del(container_id: &str, families: &[Family]) -> Result<()> {
 }
 
 /// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
-/// `hostip_hostports` where older versions put host-IP ones) and the
+/// `hostip_hostports` for host-IP ones) and the
 /// masquerade rules, as the reference counts them.
 pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
     let mut sock = nft::open()?;
