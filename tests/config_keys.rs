@@ -212,7 +212,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/meta/firewall FirewallNetConf.
     ("firewall", "backend", Test(FIREWALL, "nftables_backend_accepts_the_container_and_del_restores_the_ruleset")),
     ("firewall", "backend firewalld", Test("tests/firewalld.rs", "firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it")),
-    ("firewall", "firewalldZone", Test("tests/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_and_add_is_idempotent")),
+    ("firewall", "firewalldZone", Test("tests/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates")),
     ("firewall", "iptablesAdminChainName", Test(KEYS_FX, "firewall_admin_chain_name_is_the_chain_cni_forward_jumps_to")),
     ("firewall", "ingressPolicy", Test(FIREWALL, "same_bridge_policy_isolates_bridges")),
     // plugins/meta/sbr PluginConf (v1.9.1 has no gateways/addSourceHints).

@@ -159,7 +159,7 @@ fn unsupported_backends_are_refused() {
     let prev = json!({"cniVersion": "1.0.0", "ips": [{"address": "10.50.0.5/24"}]});
     for (extra, code) in [
         (
-            json!({"backend": "firewalld", "ingressPolicy": "isolated"}),
+            json!({"backend": "nftables", "ingressPolicy": "isolated"}),
             7,
         ),
         (json!({"backend": "pf"}), 7),

@@ -325,8 +325,9 @@ fn firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_remove
 }
 
 #[test]
-fn firewalld_zone_is_configurable_for_both_families_and_add_is_idempotent() {
-    if tools_missing("firewalld_zone_is_configurable") {
+fn firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates()
+{
+    if tools_missing("firewalld_zone_is_configurable_for_both_families") {
         return;
     }
     enter_test_host();
@@ -360,9 +361,22 @@ fn firewalld_zone_is_configurable_for_both_families_and_add_is_idempotent() {
     );
     let ctl = json!({"backend": "firewalld", "firewalldZone": "a\nb"});
     call("ADD", &ns, &bus.address, ctl, &ips).err(7);
-    // ingressPolicy is written in iptables; with firewalld it is refused.
+    // ingressPolicy: the zone source as always, and the isolation stages in
+    // iptables, as the reference writes them whatever its backend.
     let policy = json!({"backend": "firewalld", "ingressPolicy": "same-bridge"});
-    call("ADD", &ns, &bus.address, policy, &ips).err(7);
+    call("ADD", &ns, &bus.address, policy.clone(), &ips).ok();
+    assert_eq!(
+        bus.sources("trusted"),
+        ["10.71.0.5/32".to_string(), "fd71::5/128".into()]
+    );
+    let stage = "-A CNI-ISOLATION-STAGE-1 -i eth0 ! -o eth0 -m comment --comment \"CNI firewall plugin rules (ingressPolicy: same-bridge)\" -j CNI-ISOLATION-STAGE-2";
+    assert!(
+        iptables_table("filter").contains(stage),
+        "{}",
+        iptables_table("filter")
+    );
+    call("DEL", &ns, &bus.address, policy, &ips).ok();
+    assert!(bus.sources("trusted").is_empty());
 }
 
 #[test]
@@ -394,7 +408,11 @@ fn unset_backend_is_firewalld_when_it_owns_its_name_else_iptables() {
     );
     call("CHECK", &ns, &empty.address, json!({}), &ips).ok();
     call("DEL", &ns, &empty.address, json!({}), &ips).ok();
-    assert_eq!(iptables_table("filter"), filter_before);
+    // The address rules go; CNI-FORWARD, CNI-ADMIN and their jumps stay, as
+    // the reference keeps them.
+    let after = iptables_table("filter");
+    assert!(!after.contains("10.72.0.5"), "{after}");
+    assert!(after.contains(":CNI-FORWARD - [0:0]"), "{after}");
 }
 
 #[test]

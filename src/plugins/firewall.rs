@@ -41,7 +41,8 @@ struct Conf {
     target: Option<Target>,
 }
 
-const POLICY_NEEDS_IPTABLES: &str = "ingressPolicy other than \"open\" needs the iptables backend";
+const POLICY_NEEDS_IPTABLES: &str =
+    "ingressPolicy other than \"open\" needs iptables (the iptables or firewalld backend)";
 
 fn load(inv: &Invocation) -> CniResult<Conf> {
     let k: Keys = inv.conf.plugin_keys()?;
@@ -82,9 +83,7 @@ fn load(inv: &Invocation) -> CniResult<Conf> {
         )));
     }
     let policy = IngressPolicy::parse(&k.ingress_policy)?;
-    if policy != IngressPolicy::Open
-        && target.is_some_and(|t| t != Target::Rules(Backend::Iptables))
-    {
+    if policy != IngressPolicy::Open && target == Some(Target::Rules(Backend::Nftables)) {
         return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
     }
     Ok(Conf {
@@ -140,26 +139,29 @@ impl Plugin for Firewall {
         if ips.is_empty() {
             return Ok(prev);
         }
+        // The bridge is the first interface of the main plugin's result.
+        let bridge = prev
+            .interfaces
+            .first()
+            .map(|i| i.name.clone())
+            .unwrap_or_default();
         match conf.target()? {
             Target::Rules(Backend::Iptables) => {
-                // The bridge is the first interface of the main plugin's result.
-                let bridge = prev
-                    .interfaces
-                    .first()
-                    .map(|i| i.name.clone())
-                    .unwrap_or_default();
                 rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;
             }
-            Target::Rules(Backend::Nftables) | Target::Firewalld
-                if conf.policy != IngressPolicy::Open =>
-            {
+            Target::Rules(Backend::Nftables) if conf.policy != IngressPolicy::Open => {
                 return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
             }
             Target::Rules(Backend::Nftables) => {
                 let _lock = crate::netfilter::lock()?;
                 rules::nftables::add(&inv.env.container_id, &ips)?;
             }
-            Target::Firewalld => firewalld::add(&conf.zone, &ips)?,
+            Target::Firewalld => {
+                firewalld::add(&conf.zone, &ips)?;
+                // As the reference: the isolation stages are iptables rules
+                // whatever the backend.
+                rules::iptables::isolate(&ips, conf.policy, &bridge)?;
+            }
         }
         Ok(prev)
     }

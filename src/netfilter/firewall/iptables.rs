@@ -193,6 +193,22 @@ pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> R
     Ok(())
 }
 
+/// The isolation stages alone, for the families of `ips`: what the reference
+/// writes with iptables whatever its backend (firewalld included).
+pub fn isolate(ips: &[IpNet], policy: IngressPolicy, bridge: &str) -> Result<()> {
+    if policy == IngressPolicy::Open {
+        return Ok(());
+    }
+    let _lock = lock()?;
+    for (family, _) in by_family(ips) {
+        let mut saved = iptables::save(family, "filter")?;
+        let mut batch = Batch::new(family, "filter");
+        ensure_isolation(&mut batch, &mut saved, policy, bridge);
+        iptables::apply(&batch)?;
+    }
+    Ok(())
+}
+
 /// DEL: removes the address rules. CNI-FORWARD, the admin chain and their
 /// jumps stay, as the reference leaves them: another implementation's ADD
 /// (the reference's, one iptables call per rule) may be between creating
