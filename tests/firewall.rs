@@ -298,26 +298,13 @@ fn reference_firewall_adds_all_succeed_while_our_dels_loop() {
     };
     let mut failures = Vec::new();
     for i in 0..60 {
-        let out = std::process::Command::new(REFERENCE)
-            .env_clear()
-            .env("CNI_COMMAND", "ADD")
-            .env("CNI_CONTAINERID", format!("ref-{i}"))
-            .env("CNI_NETNS", "/run/netns/fw-none")
-            .env("CNI_IFNAME", "eth0")
-            .env("CNI_PATH", "/usr/lib/cni")
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                if let Some(mut stdin) = child.stdin.take() {
-                    stdin.write_all(firewall_conf(&address(i)).as_bytes())?;
-                }
-                child.wait_with_output()
-            })
-            .expect("run the reference firewall");
+        let out = harness::run_other_plugin(
+            REFERENCE,
+            "ADD",
+            &format!("ref-{i}"),
+            "/run/netns/fw-none",
+            &firewall_conf(&address(i)),
+        );
         added.store(i + 1, Ordering::Relaxed);
         if !out.status.success() {
             failures.push(format!(

@@ -1355,26 +1355,13 @@ fn reference_portmap_adds_all_succeed_while_our_dels_loop() {
     };
     let mut failures = Vec::new();
     for i in 0..60 {
-        let out = Command::new(REFERENCE)
-            .env_clear()
-            .env("CNI_COMMAND", "ADD")
-            .env("CNI_CONTAINERID", format!("ref-{i}"))
-            .env("CNI_NETNS", "/run/netns/pm-none")
-            .env("CNI_IFNAME", "eth0")
-            .env("CNI_PATH", "/usr/lib/cni")
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                use std::io::Write;
-                if let Some(mut stdin) = child.stdin.take() {
-                    stdin.write_all(conf(i).as_bytes())?;
-                }
-                child.wait_with_output()
-            })
-            .expect("run the reference portmap");
+        let out = harness::run_other_plugin(
+            REFERENCE,
+            "ADD",
+            &format!("ref-{i}"),
+            "/run/netns/pm-none",
+            &conf(i),
+        );
         added.store(i + 1, Ordering::Relaxed);
         if !out.status.success() {
             failures.push(format!(

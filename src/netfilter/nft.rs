@@ -608,6 +608,17 @@ impl Default for Tx {
 }
 
 impl Tx {
+    /// Queues one message of the transaction.
+    fn push(&mut self, kind: u16, flags: u16, family: u8, attrs: Vec<u8>, what: String) {
+        self.msgs.push(NfMsg {
+            kind,
+            flags,
+            family,
+            attrs,
+            what,
+        });
+    }
+
     pub fn new() -> Tx {
         Tx { msgs: Vec::new() }
     }
@@ -622,13 +633,13 @@ impl Tx {
             .str(NFTA_TABLE_NAME, name)
             .attr(NFTA_TABLE_USERDATA, &udata_comment(comment))
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_NEWTABLE,
-            flags: NLM_F_CREATE,
+        self.push(
+            NFT_MSG_NEWTABLE,
+            NLM_F_CREATE,
             family,
             attrs,
-            what: format!("add table {name}"),
-        });
+            format!("add table {name}"),
+        );
     }
 
     /// Creates the table if missing, without a comment (as `nft add table`).
@@ -637,13 +648,13 @@ impl Tx {
             .str(NFTA_TABLE_NAME, name)
             .attr(NFTA_TABLE_FLAGS, &be32(0))
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_NEWTABLE,
-            flags: NLM_F_CREATE,
+        self.push(
+            NFT_MSG_NEWTABLE,
+            NLM_F_CREATE,
             family,
             attrs,
-            what: format!("add table {name}"),
-        });
+            format!("add table {name}"),
+        );
     }
 
     /// Creates a base chain with `policy accept` if missing (an existing one
@@ -665,13 +676,13 @@ impl Tx {
                     .attr(NFTA_HOOK_PRIORITY, &(priority as u32).to_be_bytes())
             })
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_NEWCHAIN,
-            flags: NLM_F_CREATE,
+        self.push(
+            NFT_MSG_NEWCHAIN,
+            NLM_F_CREATE,
             family,
             attrs,
-            what: format!("add chain {table} {name}"),
-        });
+            format!("add chain {table} {name}"),
+        );
     }
 
     /// Deletes a chain (it must exist and nothing may jump to it).
@@ -680,13 +691,13 @@ impl Tx {
             .str(NFTA_CHAIN_TABLE, table)
             .str(NFTA_CHAIN_NAME, name)
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_DELCHAIN,
-            flags: 0,
+        self.push(
+            NFT_MSG_DELCHAIN,
+            0,
             family,
             attrs,
-            what: format!("delete chain {table} {name}"),
-        });
+            format!("delete chain {table} {name}"),
+        );
     }
 
     /// The messages so far (for golden tests of what a transaction sends).
@@ -708,13 +719,13 @@ impl Tx {
                 })
                 .str(NFTA_CHAIN_TYPE, kind);
         }
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_NEWCHAIN,
-            flags: NLM_F_CREATE,
+        self.push(
+            NFT_MSG_NEWCHAIN,
+            NLM_F_CREATE,
             family,
-            attrs: body.into_bytes(),
-            what: format!("add chain {table} {name}"),
-        });
+            body.into_bytes(),
+            format!("add chain {table} {name}"),
+        );
     }
 
     /// Deletes every rule of a chain.
@@ -723,13 +734,13 @@ impl Tx {
             .str(NFTA_RULE_TABLE, table)
             .str(NFTA_RULE_CHAIN, chain)
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_DELRULE,
-            flags: 0,
+        self.push(
+            NFT_MSG_DELRULE,
+            0,
             family,
             attrs,
-            what: format!("flush chain {table} {chain}"),
-        });
+            format!("flush chain {table} {chain}"),
+        );
     }
 
     /// Appends a rule with a comment.
@@ -756,25 +767,25 @@ impl Tx {
         if let Some(c) = comment {
             body = body.attr(NFTA_RULE_USERDATA, &udata_comment(c));
         }
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_NEWRULE,
-            flags: NLM_F_CREATE | NLM_F_APPEND,
+        self.push(
+            NFT_MSG_NEWRULE,
+            NLM_F_CREATE | NLM_F_APPEND,
             family,
-            attrs: body.into_bytes(),
-            what: format!("add rule to {table} {chain}"),
-        });
+            body.into_bytes(),
+            format!("add rule to {table} {chain}"),
+        );
     }
 
     /// Deletes a table with everything in it.
     pub fn delete_table(&mut self, family: u8, name: &str) {
         let attrs = Body::default().str(NFTA_TABLE_NAME, name).into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_DELTABLE,
-            flags: 0,
+        self.push(
+            NFT_MSG_DELTABLE,
+            0,
             family,
             attrs,
-            what: format!("delete table {name}"),
-        });
+            format!("delete table {name}"),
+        );
     }
 
     pub fn delete_rule(&mut self, family: u8, table: &str, chain: &str, handle: u64) {
@@ -783,13 +794,13 @@ impl Tx {
             .str(NFTA_RULE_CHAIN, chain)
             .attr(NFTA_RULE_HANDLE, &handle.to_be_bytes())
             .into_bytes();
-        self.msgs.push(NfMsg {
-            kind: NFT_MSG_DELRULE,
-            flags: 0,
+        self.push(
+            NFT_MSG_DELRULE,
+            0,
             family,
             attrs,
-            what: format!("delete rule {handle} of {table} {chain}"),
-        });
+            format!("delete rule {handle} of {table} {chain}"),
+        );
     }
 
     pub fn commit(self, sock: &mut NfSocket) -> Result<()> {

@@ -572,3 +572,34 @@ pub fn stable_read(path: &std::path::Path) -> String {
     }
     last
 }
+
+/// Runs a plugin binary of another implementation (the reference's, in
+/// /usr/lib/cni) as a runtime would: a clean environment, the config on stdin.
+pub fn run_other_plugin(
+    binary: &str,
+    command: &str,
+    container_id: &str,
+    netns: &str,
+    conf: &str,
+) -> std::process::Output {
+    std::process::Command::new(binary)
+        .env_clear()
+        .env("CNI_COMMAND", command)
+        .env("CNI_CONTAINERID", container_id)
+        .env("CNI_NETNS", netns)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", "/usr/lib/cni")
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(conf.as_bytes())?;
+            }
+            child.wait_with_output()
+        })
+        .unwrap_or_else(|e| panic!("run {binary}: {e}"))
+}

@@ -47,7 +47,7 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # run in the VM too.
 DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
- portmap:hundred_add_del_cycles_and_gc_leave_the_table_as_it_was
+ portmap:hundred_add_del_cycles_and_gc_leave_only_the_shared_chains
  portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing
  dhcp:the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
