@@ -668,14 +668,6 @@ fn every_vlan_the_kernel_gives_a_new_port_is_removed() {
     call("DEL", &ns_keep, "ctr-k", &keep, &bin).run().ok();
 }
 
-/// The host link with this ifindex.
-fn link_by_index(index: &Value) -> Value {
-    json_of(&host(&["ip", "-j", "-d", "link", "show"]))
-        .as_array()
-        .and_then(|links| links.iter().find(|l| l["ifindex"] == *index).cloned())
-        .unwrap_or_else(|| panic!("no link {index}"))
-}
-
 #[test]
 fn vlan_gateway_is_a_veth_port_of_that_vlan() {
     enter_test_host();
@@ -724,7 +716,8 @@ fn vlan_gateway_is_a_veth_port_of_that_vlan() {
     );
     assert!(addrs(&link_json(None, "cni-vgw")).is_empty());
     // Its peer is a port of the bridge in VLAN 100 only, untagged.
-    let peer = link_by_index(&gw["link_index"]);
+    // `ip -j` names a peer in the same namespace ("link"), not its index.
+    let peer = link_json(None, gw["link"].as_str().expect("peer in the host"));
     assert_eq!(peer["master"], "cni-vgw", "{peer}");
     let peer_name = peer["ifname"].as_str().expect("peer name").to_string();
     assert_eq!(port_vlans(&peer_name), [(100, true, true)]);
@@ -744,10 +737,7 @@ fn vlan_gateway_is_a_veth_port_of_that_vlan() {
     let ns2 = Netns::new();
     let out2 = call("ADD", &ns2, "ctr-g2", &c, &bin).run().ok();
     assert_eq!(out2["interfaces"][3], ifs[3], "{out2}");
-    assert_eq!(
-        link_json(None, "cni-vgw.100")["link_index"],
-        gw["link_index"]
-    );
+    assert_eq!(link_json(None, "cni-vgw.100")["link"], gw["link"]);
     assert!(pings(&ns2, "10.88.0.2"), "containers share VLAN 100");
 
     // DEL leaves the gateway, as it leaves the bridge.

@@ -5,7 +5,8 @@
 # own userland (virtme-ng shares / read-only over 9p), so the test binaries are
 # built here and run there unchanged: every test binary of `cargo test` (all
 # tests/*.rs and the crate's unit tests), two at a time; under TCG less the
-# few host-only stress loops named below. CNI_MULTI_REQUIRE_KERNEL=1 turns
+# few host-only stress loops named below, and tests that need nothing of the
+# stock kernel but crawl under emulation (the reference's Go plugins, firewalld). CNI_MULTI_REQUIRE_KERNEL=1 turns
 # every "kernel lacks X" skip into a failure.
 #
 # As root. Installs what is missing (apt: linux-image-amd64, qemu-system-x86,
@@ -49,7 +50,13 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
  portmap:hundred_add_del_cycles_and_gc_leave_only_the_shared_chains
  portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing
- dhcp:the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast"
+ dhcp:the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast
+ portmap:reference_portmap_adds_all_succeed_while_our_dels_loop
+ firewall:reference_firewall_adds_all_succeed_while_our_dels_loop
+ firewalld:firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it
+ firewalld:firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates
+ firewalld:unset_backend_is_firewalld_when_it_owns_its_name_else_iptables
+ firewalld:del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
