@@ -881,6 +881,11 @@ fn flags_pidfile_one_daemon_per_socket_and_state_and_sigterm_cleans_up() {
     };
     assert_eq!(mode(&dir.0.join("run")), 0o700, "socket dir 0700");
     assert_eq!(mode(&state), 0o700, "state dir 0700");
+    // The pidfile is written once the socket is ours (so a daemon refused for
+    // a live socket never overwrites it): just after it starts answering.
+    wait_for("the pidfile", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| !p.trim().is_empty())
+    });
     assert_eq!(
         std::fs::read_to_string(&pidfile).expect("pidfile").trim(),
         first.id().to_string()
