@@ -514,6 +514,141 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default(), "");
 }
 
+/// bridge (isGateway, ipMasq, dual stack) + portmap (snat), as `pmq-net`,
+/// both on the backend `backend` names.
+fn masq_network(backend: &str) -> Runtime {
+    let rt = Runtime::new("pmq");
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": "pmq-net",
+        "plugins": [
+            {"type": "bridge", "bridge": "cni-pmq0", "isGateway": true, "ipMasq": true,
+             "ipMasqBackend": backend,
+             "ipam": {"type": "host-local", "dataDir": "@STORE@", "ranges": [
+                 [{"subnet": "10.46.0.0/24"}], [{"subnet": "fd46::/64"}]]}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true,
+             "backend": backend}
+        ]
+    });
+    rt.write_list("pmq.conflist", &list);
+    rt
+}
+
+/// The nat tables of both families, without portmap's shared chains.
+fn nat_tables_but_shared() -> String {
+    let v6 = run_in(None, "ip6tables-save", &["-t", "nat"]);
+    format!("{}\n{v6}", nat_but_shared())
+        .lines()
+        .filter(|l| !l.starts_with('#') && !is_shared(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save() {
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip_not_kernel(
+            "bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let net = masq_network("iptables");
+    let (_wrappers, log, path) = logging_wrappers("pmq-wrap-nft", true);
+    let before = nat_tables_but_shared();
+    let caps = maps(&[(8080, 80, "tcp", ""), (5353, 53, "udp", "")]);
+    let (a, b) = (Netns::new(), Netns::new());
+    // The first ADD finds empty nat tables, the second portmap's shared chains.
+    for ns in [&a, &b] {
+        let _ = std::fs::remove_file(&log);
+        let child = net
+            .command(&["add", "pmq-net", ns.path()], &caps, Some(&path))
+            .spawn()
+            .expect("cnitool");
+        let out = Outcome::of(child).ok();
+        let execs = std::fs::read_to_string(&log).unwrap_or_default();
+        let count = |t: &str| execs.lines().filter(|l| *l == t).count();
+        // Each plugin's rules below are there, so each ran at least one
+        // restore per family: two in all is one per plugin and family.
+        assert_eq!(count("iptables-restore"), 2, "{execs}");
+        assert_eq!(count("ip6tables-restore"), 2, "{execs}");
+        assert_eq!(
+            execs.lines().count(),
+            4,
+            "no save, nor any other tool: {execs}"
+        );
+        let ips: Vec<String> = out["ips"]
+            .as_array()
+            .expect("ips")
+            .iter()
+            .map(|ip| {
+                let a = ip["address"].as_str().expect("address");
+                a.split('/').next().unwrap_or(a).to_string()
+            })
+            .collect();
+        let tables = format!(
+            "{}\n{}",
+            nat(),
+            run_in(None, "ip6tables-save", &["-t", "nat"])
+        );
+        for ip in &ips {
+            let jump = format!("-A POSTROUTING -s {ip}/");
+            assert_eq!(tables.matches(&jump).count(), 1, "{jump}\n{tables}");
+            let dnat = format!(
+                "--to-destination {}:80",
+                if ip.contains(':') {
+                    format!("[{ip}]")
+                } else {
+                    ip.clone()
+                }
+            );
+            assert_eq!(tables.matches(&dnat).count(), 1, "{dnat}\n{tables}");
+        }
+    }
+    for ns in [&a, &b] {
+        net.run(&["check", "pmq-net", ns.path()], &caps).ok();
+        net.run(&["del", "pmq-net", ns.path()], &caps).ok();
+    }
+    assert_eq!(nat_tables_but_shared(), before);
+}
+
+#[test]
+fn bridge_ipmasq_and_portmap_with_nftables_run_no_iptables_tool() {
+    enter_test_host();
+    let net = masq_network("nftables");
+    let (wrappers, log, _) = logging_wrappers("pmq-nft-wrap", false);
+    // Only the wrappers on PATH: any netfilter tool run would be logged.
+    let path = wrappers.0.to_string_lossy().into_owned();
+    let before = ruleset();
+    let caps = maps(&[(8080, 80, "tcp", ""), (5353, 53, "udp", "")]);
+    let ns = Netns::new();
+    let add = net
+        .command(&["add", "pmq-net", ns.path()], &caps, Some(&path))
+        .spawn()
+        .expect("cnitool");
+    let ip = first_ip(&Outcome::of(add).ok());
+    let rules = ruleset();
+    for expected in [
+        format!("ip saddr {ip} ip daddr != 10.46.0.0/24 masquerade"),
+        format!("tcp dport 8080 dnat to {ip}:80"),
+        format!("udp dport 5353 dnat to {ip}:53"),
+    ] {
+        assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    }
+    let del = net
+        .command(&["del", "pmq-net", ns.path()], &caps, Some(&path))
+        .spawn()
+        .expect("cnitool");
+    Outcome::of(del).ok();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default(),
+        "",
+        "no netfilter process"
+    );
+    assert_eq!(ruleset(), before);
+}
+
 #[test]
 fn thirty_two_concurrent_adds_all_work() {
     enter_test_host();

@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
         if let Some(attrs) = msg.payload.get(4..) {
             let _ = cni_multi::netfilter::nft::verdict_chains(attrs);
             let _ = cni_multi::netfilter::nft::iifname_match(attrs);
+            let _ = cni_multi::netfilter::nft::saddr_match(attrs);
             let _ = cni_multi::netlink::conntrack::matches(attrs, 17, 53);
         }
     }

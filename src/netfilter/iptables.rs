@@ -125,6 +125,17 @@ impl Batch {
             .push(format!("-I {chain} {position} {}", join(args)));
     }
 
+    /// Deletes the rule `args` describe (restore fails when none matches).
+    pub fn delete(&mut self, chain: &str, args: &[String]) {
+        self.lines.push(format!("-D {chain} {}", join(args)));
+    }
+
+    /// Creates `chain`; the restore fails if it exists (a state check that
+    /// costs no `iptables-save`).
+    pub fn new_chain(&mut self, chain: &str) {
+        self.lines.push(format!("-N {chain}"));
+    }
+
     /// Deletes a rule given as iptables-save printed it.
     pub fn delete_saved(&mut self, chain: &str, spec: &str) {
         self.lines.push(format!("-D {chain} {spec}"));
@@ -366,7 +377,7 @@ mod tests {
     #[test]
     fn control_characters_never_reach_restore_input() {
         let evil = "x\nCOMMIT\n*nat\n-F\n#";
-        let calls: [&dyn Fn(&mut Batch); 6] = [
+        let calls: [&dyn Fn(&mut Batch); 8] = [
             &|b| {
                 b.append(
                     "FORWARD",
@@ -389,6 +400,8 @@ mod tests {
             &|b| b.delete_chain(evil),
             &|b| b.reset_chain(evil),
             &|b| b.append("FORWARD", &["--comment".into(), "a\u{7f}b".into()]),
+            &|b| b.delete("FORWARD", &["-s".into(), evil.into()]),
+            &|b| b.new_chain(evil),
         ];
         for call in calls {
             let mut b = Batch::new(Family::V4, "filter");

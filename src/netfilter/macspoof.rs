@@ -333,6 +333,7 @@ mod tests {
             comment: comment.into(),
             jumps: vec![jump.into()],
             iifname: Some(iifname.into()),
+            saddr: None,
         }
     }
 

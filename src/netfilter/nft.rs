@@ -831,6 +831,8 @@ pub struct DumpedRule {
     pub jumps: Vec<String>,
     /// The interface an `iifname "<name>"` match of the rule names.
     pub iifname: Option<String>,
+    /// The host address an `ip[6] saddr == <ip>` match of the rule names.
+    pub saddr: Option<IpAddr>,
 }
 
 fn expressions(attrs: &[u8]) -> impl Iterator<Item = (String, &[u8])> {
@@ -860,6 +862,33 @@ pub fn iifname_match(attrs: &[u8]) -> Option<String> {
         }
         let value = wire::find(cmp, NFTA_CMP_DATA).and_then(|d| wire::find(d, NFTA_DATA_VALUE))?;
         Some(wire::as_str(value))
+    })
+}
+
+/// The address a rule's whole-address `saddr ==` match compares with (as
+/// iptables-nft writes `-s <host>`): a network-header `payload` load of the
+/// IPv4 or IPv6 source, then an equality `cmp` (public for the fuzz targets).
+pub fn saddr_match(attrs: &[u8]) -> Option<IpAddr> {
+    let exprs: Vec<(String, &[u8])> = expressions(attrs).collect();
+    exprs.windows(2).find_map(|pair| {
+        let [(load, payload), (compare, cmp)] = pair else {
+            return None;
+        };
+        fn u(attrs: &[u8], ty: u16) -> Option<u32> {
+            wire::find(attrs, ty)
+                .and_then(wire::as_u32)
+                .map(u32::from_be)
+        }
+        if load != "payload" || compare != "cmp" || u(payload, 2) != Some(1) || u(cmp, 2) != Some(0)
+        {
+            return None;
+        }
+        let value = wire::find(cmp, NFTA_CMP_DATA).and_then(|d| wire::find(d, NFTA_DATA_VALUE))?;
+        match (u(payload, 3), u(payload, 4)) {
+            (Some(12), Some(4)) => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
+            (Some(8), Some(16)) => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
+            _ => None,
+        }
     })
 }
 
@@ -919,6 +948,7 @@ pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Resul
                 comment,
                 jumps: verdict_chains(attrs),
                 iifname: iifname_match(attrs),
+                saddr: saddr_match(attrs),
             })
         })
         .collect())
@@ -1174,6 +1204,42 @@ mod tests {
         assert_eq!(verdict_chains(attrs), ["somewhere"]);
         tx.rule(NFPROTO_BRIDGE, "nat", "x", &[drop()], None);
         assert_eq!(iifname_match(&tx.messages()[1].attrs), None);
+    }
+
+    #[test]
+    fn a_rules_host_source_reads_back() {
+        let mut tx = Tx::new();
+        for (net, v6) in [("10.22.0.5/32", false), ("fd00::5/128", true)] {
+            let net: IpNet = net.parse().expect("net");
+            let mut exprs = match_addr(Field::Saddr, net, true);
+            exprs.push(jump("CNI-x"));
+            let family = if v6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 };
+            tx.rule(family, "nat", "POSTROUTING", &exprs, Some("c"));
+        }
+        // Not a host source: a destination, a network, an inequality.
+        for (field, net, equal) in [
+            (Field::Daddr, "10.22.0.5/32", true),
+            (Field::Saddr, "10.22.0.0/16", true),
+            (Field::Saddr, "10.22.0.5/32", false),
+        ] {
+            let exprs = match_addr(field, net.parse().expect("net"), equal);
+            tx.rule(NFPROTO_IPV4, "nat", "POSTROUTING", &exprs, None);
+        }
+        let got: Vec<Option<IpAddr>> = tx
+            .messages()
+            .iter()
+            .map(|m| saddr_match(&m.attrs))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Some("10.22.0.5".parse().expect("ip")),
+                Some("fd00::5".parse().expect("ip")),
+                None,
+                None,
+                None,
+            ]
+        );
     }
 
     #[test]

@@ -1,10 +1,16 @@
 //! ipMasq's iptables form: per container, a `CNI-<hash>` chain in `nat` that
 //! accepts traffic to its own network and masquerades the rest (not multicast),
 //! entered from POSTROUTING by source address; the reference's names and comments.
+//!
+//! One `iptables-restore` per family, and no `iptables-save` in the common
+//! cases: an ADD creates the chain with `-N`, which fails (and falls back to
+//! reading the table) if it exists; with iptables-nft, the chain and its jumps
+//! are read over nf_tables netlink, so a repeated ADD and a DEL need no save either.
 
 use crate::netfilter::iptables::{self, Batch, jumps};
-use crate::netfilter::{Family, Result, attachment_comment, by_family, chain_name, lock};
+use crate::netfilter::{Family, Result, attachment_comment, by_family, chain_name, lock, nft};
 use ipnet::IpNet;
+use std::net::IpAddr;
 
 fn multicast(family: Family) -> &'static str {
     match family {
@@ -17,48 +23,146 @@ fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_string()).collect()
 }
 
+/// What is known of the container's chain without `iptables-save`.
+enum State {
+    /// iptables-legacy, or netlink did not answer: nothing.
+    Unread,
+    /// nf_tables netlink says the chain does not exist (so no jump to it does).
+    Absent,
+    /// The chain exists; these are the `-s <host>` (and comment) of the
+    /// POSTROUTING rules jumping to it.
+    Present(Vec<(IpAddr, String)>),
+    /// The chain exists and a jump to it is not of our form: read the table.
+    Unclear,
+}
+
+fn state(family: Family, chain: &str) -> State {
+    if !iptables::is_nft_based(family) {
+        return State::Unread;
+    }
+    let f = match family {
+        Family::V4 => nft::NFPROTO_IPV4,
+        Family::V6 => nft::NFPROTO_IPV6,
+    };
+    let Ok(mut sock) = nft::open() else {
+        return State::Unread;
+    };
+    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
+        return State::Unread;
+    };
+    if !chains.iter().any(|c| c == chain) {
+        return State::Absent;
+    }
+    let Ok(rules) = nft::rules(&mut sock, f, "nat", "POSTROUTING") else {
+        return State::Unclear;
+    };
+    let mut jumping = Vec::new();
+    for rule in rules
+        .into_iter()
+        .filter(|r| r.jumps.iter().any(|j| j == chain))
+    {
+        match rule.saddr {
+            Some(host) if rule.jumps.len() == 1 => jumping.push((host, rule.comment)),
+            _ => return State::Unclear,
+        }
+    }
+    State::Present(jumping)
+}
+
+/// The chain's rules: ACCEPT to each own network, MASQUERADE the rest.
+fn chain_rules(batch: &mut Batch, family: Family, chain: &str, mine: &[&IpNet], comment: &str) {
+    for ip in mine {
+        batch.append(
+            chain,
+            &strings(&[
+                "-d",
+                &ip.to_string(),
+                "-j",
+                "ACCEPT",
+                "-m",
+                "comment",
+                "--comment",
+                comment,
+            ]),
+        );
+    }
+    batch.append(
+        chain,
+        &strings(&[
+            "!",
+            "-d",
+            multicast(family),
+            "-j",
+            "MASQUERADE",
+            "-m",
+            "comment",
+            "--comment",
+            comment,
+        ]),
+    );
+}
+
+/// POSTROUTING's entry into the chain for one of the container's addresses.
+fn jump_rule(host: IpAddr, chain: &str, comment: &str) -> Vec<String> {
+    let mut rule = strings(&["-s", &host.to_string(), "-j", chain]);
+    if !comment.is_empty() {
+        rule.extend(strings(&["-m", "comment", "--comment", comment]));
+    }
+    rule
+}
+
+/// The batch of an ADD whose state is known without a save, if it is.
+fn quick_add(
+    family: Family,
+    chain: &str,
+    mine: &[&IpNet],
+    comment: &str,
+    state: &State,
+) -> Option<Batch> {
+    let mut batch = Batch::new(family, "nat");
+    let jumping: Vec<IpAddr> = match state {
+        // `-N` fails if the chain exists after all (legacy, or made meanwhile).
+        State::Unread | State::Absent => {
+            batch.new_chain(chain);
+            Vec::new()
+        }
+        // The chain is ours alone: declaring it rewrites it whole.
+        State::Present(known) => {
+            batch.reset_chain(chain);
+            known.iter().map(|(host, _)| *host).collect()
+        }
+        State::Unclear => return None,
+    };
+    chain_rules(&mut batch, family, chain, mine, comment);
+    for ip in mine {
+        if !jumping.contains(&ip.addr()) {
+            batch.append("POSTROUTING", &jump_rule(ip.addr(), chain, comment));
+        }
+    }
+    Some(batch)
+}
+
 /// Masquerades traffic of `ips` (the container's addresses as allocated).
 pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
     let chain = chain_name("", network, container_id);
     let comment = attachment_comment(network, container_id);
     let _lock = lock()?;
     for (family, mine) in by_family(ips) {
+        let state = state(family, &chain);
+        // The restore is atomic: if the state was not as read, fall back.
+        if let Some(batch) = quick_add(family, &chain, &mine, &comment, &state)
+            && iptables::apply(&batch).is_ok()
+        {
+            continue;
+        }
         let saved = iptables::save(family, "nat")?;
         let mut batch = Batch::new(family, "nat");
-        // The chain is ours alone: declaring it rewrites it whole.
         batch.reset_chain(&chain);
+        chain_rules(&mut batch, family, &chain, &mine, &comment);
         for ip in &mine {
-            batch.append(
-                &chain,
-                &strings(&[
-                    "-d",
-                    &ip.to_string(),
-                    "-j",
-                    "ACCEPT",
-                    "-m",
-                    "comment",
-                    "--comment",
-                    &comment,
-                ]),
-            );
-        }
-        batch.append(
-            &chain,
-            &strings(&[
-                "!",
-                "-d",
-                multicast(family),
-                "-j",
-                "MASQUERADE",
-                "-m",
-                "comment",
-                "--comment",
-                &comment,
-            ]),
-        );
-        for ip in &mine {
-            let host = ip.addr().to_string();
+            let host = ip.addr();
             let bits = if family == Family::V4 { 32 } else { 128 };
+            // Append-unique: a repeated ADD adds no second jump.
             let exists = saved
                 .rules_in("POSTROUTING", |s| {
                     jumps(s, &chain) && s.contains(&format!("-s {host}/{bits} "))
@@ -66,19 +170,7 @@ pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
                 .next()
                 .is_some();
             if !exists {
-                batch.append(
-                    "POSTROUTING",
-                    &strings(&[
-                        "-s",
-                        &host,
-                        "-j",
-                        &chain,
-                        "-m",
-                        "comment",
-                        "--comment",
-                        &comment,
-                    ]),
-                );
+                batch.append("POSTROUTING", &jump_rule(host, &chain, &comment));
             }
         }
         iptables::apply(&batch)?;
@@ -92,8 +184,21 @@ pub fn teardown(network: &str, container_id: &str) -> Result<()> {
     let chain = chain_name("", network, container_id);
     let _lock = lock()?;
     for family in [Family::V4, Family::V6] {
-        if iptables::surely_absent(family, "nat", std::slice::from_ref(&chain)) {
-            continue;
+        match state(family, &chain) {
+            State::Absent => continue,
+            State::Present(jumping) => {
+                // Each jump deleted by its spec: the restore fails (and we
+                // fall back) if one changed meanwhile.
+                let mut batch = Batch::new(family, "nat");
+                for (host, comment) in &jumping {
+                    batch.delete("POSTROUTING", &jump_rule(*host, &chain, comment));
+                }
+                batch.flush_and_delete_chain(&chain);
+                if iptables::apply(&batch).is_ok() {
+                    continue;
+                }
+            }
+            State::Unread | State::Unclear => {}
         }
         let Some(saved) = iptables::save_existing(family, "nat")? else {
             // No ip6tables here: nothing of that family can exist.
@@ -109,4 +214,42 @@ pub fn teardown(network: &str, container_id: &str) -> Result<()> {
         iptables::apply(&batch)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(state: &State) -> Option<String> {
+        let ips: Vec<IpNet> = vec!["10.22.0.5/16".parse().expect("net")];
+        let mine: Vec<&IpNet> = ips.iter().collect();
+        quick_add(Family::V4, "CNI-abc", &mine, "name: \"n\" id: \"c\"", state)
+            .map(|b| b.render().expect("render"))
+    }
+
+    /// The reference's rules, whichever way the state was learnt; a jump
+    /// already there is not added again.
+    #[test]
+    fn quick_adds_write_the_reference_rules_once() {
+        let rules = "-A CNI-abc -d 10.22.0.5/16 -j ACCEPT -m comment --comment \"name: \\\"n\\\" id: \\\"c\\\"\"\n\
+                     -A CNI-abc ! -d 224.0.0.0/4 -j MASQUERADE -m comment --comment \"name: \\\"n\\\" id: \\\"c\\\"\"\n";
+        let jump = "-A POSTROUTING -s 10.22.0.5 -j CNI-abc -m comment --comment \"name: \\\"n\\\" id: \\\"c\\\"\"\n";
+        for state in [State::Unread, State::Absent] {
+            assert_eq!(
+                render(&state).as_deref(),
+                Some(format!("*nat\n-N CNI-abc\n{rules}{jump}COMMIT\n").as_str())
+            );
+        }
+        let there = State::Present(vec![("10.22.0.5".parse().expect("ip"), "x".into())]);
+        assert_eq!(
+            render(&there).as_deref(),
+            Some(format!("*nat\n:CNI-abc - [0:0]\n{rules}COMMIT\n").as_str())
+        );
+        let other = State::Present(vec![("10.22.0.9".parse().expect("ip"), "x".into())]);
+        assert_eq!(
+            render(&other).as_deref(),
+            Some(format!("*nat\n:CNI-abc - [0:0]\n{rules}{jump}COMMIT\n").as_str())
+        );
+        assert_eq!(render(&State::Unclear), None);
+    }
 }
