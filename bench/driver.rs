@@ -2,8 +2,11 @@
 //! given REF_DIR, for another plugin directory (e.g. Debian's /usr/lib/cni).
 //! Runs inside the private mount + network namespace `bench/run.sh` makes.
 //!
-//! Every ADD/CHECK/DEL goes through `cni-multi cnitool` (the same runtime for
-//! both), so the differences are the plugins'. Peak RSS and process counts come
+//! Every ADD/CHECK/DEL goes through one client, the same for both plugin sets,
+//! so the differences are the plugins': `cni-multi cnitool`, and (when Go is
+//! there, `--libcni`) bench/libcni, cnitool's command line on Go's libcni, the
+//! library containerd, CRI-O and Podman run plugins through. Every measure is
+//! taken with each client. Peak RSS and process counts come
 //! from ptrace: fork/vfork events are counted, and VmHWM is read at the traced
 //! process's exit, so the tracer's own memory never counts.
 
@@ -20,7 +23,24 @@ struct Impl {
     plugin_dir: PathBuf,
 }
 
+/// The client that runs the plugins.
+#[derive(Clone)]
+enum Driver {
+    Cnitool,
+    Libcni(PathBuf),
+}
+
+impl Driver {
+    fn label(&self) -> &'static str {
+        match self {
+            Driver::Cnitool => "cnitool",
+            Driver::Libcni(_) => "libcni",
+        }
+    }
+}
+
 struct Bench {
+    driver: Driver,
     bin: PathBuf,
     work: PathBuf,
     iterations: usize,
@@ -67,7 +87,68 @@ fn scenarios() -> Vec<(&'static str, Value, Value)> {
             json!({"portMappings": [{"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}],
                    "bandwidth": {"ingressRate": 100000000, "ingressBurst": 1000000, "egressRate": 100000000, "egressBurst": 1000000}}),
         ),
+        // What runtimes write: the bridge masquerades, ports are TCP and UDP.
+        (
+            "bridge-ipmasq+host-local",
+            json!([{"type": "bridge", "bridge": "bench-br6", "isGateway": true, "ipMasq": true,
+                    "ipam": ipam("10.107.0.0/16")}]),
+            json!({}),
+        ),
+        (
+            "bridge-ipmasq+portmap+bandwidth+tuning",
+            json!([
+                {"type": "bridge", "bridge": "bench-br7", "isGateway": true, "ipMasq": true, "ipam": ipam("10.108.0.0/16")},
+                {"type": "portmap", "capabilities": {"portMappings": true}},
+                {"type": "bandwidth", "capabilities": {"bandwidth": true}},
+                {"type": "tuning"}
+            ]),
+            json!({"portMappings": [{"hostPort": 18081, "containerPort": 80, "protocol": "tcp"},
+                                    {"hostPort": 18081, "containerPort": 80, "protocol": "udp"}],
+                   "bandwidth": {"ingressRate": 100000000, "ingressBurst": 1000000, "egressRate": 100000000, "egressBurst": 1000000}}),
+        ),
+        // Podman's default network (testdata/podman-default.conflist), as
+        // Podman sends its capabilities.
+        (
+            "podman-default",
+            fixture(include_str!("../testdata/podman-default.conflist")),
+            json!({"portMappings": [{"hostPort": 18082, "containerPort": 80, "protocol": "tcp"},
+                                    {"hostPort": 18082, "containerPort": 80, "protocol": "udp"}]}),
+        ),
+        // containerd's (testdata/containerd-default.conflist), with the
+        // Go-cased capability keys its CRI plugin sends (reference §10.1).
+        (
+            "containerd-default",
+            fixture(include_str!("../testdata/containerd-default.conflist")),
+            json!({"portMappings": [{"HostPort": 18083, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""},
+                                    {"HostPort": 18083, "ContainerPort": 80, "Protocol": "udp", "HostIP": ""}],
+                   "bandwidth": {"IngressRate": 100000000, "IngressBurst": 4294967295u64,
+                                 "EgressRate": 100000000, "EgressBurst": 4294967295u64}}),
+        ),
     ]
+}
+
+/// Port mappings of one container: TCP, and UDP too as runtimes publish them.
+fn mappings(port: usize, udp: bool) -> Value {
+    let mut list = vec![json!({"hostPort": port, "containerPort": 80, "protocol": "tcp"})];
+    if udp {
+        list.push(json!({"hostPort": port, "containerPort": 80, "protocol": "udp"}));
+    }
+    json!({ "portMappings": list })
+}
+
+/// A runtime's default conflist as its plugin list, with host-local's store
+/// moved into the benchmark's own directory.
+fn fixture(text: &str) -> Value {
+    let mut list: Value = serde_json::from_str(text).unwrap_or_default();
+    let mut plugins = list["plugins"].take();
+    if let Some(items) = plugins.as_array_mut() {
+        for p in items {
+            if p["ipam"]["type"] == "host-local" {
+                p["ipam"]["dataDir"] = json!("@STORE@");
+            }
+        }
+    }
+    plugins
 }
 
 impl Bench {
@@ -106,12 +187,25 @@ impl Bench {
             .output();
     }
 
+    /// The client running `args` (add|check|del <net> <netns>), as cnitool's
+    /// command line: `cni-multi cnitool` or the libcni driver.
     fn cnitool(&self, im: &Impl, conf: &Path, caps: &Value, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.bin);
-        cmd.arg("cnitool")
-            .arg("--cache-dir")
-            .arg(self.work.join(format!("cache-{}", im.label)))
-            .args(args)
+        let cache = self
+            .work
+            .join(format!("cache-{}-{}", im.label, self.driver.label()));
+        let mut cmd = match &self.driver {
+            Driver::Cnitool => {
+                let mut cmd = Command::new(&self.bin);
+                cmd.arg("cnitool").arg("--cache-dir").arg(&cache);
+                cmd
+            }
+            Driver::Libcni(path) => {
+                let mut cmd = Command::new(path);
+                cmd.env("CNI_CACHE_DIR", &cache);
+                cmd
+            }
+        };
+        cmd.args(args)
             .env("NETCONFPATH", conf)
             .env("CNI_PATH", &im.plugin_dir)
             .env("CAP_ARGS", caps.to_string())
@@ -158,10 +252,12 @@ impl Bench {
         Ok(json!({"add": stat(&add), "check": check, "del": stat(&del)}))
     }
 
-    /// ADD latency of the first and last 20 of `count` containers on one bridge with port mappings.
-    fn scale(&self, im: &Impl, count: usize, backend: Option<&str>) -> Res<Value> {
+    /// ADD latency of the first and last 20 of `count` containers on one bridge
+    /// with port mappings (with `ipmasq`: a masquerading bridge and TCP+UDP
+    /// mappings, as runtimes configure them).
+    fn scale(&self, im: &Impl, count: usize, backend: Option<&str>, ipmasq: bool) -> Res<Value> {
         let mut plugins = json!([
-            {"type": "bridge", "bridge": "bench-br2", "isGateway": true,
+            {"type": "bridge", "bridge": "bench-br2", "isGateway": true, "ipMasq": ipmasq,
              "ipam": {"type": "host-local", "subnet": "10.103.0.0/16", "dataDir": "@STORE@"}},
             {"type": "portmap", "capabilities": {"portMappings": true}}
         ]);
@@ -173,7 +269,7 @@ impl Bench {
         let mut spaces = Vec::new();
         for i in 0..count {
             let ns = self.netns()?;
-            let caps = json!({"portMappings": [{"hostPort": 20000 + i, "containerPort": 80, "protocol": "tcp"}]});
+            let caps = mappings(20000 + i, ipmasq);
             times.push(self.timed(self.cnitool(im, &conf, &caps, &["add", "scale", &ns]))?);
             spaces.push((ns, caps));
         }
@@ -189,8 +285,8 @@ impl Bench {
     }
 
     /// 30 ADDs at once, then 30 DELs at once: all succeed, distinct IPs, nothing left.
-    fn parallel(&self, im: &Impl, n: usize) -> Res<Value> {
-        let plugins = json!([{"type": "bridge", "bridge": "bench-br3", "isGateway": true,
+    fn parallel(&self, im: &Impl, n: usize, ipmasq: bool) -> Res<Value> {
+        let plugins = json!([{"type": "bridge", "bridge": "bench-br3", "isGateway": true, "ipMasq": ipmasq,
                                "ipam": {"type": "host-local", "subnet": "10.104.0.0/16", "dataDir": "@STORE@"}}]);
         let conf = self.conf_dir(im, "parallel", &plugins)?;
         let spaces: Vec<String> = (0..n).map(|_| self.netns()).collect::<Res<_>>()?;
@@ -300,17 +396,21 @@ impl Bench {
         Ok(peak)
     }
 
-    /// Processes that exist for one bridge+portmap ADD (cnitool included).
-    fn processes(&self, im: &Impl, backend: &str) -> Res<usize> {
-        let plugins = json!([
+    /// Processes that exist for one bridge+portmap ADD, the client included
+    /// (with `ipmasq`: a masquerading bridge on `backend` too, TCP+UDP mappings).
+    fn processes(&self, im: &Impl, backend: &str, ipmasq: bool) -> Res<usize> {
+        let mut plugins = json!([
             {"type": "bridge", "bridge": "bench-br5", "isGateway": true,
              "ipam": {"type": "host-local", "subnet": "10.106.0.0/16", "dataDir": "@STORE@"}},
             {"type": "portmap", "backend": backend, "capabilities": {"portMappings": true}}
         ]);
-        let name = format!("procs-{backend}");
+        if ipmasq {
+            plugins[0]["ipMasq"] = json!(true);
+            plugins[0]["ipMasqBackend"] = json!(backend);
+        }
+        let name = format!("procs-{backend}-{ipmasq}");
         let conf = self.conf_dir(im, &name, &plugins)?;
-        let caps =
-            json!({"portMappings": [{"hostPort": 19090, "containerPort": 80, "protocol": "tcp"}]});
+        let caps = mappings(19090, ipmasq);
         let ns = self.netns()?;
         let cmd = self.cnitool(im, &conf, &caps, &["add", &name, &ns]);
         let traced = trace::run(cmd, b"")?;
@@ -345,6 +445,7 @@ fn run() -> Res<()> {
     let mut out = PathBuf::from("bench/results");
     let mut iterations = 30;
     let mut scale = 300;
+    let mut libcni: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -353,6 +454,9 @@ fn run() -> Res<()> {
             "--out" => out = PathBuf::from(val()?),
             "--iterations" => iterations = val()?.parse().map_err(|e| format!("{e}"))?,
             "--scale" => scale = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--libcni" => {
+                libcni = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -368,12 +472,6 @@ fn run() -> Res<()> {
     for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
         std::os::unix::fs::symlink(&bin, ours_dir.join(name)).map_err(|e| e.to_string())?;
     }
-    let b = Bench {
-        bin: bin.clone(),
-        work: work.clone(),
-        iterations,
-        seq: std::cell::Cell::new(0),
-    };
     let _ = Command::new("ip")
         .args(["link", "set", "lo", "up"])
         .status();
@@ -387,8 +485,52 @@ fn run() -> Res<()> {
             plugin_dir: dir.clone(),
         });
     }
+    // libcni first: its table is the headline (what runtimes see).
+    let mut drivers = Vec::new();
+    if let Some(path) = &libcni {
+        let path = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        drivers.push(Driver::Libcni(path));
+    }
+    drivers.push(Driver::Cnitool);
+    let mut seq = 0;
+    let mut by_driver = serde_json::Map::new();
+    for driver in drivers {
+        eprintln!("bench: client {}", driver.label());
+        let b = Bench {
+            driver: driver.clone(),
+            bin: bin.clone(),
+            work: work.clone(),
+            iterations,
+            seq: std::cell::Cell::new(seq),
+        };
+        let results = measure(&b, &impls, &bin, scale)?;
+        seq = b.seq.get();
+        by_driver.insert(driver.label().into(), json!(results));
+    }
+    let machine = machine();
+    let report =
+        json!({"date": date(), "machine": machine, "iterations": iterations, "drivers": by_driver});
+    let table = markdown(&report);
+    println!("{table}");
+    std::fs::write(
+        out.with_extension("json"),
+        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::write(out.with_extension("md"), &table).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(())
+}
+
+/// Every measure of one client, for each plugin set.
+fn measure<'a>(
+    b: &Bench,
+    impls: &'a [Impl],
+    bin: &Path,
+    scale: usize,
+) -> Res<BTreeMap<&'a str, Value>> {
     let mut results: BTreeMap<&str, Value> = BTreeMap::new();
-    for im in &impls {
+    for im in impls {
         eprintln!("bench: {} ({})", im.label, im.plugin_dir.display());
         let mut r = serde_json::Map::new();
         let mut lat = serde_json::Map::new();
@@ -402,12 +544,20 @@ fn run() -> Res<()> {
         eprintln!("bench:   processes");
         r.insert(
             "processes_bridge_portmap_iptables".into(),
-            json!(b.processes(im, "iptables")?),
+            json!(b.processes(im, "iptables", false)?),
+        );
+        r.insert(
+            "processes_ipmasq_portmap_iptables".into(),
+            json!(b.processes(im, "iptables", true)?),
         );
         if im.label == "cni-multi" {
             r.insert(
                 "processes_bridge_portmap_nftables".into(),
-                json!(b.processes(im, "nftables")?),
+                json!(b.processes(im, "nftables", false)?),
+            );
+            r.insert(
+                "processes_ipmasq_portmap_nftables".into(),
+                json!(b.processes(im, "nftables", true)?),
             );
         }
         let ours_bin = (im.label == "cni-multi").then_some(bin.as_path());
@@ -416,31 +566,23 @@ fn run() -> Res<()> {
             json!(installed_size(&im.plugin_dir, ours_bin)),
         );
         eprintln!("bench:   scale ({scale} containers)");
-        r.insert("scale".into(), b.scale(im, scale, None)?);
+        r.insert("scale".into(), b.scale(im, scale, None, false)?);
+        eprintln!("bench:   scale ({scale} containers, ipMasq, TCP+UDP)");
+        r.insert("scale_ipmasq".into(), b.scale(im, scale, None, true)?);
         if im.label == "cni-multi" {
             eprintln!("bench:   scale ({scale} containers, nftables backend)");
             r.insert(
                 "scale_nftables".into(),
-                b.scale(im, scale, Some("nftables"))?,
+                b.scale(im, scale, Some("nftables"), false)?,
             );
         }
         eprintln!("bench:   30 parallel");
-        r.insert("parallel".into(), b.parallel(im, 30)?);
+        r.insert("parallel".into(), b.parallel(im, 30, false)?);
+        eprintln!("bench:   30 parallel, ipMasq");
+        r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
         results.insert(im.label, Value::Object(r));
     }
-    let machine = machine();
-    let report =
-        json!({"date": date(), "machine": machine, "iterations": iterations, "results": results});
-    let table = markdown(&report);
-    println!("{table}");
-    std::fs::write(
-        out.with_extension("json"),
-        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    std::fs::write(out.with_extension("md"), &table).map_err(|e| e.to_string())?;
-    let _ = std::fs::remove_dir_all(&work);
-    Ok(())
+    Ok(results)
 }
 
 fn date() -> String {
@@ -468,16 +610,34 @@ fn machine() -> String {
 }
 
 fn markdown(report: &Value) -> String {
-    let r = &report["results"];
-    let ours = &r["cni-multi"];
-    let refr = &r["reference"];
-    let has_ref = !refr.is_null();
     let mut s = format!(
-        "Machine: {}; date: {}; {} iterations per latency.\n\n",
+        "Machine: {}; date: {}; {} iterations per latency.\n",
         report["machine"].as_str().unwrap_or(""),
         report["date"].as_str().unwrap_or(""),
         report["iterations"]
     );
+    for (driver, title) in [
+        (
+            "libcni",
+            "Driven by Go's libcni (bench/libcni), as containerd, CRI-O and Podman drive plugins",
+        ),
+        ("cnitool", "Driven by `cni-multi cnitool`"),
+    ] {
+        let r = &report["drivers"][driver];
+        if !r.is_null() {
+            s.push_str(&format!("\n### {title}\n\n"));
+            s.push_str(&table(r));
+        }
+    }
+    s
+}
+
+/// The table of one client's results.
+fn table(r: &Value) -> String {
+    let ours = &r["cni-multi"];
+    let refr = &r["reference"];
+    let has_ref = !refr.is_null();
+    let mut s = String::new();
     if has_ref {
         s.push_str("| Measure | cni-multi | reference | cni-multi / reference |\n| --- | --- | --- | --- |\n");
     } else {
@@ -539,6 +699,21 @@ fn markdown(report: &Value) -> String {
         None,
         "",
     );
+    // Client excluded: what the plugins start.
+    row(
+        &mut s,
+        "processes for one bridge(ipMasq)+portmap(TCP+UDP) ADD, client excluded (iptables)".into(),
+        num(&ours["processes_ipmasq_portmap_iptables"]) - 1.0,
+        Some(num(&refr["processes_ipmasq_portmap_iptables"]) - 1.0),
+        "",
+    );
+    row(
+        &mut s,
+        "same, client excluded (nftables)".into(),
+        num(&ours["processes_ipmasq_portmap_nftables"]) - 1.0,
+        None,
+        "",
+    );
     row(
         &mut s,
         "installed size".into(),
@@ -569,6 +744,28 @@ fn markdown(report: &Value) -> String {
         "last 20 / first 20".into(),
         sc(ours, "growth"),
         Some(sc(refr, "growth")),
+        "",
+    );
+    let scm = |v: &Value, k: &str| num(&v["scale_ipmasq"][k]);
+    row(
+        &mut s,
+        "bridge(ipMasq)+portmap(TCP+UDP): first 20, median".into(),
+        scm(ours, "first20_median_ms"),
+        Some(scm(refr, "first20_median_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "ipMasq: last 20, median".into(),
+        scm(ours, "last20_median_ms"),
+        Some(scm(refr, "last20_median_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "ipMasq: last 20 / first 20".into(),
+        scm(ours, "growth"),
+        Some(scm(refr, "growth")),
         "",
     );
     let scn = |k: &str| num(&ours["scale_nftables"][k]);
@@ -606,6 +803,21 @@ fn markdown(report: &Value) -> String {
         "30 parallel DELs, per call".into(),
         p(ours, "del_per_call_ms"),
         Some(p(refr, "del_per_call_ms")),
+        " ms",
+    );
+    let pm = |v: &Value, k: &str| num(&v["parallel_ipmasq"][k]);
+    row(
+        &mut s,
+        "30 parallel bridge(ipMasq) ADDs, per call".into(),
+        pm(ours, "add_per_call_ms"),
+        Some(pm(refr, "add_per_call_ms")),
+        " ms",
+    );
+    row(
+        &mut s,
+        "30 parallel bridge(ipMasq) DELs, per call".into(),
+        pm(ours, "del_per_call_ms"),
+        Some(pm(refr, "del_per_call_ms")),
         " ms",
     );
     row(

@@ -2,12 +2,30 @@
 # make bench: builds the static binary and the driver, then runs every
 # measurement inside a private mount + network namespace (the root namespaces
 # are never touched). REF_DIR=/usr/lib/cni adds the same runs with those plugins.
+# Every run is made with each client: Go's libcni (bench/libcni, as runtimes
+# drive plugins; built when Go is here) and `cni-multi cnitool`.
 # Writes bench/results.md and bench/results.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BENCH_BIN:-target/cni-multi}
 cargo build --release --locked --example bench >/dev/null
 driver=target/release/examples/bench
+# The libcni client (bench/libcni), when Go is here: Debian's libcni source
+# package is installed if missing; BENCH_LIBCNI=0 leaves it out.
+libcni=""
+if [ -z "${CNI_BENCH_INNER:-}" ] && [ "${BENCH_LIBCNI:-1}" != 0 ] && command -v go >/dev/null; then
+    gopath=/usr/share/gocode
+    if [ ! -d "$gopath/src/github.com/containernetworking/cni/libcni" ] && [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-github-appc-cni-dev >/dev/null
+    fi
+    if (cd bench/libcni && GO111MODULE=off GOPATH=$gopath GOCACHE="$PWD/../../target/go-cache" \
+            go build -o ../../target/libcni-driver .); then
+        libcni=target/libcni-driver
+    else
+        echo "bench: the libcni client did not build; measuring with cnitool only" >&2
+    fi
+    export BENCH_LIBCNI_PATH=$libcni
+fi
 if [ -z "${CNI_BENCH_INNER:-}" ]; then
     exec unshare --mount --net --propagation private env CNI_BENCH_INNER=1 "$0" "$@"
 fi
@@ -15,4 +33,5 @@ mkdir -p /run/netns
 mount -t tmpfs none /run/netns
 ip link set lo up
 "$driver" --bin "$bin" --ref "${REF_DIR:-}" --out bench/results \
-    --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-300}"
+    --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-300}" \
+    --libcni "${BENCH_LIBCNI_PATH:-}"
