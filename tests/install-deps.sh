@@ -11,6 +11,8 @@ need iptables-restore iptables
 need nft nftables
 need dnsmasq dnsmasq
 need ping iputils-ping
+# portmap tests load and list conntrack entries (the plugin itself uses netlink).
+need conntrack conntrack
 # firewall's firewalld backend (tests/firewalld.rs): a private bus and the real daemon.
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin

@@ -1,17 +1,30 @@
 //! Conntrack entries over nfnetlink: portmap drops stale UDP flows to a newly
 //! mapped host port, so they are not stuck with their pre-DNAT translation.
+//!
+//! The kernel filters the dump (CTA_FILTER on the original tuple's protocol and
+//! destination port, Linux >= 5.8): only the entries to drop cross the socket,
+//! whatever the node's connection count. Each is then deleted by its exact
+//! tuple, as before. A filtered flush (one DELETE carrying CTA_FILTER) would
+//! save those few deletes, but Linux 6.1 refuses it (EOPNOTSUPP), and where
+//! taken (6.18) it matches every conntrack zone, while a tuple delete looks the
+//! entry up in the default zone: not the same entries.
 
 use super::Result;
 use super::nfnl::NfSocket;
 use super::wire::{self, Body};
+use nix::libc;
 
 const NFNL_SUBSYS_CTNETLINK: u16 = 1;
 const IPCTNL_MSG_CT_GET: u16 = 1;
 const IPCTNL_MSG_CT_DELETE: u16 = 2;
 const CTA_TUPLE_ORIG: u16 = 1;
+const CTA_FILTER: u16 = 25;
 const CTA_TUPLE_PROTO: u16 = 2;
 const CTA_PROTO_NUM: u16 = 1;
 const CTA_PROTO_DST_PORT: u16 = 3;
+const CTA_FILTER_ORIG_FLAGS: u16 = 1;
+const CTA_FILTER_F_CTA_PROTO_NUM: u32 = 1 << 3;
+const CTA_FILTER_F_CTA_PROTO_DST_PORT: u32 = 1 << 5;
 
 /// Whether an entry's original tuple is `protocol` to `port` (public for the fuzz targets).
 pub fn matches(entry: &[u8], protocol: u8, port: u16) -> Option<&[u8]> {
@@ -23,21 +36,98 @@ pub fn matches(entry: &[u8], protocol: u8, port: u16) -> Option<&[u8]> {
     (num == protocol && dport == port).then_some(orig)
 }
 
-/// Deletes the entries of `family` (NFPROTO_*) for `protocol` to any of `ports`;
-/// returns how many went. Entries that vanish meanwhile are not errors.
-pub fn delete_by_dport(family: u8, protocol: u8, ports: &[u16]) -> Result<usize> {
+/// The attributes of a dump the kernel narrows to the entries whose original
+/// tuple is `protocol` to `port`; the family is the request's nfgenmsg.
+fn filter_attrs(protocol: u8, port: u16) -> Body {
+    Body::default()
+        .nest(CTA_TUPLE_ORIG | wire::NESTED, |t| {
+            t.nest(CTA_TUPLE_PROTO | wire::NESTED, |p| {
+                p.u8(CTA_PROTO_NUM, protocol)
+                    .attr(CTA_PROTO_DST_PORT, &port.to_be_bytes())
+            })
+        })
+        .nest(CTA_FILTER | wire::NESTED, |f| {
+            f.u32(
+                CTA_FILTER_ORIG_FLAGS,
+                CTA_FILTER_F_CTA_PROTO_NUM | CTA_FILTER_F_CTA_PROTO_DST_PORT,
+            )
+        })
+}
+
+/// How the entries to delete are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dump {
+    /// One dump per port, filtered in the kernel; the whole table where the
+    /// kernel refuses the filter.
+    Filtered,
+    /// The whole table of the family (the fallback; tests compare the two).
+    Full,
+}
+
+/// What a deletion did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Deleted {
+    pub deleted: usize,
+    /// Entries the kernel sent: the matching ones when it filtered.
+    pub received: usize,
+    /// Whether the filtered dumps were answered (a kernel before 5.8 ignores
+    /// the filter and sends every entry: `received` tells).
+    pub filtered: bool,
+}
+
+/// Deletes the entries of `family` (NFPROTO_*) for `protocol` to any of `ports`.
+/// Entries that vanish meanwhile are not errors.
+pub fn delete_by_dport(family: u8, protocol: u8, ports: &[u16]) -> Result<Deleted> {
+    delete_by_dport_with(Dump::Filtered, family, protocol, ports)
+}
+
+/// As `delete_by_dport`, choosing the dump (public for tests: both ways delete the same).
+pub fn delete_by_dport_with(how: Dump, family: u8, protocol: u8, ports: &[u16]) -> Result<Deleted> {
+    let mut ports = ports.to_vec();
+    ports.sort_unstable();
+    ports.dedup();
     if ports.is_empty() {
-        return Ok(0);
+        return Ok(Deleted::default());
     }
     let mut sock = NfSocket::open()?;
-    let entries = sock.dump_of(
-        NFNL_SUBSYS_CTNETLINK,
-        IPCTNL_MSG_CT_GET,
-        family,
-        Body::default(),
-    )?;
-    let mut deleted = 0;
+    let mut entries = Vec::new();
+    let mut filtered = how == Dump::Filtered;
+    if filtered {
+        for &port in &ports {
+            match sock.dump_of(
+                NFNL_SUBSYS_CTNETLINK,
+                IPCTNL_MSG_CT_GET,
+                family,
+                filter_attrs(protocol, port),
+            ) {
+                Ok(found) => entries.extend(found),
+                // A kernel that rejects the filter rather than ignoring it (as
+                // before 5.8 does): the full dump below finds the entries.
+                Err(e) if e.is(libc::EOPNOTSUPP) || e.is(libc::EINVAL) => {
+                    filtered = false;
+                    entries.clear();
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if !filtered {
+        entries = sock.dump_of(
+            NFNL_SUBSYS_CTNETLINK,
+            IPCTNL_MSG_CT_GET,
+            family,
+            Body::default(),
+        )?;
+    }
+    let mut done = Deleted {
+        deleted: 0,
+        received: entries.len(),
+        filtered,
+    };
     for entry in &entries {
+        // Kernels before 5.8 ignore the unknown filter and send every entry:
+        // match here too.
         let Some(orig) = ports.iter().find_map(|p| matches(entry, protocol, *p)) else {
             continue;
         };
@@ -45,10 +135,54 @@ pub fn delete_by_dport(family: u8, protocol: u8, ports: &[u16]) -> Result<usize>
             .attr(CTA_TUPLE_ORIG | wire::NESTED, orig)
             .into_bytes();
         match sock.request(NFNL_SUBSYS_CTNETLINK, IPCTNL_MSG_CT_DELETE, family, &attrs) {
-            Ok(()) => deleted += 1,
+            Ok(()) => done.deleted += 1,
             Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }
-    Ok(deleted)
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The filtered dump's attributes, byte for byte (as libnetfilter_conntrack
+    /// writes them): orig tuple { proto { num 17, dport 5353 (be16) } },
+    /// filter { orig flags PROTO_NUM|PROTO_DST_PORT (host order u32) }.
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn the_dump_filter_is_proto_and_destination_port_of_the_original_tuple() {
+        #[rustfmt::skip]
+        let expected: Vec<u8> = vec![
+            24, 0, 0x01, 0x80,          // CTA_TUPLE_ORIG | NLA_F_NESTED
+              20, 0, 0x02, 0x80,        //   CTA_TUPLE_PROTO | NLA_F_NESTED
+                5, 0, 1, 0, 17, 0, 0, 0,        // CTA_PROTO_NUM = UDP
+                6, 0, 3, 0, 0x14, 0xe9, 0, 0,   // CTA_PROTO_DST_PORT = 5353
+            12, 0, 0x19, 0x80,          // CTA_FILTER | NLA_F_NESTED
+              8, 0, 1, 0, 0x28, 0, 0, 0,        // CTA_FILTER_ORIG_FLAGS = 1<<3 | 1<<5
+        ];
+        assert_eq!(filter_attrs(17, 5353).into_bytes(), expected);
+    }
+
+    #[test]
+    fn no_port_opens_no_socket() {
+        assert_eq!(delete_by_dport(2, 17, &[]).ok(), Some(Deleted::default()));
+    }
+
+    #[test]
+    fn a_dumped_entry_matches_its_protocol_and_destination_port() {
+        let entry = Body::default()
+            .nest(CTA_TUPLE_ORIG | wire::NESTED, |t| {
+                t.nest(CTA_TUPLE_PROTO | wire::NESTED, |p| {
+                    p.u8(CTA_PROTO_NUM, 17)
+                        .attr(CTA_PROTO_DST_PORT, &53u16.to_be_bytes())
+                })
+            })
+            .into_bytes();
+        assert!(matches(&entry, 17, 53).is_some());
+        assert!(matches(&entry, 6, 53).is_none());
+        assert!(matches(&entry, 17, 54).is_none());
+        assert!(matches(&entry[..8], 17, 53).is_none());
+    }
 }
