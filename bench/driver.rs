@@ -560,7 +560,7 @@ fn measure<'a>(
                 json!(b.processes(im, "nftables", true)?),
             );
         }
-        let ours_bin = (im.label == "cni-multi").then_some(bin.as_path());
+        let ours_bin = (im.label == "cni-multi").then_some(bin);
         r.insert(
             "installed_bytes".into(),
             json!(installed_size(&im.plugin_dir, ours_bin)),
