@@ -95,6 +95,10 @@ fn sixty_four_concurrent_adds_and_dels_are_safe() {
         assert!(ips.insert(addresses(&out).remove(0)), "duplicate address");
     }
     assert_eq!(ips.len(), 64);
+    assert!(
+        store_files(&dir.0).contains(INDEX),
+        "our owner index is kept"
+    );
     let children: Vec<_> = (0..64)
         .map(|i| call("DEL", &format!("c{i}"), &stdin).spawn())
         .collect();
@@ -411,4 +415,176 @@ fn a_duplicate_add_fails_and_keeps_the_first_reservation() {
     );
     call("DEL", "ctr-a", &stdin).run().ok();
     assert!(!dir.0.join("hl-net").join("10.12.0.2").exists());
+}
+
+/// The reference's host-local (v1.1.1 in /usr/lib/cni), run on our store.
+const REFERENCE: &str = "/usr/lib/cni/host-local";
+/// Our owner index in the store directory (see src/ipam/index.rs).
+const INDEX: &str = ".cni-multi-owners";
+
+fn reference(cmd: &str, id: &str, stdin: &str) -> std::process::Output {
+    assert!(
+        Path::new(REFERENCE).exists(),
+        "{REFERENCE} missing: install containernetworking-plugins (tests/install-deps.sh)"
+    );
+    harness::run_other_plugin(REFERENCE, cmd, id, NETNS, stdin)
+}
+
+fn reference_ok(cmd: &str, id: &str, stdin: &str) -> Value {
+    let out = reference(cmd, id, stdin);
+    assert!(out.status.success(), "reference {cmd} {id}: {out:?}");
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn held(dir: &Path) -> Vec<String> {
+    store_files(dir)
+        .into_iter()
+        .filter(|f| f.parse::<std::net::IpAddr>().is_ok())
+        .collect()
+}
+
+/// Coarse directory timestamps move once per clock tick (at most 10 ms); pods
+/// do not come and go faster than that.
+fn next_tick() {
+    std::thread::sleep(std::time::Duration::from_millis(25));
+}
+
+/// A live switch both ways on one store with our index in it: each side sees
+/// the other's reservations, releases them, and refuses duplicates of them.
+#[test]
+fn the_reference_and_we_share_a_store_with_our_index_in_it() {
+    enter_test_host();
+    let dir = TempDir::new("hl-interop");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.13.0.0/24"}));
+    for id in ["a1", "a2", "a3"] {
+        call("ADD", id, &stdin).run().ok();
+    }
+    let store = dir.0.join("hl-net");
+    assert!(store.join(INDEX).exists(), "our index is written");
+    // The reference allocates after our last IP, releases ours, and sees ours
+    // as duplicates: the index is no reservation to it.
+    let r1 = reference_ok("ADD", "r1", &stdin);
+    assert_eq!(addresses(&r1), ["10.13.0.5/24"]);
+    let dup = reference("ADD", "a1", &stdin);
+    assert!(
+        String::from_utf8_lossy(&dup.stdout).contains("duplicate allocation"),
+        "{dup:?}"
+    );
+    reference_ok("CHECK", "a1", &stdin);
+    reference_ok("DEL", "a2", &stdin);
+    assert_eq!(held(&dir.0), ["10.13.0.2", "10.13.0.4", "10.13.0.5"]);
+    // We see the reference's reservation and the hole it made, though our
+    // index still lists a2 and not r1.
+    call("CHECK", "r1", &stdin).run().ok();
+    let e = call("ADD", "r1", &stdin).run().err(999);
+    assert!(
+        e["msg"].as_str().is_some_and(|m| m.contains("duplicate")),
+        "{e}"
+    );
+    call("CHECK", "a2", &stdin).run().err(999);
+    assert_eq!(
+        addresses(&call("ADD", "a2", &stdin).run().ok()),
+        ["10.13.0.6/24"]
+    );
+    call("DEL", "r1", &stdin).run().ok();
+    assert_eq!(held(&dir.0), ["10.13.0.2", "10.13.0.4", "10.13.0.6"]);
+    // And back: the reference releases everything we gave.
+    for id in ["a1", "a2", "a3"] {
+        reference_ok("DEL", id, &stdin);
+    }
+    assert!(held(&dir.0).is_empty());
+    // Our next call finds nothing held and takes the index away with it.
+    call("DEL", "a1", &stdin).run().ok();
+    assert_eq!(
+        store_files(&dir.0),
+        BTreeSet::from(["last_reserved_ip.0".to_string(), "lock".to_string()])
+    );
+}
+
+/// The reference releases an address and gives the same one (requested) to
+/// another container: same file name, maybe the same inode. Our index, which
+/// still names the old owner, must not be believed.
+#[test]
+fn an_ip_the_reference_gives_again_is_not_taken_from_a_stale_index() {
+    enter_test_host();
+    let dir = TempDir::new("hl-stale");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.14.0.0/24"}));
+    assert_eq!(
+        addresses(&call("ADD", "old", &stdin).run().ok()),
+        ["10.14.0.2/24"]
+    );
+    call("ADD", "other", &stdin).run().ok();
+    next_tick();
+    reference_ok("DEL", "old", &stdin);
+    let mut wanted: Value = serde_json::from_str(&stdin).expect("json");
+    wanted["runtimeConfig"] = json!({"ips": ["10.14.0.2"]});
+    let got = reference_ok("ADD", "new", &wanted.to_string());
+    assert_eq!(addresses(&got), ["10.14.0.2/24"]);
+    let file = dir.0.join("hl-net").join("10.14.0.2");
+    // A DEL of the old owner releases nothing of the new one's.
+    call("DEL", "old", &stdin).run().ok();
+    assert_eq!(std::fs::read(&file).ok(), Some(b"new\r\neth0".to_vec()));
+    call("CHECK", "old", &stdin).run().err(999);
+    call("CHECK", "new", &stdin).run().ok();
+    let e = call("ADD", "new", &stdin).run().err(999);
+    assert!(
+        e["msg"].as_str().is_some_and(|m| m.contains("10.14.0.2")),
+        "{e}"
+    );
+    call("DEL", "new", &stdin).run().ok();
+    assert!(!file.exists());
+    assert_eq!(held(&dir.0), ["10.14.0.3"]);
+}
+
+/// Our ADDs and the reference's at once on one store: every address distinct;
+/// then each side releases the other's, and nothing is left.
+#[test]
+fn ours_and_the_reference_adding_at_once_get_distinct_ips() {
+    enter_test_host();
+    let dir = TempDir::new("hl-mixed");
+    let stdin = conf("1.0.0", &dir.0, json!({"subnet": "10.15.0.0/24"}));
+    // A store with our index in it before the race starts.
+    call("ADD", "seed", &stdin).run().ok();
+    let theirs: Vec<_> = (0..12)
+        .map(|i| {
+            let stdin = stdin.clone();
+            std::thread::spawn(move || addresses(&reference_ok("ADD", &format!("r{i}"), &stdin)))
+        })
+        .collect();
+    let ours: Vec<_> = (0..24)
+        .map(|i| call("ADD", &format!("o{i}"), &stdin).spawn())
+        .collect();
+    let mut ips = BTreeSet::from(["10.15.0.2/24".to_string()]);
+    for child in ours {
+        let got = addresses(&Outcome::of(child).ok());
+        assert!(ips.insert(got[0].clone()), "duplicate {got:?}");
+    }
+    for t in theirs {
+        let got = t.join().expect("reference thread");
+        assert!(ips.insert(got[0].clone()), "duplicate {got:?}");
+    }
+    assert_eq!(ips.len(), 37);
+    assert_eq!(held(&dir.0).len(), 37);
+    // Each releases the other's, concurrently again.
+    let theirs: Vec<_> = (0..24)
+        .map(|i| {
+            let stdin = stdin.clone();
+            std::thread::spawn(move || reference_ok("DEL", &format!("o{i}"), &stdin))
+        })
+        .collect();
+    let ours: Vec<_> = (0..12)
+        .map(|i| call("DEL", &format!("r{i}"), &stdin).spawn())
+        .chain([call("DEL", "seed", &stdin).spawn()])
+        .collect();
+    for child in ours {
+        Outcome::of(child).ok();
+    }
+    for t in theirs {
+        t.join().expect("reference thread");
+    }
+    assert!(held(&dir.0).is_empty(), "{:?}", held(&dir.0));
+    // The index, stale now, is rebuilt by the next call and gives no duplicate.
+    call("ADD", "after", &stdin).run().ok();
+    call("ADD", "after", &stdin).run().err(999);
+    assert_eq!(held(&dir.0).len(), 1);
 }

@@ -1,6 +1,7 @@
 //! IPAM: address ranges, the host-local allocator and its on-disk store.
 
 pub mod allocator;
+pub mod index;
 pub mod range;
 pub mod store;
 

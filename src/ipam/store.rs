@@ -1,12 +1,17 @@
 //! host-local's on-disk store, in the reference's exact format so a node can switch
 //! plugins with live pods: `<dataDir>/<network>/<ip>` holding `<id>\r\n<ifname>`,
 //! `last_reserved_ip.<set>` and a `lock` file held with flock for the whole operation.
+//! Who holds what is looked up in our owner index (see index.rs) instead of
+//! reading every file of the network on each call.
 
+use super::index::{Held, Owners};
 use fs_err::os::unix::fs::OpenOptionsExt;
 use fs_err::{File, OpenOptions};
 use nix::fcntl::Flock;
+use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::IpAddr;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
@@ -16,7 +21,22 @@ const LINE_BREAK: &str = "\r\n";
 /// One network's store, locked for as long as this value lives.
 pub struct DiskStore {
     dir: PathBuf,
+    /// Loaded on first use, kept current by our changes, and written back to
+    /// the index when the store closes.
+    owners: RefCell<Option<Owners>>,
     _lock: Flock<std::fs::File>,
+}
+
+impl Drop for DiskStore {
+    /// Runs before the fields drop, so still under the lock. The index only
+    /// saves work: a failure to write it costs the next call a full read.
+    fn drop(&mut self) {
+        if let Some(owners) = self.owners.get_mut()
+            && owners.stale
+        {
+            let _ = owners.save(&self.dir);
+        }
+    }
 }
 
 /// A reservation file read back: the IP and the owner it names.
@@ -39,11 +59,25 @@ impl DiskStore {
         let dir = data_dir.join(network);
         crate::files::create_dir_mode(&dir, 0o755)?;
         let lock = crate::lockfile::lock_private(&dir.join("lock"), crate::lockfile::DEADLINE)?;
-        Ok(DiskStore { dir, _lock: lock })
+        Ok(DiskStore {
+            dir,
+            owners: RefCell::new(None),
+            _lock: lock,
+        })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The owners, loaded on first use, handed to `f`.
+    fn with_owners<T>(&self, f: impl FnOnce(&mut Owners) -> T) -> io::Result<T> {
+        let mut slot = self.owners.borrow_mut();
+        let owners = match slot.take() {
+            Some(o) => o,
+            None => Owners::load(&self.dir, false)?.0,
+        };
+        Ok(f(slot.insert(owners)))
     }
 
     /// Creates the file for `ip` exclusively; false when someone holds it already.
@@ -54,7 +88,11 @@ impl DiskStore {
         ip: IpAddr,
         set_index: usize,
     ) -> io::Result<bool> {
-        let path = self.dir.join(ip.to_string());
+        // Loaded before the directory changes, so that our own change does not
+        // make the index look stale.
+        self.with_owners(|_| ())?;
+        let name = ip.to_string();
+        let path = self.dir.join(&name);
         let mut file = match OpenOptions::new()
             .read(true)
             .write(true)
@@ -66,10 +104,26 @@ impl DiskStore {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
         };
-        if let Err(e) = file.write_all(owner(id, ifname).as_bytes()) {
-            let _ = fs_err::remove_file(&path);
-            return Err(e);
-        }
+        let ino = match file
+            .write_all(owner(id, ifname).as_bytes())
+            .and_then(|()| file.metadata())
+        {
+            Ok(m) => m.ino(),
+            Err(e) => {
+                let _ = fs_err::remove_file(&path);
+                return Err(e);
+            }
+        };
+        let held = Held {
+            ip,
+            ino,
+            container_id: id.trim().to_string(),
+            ifname: ifname.to_string(),
+        };
+        self.with_owners(|o| {
+            o.held.insert(name, held);
+            o.stale = true;
+        })?;
         let last = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
         write_private(&last, ip.to_string().as_bytes())?;
         Ok(true)
@@ -82,69 +136,83 @@ impl DiskStore {
         text.trim().parse().ok()
     }
 
-    /// Every reservation file in the store (files named by an IP).
+    /// Every reservation file in the store (files named by an IP), each read
+    /// from disk: GC releases on this answer, so it trusts no index.
     pub fn reservations(&self) -> io::Result<Vec<Reservation>> {
-        let mut out = Vec::new();
-        let entries = fs_err::read_dir(&self.dir)?;
-        // openat on the directory and one read into a reused buffer: this scan runs
-        // on every ADD (duplicate check), so it must stay cheap with many pods.
-        let dir = File::open(&self.dir)?;
-        let mut buf = vec![0u8; 4096];
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(ip) = name.to_str().and_then(|n| n.parse::<IpAddr>().ok()) else {
-                continue;
-            };
-            let Some(content) = read_small(&dir, &name, &mut buf) else {
-                continue;
-            };
-            let (container_id, ifname) = parse_owner(&content);
-            out.push(Reservation {
-                ip,
-                container_id,
-                ifname,
-            });
-        }
+        let (owners, _) = Owners::load(&self.dir, true)?;
+        let mut out: Vec<Reservation> = owners.held.values().map(Held::reservation).collect();
+        *self.owners.borrow_mut() = Some(owners);
         out.sort_by_key(|r| super::ip_to_u128(r.ip));
         Ok(out)
     }
 
     /// IPs held by this attachment (or, legacy, by this container ID alone).
     pub fn get_by_id(&self, id: &str, ifname: &str) -> io::Result<Vec<IpAddr>> {
-        Ok(self
-            .reservations()?
-            .into_iter()
-            .filter(|r| r.owned_by(id, ifname, true))
-            .map(|r| r.ip)
-            .collect())
+        let mine = self.confirmed(|h| h.owned_by(id, ifname, true))?;
+        Ok(mine.into_iter().map(|(_, h)| h.ip).collect())
     }
 
     /// Releases this attachment's IPs; falls back to legacy ID-only files when
     /// none matched, as the reference does. Returns how many were released.
     pub fn release_by_id(&self, id: &str, ifname: &str) -> io::Result<usize> {
-        let all = self.reservations()?;
-        let mut mine: Vec<&Reservation> = all
-            .iter()
-            .filter(|r| r.owned_by(id, ifname, false))
-            .collect();
+        let mut mine = self.confirmed(|h| h.owned_by(id, ifname, false))?;
         if mine.is_empty() {
-            mine = all
-                .iter()
-                .filter(|r| r.ifname.is_empty() && r.container_id == id.trim())
-                .collect();
+            mine = self.confirmed(|h| h.ifname.is_empty() && h.container_id == id.trim())?;
         }
-        for r in &mine {
-            self.release_ip(r.ip)?;
+        for (name, _) in &mine {
+            self.release_name(name)?;
         }
         Ok(mine.len())
     }
 
-    pub fn release_ip(&self, ip: IpAddr) -> io::Result<()> {
-        let path = self.dir.join(ip.to_string());
-        match fs_err::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+    /// The reservations `pick` chooses, as (file name, owner). The files we act
+    /// on are read to confirm the index (it cannot see a file rewritten in
+    /// place); one that disagrees has every file read again.
+    fn confirmed(&self, pick: impl Fn(&Held) -> bool) -> io::Result<Vec<(String, Held)>> {
+        let select = |o: &mut Owners| -> Vec<(String, Held)> {
+            o.held
+                .iter()
+                .filter(|(_, h)| pick(h))
+                .map(|(n, h)| (n.clone(), h.clone()))
+                .collect()
+        };
+        let picked = self.with_owners(select)?;
+        if picked.iter().all(|(name, h)| self.still_owned(name, h)) {
+            return Ok(picked);
         }
+        let (mut owners, _) = Owners::load(&self.dir, true)?;
+        let picked = select(&mut owners);
+        *self.owners.borrow_mut() = Some(owners);
+        Ok(picked)
+    }
+
+    fn still_owned(&self, name: &str, h: &Held) -> bool {
+        let Ok(dir) = File::open(&self.dir) else {
+            return false;
+        };
+        let mut buf = vec![0u8; 256];
+        read_small(&dir, std::ffi::OsStr::new(name), &mut buf).is_some_and(|c| {
+            let (id, ifname) = parse_owner(&c);
+            id == h.container_id && ifname == h.ifname
+        })
+    }
+
+    pub fn release_ip(&self, ip: IpAddr) -> io::Result<()> {
+        self.release_name(&ip.to_string())
+    }
+
+    fn release_name(&self, name: &str) -> io::Result<()> {
+        self.with_owners(|_| ())?;
+        if let Err(e) = fs_err::remove_file(self.dir.join(name))
+            && e.kind() != io::ErrorKind::NotFound
+        {
+            return Err(e);
+        }
+        self.with_owners(|o| {
+            if o.held.remove(name).is_some() {
+                o.stale = true;
+            }
+        })
     }
 }
 
@@ -163,14 +231,14 @@ const MAX_RESERVATION: usize = 64 << 10;
 
 /// A small file under `dir` as text (open, read, close; no stat). Files that
 /// vanish meanwhile (a concurrent DEL outside our lock) read as None.
-fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<String> {
+pub(super) fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<String> {
     use nix::fcntl::{OFlag, openat};
     use nix::sys::stat::Mode;
     let fd = openat(dir, name, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
     let mut len = 0;
     while len < MAX_RESERVATION {
         if len == buf.len() {
-            buf.resize((buf.len() * 2).min(MAX_RESERVATION), 0);
+            buf.resize((buf.len() * 2).clamp(256, MAX_RESERVATION), 0);
         }
         match nix::unistd::read(&fd, &mut buf[len..]) {
             Ok(0) => break,
@@ -182,7 +250,7 @@ fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<S
     Some(String::from_utf8_lossy(&buf[..len]).into_owned())
 }
 
-impl Reservation {
+impl Held {
     fn owned_by(&self, id: &str, ifname: &str, or_legacy: bool) -> bool {
         self.container_id == id.trim()
             && (self.ifname == ifname || (or_legacy && self.ifname.is_empty()))
