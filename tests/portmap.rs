@@ -1466,9 +1466,16 @@ fn reference_portmap_adds_all_succeed_while_our_dels_loop() {
     let stop = Arc::new(AtomicBool::new(false));
     // How many reference ADDs have completed.
     let added = Arc::new(AtomicUsize::new(0));
+    let (mine, theirs) = (conf(999), conf(0));
+    // The shared chains exist before the reference starts, as on a node that
+    // switches: otherwise its own check-then-create (`iptables -N`) can lose
+    // to our first ADD creating them, which is its race, not our DEL's.
+    for cmd in ["ADD", "DEL"] {
+        let out = call(cmd, "ours", &mine, &bin);
+        assert_eq!(out.status, 0, "our first {cmd}: {out:?}");
+    }
     let ours = {
         let (stop, added, bin) = (stop.clone(), added.clone(), bin.clone());
-        let (mine, theirs) = (conf(999), conf(0));
         std::thread::spawn(move || {
             let mut failures = Vec::new();
             let mut rounds = 0;
