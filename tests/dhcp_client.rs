@@ -199,7 +199,6 @@ fn acquire_renew_rebind_release_against_dnsmasq() {
     let lease =
         client::acquire(&req, &settings).unwrap_or_else(|e| panic!("acquire: {e}\n{}", d.log()));
     eprintln!("acquire (link up to ACK) took {:?}", t.elapsed());
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     assert!(in_range(lease.address), "{lease:?}");
     assert_eq!(lease.server, SERVER);
     assert_eq!(lease.lease_secs, 120);

@@ -51,7 +51,6 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     fn m(re: &str, text: &str) -> bool {
         Pattern::compile(re).expect("compiles").is_match(text)
@@ -99,8 +98,10 @@ mod tests {
     }
 
     /// Regression (fuzz target allowlist, a slow unit in the old matcher) and
-    /// the classic catastrophic patterns of backtracking engines: each must
-    /// fail on a long non-matching key well within a second.
+    /// the classic catastrophic patterns of backtracking engines on a
+    /// 2000-byte non-matching key: a backtracking engine needs on the order of
+    /// 2^2000 steps for these, so finishing at all is the proof (no clock: the
+    /// emulated kernel lane is tens of times slower than a host).
     #[test]
     fn no_exponential_backtracking() {
         let text = "a".repeat(2000);
@@ -112,13 +113,7 @@ mod tests {
             "^(a|aa)+x$",
         ] {
             let p = Pattern::compile(re).expect("compiles");
-            let start = Instant::now();
             assert!(!p.is_match(&text), "{re}");
-            assert!(
-                start.elapsed() < Duration::from_secs(1),
-                "{re}: {:?}",
-                start.elapsed()
-            );
         }
         assert!(m(
             ".+.*.+.+.*.+.*.+.*.+.*.+.*.+.*.+.*x$",
