@@ -135,11 +135,12 @@ no_links() {
 }
 
 # no_leases DIR: host-local keeps one file per allocated address (besides its
-# lock and last_reserved_ip.N), named by the address.
+# lock and last_reserved_ip.N, and cni-multi's owner index .cni-multi-owners),
+# named by the address.
 no_leases() {
     local left
     [ -d "$1" ] || return 0
-    left=$(find "$1" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip.*' -printf '%f ')
+    left=$(find "$1" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip.*' ! -name .cni-multi-owners -printf '%f ')
     [ -z "$left" ] || { echo "$1: $left"; return 1; }
 }
 
@@ -175,7 +176,7 @@ no_netfilter_leftovers() {
 # under NETNS_DIR, every container ID in a rule (bridge ipMasq's comment).
 state_visible() {
     local n ns id dump
-    n=$(find "$1" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip.*' 2>/dev/null | wc -l)
+    n=$(find "$1" -maxdepth 1 -type f ! -name lock ! -name 'last_reserved_ip.*' ! -name .cni-multi-owners 2>/dev/null | wc -l)
     [ "$n" = "${#LEAK_IPS[@]}" ] || { echo "$1 holds $n leases for ${#LEAK_IPS[@]} addresses"; return 1; }
     # shellcheck disable=SC2153 # NETNS: the lane's pod -> netns path map
     for ns in "${NETNS[@]}"; do
