@@ -291,6 +291,48 @@ fn bad_configs_and_failures_leave_nothing_behind() {
     assert_eq!(out["interfaces"][2]["mac"], "0a:58:0a:58:00:99");
 }
 
+/// ipMasq's rules are written while the container side is configured: an
+/// ADD that fails after they started (here: the bridge holds another address
+/// of the subnet) removes them, with the address and the veth.
+#[test]
+fn a_failure_after_ipmasq_started_removes_the_masquerading() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-mq"));
+    host(&["ip", "link", "add", "cni-mq", "type", "bridge"]);
+    host(&["ip", "addr", "add", "10.88.0.254/24", "dev", "cni-mq"]);
+    let ns = Netns::new();
+    let c = conf("1.0.0", &store, json!({"bridge": "cni-mq", "ipMasq": true}));
+    let e = call("ADD", &ns, "ctr-mq", &c, &bin).run().err(999);
+    assert!(
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("already has an IP address")),
+        "{e}"
+    );
+    let nat = harness::iptables_table("nat");
+    assert!(!nat.contains("ctr-mq"), "{nat}");
+    let left: Vec<String> = std::fs::read_dir(store.0.join("br-net"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("10."))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0"))
+    );
+    // The same ADD with the conflict gone succeeds and masquerades.
+    host(&["ip", "addr", "del", "10.88.0.254/24", "dev", "cni-mq"]);
+    call("ADD", &ns, "ctr-mq", &c, &bin).run().ok();
+    assert!(harness::iptables_table("nat").contains("ctr-mq"));
+    call("DEL", &ns, "ctr-mq", &c, &bin).run().ok();
+    assert!(!harness::iptables_table("nat").contains("ctr-mq"));
+}
+
 /// The VLANs of a bridge port: (id, PVID, egress untagged), by id.
 fn port_vlans(port: &str) -> Vec<(u64, bool, bool)> {
     let vlans = json_of(&host(&["bridge", "-j", "vlan", "show", "dev", port]));

@@ -613,6 +613,47 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
     assert_eq!(nat_tables_but_shared(), before);
 }
 
+/// DEL finds the container's chains over nf_tables netlink and deletes its
+/// entry rules by the specs its ADD wrote: no save, one restore per plugin
+/// and family, both for the reference's rules and ours (same specs).
+#[test]
+fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save() {
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip_not_kernel(
+            "bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let net = masq_network("iptables");
+    let (_wrappers, log, path) = logging_wrappers("pmq-del-wrap-nft", true);
+    let before = nat_tables_but_shared();
+    let caps = maps(&[(8081, 80, "tcp", ""), (5354, 53, "udp", "")]);
+    let (a, b) = (Netns::new(), Netns::new());
+    for ns in [&a, &b] {
+        net.run(&["add", "pmq-net", ns.path()], &caps).ok();
+    }
+    for ns in [&a, &b] {
+        let _ = std::fs::remove_file(&log);
+        let child = net
+            .command(&["del", "pmq-net", ns.path()], &caps, Some(&path))
+            .spawn()
+            .expect("cnitool");
+        Outcome::of(child).ok();
+        let execs = std::fs::read_to_string(&log).unwrap_or_default();
+        let count = |t: &str| execs.lines().filter(|l| *l == t).count();
+        assert_eq!(count("iptables-restore"), 2, "{execs}");
+        assert_eq!(count("ip6tables-restore"), 2, "{execs}");
+        assert_eq!(
+            execs.lines().count(),
+            4,
+            "no save, nor any other tool: {execs}"
+        );
+    }
+    assert_eq!(nat_tables_but_shared(), before);
+}
+
 #[test]
 fn bridge_ipmasq_and_portmap_with_nftables_run_no_iptables_tool() {
     enter_test_host();
@@ -1628,6 +1669,30 @@ fn a_udp_mapping_removes_exactly_the_conntrack_entries_of_its_host_port() {
         after.is_subset(&before),
         "nothing new among the test's entries"
     );
+}
+
+/// A namespace without conntrack entries is not dumped (each dump walks the
+/// host's whole hash table); one with entries is.
+#[test]
+fn the_udp_conntrack_flush_skips_the_dump_when_the_table_is_empty() {
+    use cni_multi::netlink::conntrack::delete_by_dport;
+    enter_test_host();
+    // conntrack(8) loads the module (and its per-namespace count) if missing.
+    let _ = std::process::Command::new("conntrack").arg("-C").output();
+    let ns = Netns::new();
+    let ipv4 = nix::libc::NFPROTO_IPV4 as u8;
+    let done = harness::in_netns(Some(ns.path()), move || delete_by_dport(ipv4, 17, &[5460]))
+        .expect("delete in an empty table");
+    assert!(done.table_empty, "{done:?}");
+    assert_eq!((done.received, done.deleted), (0, 0));
+    let path = ns.path().to_string();
+    harness::in_netns(Some(&path), || {
+        conntrack_load(&[ct_entry("ipv4", "udp", "10.77.201.1", 40000, 5460)]);
+    });
+    let done = harness::in_netns(Some(ns.path()), move || delete_by_dport(ipv4, 17, &[5460]))
+        .expect("delete in a table with an entry");
+    assert!(!done.table_empty, "{done:?}");
+    assert_eq!(done.deleted, 1, "{done:?}");
 }
 
 #[test]

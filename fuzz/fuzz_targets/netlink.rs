@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = cni_multi::netfilter::nft::verdict_chains(attrs);
             let _ = cni_multi::netfilter::nft::iifname_match(attrs);
             let _ = cni_multi::netfilter::nft::saddr_match(attrs);
+            let _ = cni_multi::netfilter::nft::xt_comment(attrs);
             let _ = cni_multi::netlink::conntrack::matches(attrs, 17, 53);
         }
     }

@@ -892,6 +892,21 @@ pub fn saddr_match(attrs: &[u8]) -> Option<IpAddr> {
     })
 }
 
+/// The text of a rule's `-m comment --comment` as iptables-nft writes it: an
+/// xtables `match` expression named `comment` whose info is the
+/// NUL-terminated `xt_comment_info` (public for the fuzz targets).
+pub fn xt_comment(attrs: &[u8]) -> Option<String> {
+    const NFTA_MATCH_NAME: u16 = 1;
+    const NFTA_MATCH_INFO: u16 = 3;
+    expressions(attrs).find_map(|(name, data)| {
+        let matched = wire::find(data, NFTA_MATCH_NAME).map(wire::as_str);
+        if name != "match" || matched.as_deref() != Some("comment") {
+            return None;
+        }
+        wire::find(data, NFTA_MATCH_INFO).map(wire::as_str)
+    })
+}
+
 /// The chain names of a rule's jump/goto verdicts (public for the fuzz targets).
 pub fn verdict_chains(attrs: &[u8]) -> Vec<String> {
     let Some(list) = wire::find(attrs, NFTA_RULE_EXPRESSIONS) else {
@@ -942,6 +957,7 @@ pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Resul
                     }
                     None
                 })
+                .or_else(|| xt_comment(attrs))
                 .unwrap_or_default();
             Some(DumpedRule {
                 handle,
@@ -1240,6 +1256,40 @@ mod tests {
                 None,
             ]
         );
+    }
+
+    /// iptables-nft's `-m comment`: an xtables match with a 256-byte info.
+    #[test]
+    fn an_xt_comment_match_reads_back() {
+        let comment = "name: \"p1\" id: \"c1\"";
+        let mut info = comment.as_bytes().to_vec();
+        info.resize(256, 0);
+        let xt = |name: &str| {
+            expr(
+                "match",
+                Body::default()
+                    .str(1, name)
+                    .attr(2, &0u32.to_be_bytes())
+                    .attr(3, &info),
+            )
+        };
+        let mut tx = Tx::new();
+        tx.rule(
+            NFPROTO_IPV4,
+            "nat",
+            "POSTROUTING",
+            &[xt("comment"), jump("CNI-x")],
+            None,
+        );
+        tx.rule(
+            NFPROTO_IPV4,
+            "nat",
+            "POSTROUTING",
+            &[xt("mark"), jump("CNI-x")],
+            None,
+        );
+        let got: Vec<Option<String>> = tx.messages().iter().map(|m| xt_comment(&m.attrs)).collect();
+        assert_eq!(got, [Some(comment.to_string()), None]);
     }
 
     #[test]

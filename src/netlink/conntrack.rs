@@ -73,6 +73,18 @@ pub struct Deleted {
     /// Whether the filtered dumps were answered (a kernel before 5.8 ignores
     /// the filter and sends every entry: `received` tells).
     pub filtered: bool,
+    /// The namespace had no conntrack entry at all, so nothing was dumped.
+    pub table_empty: bool,
+}
+
+/// Whether the calling thread's namespace has no conntrack entry (of any
+/// family or zone). A dump walks every bucket of the host-wide hash table
+/// (262,144 on a 24 GB machine: milliseconds) however few entries there
+/// are, so an empty table is worth one small read. Unknown is not empty.
+fn table_empty() -> bool {
+    // /proc/sys/net answers for the opening thread's namespace.
+    std::fs::read_to_string("/proc/sys/net/netfilter/nf_conntrack_count")
+        .is_ok_and(|n| n.trim() == "0")
 }
 
 /// Deletes the entries of `family` (NFPROTO_*) for `protocol` to any of `ports`.
@@ -88,6 +100,12 @@ pub fn delete_by_dport_with(how: Dump, family: u8, protocol: u8, ports: &[u16]) 
     ports.dedup();
     if ports.is_empty() {
         return Ok(Deleted::default());
+    }
+    if table_empty() {
+        return Ok(Deleted {
+            table_empty: true,
+            ..Deleted::default()
+        });
     }
     let mut sock = NfSocket::open()?;
     let mut entries = Vec::new();
@@ -124,6 +142,7 @@ pub fn delete_by_dport_with(how: Dump, family: u8, protocol: u8, ports: &[u16]) 
         deleted: 0,
         received: entries.len(),
         filtered,
+        table_empty: false,
     };
     for entry in &entries {
         // Kernels before 5.8 ignore the unknown filter and send every entry:

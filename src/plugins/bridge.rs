@@ -2,7 +2,7 @@
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
 use crate::cni::delegate::Delegate;
-use crate::cni::error::Context;
+use crate::cni::error::{Code, Context};
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -231,81 +231,101 @@ impl Plugin for Bridge {
             Vec::new()
         };
 
-        let enable_dad = conf.enable_dad;
-        let disable = conf.disable_container_interface;
-        let layer3 = conf.layer3;
-        let configured = result.clone();
-        ns.run(|| -> CniResult<()> {
-            let mut sock = Socket::open()?;
-            if layer3 {
-                let link = sock.link_by_name(ifname)?;
-                iface::set_arp_notify(&mut sock, link.index);
-                if enable_dad {
-                    iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
-                    iface::set_conf("ipv6", ifname, "accept_dad", "1");
-                } else {
-                    iface::set_conf("ipv6", ifname, "accept_dad", "0");
-                }
-                iface::configure(&mut sock, ifname, &configured)
-            } else if !disable {
-                let link = sock.link_by_name(ifname)?;
-                sock.set_link(link.index, Change::Up(true))?;
-                Ok(())
-            } else {
-                Ok(())
-            }
-        })??;
-
-        // A gateway bridge whose MAC is pinned keeps it: no refetch.
-        let mut mac_settled = false;
-        if !gateways.is_empty() && conf.vlan != 0 {
-            // With a VLAN the gateway is the `<bridge>.<vlan>` veth, a port of
-            // that VLAN; the bridge itself gets no address (and no pinned MAC).
-            let gateway = ensure_vlan_gateway(&mut host, &conf, &bridge)?;
-            result
-                .interfaces
-                .push(iface::result_interface(&gateway, None));
-            for gw in &gateways {
-                ensure_address(&mut host, &gateway, *gw, conf.force_address)?;
-            }
-            iface::enable_forwarding(&mut host, &result.ips)?;
-        } else if !gateways.is_empty() {
-            let mut added = false;
-            for gw in &gateways {
-                added |= ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
-            }
-            // Once set the MAC stays (the kernel keeps a user-set bridge
-            // address), so only the ADD that made the bridge or gave it its
-            // gateway pays for it: with many ports the kernel's cost of this
-            // grows with each one.
-            if (created || added)
-                && let Some(mac) = pin_mac(&mut host, &bridge)?
-            {
-                result.interfaces[0].mac = format_mac(&mac);
-            }
-            iface::enable_forwarding(&mut host, &result.ips)?;
-            mac_settled = true;
-        }
-        if !mac_settled {
-            // Unpinned, a bridge takes the lowest port MAC: read what it is now.
-            let bridge_now = host.link_by_index(bridge.index)?;
-            result.interfaces[0].mac = bridge_now.mac_string();
-        }
-        // The container end's MAC was fixed when the veth was made (it is in
-        // interfaces[2] already); configuring addresses does not change it.
-        if !conf.disable_container_interface {
-            wait_oper_up(&mut host, veth.host.index)?;
-        }
-        if let Some(dns) = conf.dns {
-            result.dns = dns;
-        }
+        // ipMasq's rules need only the addresses: their restore (an exec)
+        // runs on its own thread, in the host namespace, while the container
+        // side is configured; it is always joined, and undone if ADD fails.
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
-        conf.masq.add(
-            inv.conf.name(),
-            &inv.env.container_id,
-            &inv.env.ifname,
-            &ips,
-        )?;
+        let (network, id) = (inv.conf.name(), inv.env.container_id.as_str());
+        let (configured_rest, masq_added) = std::thread::scope(|scope| {
+            let (masq, ips) = (&conf.masq, &ips);
+            let masq = scope.spawn(move || masq.add(network, id, ifname, ips));
+            let rest = (|| -> CniResult<()> {
+                let enable_dad = conf.enable_dad;
+                let disable = conf.disable_container_interface;
+                let layer3 = conf.layer3;
+                let configured = result.clone();
+                ns.run(|| -> CniResult<()> {
+                    let mut sock = Socket::open()?;
+                    if layer3 {
+                        let link = sock.link_by_name(ifname)?;
+                        iface::set_arp_notify(&mut sock, link.index);
+                        if enable_dad {
+                            iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
+                            iface::set_conf("ipv6", ifname, "accept_dad", "1");
+                        } else {
+                            iface::set_conf("ipv6", ifname, "accept_dad", "0");
+                        }
+                        iface::configure(&mut sock, ifname, &configured)
+                    } else if !disable {
+                        let link = sock.link_by_name(ifname)?;
+                        sock.set_link(link.index, Change::Up(true))?;
+                        Ok(())
+                    } else {
+                        Ok(())
+                    }
+                })??;
+
+                // A gateway bridge whose MAC is pinned keeps it: no refetch.
+                let mut mac_settled = false;
+                if !gateways.is_empty() && conf.vlan != 0 {
+                    // With a VLAN the gateway is the `<bridge>.<vlan>` veth, a port of
+                    // that VLAN; the bridge itself gets no address (and no pinned MAC).
+                    let gateway = ensure_vlan_gateway(&mut host, &conf, &bridge)?;
+                    result
+                        .interfaces
+                        .push(iface::result_interface(&gateway, None));
+                    for gw in &gateways {
+                        ensure_address(&mut host, &gateway, *gw, conf.force_address)?;
+                    }
+                    iface::enable_forwarding(&mut host, &result.ips)?;
+                } else if !gateways.is_empty() {
+                    let mut added = false;
+                    for gw in &gateways {
+                        added |= ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
+                    }
+                    // Once set the MAC stays (the kernel keeps a user-set bridge
+                    // address), so only the ADD that made the bridge or gave it its
+                    // gateway pays for it: with many ports the kernel's cost of this
+                    // grows with each one.
+                    if (created || added)
+                        && let Some(mac) = pin_mac(&mut host, &bridge)?
+                    {
+                        result.interfaces[0].mac = format_mac(&mac);
+                    }
+                    iface::enable_forwarding(&mut host, &result.ips)?;
+                    mac_settled = true;
+                }
+                if !mac_settled {
+                    // Unpinned, a bridge takes the lowest port MAC: read what it is now.
+                    let bridge_now = host.link_by_index(bridge.index)?;
+                    result.interfaces[0].mac = bridge_now.mac_string();
+                }
+                // The container end's MAC was fixed when the veth was made (it is in
+                // interfaces[2] already); configuring addresses does not change it.
+                if !conf.disable_container_interface {
+                    wait_oper_up(&mut host, veth.host.index)?;
+                }
+                if let Some(dns) = conf.dns.clone() {
+                    result.dns = dns;
+                }
+                Ok(())
+            })();
+            let added = match masq.join() {
+                Ok(added) => added.map_err(Error::from),
+                Err(_) => Err(Error::new(Code::Internal, "ipMasq: its thread panicked")),
+            };
+            (rest, added)
+        });
+        match (configured_rest, masq_added) {
+            (Ok(()), Ok(())) => {}
+            (Ok(()), Err(e)) => return Err(e),
+            (Err(e), added) => {
+                if added.is_ok() {
+                    let _ = conf.masq.del(network, id, ifname);
+                }
+                return Err(e);
+            }
+        }
         cleanup.keep();
         if let Some(guard) = rollback {
             guard.keep();

@@ -252,9 +252,12 @@ impl Plugin for Portmap {
         Ok(prev)
     }
 
-    /// Found by chain name: the mappings need not be given again.
+    /// Found by chain name: the mappings need not be given again. When they
+    /// are (runtimes send them on DEL too), the entry rules are deleted by the
+    /// specs ADD wrote, with no `iptables-save`.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, _, configured) = load(inv, Mappings::Ignored)?;
+        let (plan, _, configured) =
+            load(inv, Mappings::Required).or_else(|_| load(inv, Mappings::Ignored))?;
         let known: Vec<Family> = match inv.conf.container_prev_result()? {
             Some(prev) => targets(&prev, &inv.env.ifname)
                 .iter()

@@ -313,6 +313,40 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
     batch
 }
 
+/// DEL's batch without `iptables-save`, when nf_tables netlink shows the
+/// container's chain (and no legacy SNAT chain) and as many entry jumps to it
+/// as this plan's ADD writes: each entry rule deleted by that spec.
+fn quick_teardown(plan: &Plan, family: Family) -> Option<Batch> {
+    if !iptables::is_nft_based(family) {
+        return None;
+    }
+    let f = match family {
+        Family::V4 => nft::NFPROTO_IPV4,
+        Family::V6 => nft::NFPROTO_IPV6,
+    };
+    let mut sock = nft::open().ok()?;
+    let chains = nft::chains(&mut sock, f, "nat").ok()?;
+    let chain = plan.dnat_chain();
+    if !chains.contains(&chain) || chains.contains(&plan.legacy_snat_chain()) {
+        return None;
+    }
+    let jumping = nft::rules(&mut sock, f, "nat", DNAT_CHAIN)
+        .ok()?
+        .iter()
+        .filter(|r| r.jumps.contains(&chain))
+        .count();
+    let entries = entry_rules(plan, family);
+    if jumping != entries.len() {
+        return None;
+    }
+    let mut batch = Batch::new(family, "nat");
+    for rule in &entries {
+        batch.delete(DNAT_CHAIN, rule);
+    }
+    batch.flush_and_delete_chain(&chain);
+    Some(batch)
+}
+
 /// Removes the container's rules in `families`, found by name (no mappings
 /// needed). The shared chains stay (see `gc`).
 pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
@@ -320,6 +354,12 @@ pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
     for family in families {
         let ours = [plan.dnat_chain(), plan.legacy_snat_chain()];
         if iptables::surely_absent(*family, "nat", &ours) {
+            continue;
+        }
+        // The restore is atomic: a spec that differs fails it, and the table is read.
+        if let Some(batch) = quick_teardown(plan, *family)
+            && iptables::apply(&batch).is_ok()
+        {
             continue;
         }
         let Some(saved) = iptables::save_existing(*family, "nat")? else {
