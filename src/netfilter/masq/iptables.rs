@@ -8,7 +8,9 @@
 //! are read over nf_tables netlink, so a repeated ADD and a DEL need no save either.
 
 use crate::netfilter::iptables::{self, Batch, jumps};
-use crate::netfilter::{Family, Result, attachment_comment, by_family, chain_name, lock, nft};
+use crate::netfilter::{
+    Family, Result, attachment_comment, by_family, chain_name, each_parallel, lock, nft,
+};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -147,19 +149,20 @@ pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
     let chain = chain_name("", network, container_id);
     let comment = attachment_comment(network, container_id);
     let _lock = lock()?;
-    for (family, mine) in by_family(ips) {
+    each_parallel(&by_family(ips), |(family, mine)| {
+        let family = *family;
         let state = state(family, &chain);
         // The restore is atomic: if the state was not as read, fall back.
-        if let Some(batch) = quick_add(family, &chain, &mine, &comment, &state)
+        if let Some(batch) = quick_add(family, &chain, mine, &comment, &state)
             && iptables::apply(&batch).is_ok()
         {
-            continue;
+            return Ok(());
         }
         let saved = iptables::save(family, "nat")?;
         let mut batch = Batch::new(family, "nat");
         batch.reset_chain(&chain);
-        chain_rules(&mut batch, family, &chain, &mine, &comment);
-        for ip in &mine {
+        chain_rules(&mut batch, family, &chain, mine, &comment);
+        for ip in mine {
             let host = ip.addr();
             let bits = if family == Family::V4 { 32 } else { 128 };
             // Append-unique: a repeated ADD adds no second jump.
@@ -173,9 +176,8 @@ pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
                 batch.append("POSTROUTING", &jump_rule(host, &chain, &comment));
             }
         }
-        iptables::apply(&batch)?;
-    }
-    Ok(())
+        iptables::apply(&batch)
+    })
 }
 
 /// Removes the container's masquerading in every family, found by chain name,
@@ -183,9 +185,9 @@ pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
 pub fn teardown(network: &str, container_id: &str) -> Result<()> {
     let chain = chain_name("", network, container_id);
     let _lock = lock()?;
-    for family in [Family::V4, Family::V6] {
+    each_parallel(&[Family::V4, Family::V6], |&family| {
         match state(family, &chain) {
-            State::Absent => continue,
+            State::Absent => return Ok(()),
             State::Present(jumping) => {
                 // Each jump deleted by its spec: the restore fails (and we
                 // fall back) if one changed meanwhile.
@@ -195,14 +197,14 @@ pub fn teardown(network: &str, container_id: &str) -> Result<()> {
                 }
                 batch.flush_and_delete_chain(&chain);
                 if iptables::apply(&batch).is_ok() {
-                    continue;
+                    return Ok(());
                 }
             }
             State::Unread | State::Unclear => {}
         }
         let Some(saved) = iptables::save_existing(family, "nat")? else {
             // No ip6tables here: nothing of that family can exist.
-            continue;
+            return Ok(());
         };
         let mut batch = Batch::new(family, "nat");
         for spec in saved.rules_in("POSTROUTING", |s| jumps(s, &chain)) {
@@ -211,9 +213,8 @@ pub fn teardown(network: &str, container_id: &str) -> Result<()> {
         if saved.has_chain(&chain) {
             batch.flush_and_delete_chain(&chain);
         }
-        iptables::apply(&batch)?;
-    }
-    Ok(())
+        iptables::apply(&batch)
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use super::{Plan, Target};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
-use crate::netfilter::{Error, Family, Result, chain_name, go_quote, lock, nft};
+use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, lock, nft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -249,10 +249,10 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
 /// Adds (or rewrites) the container's mappings for each family it has an address of.
 pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
     let _lock = lock()?;
-    for target in targets {
+    let add_one = |target: &Target| -> Result<()> {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
-            continue;
+            return Ok(());
         }
         let state = shared_state(plan, family);
         if !matches!(state, SharedState::Unknown) {
@@ -271,7 +271,7 @@ pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
             }
             // The restore is atomic: if the state changed meanwhile, fall back.
             if iptables::apply(&batch).is_ok() {
-                continue;
+                return Ok(());
             }
         }
         let mut saved = iptables::save(family, "nat")?;
@@ -289,9 +289,19 @@ pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
         for rule in entry_rules(plan, family) {
             batch.append(DNAT_CHAIN, &rule);
         }
-        iptables::apply(&batch)?;
+        iptables::apply(&batch)
+    };
+    // Two addresses of one family write the same chain: one after the other.
+    let families: Vec<Family> = targets
+        .iter()
+        .map(|t| Family::of(t.address.addr()))
+        .collect();
+    let distinct = (0..families.len()).all(|i| !families[..i].contains(&families[i]));
+    if distinct {
+        each_parallel(targets, add_one)
+    } else {
+        targets.iter().try_for_each(add_one)
     }
-    Ok(())
 }
 
 /// The removal of one container's rules from a saved table.
@@ -351,29 +361,34 @@ fn quick_teardown(plan: &Plan, family: Family) -> Option<Batch> {
 /// needed). The shared chains stay (see `gc`).
 pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
     let _lock = lock()?;
-    for family in families {
+    let mut distinct: Vec<Family> = Vec::new();
+    for f in families {
+        if !distinct.contains(f) {
+            distinct.push(*f);
+        }
+    }
+    each_parallel(&distinct, |&family| {
         let ours = [plan.dnat_chain(), plan.legacy_snat_chain()];
-        if iptables::surely_absent(*family, "nat", &ours) {
-            continue;
+        if iptables::surely_absent(family, "nat", &ours) {
+            return Ok(());
         }
         // The restore is atomic: a spec that differs fails it, and the table is read.
-        if let Some(batch) = quick_teardown(plan, *family)
+        if let Some(batch) = quick_teardown(plan, family)
             && iptables::apply(&batch).is_ok()
         {
-            continue;
+            return Ok(());
         }
-        let Some(saved) = iptables::save_existing(*family, "nat")? else {
-            continue;
+        let Some(saved) = iptables::save_existing(family, "nat")? else {
+            return Ok(());
         };
         let batch = teardown_batch(
             &saved,
-            *family,
+            family,
             &plan.dnat_chain(),
             &plan.legacy_snat_chain(),
         );
-        iptables::apply(&batch)?;
-    }
-    Ok(())
+        iptables::apply(&batch)
+    })
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
