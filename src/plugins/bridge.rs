@@ -238,7 +238,9 @@ impl Plugin for Bridge {
         let (network, id) = (inv.conf.name(), inv.env.container_id.as_str());
         let (configured_rest, masq_added) = std::thread::scope(|scope| {
             let (masq, ips) = (&conf.masq, &ips);
-            let masq = scope.spawn(move || masq.add(network, id, ifname, ips));
+            // No thread when there is nothing to masquerade.
+            let masq = (masq.is_enabled() && !ips.is_empty())
+                .then(|| scope.spawn(move || masq.add(network, id, ifname, ips)));
             let rest = (|| -> CniResult<()> {
                 let enable_dad = conf.enable_dad;
                 let disable = conf.disable_container_interface;
@@ -310,9 +312,10 @@ impl Plugin for Bridge {
                 }
                 Ok(())
             })();
-            let added = match masq.join() {
-                Ok(added) => added.map_err(Error::from),
-                Err(_) => Err(Error::new(Code::Internal, "ipMasq: its thread panicked")),
+            let added = match masq.map(|thread| thread.join()) {
+                None | Some(Ok(Ok(()))) => Ok(()),
+                Some(Ok(Err(e))) => Err(Error::from(e)),
+                Some(Err(_)) => Err(Error::new(Code::Internal, "ipMasq: its thread panicked")),
             };
             (rest, added)
         });

@@ -23,6 +23,10 @@ impl IpMasq {
         Ok(IpMasq { enabled, backend })
     }
 
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// For DEL, which takes what ADD refuses: an unknown backend is detected
     /// (the reference's DEL tears down both backends whatever the key says).
     pub fn for_del(enabled: bool, backend: Option<String>) -> IpMasq {
