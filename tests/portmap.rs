@@ -544,6 +544,34 @@ fn nat_tables_but_shared() -> String {
         .join("\n")
 }
 
+/// Runs one `verb` of the masquerading network with the logging wrappers
+/// first on PATH, and asserts the iptables tools it started: two restores per
+/// family (bridge's and portmap's), no save, nothing else.
+fn run_counting_restores(
+    net: &Runtime,
+    verb: &str,
+    ns: &Netns,
+    caps: &Value,
+    (log, path): (&std::path::Path, &str),
+) -> Value {
+    let _ = std::fs::remove_file(log);
+    let child = net
+        .command(&[verb, "pmq-net", ns.path()], caps, Some(path))
+        .spawn()
+        .expect("cnitool");
+    let out = Outcome::of(child).ok();
+    let execs = std::fs::read_to_string(log).unwrap_or_default();
+    let count = |t: &str| execs.lines().filter(|l| *l == t).count();
+    assert_eq!(count("iptables-restore"), 2, "{verb}: {execs}");
+    assert_eq!(count("ip6tables-restore"), 2, "{verb}: {execs}");
+    assert_eq!(
+        execs.lines().count(),
+        4,
+        "{verb}: no save, nor any other tool: {execs}"
+    );
+    out
+}
+
 #[test]
 fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save() {
     enter_test_host();
@@ -561,23 +589,9 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
     let (a, b) = (Netns::new(), Netns::new());
     // The first ADD finds empty nat tables, the second portmap's shared chains.
     for ns in [&a, &b] {
-        let _ = std::fs::remove_file(&log);
-        let child = net
-            .command(&["add", "pmq-net", ns.path()], &caps, Some(&path))
-            .spawn()
-            .expect("cnitool");
-        let out = Outcome::of(child).ok();
-        let execs = std::fs::read_to_string(&log).unwrap_or_default();
-        let count = |t: &str| execs.lines().filter(|l| *l == t).count();
         // Each plugin's rules below are there, so each ran at least one
         // restore per family: two in all is one per plugin and family.
-        assert_eq!(count("iptables-restore"), 2, "{execs}");
-        assert_eq!(count("ip6tables-restore"), 2, "{execs}");
-        assert_eq!(
-            execs.lines().count(),
-            4,
-            "no save, nor any other tool: {execs}"
-        );
+        let out = run_counting_restores(&net, "add", ns, &caps, (&log, &path));
         let ips: Vec<String> = out["ips"]
             .as_array()
             .expect("ips")
@@ -615,7 +629,8 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
 
 /// DEL finds the container's chains over nf_tables netlink and deletes its
 /// entry rules by the specs its ADD wrote: no save, one restore per plugin
-/// and family, both for the reference's rules and ours (same specs).
+/// and family, for the first container's rules (made with the shared chains)
+/// and the second's.
 #[test]
 fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save() {
     enter_test_host();
@@ -635,21 +650,7 @@ fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_sa
         net.run(&["add", "pmq-net", ns.path()], &caps).ok();
     }
     for ns in [&a, &b] {
-        let _ = std::fs::remove_file(&log);
-        let child = net
-            .command(&["del", "pmq-net", ns.path()], &caps, Some(&path))
-            .spawn()
-            .expect("cnitool");
-        Outcome::of(child).ok();
-        let execs = std::fs::read_to_string(&log).unwrap_or_default();
-        let count = |t: &str| execs.lines().filter(|l| *l == t).count();
-        assert_eq!(count("iptables-restore"), 2, "{execs}");
-        assert_eq!(count("ip6tables-restore"), 2, "{execs}");
-        assert_eq!(
-            execs.lines().count(),
-            4,
-            "no save, nor any other tool: {execs}"
-        );
+        run_counting_restores(&net, "del", ns, &caps, (&log, &path));
     }
     assert_eq!(nat_tables_but_shared(), before);
 }

@@ -318,24 +318,6 @@ pub fn is_nft_based(family: Family) -> bool {
     }
 }
 
-/// With iptables-nft, true when none of `chains` exists in `table`, read over
-/// nf_tables netlink: a DEL with nothing to remove then runs no iptables-save.
-/// False whenever that cannot be known (iptables-legacy, netlink failure).
-pub fn surely_absent(family: Family, table: &str, chains: &[String]) -> bool {
-    if !is_nft_based(family) {
-        return false;
-    }
-    let f = match family {
-        Family::V4 => super::nft::NFPROTO_IPV4,
-        Family::V6 => super::nft::NFPROTO_IPV6,
-    };
-    let Ok(mut sock) = super::nft::open() else {
-        return false;
-    };
-    super::nft::chains(&mut sock, f, table)
-        .is_ok_and(|have| !have.iter().any(|c| chains.contains(c)))
-}
-
 /// Whether the family's tools are installed (looked up on PATH, no process run:
 /// detection must not cost an exec per operation).
 pub fn usable(family: Family) -> bool {

@@ -58,6 +58,14 @@ pub const NFPROTO_IPV4: u8 = 2;
 pub const NFPROTO_BRIDGE: u8 = 7;
 pub const NFPROTO_IPV6: u8 = 10;
 
+/// The nfnetlink family (NFPROTO_*) of an address family's tables.
+pub fn nfproto(family: crate::netlink::addr::Family) -> u8 {
+    match family {
+        crate::netlink::addr::Family::V4 => NFPROTO_IPV4,
+        crate::netlink::addr::Family::V6 => NFPROTO_IPV6,
+    }
+}
+
 pub const HOOK_PREROUTING: u32 = 0;
 pub const HOOK_FORWARD: u32 = 2;
 pub const PRIO_FILTER: i32 = 0;

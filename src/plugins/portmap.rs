@@ -331,10 +331,7 @@ fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
             .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
             .map(|m| m.host_port)
             .collect();
-        let nfproto = match family {
-            Family::V4 => nix::libc::NFPROTO_IPV4,
-            Family::V6 => nix::libc::NFPROTO_IPV6,
-        } as u8;
+        let nfproto = crate::netfilter::nft::nfproto(family);
         let _ = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports);
     }
 }

@@ -42,10 +42,7 @@ fn state(family: Family, chain: &str) -> State {
     if !iptables::is_nft_based(family) {
         return State::Unread;
     }
-    let f = match family {
-        Family::V4 => nft::NFPROTO_IPV4,
-        Family::V6 => nft::NFPROTO_IPV6,
-    };
+    let f = nft::nfproto(family);
     let Ok(mut sock) = nft::open() else {
         return State::Unread;
     };

@@ -209,10 +209,7 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
     if !iptables::is_nft_based(family) {
         return SharedState::Unknown;
     }
-    let f = match family {
-        Family::V4 => nft::NFPROTO_IPV4,
-        Family::V6 => nft::NFPROTO_IPV6,
-    };
+    let f = nft::nfproto(family);
     let Ok(mut sock) = nft::open() else {
         return SharedState::Unknown;
     };
@@ -323,38 +320,48 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
     batch
 }
 
-/// DEL's batch without `iptables-save`, when nf_tables netlink shows the
-/// container's chain (and no legacy SNAT chain) and as many entry jumps to it
-/// as this plan's ADD writes: each entry rule deleted by that spec.
-fn quick_teardown(plan: &Plan, family: Family) -> Option<Batch> {
+/// What DEL knows of one family's nat table without `iptables-save`.
+enum Known {
+    /// nf_tables netlink shows neither of the container's chains: nothing to do.
+    Absent,
+    /// It shows the container's chain (no legacy SNAT chain) and as many entry
+    /// jumps to it as this plan's ADD writes: each entry deleted by that spec.
+    Quick(Batch),
+    /// iptables-legacy, no answer, or anything else: read the table.
+    Unknown,
+}
+
+fn known(plan: &Plan, family: Family) -> Known {
     if !iptables::is_nft_based(family) {
-        return None;
+        return Known::Unknown;
     }
-    let f = match family {
-        Family::V4 => nft::NFPROTO_IPV4,
-        Family::V6 => nft::NFPROTO_IPV6,
+    let f = nft::nfproto(family);
+    let Ok(mut sock) = nft::open() else {
+        return Known::Unknown;
     };
-    let mut sock = nft::open().ok()?;
-    let chains = nft::chains(&mut sock, f, "nat").ok()?;
-    let chain = plan.dnat_chain();
-    if !chains.contains(&chain) || chains.contains(&plan.legacy_snat_chain()) {
-        return None;
+    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
+        return Known::Unknown;
+    };
+    let (chain, legacy) = (plan.dnat_chain(), plan.legacy_snat_chain());
+    match (chains.contains(&chain), chains.contains(&legacy)) {
+        (false, false) => return Known::Absent,
+        (true, false) => {}
+        _ => return Known::Unknown,
     }
-    let jumping = nft::rules(&mut sock, f, "nat", DNAT_CHAIN)
-        .ok()?
-        .iter()
-        .filter(|r| r.jumps.contains(&chain))
-        .count();
+    let Ok(rules) = nft::rules(&mut sock, f, "nat", DNAT_CHAIN) else {
+        return Known::Unknown;
+    };
+    let jumping = rules.iter().filter(|r| r.jumps.contains(&chain)).count();
     let entries = entry_rules(plan, family);
     if jumping != entries.len() {
-        return None;
+        return Known::Unknown;
     }
     let mut batch = Batch::new(family, "nat");
     for rule in &entries {
         batch.delete(DNAT_CHAIN, rule);
     }
     batch.flush_and_delete_chain(&chain);
-    Some(batch)
+    Known::Quick(batch)
 }
 
 /// Removes the container's rules in `families`, found by name (no mappings
@@ -368,15 +375,11 @@ pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
         }
     }
     each_parallel(&distinct, |&family| {
-        let ours = [plan.dnat_chain(), plan.legacy_snat_chain()];
-        if iptables::surely_absent(family, "nat", &ours) {
-            return Ok(());
-        }
-        // The restore is atomic: a spec that differs fails it, and the table is read.
-        if let Some(batch) = quick_teardown(plan, family)
-            && iptables::apply(&batch).is_ok()
-        {
-            return Ok(());
+        match known(plan, family) {
+            Known::Absent => return Ok(()),
+            // The restore is atomic: a spec that differs fails it, and the table is read.
+            Known::Quick(batch) if iptables::apply(&batch).is_ok() => return Ok(()),
+            Known::Quick(_) | Known::Unknown => {}
         }
         let Some(saved) = iptables::save_existing(family, "nat")? else {
             return Ok(());

@@ -6,8 +6,8 @@
 
 use super::{Family, Plan, Target};
 use crate::netfilter::nft::{
-    self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, NFPROTO_IPV4, NFPROTO_IPV6,
-    PRIO_DSTNAT, PRIO_SRCNAT, Tx, match_addr, match_dport, match_fib_daddr_local,
+    self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, PRIO_DSTNAT, PRIO_SRCNAT, Tx,
+    match_addr, match_dport, match_fib_daddr_local, nfproto,
 };
 use crate::netfilter::{Error, Result};
 use ipnet::IpNet;
@@ -21,13 +21,6 @@ const HOSTPORTS_ALL: &str = "hostports_all";
 const MASQUERADING: &str = "masquerading";
 /// The chains holding per-container rules (comment = container ID).
 const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
-
-fn nfproto(family: Family) -> u8 {
-    match family {
-        Family::V4 => NFPROTO_IPV4,
-        Family::V6 => NFPROTO_IPV6,
-    }
-}
 
 fn protocol_number(p: &str) -> u8 {
     match p {
