@@ -2,6 +2,12 @@
 //! (state, caches, configs, files named by a config) are bounded, so a huge file
 //! is an error naming it instead of a plugin that reads a gigabyte into memory.
 //! Private state is written atomically. Every error names its path (fs-err).
+//!
+//! State files and locks (host-local's store, result and delegate caches, the
+//! dhcp daemon's leases, plugin backups) are opened only through
+//! [`open_state`]: never through a symlink (`O_NOFOLLOW`), new files with
+//! `O_EXCL`, all 0600. A symlink planted where state goes is an error naming
+//! it, not a write to whatever it points at.
 
 use fs_err::os::unix::fs::OpenOptionsExt;
 use std::io::{self, Read, Write};
@@ -56,6 +62,64 @@ pub fn create_dir_mode(dir: &Path, mode: u32) -> io::Result<()> {
         .map_err(|e| path_error(e, "create", dir))
 }
 
+/// How [`open_state`] opens a state file. Every mode refuses a symlink as the
+/// last component and creates files 0600.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateOpen {
+    /// Read only; the file must exist.
+    Read,
+    /// Read and write, created when missing, never truncated (locks, files
+    /// rewritten in place).
+    ReadWrite,
+    /// A new file: fails with AlreadyExists when anything, a symlink included,
+    /// is at the path (`O_CREAT | O_EXCL`).
+    CreateNew,
+}
+
+/// Opens a state file or lock the one way state is opened (see the module doc).
+pub fn open_state(path: &Path, how: StateOpen) -> io::Result<fs_err::File> {
+    let mut opts = fs_err::OpenOptions::new();
+    opts.custom_flags(libc_flags::NOFOLLOW | libc_flags::CLOEXEC)
+        .mode(0o600);
+    match how {
+        StateOpen::Read => opts.read(true),
+        StateOpen::ReadWrite => opts.read(true).write(true).create(true).truncate(false),
+        StateOpen::CreateNew => opts.read(true).write(true).create_new(true),
+    };
+    opts.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "refusing to open {}: it is a symbolic link (state files are never followed)",
+                    path.display()
+                ),
+            )
+        } else {
+            e
+        }
+    })
+}
+
+/// The open(2) flags used here, from nix's (the libc crate is not a dependency).
+mod libc_flags {
+    use nix::fcntl::OFlag;
+    pub const NOFOLLOW: i32 = OFlag::O_NOFOLLOW.bits();
+    pub const CLOEXEC: i32 = OFlag::O_CLOEXEC.bits();
+}
+
+/// A whole state file, bounded as [`read_limited`], never through a symlink.
+pub fn read_state_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    let file = open_state(path, StateOpen::Read)?;
+    read_bounded(file, path, limit)
+}
+
+/// As [`read_state_limited`], as text.
+pub fn read_state_string_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<String> {
+    utf8(read_state_limited(path, limit)?)
+}
+
 /// Writes a private state file atomically: its directory created 0700 when
 /// missing, the bytes written to a temporary file (0600) beside it, fsync'd, and
 /// renamed over `path`. A crash leaves the old file or the new one, never a
@@ -69,12 +133,13 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let written = (|| {
-        let mut file = fs_err::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
+        // A temporary file of ours that a crash left (same pid) goes; whatever
+        // else is there makes CreateNew fail rather than be written through.
+        // rename() then replaces `path` itself, even when it is a symlink.
+        if fs_err::symlink_metadata(&tmp).is_ok_and(|m| m.is_file()) {
+            let _ = fs_err::remove_file(&tmp);
+        }
+        let mut file = open_state(&tmp, StateOpen::CreateNew)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         fs_err::rename(&tmp, path)
@@ -114,6 +179,10 @@ pub const MAX_FILE: u64 = 16 << 20;
 pub fn read_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<Vec<u8>> {
     let path = path.as_ref();
     let file = fs_err::File::open(path)?;
+    read_bounded(file, path, limit)
+}
+
+fn read_bounded(file: fs_err::File, path: &Path, limit: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     file.take(limit + 1).read_to_end(&mut out)?;
     if out.len() as u64 > limit {
@@ -127,7 +196,11 @@ pub fn read_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<Vec<u8>> {
 
 /// As `read_limited`, as text (invalid UTF-8 is an error, as for `read_to_string`).
 pub fn read_string_limited(path: impl AsRef<Path>, limit: u64) -> io::Result<String> {
-    String::from_utf8(read_limited(path, limit)?).map_err(|_| {
+    utf8(read_limited(path, limit)?)
+}
+
+fn utf8(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidData,
             "stream did not contain valid UTF-8",

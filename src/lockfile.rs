@@ -4,38 +4,27 @@
 use crate::files::path_error;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How long a plugin waits for a lock before giving up.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
-/// Opens (creating it 0600, so no other user can open it to hold the lock)
-/// and locks `path` exclusively, waiting at most `deadline`. A file left with
-/// wider permissions by an older version is narrowed to 0600.
+/// Opens (creating it 0600, so no other user can open it to hold the lock;
+/// never through a symlink) and locks `path` exclusively, waiting at most
+/// `deadline`. A file left with wider permissions by an older version is
+/// narrowed to 0600.
 pub fn lock_private(path: &Path, deadline: Duration) -> io::Result<Flock<File>> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| path_error(e, "open", path))?;
+    let (file, _) =
+        crate::files::open_state(path, crate::files::StateOpen::ReadWrite)?.into_parts();
     let meta = file.metadata().map_err(|e| path_error(e, "stat", path))?;
     if meta.permissions().mode() & 0o077 != 0 {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))
             .map_err(|e| path_error(e, "chmod", path))?;
     }
-    lock(file, path, deadline)
-}
-
-/// Locks an existing file (a netns mount, say) exclusively, waiting at most `deadline`.
-pub fn lock_existing(path: &Path, deadline: Duration) -> io::Result<Flock<File>> {
-    let file = File::open(path).map_err(|e| path_error(e, "open", path))?;
     lock(file, path, deadline)
 }
 

@@ -331,3 +331,39 @@ fn reference_firewall_adds_all_succeed_while_our_dels_loop() {
     );
     assert!(ours_failed.is_empty(), "{ours_failed:#?}");
 }
+
+/// A container's interface in prevResult carries a name the pod chose (a
+/// Multus selection's `interface`); taken as "the bridge", it became host
+/// FORWARD isolation rules that nothing removes. Only an interface without a
+/// sandbox names the bridge.
+#[test]
+fn a_pod_chosen_interface_name_never_becomes_host_forward_rules() {
+    enter_test_host();
+    let ns = Netns::new();
+    let conf = |interfaces: Value| {
+        json!({"cniVersion": "1.0.0", "name": "fw-evil", "type": "firewall",
+               "backend": "iptables", "ingressPolicy": "same-bridge",
+               "prevResult": {"cniVersion": "1.0.0", "interfaces": interfaces,
+                   "ips": [{"address": "10.53.0.2/24", "interface": 0}]}})
+        .to_string()
+    };
+    let call = |command: &str, c: &str| harness::Call::new("firewall", command, ns.path(), c);
+    // The host bridge after the pod's interface: the bridge is named.
+    let both = conf(json!([{"name": "evil0", "sandbox": ns.path()}, {"name": "cni-fwh"}]));
+    call("ADD", &both).run().ok();
+    let rules = filter();
+    assert!(rules.contains("-i cni-fwh ! -o cni-fwh"), "{rules}");
+    assert!(!rules.contains("evil0"), "{rules}");
+    call("DEL", &both).run().ok();
+    // Only the pod's interface: refused, nothing named after it.
+    let only_pod = conf(json!([{"name": "evil1", "sandbox": ns.path()}]));
+    let e = call("ADD", &only_pod).run().err(7);
+    assert!(
+        e["msg"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no host interface"),
+        "{e}"
+    );
+    assert!(!filter().contains("evil1"), "{}", filter());
+}

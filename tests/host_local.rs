@@ -588,3 +588,53 @@ fn ours_and_the_reference_adding_at_once_get_distinct_ips() {
     call("ADD", "after", &stdin).run().err(999);
     assert_eq!(held(&dir.0).len(), 1);
 }
+
+/// Symlinks planted in the store where host-local keeps its state: ADD wrote
+/// the address through `last_reserved_ip.0` into the file it pointed at, and
+/// opening `lock` narrowed its target's mode to 0600. Now both are refused,
+/// naming the link; the targets are untouched and nothing stays reserved.
+#[test]
+fn symlinks_planted_in_the_store_are_never_followed() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let dir = TempDir::new("hl-symlink");
+    let victim = dir.0.join("victim");
+    std::fs::write(&victim, "precious").expect("victim");
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let ipam = json!({"subnet": "10.60.0.0/24"});
+    let stdin = conf("1.0.0", &dir.0, ipam);
+    let store = dir.0.join("hl-net");
+    std::fs::create_dir_all(&store).expect("store");
+    let refused = |stdin: &str| {
+        let out = call("ADD", "ctr-link", stdin).run();
+        assert_eq!(out.status, 1, "{out:?}");
+        out.json()
+    };
+
+    symlink(&victim, store.join("last_reserved_ip.0")).expect("symlink");
+    let e = refused(&stdin);
+    assert!(e.to_string().contains("last_reserved_ip.0"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious"
+    );
+    assert!(
+        !store.join("10.60.0.2").exists(),
+        "the failed ADD left no reservation: {:?}",
+        store_files(&store)
+    );
+    std::fs::remove_file(store.join("last_reserved_ip.0")).expect("unlink");
+
+    std::fs::remove_file(store.join("lock")).expect("lock of the first ADD");
+    symlink(&victim, store.join("lock")).expect("symlink");
+    let e = refused(&stdin);
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    let mode = std::fs::metadata(&victim)
+        .expect("stat")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o644, "the lock's target keeps its mode");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious"
+    );
+}

@@ -688,3 +688,198 @@ fn cnitool_add_with_the_pod_annotations_in_cap_args() {
     assert_eq!(out.status, 1);
     assert!(out.stderr.contains("no network status"), "{out:?}");
 }
+
+/// A NAD with annotations, as a cluster admin writes one.
+fn add_nad_annotated(s: &Setup, namespace: &str, name: &str, annotations: Value, config: Value) {
+    let nad = json!({
+        "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+        "spec": {"config": config.to_string()}
+    });
+    write_json(&s.nads.0.join(format!("{namespace}-{name}.json")), &nad);
+}
+
+/// A plugin that keeps the stdin of its last ADD in `<dir>/<name>.stdin`.
+fn stdin_recorder(s: &Setup, name: &str, dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        "#!/bin/sh\n\
+         [ \"$CNI_COMMAND\" = VERSION ] && {{ printf '{{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}}'; exit 0; }}\n\
+         [ \"$CNI_COMMAND\" = ADD ] && {{ cat > '{dir}/{name}.stdin'; printf '{{\"cniVersion\":\"1.0.0\"}}'; }}\n\
+         exit 0\n",
+        dir = dir.display()
+    );
+    let path = s.bin.0.join(name);
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+const RESOURCE: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+/// The tenant names a PCI device (here the node's own NIC's address) for a
+/// NAD whose devices come from a device-plugin pool: host-device would have
+/// moved that device into the pod. Refused, naming the NAD, before anything
+/// is attached.
+#[test]
+fn a_tenant_cannot_pick_the_device_of_a_resource_pool() {
+    enter_test_host();
+    let s = Setup::new();
+    add_nad_annotated(
+        &s,
+        "default",
+        "sriov-net",
+        json!({RESOURCE: "intel.com/sriov"}),
+        json!({"cniVersion": "1.0.0", "name": "sriov-net", "type": "host-device"}),
+    );
+    let ns = Netns::new();
+    let (out, _) = add_selecting(
+        &s,
+        &ns,
+        "dev-1",
+        ("default", "p"),
+        r#"[{"name":"sriov-net","deviceID":"0000:00:03.0"}]"#,
+        json!({}),
+    );
+    let e = out.err(7);
+    assert!(msg(&e).contains("default/sriov-net"), "{e}");
+    assert!(
+        msg(&e).contains("deviceID \"0000:00:03.0\" is refused"),
+        "{e}"
+    );
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    assert!(s.held("cbr0").is_empty());
+}
+
+/// The device of a pool attachment is the one its device-info file (the
+/// NPWG Device Information spec's, for this pod and network) names.
+#[test]
+fn a_resource_pool_attachment_gets_the_device_of_its_device_info_file() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("multus-devrec");
+    stdin_recorder(&s, "devrec", &log.0);
+    add_nad_annotated(
+        &s,
+        "default",
+        "pool-net",
+        json!({RESOURCE: "example.com/pool"}),
+        json!({"cniVersion": "1.0.0", "name": "pool-net", "type": "devrec",
+               "capabilities": {"deviceID": true, "CNIDeviceInfoFile": true}}),
+    );
+    let ns = Netns::new();
+    let id = format!("devinfo-{}", std::process::id());
+    let dir = Path::new("/var/run/k8s.cni.cncf.io/devinfo/cni");
+    std::fs::create_dir_all(dir).expect("devinfo dir");
+    let info = dir.join(format!("default-pool-net-{id}_net1"));
+    std::fs::write(
+        &info,
+        r#"{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.1"}}"#,
+    )
+    .expect("device-info file");
+    let (out, conf) = add_selecting(&s, &ns, &id, ("default", "p"), "pool-net", json!({}));
+    out.ok();
+    let stdin = read_json(&log.0.join("devrec.stdin"));
+    assert_eq!(
+        stdin["runtimeConfig"]["deviceID"], "0000:af:00.1",
+        "{stdin}"
+    );
+    assert_eq!(
+        stdin["runtimeConfig"]["CNIDeviceInfoFile"],
+        info.to_str().expect("path"),
+        "{stdin}"
+    );
+    s.call("DEL", &ns, &id, &conf, ("default", "p")).run().ok();
+    assert!(
+        !info.exists(),
+        "DEL removes the attachment's device-info file"
+    );
+}
+
+/// With namespace isolation, `v1.multus-cni.io/default-network` could name
+/// another namespace's network as the pod's eth0, though `networks` could not.
+#[test]
+fn the_default_network_override_obeys_namespace_isolation() {
+    enter_test_host();
+    let s = Setup::new();
+    s.add_nad(
+        "team-b",
+        "secret-net",
+        json!({"cniVersion": "1.0.0", "name": "secret-net", "type": "bridge", "bridge": "br-secret",
+               "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.41.0.0/24"}]]}}),
+    );
+    let ns = Netns::new();
+    let mut conf = s.conf(json!({"namespaceIsolation": true}));
+    conf["runtimeConfig"] = json!({"io.kubernetes.cri.pod-annotations":
+        {"v1.multus-cni.io/default-network": "team-b/secret-net"}});
+    let e = s
+        .call("ADD", &ns, "iso-1", &conf, ("tenant-a", "p"))
+        .run()
+        .err(7);
+    assert!(msg(&e).contains("namespace isolation enabled"), "{e}");
+    assert!(msg(&e).contains("team-b/secret-net"), "{e}");
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    assert!(s.held("secret-net").is_empty());
+}
+
+/// `portMappings` in a selection publish the node's own ports (22, the
+/// kubelet's 10250) on every local address; `annotationPortMappings: false`
+/// refuses them.
+#[test]
+fn annotation_port_mappings_of_the_nodes_ports_can_be_refused() {
+    enter_test_host();
+    let s = Setup::new();
+    s.add_nad(
+        "default",
+        "pm-net",
+        json!({"cniVersion": "1.0.0", "name": "pm-net", "plugins": [
+            {"type": "bridge", "bridge": "br-pm",
+             "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.42.0.0/24"}]]}},
+            {"type": "portmap", "capabilities": {"portMappings": true}}]}),
+    );
+    let ns = Netns::new();
+    let (out, _) = add_selecting(
+        &s,
+        &ns,
+        "pm-1",
+        ("default", "p"),
+        r#"[{"name":"pm-net","portMappings":[
+            {"hostPort":22,"containerPort":22,"protocol":"tcp"},
+            {"hostPort":10250,"containerPort":80,"protocol":"tcp"}]}]"#,
+        json!({"annotationPortMappings": false}),
+    );
+    let e = out.err(7);
+    assert!(msg(&e).contains("annotationPortMappings is false"), "{e}");
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    let nat = harness::iptables_table("nat");
+    assert!(
+        !nat.contains("--dport 22 ") && !nat.contains("--dport 10250 "),
+        "{nat}"
+    );
+}
+
+/// Every selection is an interface and an address from a shared range: 300
+/// of them took 300 addresses. At most `maxAttachments` (32) per pod, refused
+/// before anything is attached.
+#[test]
+fn a_pod_asking_for_300_networks_is_refused_before_anything_is_attached() {
+    enter_test_host();
+    let s = Setup::new();
+    let ns = Netns::new();
+    let many = vec!["data-net"; 300].join(",");
+    let (out, _) = add_selecting(&s, &ns, "many", ("default", "p"), &many, json!({}));
+    let e = out.err(7);
+    assert!(msg(&e).contains("at most 32 attachments per pod"), "{e}");
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    assert!(s.held("data-net").is_empty() && s.held("cbr0").is_empty());
+    // The key sets the cap: the default network and three more is four.
+    let (out, _) = add_selecting(
+        &s,
+        &ns,
+        "four",
+        ("default", "p"),
+        "data-net,data-net,data-net",
+        json!({"maxAttachments": 3}),
+    );
+    assert!(msg(&out.err(7)).contains("at most 3 attachments"));
+    assert!(links(&ns).is_empty());
+}

@@ -252,3 +252,61 @@ fn routes_of_the_link_itself_are_copied_into_every_table_then_leave_main() {
     assert!(!main4.contains("eth0"), "{main4}");
     assert!(!main6.contains("eth0"), "{main6}");
 }
+
+/// Any user who can open a netns file (a bind mount under /run/netns is 0444)
+/// could flock it; the reference's sbr locks that file, so such a user held
+/// every ADD and DEL of the pod for a minute and failed them. Ours locks a
+/// file of its own that only root can reach.
+#[test]
+fn a_user_locking_the_netns_file_does_not_stall_sbr() {
+    use std::io::BufRead;
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    enter_test_host();
+    let ns = container_with_eth0(&["10.87.0.5/24"]);
+    let dir = harness::TempDir::new("sbr-lock");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let file = dir.0.join("pod-ns");
+    std::fs::write(&file, "").expect("mount point");
+    let file = file.to_str().expect("utf-8 path").to_string();
+    run_in(None, "mount", &["--bind", ns.path(), &file]);
+    struct Unmount(String);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _mounted = Unmount(file.clone());
+    // The attacker: user nobody holds an exclusive flock on the netns file.
+    let mut holder = std::process::Command::new("flock")
+        .args(["-x", &file, "sh", "-c", "echo locked; sleep 120"])
+        .uid(65534)
+        .gid(65534)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("flock as nobody");
+    let mut line = String::new();
+    std::io::BufReader::new(holder.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert_eq!(line.trim(), "locked", "nobody holds the netns file's lock");
+
+    let prev = json!({"cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "sandbox": &file}],
+        "ips": [{"address": "10.87.0.5/24", "interface": 0}]});
+    let conf = json!({"cniVersion": "1.0.0", "name": "sbr-t", "type": "sbr", "prevResult": prev});
+    let call = |cmd: &str| {
+        harness::Call::new("sbr", cmd, &file, &conf.to_string())
+            .path(&plugin_dir())
+            .run()
+    };
+    call("ADD").ok();
+    assert!(
+        ns.sh("ip", &["rule"]).contains("from 10.87.0.5 lookup 100"),
+        "ADD ran while nobody held the netns file"
+    );
+    call("DEL").ok();
+    assert!(!ns.sh("ip", &["rule"]).contains("10.87.0.5"), "DEL ran too");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

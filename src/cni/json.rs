@@ -18,6 +18,7 @@ use serde::de::{
 };
 use serde::{Deserialize, forward_to_deserialize_any};
 use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
 use std::fmt;
 
 pub type Error = serde_json::Error;
@@ -206,8 +207,12 @@ impl<'de> Visitor<'de> for JsonVisitor {
 /// An object's entries as a struct with `fields` sees them: each key renamed to
 /// the field it matches (exact name first, then folded), nulls dropped, and of
 /// several entries for one field only the last, in document order.
+///
+/// Linear in the number of entries: each key is looked up in a hash index of
+/// the entries kept so far (a document of 100k junk keys is input like any other).
 fn struct_entries(entries: Vec<(String, Json)>, fields: &[&str]) -> Vec<(String, Json)> {
-    let mut out: Vec<(String, Json)> = Vec::with_capacity(entries.len());
+    let mut out: Vec<(String, Json)> = Vec::with_capacity(entries.len().min(fields.len() + 16));
+    let mut slots: HashMap<String, usize> = HashMap::new();
     for (key, value) in entries {
         if value.is_null() {
             continue;
@@ -219,9 +224,12 @@ fn struct_entries(entries: Vec<(String, Json)>, fields: &[&str]) -> Vec<(String,
         } else {
             key
         };
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => out.push((key, value)),
+        match slots.get(&key) {
+            Some(&i) => out[i].1 = value,
+            None => {
+                slots.insert(key.clone(), out.len());
+                out.push((key, value));
+            }
         }
     }
     out

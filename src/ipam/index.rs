@@ -24,7 +24,6 @@
 
 use super::store::{Reservation, parse_owner, read_small};
 use fs_err::File;
-use fs_err::os::unix::fs::OpenOptionsExt;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -156,12 +155,7 @@ impl Owners {
         }
         // Created (a directory change) before the stamp is taken; then written
         // in place, which changes the file but not the directory.
-        let mut file = fs_err::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&path)?;
+        let mut file = crate::files::open_state(&path, crate::files::StateOpen::ReadWrite)?;
         let stamp = DirStamp::of(dir)?;
         let bytes = encode(stamp, &self.held);
         let written = file
@@ -209,7 +203,7 @@ fn encode(stamp: DirStamp, held: &BTreeMap<String, Held>) -> Vec<u8> {
 
 /// The index as written, or None when it is missing, foreign or damaged.
 fn read_index(dir: &Path) -> Option<(DirStamp, BTreeMap<String, Held>)> {
-    let text = crate::files::read_string_limited(dir.join(INDEX_FILE), MAX_INDEX).ok()?;
+    let text = crate::files::read_state_string_limited(dir.join(INDEX_FILE), MAX_INDEX).ok()?;
     decode(&text)
 }
 

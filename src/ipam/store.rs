@@ -5,8 +5,7 @@
 //! reading every file of the network on each call.
 
 use super::index::{Held, Owners};
-use fs_err::os::unix::fs::OpenOptionsExt;
-use fs_err::{File, OpenOptions};
+use fs_err::File;
 use nix::fcntl::Flock;
 use std::cell::RefCell;
 use std::io::{self, Write};
@@ -93,13 +92,7 @@ impl DiskStore {
         self.with_owners(|_| ())?;
         let name = ip.to_string();
         let path = self.dir.join(&name);
-        let mut file = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
+        let mut file = match crate::files::open_state(&path, crate::files::StateOpen::CreateNew) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
@@ -121,18 +114,22 @@ impl DiskStore {
             ifname: ifname.to_string(),
         };
         self.with_owners(|o| {
-            o.held.insert(name, held);
+            o.held.insert(name.clone(), held);
             o.stale = true;
         })?;
         let last = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
-        write_private(&last, ip.to_string().as_bytes())?;
+        if let Err(e) = write_private(&last, ip.to_string().as_bytes()) {
+            // The reservation goes with the ADD that fails here.
+            let _ = self.release_name(&name);
+            return Err(e);
+        }
         Ok(true)
     }
 
     /// The last IP handed out for range set `set_index`, if recorded and readable.
     pub fn last_reserved_ip(&self, set_index: usize) -> Option<IpAddr> {
         let path = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
-        let text = crate::files::read_string_limited(&path, 64).ok()?;
+        let text = crate::files::read_state_string_limited(&path, 64).ok()?;
         text.trim().parse().ok()
     }
 
@@ -234,7 +231,13 @@ const MAX_RESERVATION: usize = 64 << 10;
 pub(super) fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> Option<String> {
     use nix::fcntl::{OFlag, openat};
     use nix::sys::stat::Mode;
-    let fd = openat(dir, name, OFlag::O_RDONLY | OFlag::O_CLOEXEC, Mode::empty()).ok()?;
+    let fd = openat(
+        dir,
+        name,
+        OFlag::O_RDONLY | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+        Mode::empty(),
+    )
+    .ok()?;
     let mut len = 0;
     while len < MAX_RESERVATION {
         if len == buf.len() {
@@ -261,12 +264,7 @@ impl Held {
 /// start writeback of the file when it is closed (auto_da_alloc), an I/O
 /// submission on every ADD. Readers hold the store lock, as we do.
 fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)?;
+    let mut f = crate::files::open_state(path, crate::files::StateOpen::ReadWrite)?;
     f.write_all(bytes)?;
     f.set_len(bytes.len() as u64)
 }

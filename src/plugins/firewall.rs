@@ -131,6 +131,26 @@ impl Conf {
     }
 }
 
+/// The bridge the isolation stages name: the first host interface (no
+/// sandbox) of the main plugin's result. The reference takes the first
+/// interface whatever it is; a container's interface there carries a name the
+/// pod chose (a Multus selection's `interface`), which would become host
+/// FORWARD rules that nothing removes.
+fn host_bridge(prev: &NetResult, policy: IngressPolicy) -> CniResult<String> {
+    let host = prev
+        .interfaces
+        .iter()
+        .find(|i| i.sandbox.is_empty())
+        .map(|i| i.name.clone());
+    match host {
+        Some(name) => Ok(name),
+        None if policy == IngressPolicy::Open => Ok(String::new()),
+        None => Err(Error::invalid_config(
+            "ingressPolicy needs the bridge: prevResult has no host interface (one without a sandbox)",
+        )),
+    }
+}
+
 impl Plugin for Firewall {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = load(inv)?;
@@ -139,12 +159,7 @@ impl Plugin for Firewall {
         if ips.is_empty() {
             return Ok(prev);
         }
-        // The bridge is the first interface of the main plugin's result.
-        let bridge = prev
-            .interfaces
-            .first()
-            .map(|i| i.name.clone())
-            .unwrap_or_default();
+        let bridge = host_bridge(&prev, conf.policy)?;
         match conf.target()? {
             Target::Rules(Backend::Iptables) => {
                 rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;

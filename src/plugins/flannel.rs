@@ -231,7 +231,7 @@ impl Plugin for Flannel {
         };
         let path = data_dir.join(&inv.env.container_id);
         // Gone: nothing to delete. Unreadable: its delegate may still hold state.
-        let bytes = match crate::files::read_limited(&path, crate::files::MAX_FILE) {
+        let bytes = match crate::files::read_state_limited(&path, crate::files::MAX_FILE) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e).with_context(|| format!("failed to read {}", path.display())),

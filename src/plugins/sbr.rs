@@ -144,10 +144,16 @@ fn belongs_to(r: &Route, ip: &IpConfig) -> bool {
         || r.gw.is_some_and(|g| ip.address.contains(&g))
 }
 
-/// Holds an flock on the netns file while sbr works (as the reference).
-fn lock_netns(path: &str) -> CniResult<Flock<std::fs::File>> {
-    crate::lockfile::lock_existing(std::path::Path::new(path), crate::lockfile::DEADLINE)
-        .map_err(Error::from)
+/// Where sbr's lock lives: a directory only root can enter.
+const LOCK_DIR: &str = "/run/cni/sbr";
+
+/// sbr's calls on this node run one at a time (each takes a few
+/// milliseconds). The reference flocks the netns file instead, which any user
+/// who can open that file can hold, stalling every ADD and DEL of the pod.
+fn lock() -> CniResult<Flock<std::fs::File>> {
+    let dir = std::path::Path::new(LOCK_DIR);
+    crate::files::create_dir_mode(dir, 0o700)?;
+    crate::lockfile::lock_private(&dir.join("lock"), crate::lockfile::DEADLINE).map_err(Error::from)
 }
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
@@ -174,7 +180,7 @@ impl Plugin for Sbr {
             )));
         }
         let ns = iface::open_netns(&inv.env.netns)?;
-        let _lock = lock_netns(&inv.env.netns)?;
+        let _lock = lock()?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             let mut sock = Socket::open()?;
@@ -194,7 +200,7 @@ impl Plugin for Sbr {
         let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return Ok(());
         };
-        let _lock = lock_netns(&inv.env.netns)?;
+        let _lock = lock()?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             let mut sock = Socket::open()?;

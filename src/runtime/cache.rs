@@ -96,7 +96,7 @@ impl Cache {
         ifname: &str,
     ) -> CniResult<Option<Cached>> {
         let path = self.path(network, container_id, ifname);
-        let bytes = match crate::files::read_limited(&path, crate::files::MAX_FILE) {
+        let bytes = match crate::files::read_state_limited(&path, crate::files::MAX_FILE) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error("read", &path, e)),
@@ -139,7 +139,7 @@ impl Cache {
         paths.sort();
         let mut out = Vec::new();
         for path in paths {
-            let Ok(bytes) = crate::files::read_limited(&path, crate::files::MAX_FILE) else {
+            let Ok(bytes) = crate::files::read_state_limited(&path, crate::files::MAX_FILE) else {
                 continue;
             };
             if let Ok(Cached::Entry(e)) = parse(&bytes)

@@ -119,7 +119,7 @@ impl StateDir {
 }
 
 fn read_saved(path: &Path) -> Result<Saved> {
-    let bytes = crate::files::read_limited(path, 1 << 20)?;
+    let bytes = crate::files::read_state_limited(path, 1 << 20)?;
     let saved: Saved = crate::cni::json::from_slice(&bytes)
         .with_context(|| format!("{}: not a lease file", path.display()))?;
     if saved.version != FORMAT {

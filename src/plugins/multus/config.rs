@@ -59,7 +59,16 @@ pub(crate) struct Keys {
     net_attach_def_dir: String,
     #[serde(rename = "runtimeConfig")]
     runtime_config: Option<RuntimeConfig>,
+    #[serde(rename = "annotationPortMappings")]
+    annotation_port_mappings: Option<bool>,
+    #[serde(rename = "maxAttachments")]
+    max_attachments: Option<u64>,
 }
+
+/// Attachments a pod may have (the default network included) unless
+/// `maxAttachments` says otherwise: each one costs an interface, addresses from
+/// shared ranges and a delegate run, and tenants choose how many they ask for.
+pub const DEFAULT_MAX_ATTACHMENTS: usize = 32;
 
 /// `portMappings` as Multus re-encodes it for delegates (lower-case keys,
 /// whatever casing the runtime sent).
@@ -155,6 +164,9 @@ pub struct Settings {
     pub retry_delete_on_error: bool,
     pub auxiliary_chain: String,
     pub runtime_config: RuntimeConfig,
+    /// Whether a selection's `portMappings` reach its delegates (Multus: yes).
+    pub annotation_port_mappings: bool,
+    pub max_attachments: usize,
     pub cni_version: String,
     pub log: Logger,
 }
@@ -198,6 +210,15 @@ impl Settings {
                 .map(|s| s.trim().to_string())
                 .collect()
         };
+        let max_attachments = match k.max_attachments {
+            None => DEFAULT_MAX_ATTACHMENTS,
+            Some(n @ 1..=4096) => n as usize,
+            Some(n) => {
+                return Err(Error::invalid_config(format!(
+                    "invalid maxAttachments {n}: must be 1 to 4096"
+                )));
+            }
+        };
         let multus_namespace = if k.multus_namespace.is_empty() {
             "kube-system".to_string()
         } else {
@@ -227,6 +248,8 @@ impl Settings {
             retry_delete_on_error: k.retry_delete_on_error,
             auxiliary_chain: k.auxiliary_cni_chain_name,
             runtime_config: k.runtime_config.unwrap_or_default(),
+            annotation_port_mappings: k.annotation_port_mappings.unwrap_or(true),
+            max_attachments,
             cni_version: inv.conf.cni_version().to_string(),
             log: Logger {
                 level,

@@ -41,6 +41,9 @@ pub struct Delegate {
     pub filter_v4: bool,
     pub filter_v6: bool,
     pub device_id: String,
+    /// The NAD's device-plugin pool: its device comes from the pool's
+    /// allocation for the pod, never from the selection.
+    pub resource_name: String,
 }
 
 impl Delegate {
@@ -99,6 +102,7 @@ impl Delegate {
             filter_v4: false,
             filter_v6: false,
             device_id: String::new(),
+            resource_name: String::new(),
         })
     }
 
@@ -166,6 +170,12 @@ impl Delegate {
         if merged.device_id.is_empty() {
             return merged.device_info_file.clone();
         }
+        self.device_info_path(container_id, ifname)
+    }
+
+    /// The spec's device-info file of this network for the pod's attachment
+    /// (the NAD client's `GetCNIDeviceInfoPath`).
+    pub fn device_info_path(&self, container_id: &str, ifname: &str) -> String {
         let file = format!("{}-{container_id}_{ifname}", self.name).replace('/', "-");
         format!("{DEVICE_INFO_DIR}/{file}")
     }
@@ -532,7 +542,7 @@ pub enum LoadError {
 /// The cached delegate list; None when there is none. The first is the
 /// default network.
 pub fn load(path: &Path, cni_version: &str) -> Result<Option<Vec<Delegate>>, LoadError> {
-    let bytes = match crate::files::read_limited(path, crate::files::MAX_FILE) {
+    let bytes = match crate::files::read_state_limited(path, crate::files::MAX_FILE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {

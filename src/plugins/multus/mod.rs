@@ -128,13 +128,15 @@ impl<'a> Call<'a> {
         let mut delegates = self
             .default_delegates(pod.as_ref(), true)
             .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
+        let defaults = delegates.len();
         delegates.extend(
-            self.selected(pod.as_ref())
+            self.selected(pod.as_ref(), defaults)
                 .map_err(self.cmd_err("error loading k8s delegates"))?,
         );
         gateway::check(&mut delegates).map_err(self.cmd_err("error loading k8s delegates"))?;
         let ifnames = ifnames(&delegates, &inv.env.ifname)
             .map_err(self.cmd_err("error loading k8s delegates"))?;
+        self.allocated_devices(&mut delegates, &ifnames);
         // DEL and GC find the default network's interface name in the cache.
         if let (Some(first), Some(name)) = (delegates.first_mut(), ifnames.first()) {
             first.ifname_request.clone_from(name);
@@ -346,7 +348,7 @@ impl<'a> Call<'a> {
         let mut delegates = self
             .default_delegates(Some(&pod), true)
             .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
-        match self.selected(Some(&pod)) {
+        match self.selected(Some(&pod), delegates.len()) {
             Ok(more) => delegates.extend(more),
             Err(e) => self.s.log.error(&format!(
                 "Multus: failed to get delegates: {e}, but continue to delete clusterNetwork"
@@ -550,7 +552,9 @@ impl<'a> Call<'a> {
                     "more than one default network is specified: {text}"
                 )));
             }
-            if let Some(sel) = selections.first() {
+            if let (Some(sel), Some(pod)) = (selections.first(), pod) {
+                // The override is a selection like any other: isolation holds.
+                annotations::check_isolation(s, &pod.namespace, sel)?;
                 out[0] = self.nad_delegate(sel)?;
             }
         }
@@ -637,12 +641,19 @@ impl<'a> Call<'a> {
                     s.nad_dir.display()
                 ))
             })?;
-        if let Some(resource) = nad.annotations.get(nad::RESOURCE_NAME_ANNOTATION) {
-            s.log.verbose(&format!(
-                "{}/{}: resourceName {resource} needs the kubelet's pod resources, which are \
-                 not read; a deviceID comes only from the selection",
-                nad.namespace, nad.name
-            ));
+        let resource = nad
+            .annotations
+            .get(nad::RESOURCE_NAME_ANNOTATION)
+            .cloned()
+            .unwrap_or_default();
+        // The pool's device is the one allocated to the pod; a tenant's
+        // deviceID would pick any device of the node (its main NIC too).
+        if !resource.is_empty() && !sel.device_id.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "network-attachment-definition {}/{} takes its device from resource {resource}: \
+                 the selection's deviceID {:?} is refused",
+                nad.namespace, nad.name, sel.device_id
+            )));
         }
         let bytes = nad::cni_config(nad, &s.conf_dir)?;
         let source = format!(
@@ -651,11 +662,43 @@ impl<'a> Call<'a> {
             nad.name,
             nad.source.display()
         );
-        Delegate::for_selection(bytes, sel, &source, &s.cni_version)
+        let mut d = Delegate::for_selection(bytes, sel, &source, &s.cni_version)?;
+        d.resource_name = resource;
+        Ok(d)
     }
 
-    /// The networks the pod's selection annotation asks for, in order.
-    fn selected(&self, pod: Option<&Pod>) -> CniResult<Vec<Delegate>> {
+    /// The device of each attachment to a device-plugin pool: the one the
+    /// spec's device-info file for this pod and network names (written by
+    /// whoever allocated it), as Multus takes the kubelet's allocation. No
+    /// file: no device, and a plugin that needs one says so.
+    fn allocated_devices(&self, delegates: &mut [Delegate], ifnames: &[String]) {
+        for (d, ifname) in delegates.iter_mut().zip(ifnames) {
+            if d.resource_name.is_empty() {
+                continue;
+            }
+            let path = d.device_info_path(&self.inv.env.container_id, ifname);
+            let pci = status::read_device_info(&path)
+                .and_then(|info| info.pci)
+                .map(|pci| pci.pci_address)
+                .unwrap_or_default();
+            if pci.is_empty() {
+                self.s.log.verbose(&format!(
+                    "{}: resource {} has no device-info file {path} with a PCI address",
+                    d.name, d.resource_name
+                ));
+            } else {
+                self.s.log.debug(&format!(
+                    "{}: device {pci} of resource {} from {path}",
+                    d.name, d.resource_name
+                ));
+                d.device_id = pci;
+            }
+        }
+    }
+
+    /// The networks the pod's selection annotation asks for, in order, after
+    /// `defaults` attachments of the default networks.
+    fn selected(&self, pod: Option<&Pod>, defaults: usize) -> CniResult<Vec<Delegate>> {
         let Some(pod) = pod else {
             return Ok(Vec::new());
         };
@@ -663,9 +706,26 @@ impl<'a> Call<'a> {
             return Ok(Vec::new());
         };
         let selections = annotations::parse_networks(text, &pod.namespace)?;
+        let max = self.s.max_attachments;
+        if defaults + selections.len() > max {
+            return Err(Error::invalid_config(format!(
+                "the pod asks for {} networks besides its {defaults} default ones: at most {max} \
+                 attachments per pod (maxAttachments)",
+                selections.len()
+            )));
+        }
         let mut out = Vec::new();
         for sel in &selections {
             annotations::check_isolation(&self.s, &pod.namespace, sel)?;
+            if !self.s.annotation_port_mappings
+                && sel.port_mappings.as_ref().is_some_and(|p| !p.is_empty())
+            {
+                return Err(Error::invalid_config(format!(
+                    "network {}: portMappings in the pod's annotation are not honoured \
+                     (annotationPortMappings is false)",
+                    sel.full_name()
+                )));
+            }
             out.push(self.nad_delegate(sel).map_err(|e| {
                 e.context(format!("failed getting the delegate {}", sel.full_name()))
             })?);

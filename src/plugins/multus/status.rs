@@ -134,7 +134,7 @@ pub fn read_device_info(path: &str) -> Option<DeviceInfo> {
     if path.is_empty() {
         return None;
     }
-    let bytes = crate::files::read_limited(path, crate::files::MAX_FILE).ok()?;
+    let bytes = crate::files::read_state_limited(path, crate::files::MAX_FILE).ok()?;
     crate::cni::json::from_slice(&bytes).ok()
 }
 

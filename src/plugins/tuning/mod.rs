@@ -270,7 +270,8 @@ impl Plugin for Tuning {
             }
         };
         let path = dir.join(backup_name(inv));
-        let Ok(text) = crate::files::read_string_limited(&path, crate::files::MAX_FILE) else {
+        let Ok(text) = crate::files::read_state_string_limited(&path, crate::files::MAX_FILE)
+        else {
             return Ok(());
         };
         if let Ok(backup) = crate::cni::json::from_str::<Backup>(&text)
