@@ -236,6 +236,34 @@ mod tests {
     }
 
     #[test]
+    fn state_is_never_opened_through_a_symlink() {
+        let root = std::env::temp_dir().join(format!("cni-multi-nofollow-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        create_dir_mode(&root, 0o700).expect("dir");
+        let victim = root.join("victim");
+        std::fs::write(&victim, "precious").expect("victim");
+        let link = root.join("state");
+        std::os::unix::fs::symlink(&victim, &link).expect("symlink");
+        for how in [StateOpen::Read, StateOpen::ReadWrite, StateOpen::CreateNew] {
+            let e = open_state(&link, how).expect_err("a symlink is refused");
+            assert!(
+                e.to_string().contains(&link.display().to_string()),
+                "{how:?}: {e}"
+            );
+        }
+        assert!(read_state_limited(&link, 100).is_err());
+        // An atomic write replaces the link itself; its target is untouched.
+        write_private_atomic(&link, b"ours").expect("write");
+        assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
+        assert!(!std::fs::symlink_metadata(&link).expect("stat").is_symlink());
+        assert_eq!(read_state_limited(&link, 100).expect("read"), b"ours");
+        // A new file is new: anything at the path fails CreateNew.
+        let e = open_state(&victim, StateOpen::CreateNew).expect_err("exists");
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
     fn a_file_over_the_limit_is_an_error_naming_it_and_is_not_read_whole() {
         let path = std::env::temp_dir().join(format!("cni-multi-big-{}", std::process::id()));
         let f = std::fs::File::create(&path).expect("create");

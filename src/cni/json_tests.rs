@@ -282,3 +282,26 @@ fn integer_map_keys_are_read_from_their_strings_as_go_does() {
     let m: BTreeMap<String, u8> = from_str(r#"{"51":1}"#).expect("string keys");
     assert_eq!(m.get("51"), Some(&1));
 }
+
+/// An object of 100k keys (the fuzz corpus has one): decoded as Go does, its
+/// duplicates (exact and folded) resolved last-wins among the junk. The keys
+/// are indexed, not searched, so this is linear (timed by fuzz-smoke).
+#[test]
+fn an_object_of_100k_keys_decodes_with_go_rules() {
+    let mut text = String::from(r#"{"hostPort":1,"containerPort":2"#);
+    for i in 0..100_000 {
+        text.push_str(&format!(r#","junk{i}":{i}"#));
+        if i == 50_000 {
+            text.push_str(r#","HOSTPORT":3"#);
+        }
+    }
+    text.push_str(r#","protocol":"udp","hostport":4,"junk7":null}"#);
+    let p = port(&text);
+    assert_eq!(
+        (p.host_port, p.container_port, p.protocol.as_str()),
+        (4, 2, "udp")
+    );
+    let corpus = include_bytes!("../../fuzz/corpus/netconf/object-with-100k-keys.json");
+    let conf = NetConf::parse(corpus).expect("the corpus entry is a config");
+    assert_eq!(conf.name(), "many-keys");
+}
