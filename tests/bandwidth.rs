@@ -1,6 +1,7 @@
 //! bandwidth end to end: measured throughput across the shaped veth within 20%
 //! of the configured 8 Mbit/s in both directions, far above it unshaped; the
-//! reference's IFB and qdiscs; CHECK; DEL leaves no IFB; GC.
+//! reference's IFB and qdiscs; CHECK; DEL leaves no IFB and clears only what
+//! its ADD made; GC.
 
 mod harness;
 
@@ -12,13 +13,13 @@ use std::time::{Duration, Instant};
 
 const RATE: u64 = 8_000_000;
 
-/// bridge + bandwidth (capability) as `bw-net`.
+/// bridge + bandwidth (capability) as `bw-net`; bandwidth's state under `@STORE@/bw`.
 fn setup() -> Runtime {
     let rt = Runtime::new("bw");
     let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
         {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
          "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": "@STORE@"}},
-        {"type": "bandwidth", "capabilities": {"bandwidth": true}}]});
+        {"type": "bandwidth", "capabilities": {"bandwidth": true}, "dataDir": "@STORE@/bw"}]});
     rt.write_list("bw.conflist", &list);
     rt
 }
@@ -157,6 +158,7 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
     s.run(&["add", "bw-net", b.path()], &caps).ok();
     let keep = format!("cnitool-{}", sha512_prefix(a.path(), 20));
     let list = json!({"cniVersion": "1.1.0", "name": "bw-net", "type": "bandwidth",
+                      "dataDir": s.store.0.join("bw"),
                       "cni.dev/valid-attachments": [{"containerID": keep, "ifname": "eth0"}]});
     harness::Call::new("bandwidth", "GC", "", &list.to_string())
         .unset("CNI_CONTAINERID")
@@ -167,6 +169,7 @@ fn gc_removes_ifbs_of_attachments_not_valid_and_bad_limits_fail() {
         .ok();
     let links = run_in(None, "ip", &["-o", "link"]);
     assert_eq!(links.matches("bwp").count(), 1, "{links}");
+    assert!(state_file(&s, &a).exists() && !state_file(&s, &b).exists());
     assert!(links.contains(&format!(
         "bwp{}",
         sha512_prefix(&format!("bw-net{keep}"), 12)
@@ -286,4 +289,173 @@ fn a_bandwidth_capability_without_rates_fails_add_and_del_still_succeeds() {
     s.run(&["del", "bw-net", ns.path()], &caps).ok();
     let links = run_in(None, "ip", &["-o", "link"]);
     assert!(!links.contains("bwp") && !links.contains("veth"), "{links}");
+}
+
+fn both() -> serde_json::Value {
+    json!({"bandwidth": {"ingressRate": RATE, "ingressBurst": 524288, "egressRate": RATE, "egressBurst": 524288}})
+}
+
+/// cnitool's container ID for a namespace.
+fn cnitool_id(ns: &Netns) -> String {
+    format!("cnitool-{}", sha512_prefix(ns.path(), 20))
+}
+
+/// bandwidth's state file of the `eth0` attachment of `ns`.
+fn state_file(s: &Runtime, ns: &Netns) -> std::path::PathBuf {
+    s.store
+        .0
+        .join("bw")
+        .join(format!("{}_eth0.json", cnitool_id(ns)))
+}
+
+/// bandwidth alone, as the runtime would call it with `prev` as prevResult.
+fn bandwidth_alone(
+    s: &Runtime,
+    ns: &Netns,
+    command: &str,
+    prev: &serde_json::Value,
+) -> harness::Outcome {
+    let c = json!({"cniVersion": "1.0.0", "name": "bw-net", "type": "bandwidth",
+                   "dataDir": s.store.0.join("bw"), "runtimeConfig": both(), "prevResult": prev});
+    harness::Call::new("bandwidth", command, ns.path(), &c.to_string())
+        .set("CNI_CONTAINERID", &cnitool_id(ns))
+        .path(&s.bin)
+        .run()
+}
+
+fn del_bandwidth_alone(s: &Runtime, ns: &Netns, prev: &serde_json::Value) {
+    bandwidth_alone(s, ns, "DEL", prev).ok();
+}
+
+fn ifindex(name: &str) -> String {
+    let line = run_in(None, "ip", &["-o", "link", "show", name]);
+    line.split(':').next().expect("index").trim().to_string()
+}
+
+/// The attack: the container deletes its eth0 and makes a veth pair of its
+/// own whose peer has the host bridge's ifindex, so eth0's IFLA_LINK names the
+/// bridge, which is also in prevResult's host interfaces. DEL must not take
+/// the bridge for the host veth and clear the admin's qdiscs on it.
+#[test]
+fn a_container_recreating_eth0_cannot_make_del_clear_the_bridges_qdiscs() {
+    enter_test_host();
+    let s = setup();
+    run_in(None, "ip", &["link", "add", "cni-bw0", "type", "bridge"]);
+    run_in(None, "ip", &["link", "set", "cni-bw0", "up"]);
+    // The admin's shaping of the bridge.
+    run_in(
+        None,
+        "tc",
+        &[
+            "qdisc", "add", "dev", "cni-bw0", "root", "tbf", "rate", "100mbit", "burst", "64kb",
+            "latency", "50ms",
+        ],
+    );
+    run_in(None, "tc", &["qdisc", "add", "dev", "cni-bw0", "ingress"]);
+    let admin = |when: &str| {
+        let q = run_in(None, "tc", &["qdisc", "show", "dev", "cni-bw0"]);
+        assert!(
+            q.contains("qdisc tbf") && q.contains("rate 100Mbit"),
+            "{when}: {q}"
+        );
+        assert!(q.contains("qdisc ingress ffff:"), "{when}: {q}");
+    };
+    admin("before ADD");
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &both()).ok();
+    assert_eq!(out["interfaces"][0]["name"], "cni-bw0", "{out}");
+    assert!(state_file(&s, &ns).exists());
+    admin("after ADD");
+
+    let bridge = ifindex("cni-bw0");
+    ns.sh("ip", &["link", "del", "eth0"]);
+    // The end given the bridge's index is x (iproute2 6.1 ignores `index`
+    // after `peer`); eth0 is its peer, so eth0's IFLA_LINK is the bridge's index.
+    ns.sh(
+        "ip",
+        &[
+            "link", "add", "x", "index", &bridge, "type", "veth", "peer", "name", "eth0",
+        ],
+    );
+    let forged = ns.sh("ip", &["-o", "link", "show", "x"]);
+    assert!(forged.starts_with(&format!("{bridge}: x@eth0")), "{forged}");
+
+    // Neither a repeated ADD nor CHECK takes the bridge for the host veth.
+    let add = bandwidth_alone(&s, &ns, "ADD", &out);
+    assert_ne!(add.status, 0, "{add:?}");
+    admin("after a repeated ADD");
+    let check = bandwidth_alone(&s, &ns, "CHECK", &out);
+    assert_ne!(check.status, 0, "{check:?}");
+
+    s.run(&["del", "bw-net", ns.path()], &both()).ok();
+    admin("after DEL");
+    assert!(
+        !run_in(None, "ip", &["-o", "link"]).contains("bwp"),
+        "IFB removed"
+    );
+    assert!(!state_file(&s, &ns).exists(), "state removed");
+}
+
+/// With no state (ADD by the reference or an older cni-multi), DEL does what
+/// the reference's does: it removes the IFB; the host veth's qdiscs go with
+/// the veth when the main plugin deletes it.
+#[test]
+fn del_without_state_removes_only_the_ifb() {
+    enter_test_host();
+    let s = setup();
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &both()).ok();
+    let host_veth = out["interfaces"][1]["name"]
+        .as_str()
+        .expect("veth")
+        .to_string();
+    std::fs::remove_file(state_file(&s, &ns)).expect("state written by ADD");
+
+    del_bandwidth_alone(&s, &ns, &out);
+    assert!(
+        !run_in(None, "ip", &["-o", "link"]).contains("bwp"),
+        "IFB removed"
+    );
+    let q = run_in(None, "tc", &["qdisc", "show", "dev", &host_veth]);
+    assert!(
+        q.contains("qdisc tbf 1: root") && q.contains("qdisc ingress ffff:"),
+        "without state the host veth is not touched: {q}"
+    );
+    // Idempotent, and the chain's DEL takes the veth with its qdiscs.
+    del_bandwidth_alone(&s, &ns, &out);
+    s.run(&["del", "bw-net", ns.path()], &both()).ok();
+    assert!(!run_in(None, "ip", &["-o", "link"]).contains(&host_veth));
+}
+
+/// With its state, DEL clears the qdiscs its ADD put on the host veth it can
+/// prove is still the container's, and removes the state file.
+#[test]
+fn del_with_state_clears_the_proven_host_veths_qdiscs_and_the_state() {
+    enter_test_host();
+    let s = setup();
+    let ns = Netns::new();
+    let out = s.run(&["add", "bw-net", ns.path()], &both()).ok();
+    let host_veth = out["interfaces"][1]["name"]
+        .as_str()
+        .expect("veth")
+        .to_string();
+    let state = state_file(&s, &ns);
+    use std::os::unix::fs::PermissionsExt;
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o600);
+    assert_eq!(mode(state.parent().expect("dir")), 0o700);
+
+    del_bandwidth_alone(&s, &ns, &out);
+    assert!(!state.exists(), "state removed");
+    assert!(
+        !run_in(None, "ip", &["-o", "link"]).contains("bwp"),
+        "IFB removed"
+    );
+    let q = run_in(None, "tc", &["qdisc", "show", "dev", &host_veth]);
+    assert!(
+        !q.contains("tbf") && !q.contains("ingress"),
+        "the proven host veth's qdiscs cleared: {q}"
+    );
+    s.run(&["del", "bw-net", ns.path()], &both()).ok();
 }

@@ -7,6 +7,7 @@ pub mod addr;
 pub mod conntrack;
 pub mod link;
 pub mod nfnl;
+pub mod nsid;
 pub mod route;
 pub mod rule;
 pub mod sysctl;

@@ -1,6 +1,11 @@
 //! bandwidth (chained): rate limits on the host end of the container's veth —
 //! ingress as a root tbf on it, egress through an IFB (`bwp` + hash) fed by a
 //! mirred redirect from its ingress qdisc — all over netlink, no `tc`.
+//!
+//! The host veth is only ever the one whose peer the kernel reports in the
+//! container's namespace: a container can give its own links any ifindex, so
+//! the peer index its `eth0` claims is no proof. DEL touches the host veth
+//! only when ADD recorded it (root-owned state) and it still proves so.
 
 use crate::cni::error::Context;
 use crate::cni::result::{Interface, NetResult};
@@ -9,14 +14,21 @@ use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Kind, Link, NewLink};
 use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
+use crate::netns::NetNs;
 use ipnet::IpNet;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 pub struct Bandwidth;
 
 const LATENCY_MS: f64 = 25.0;
 /// IFBs we create carry this alias prefix, so GC can tell them apart.
 const ALIAS_PREFIX: &str = "cni-multi bandwidth";
+
+/// Where ADD records the host veth it shaped, for DEL.
+const DEFAULT_DATA_DIR: &str = "/run/cni/bandwidth";
+/// A state file is a few hundred bytes.
+const MAX_STATE: u64 = 64 * 1024;
 
 /// The limits in force: the top-level keys or the `bandwidth` capability.
 type Limits = crate::cni::capabilities::Bandwidth;
@@ -89,6 +101,84 @@ fn shape(
         sock.add_subnet_filter(index, *net, source, to)?;
     }
     Ok(())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct StateKeys {
+    #[serde(rename = "dataDir")]
+    data_dir: String,
+}
+
+fn data_dir(inv: &Invocation) -> CniResult<PathBuf> {
+    let k: StateKeys = inv.conf.plugin_keys()?;
+    crate::cni::config::path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")
+}
+
+/// What ADD shaped, as `<dataDir>/<containerID>_<ifname>.json` (both validated
+/// by the env layer; the network lets GC tell its own files apart).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct State {
+    network: String,
+    #[serde(rename = "containerID")]
+    container_id: String,
+    ifname: String,
+    #[serde(rename = "hostVeth")]
+    host_veth: String,
+    #[serde(rename = "hostIndex")]
+    host_index: u32,
+}
+
+fn state_path(dir: &Path, inv: &Invocation) -> PathBuf {
+    dir.join(format!("{}_{}.json", inv.env.container_id, inv.env.ifname))
+}
+
+fn write_state(path: &Path, inv: &Invocation, host: &Link) -> CniResult<()> {
+    let state = State {
+        network: inv.conf.name().to_string(),
+        container_id: inv.env.container_id.clone(),
+        ifname: inv.env.ifname.clone(),
+        host_veth: host.name.clone(),
+        host_index: host.index,
+    };
+    let bytes = serde_json::to_vec(&state)
+        .map_err(|e| Error::caused_by(crate::cni::Code::Internal, "failed to encode state", e))?;
+    crate::files::write_private_atomic(path, &bytes)
+        .map_err(|e| Error::from(e).context("failed to record the host veth"))
+}
+
+/// The recorded state; None when there is none or it cannot be read or
+/// decoded (then DEL does no more than the reference's).
+fn read_state(path: &Path) -> Option<State> {
+    let bytes = match crate::files::read_limited(path, MAX_STATE) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            eprintln!("bandwidth: ignoring unreadable state: {e}");
+            return None;
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    match crate::cni::json::from_str::<State>(&text) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!(
+                "bandwidth: ignoring malformed state {}: {e}",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+/// Whether host link `host` is a veth whose other end is in `ns`. The host's
+/// IFLA_LINK_NETNSID is the kernel's: nothing done inside the container forges it.
+fn peer_is_in(sock: &mut Socket, host: &Link, ns: &NetNs) -> CniResult<bool> {
+    let Some(id) = host.link_netnsid.filter(|_| host.kind == "veth") else {
+        return Ok(false);
+    };
+    // Fetching `host` gave the namespace its ID, if it had none.
+    Ok(sock.netns_id(ns.fd())? == Some(id))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -192,7 +282,9 @@ fn alias(network: &str, container_id: &str) -> String {
     format!("{ALIAS_PREFIX} {network} {container_id}")
 }
 
-/// The host end of the container's veth among prevResult's host interfaces.
+/// The host end of the container's veth among prevResult's host interfaces,
+/// proven from the host side: its peer is the container's interface, in the
+/// container's namespace (the index the container's end names is the container's word).
 fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
     let ns = iface::open_netns(&inv.env.netns)?;
     let ifname = inv.env.ifname.clone();
@@ -211,12 +303,28 @@ fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniR
         .interfaces
         .iter()
         .any(|i| i.sandbox.is_empty() && i.name == host.name)
+        && host.parent == Some(container.index)
+        && peer_is_in(sock, &host, &ns)?
     {
         Ok(host)
     } else {
         Err(Error::internal(
             "no veth peer of container interface found in host ns",
         ))
+    }
+}
+
+/// Best effort: clears the qdiscs of the recorded host veth when the link with
+/// its index still has its name and its peer in the container's namespace.
+fn clear_recorded_veth(sock: &mut Socket, inv: &Invocation, recorded: &State) {
+    let Ok(Some(ns)) = NetNs::open_for_del(&inv.env.netns) else {
+        return;
+    };
+    let Ok(host) = sock.link_by_index(recorded.host_index) else {
+        return;
+    };
+    if host.name == recorded.host_veth && peer_is_in(sock, &host, &ns).unwrap_or(false) {
+        clear_host_qdiscs(sock, &host);
     }
 }
 
@@ -249,10 +357,13 @@ impl Plugin for Bandwidth {
             return Ok(prev.unwrap_or_else(NetResult::new));
         }
         let scope = scope(inv)?;
+        let state = state_path(&data_dir(inv)?, inv);
         let mut result =
             prev.ok_or_else(|| Error::invalid_config("must be called as chained plugin"))?;
         let mut sock = Socket::open()?;
         let host = host_interface(&mut sock, inv, &result)?;
+        // Before any qdisc, so that DEL after a failed ADD finds it.
+        write_state(&state, inv, &host)?;
         // A repeated ADD replaces what an earlier one left on the host veth.
         clear_host_qdiscs(&mut sock, &host);
         if l.ingress_rate > 0 {
@@ -307,23 +418,32 @@ impl Plugin for Bandwidth {
         Ok(result)
     }
 
-    /// Removes the IFB, and the host veth's qdiscs when prevResult names it (they
-    /// go with the veth anyway when the main plugin deletes it). Refuses only
+    /// Removes the IFB (by its name, from the network and the container ID),
+    /// and clears the host veth's qdiscs only when ADD recorded that veth and
+    /// it still proves to be the container's; without that, as the reference,
+    /// they go with the veth when the main plugin deletes it. Refuses only
     /// what the reference's DEL refuses (rate/burst pairs): the subnets and the
     /// queue size matter to ADD only.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         limits(inv)?;
+        // A dataDir ADD would refuse means ADD recorded nothing.
+        let state = data_dir(inv).ok().map(|dir| state_path(&dir, inv));
         let mut sock = Socket::open()?;
-        if let Ok(Some(prev)) = inv.conf.container_prev_result()
-            && let Ok(host) = host_interface(&mut sock, inv, &prev)
-        {
-            clear_host_qdiscs(&mut sock, &host);
+        if let Some(recorded) = state.as_deref().and_then(read_state) {
+            clear_recorded_veth(&mut sock, inv, &recorded);
         }
         match sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id)) {
-            Ok(ifb) => Ok(sock.delete_link_detached(ifb.index)?),
-            Err(e) if e.is_not_found() => Ok(()),
-            Err(e) => Err(e.into()),
+            Ok(ifb) => sock.delete_link_detached(ifb.index)?,
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e.into()),
         }
+        if let Some(path) = state {
+            match fs_err::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
@@ -392,7 +512,8 @@ impl Plugin for Bandwidth {
         Ok(())
     }
 
-    /// Deletes this network's IFBs whose container is not in the valid list.
+    /// Deletes this network's IFBs whose container is not in the valid list,
+    /// and (best effort) its state files of attachments not in it.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
         let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
@@ -408,6 +529,19 @@ impl Plugin for Bandwidth {
                 match sock.delete_link(link.index) {
                     Err(e) if !e.is_not_found() => return Err(e.into()),
                     _ => {}
+                }
+            }
+        }
+        if let Ok(dir) = data_dir(inv) {
+            for path in crate::files::files_with(&dir, &["json"]).unwrap_or_default() {
+                if let Some(s) = read_state(&path)
+                    && s.network == inv.conf.name()
+                    && !valid.iter().any(|a| {
+                        a.container_id == s.container_id
+                            && (a.ifname.is_empty() || a.ifname == s.ifname)
+                    })
+                {
+                    let _ = fs_err::remove_file(&path);
                 }
             }
         }

@@ -1,0 +1,43 @@
+//! Namespace IDs: the number this namespace gives a peer namespace, as it
+//! appears in IFLA_LINK_NETNSID of links whose other end lives there.
+
+use super::wire::{self, Body};
+use super::{Error, Result, Socket};
+use neli::consts::nl::NlmF;
+use neli::consts::rtnl::Rtm;
+use neli::types::Buffer;
+use std::os::fd::RawFd;
+
+const NETNSA_NSID: u16 = 1;
+const NETNSA_FD: u16 = 3;
+/// struct rtgenmsg (one byte, family) padded to the attribute alignment.
+const RTGENMSG_LEN: usize = 4;
+/// NETNSA_NSID_NOT_ASSIGNED.
+const NOT_ASSIGNED: i32 = -1;
+
+impl Socket {
+    /// The ID this socket's namespace has for the namespace open as `ns_fd`;
+    /// None when it has none yet. Dumping a link whose peer is there assigns one.
+    pub fn netns_id(&mut self, ns_fd: RawFd) -> Result<Option<i32>> {
+        let op = "get netns id";
+        let fd = u32::try_from(ns_fd).map_err(|_| Error::local(op, "bad namespace descriptor"))?;
+        let body = Body::new(&[0u8; RTGENMSG_LEN]).u32(NETNSA_FD, fd);
+        let replies = self.get(
+            op,
+            Rtm::Getnsid,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )?;
+        let reply = replies
+            .first()
+            .ok_or_else(|| Error::local(op, "no reply"))?;
+        let id = reply
+            .as_ref()
+            .get(RTGENMSG_LEN..)
+            .and_then(|attrs| wire::find(attrs, NETNSA_NSID))
+            .and_then(wire::as_u32)
+            .map(|v| v as i32)
+            .ok_or_else(|| Error::local(op, "reply without NETNSA_NSID"))?;
+        Ok((id != NOT_ASSIGNED).then_some(id))
+    }
+}
