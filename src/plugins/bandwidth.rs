@@ -150,7 +150,7 @@ fn write_state(path: &Path, inv: &Invocation, host: &Link) -> CniResult<()> {
 /// The recorded state; None when there is none or it cannot be read or
 /// decoded (then DEL does no more than the reference's).
 fn read_state(path: &Path) -> Option<State> {
-    let bytes = match crate::files::read_limited(path, MAX_STATE) {
+    let bytes = match crate::files::read_state_limited(path, MAX_STATE) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
         Err(e) => {
