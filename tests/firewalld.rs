@@ -229,8 +229,8 @@ impl Drop for Firewalld {
 fn call(command: &str, ns: &Netns, bus: &str, conf: Value, ips: &[&str]) -> Outcome {
     let prev = json!({
         "cniVersion": "1.0.0",
-        "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
-        "ips": ips.iter().map(|a| json!({"address": a, "interface": 0})).collect::<Vec<_>>(),
+        "interfaces": [{"name": "cni-fwd0"}, {"name": "eth0", "sandbox": ns.path()}],
+        "ips": ips.iter().map(|a| json!({"address": a, "interface": 1})).collect::<Vec<_>>(),
     });
     let conf = merged(
         json!({"cniVersion": "1.0.0", "name": "fwd", "type": "firewall", "prevResult": prev}),
@@ -369,7 +369,7 @@ fn firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingres
         bus.sources("trusted"),
         ["10.71.0.5/32".to_string(), "fd71::5/128".into()]
     );
-    let stage = "-A CNI-ISOLATION-STAGE-1 -i eth0 ! -o eth0 -m comment --comment \"CNI firewall plugin rules (ingressPolicy: same-bridge)\" -j CNI-ISOLATION-STAGE-2";
+    let stage = "-A CNI-ISOLATION-STAGE-1 -i cni-fwd0 ! -o cni-fwd0 -m comment --comment \"CNI firewall plugin rules (ingressPolicy: same-bridge)\" -j CNI-ISOLATION-STAGE-2";
     assert!(
         iptables_table("filter").contains(stage),
         "{}",
