@@ -1,11 +1,31 @@
 //! host-device end to end: a host veth end moved into the container by name and
 //! by MAC, configured, reachable, and moved back with its name on DEL; a move
 //! that fails half-way (either way) leaves the device where it was, as it was.
+//! DEL moves back only the device ADD recorded, whatever the container did to
+//! the links in its namespace (names, aliases, veth pairs of its own).
 
 mod harness;
 
-use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
+use harness::{Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_in};
 use serde_json::{Value, json};
+
+/// A host-device config whose state lives in the test's own directory
+/// (every test uses the same container ID and ifname).
+fn conf(state: &TempDir, keys: Value) -> Value {
+    merged(
+        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device",
+               "dataDir": state.0.join("state")}),
+        keys,
+    )
+}
+
+/// The state files ADD left.
+fn state_files(state: &TempDir) -> Vec<std::path::PathBuf> {
+    match std::fs::read_dir(state.0.join("state")) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(_) => Vec::new(),
+    }
+}
 
 fn call(cmd: &str, ns: &Netns, c: &Value, bin: &TempDir) -> Call {
     Call::new("host-device", cmd, ns.path(), &c.to_string()).path(bin)
@@ -46,10 +66,12 @@ fn device_moves_in_by_name_and_back_on_del() {
     make_device();
     let bin = plugin_dir();
     let ns = Netns::new();
-    let c = json!({
-        "cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "hd-dev",
-        "ipam": {"type": "static", "addresses": [{"address": "10.22.0.2/24"}]}
-    });
+    let state = TempDir::new("hd-state");
+    let c = conf(
+        &state,
+        json!({"device": "hd-dev",
+               "ipam": {"type": "static", "addresses": [{"address": "10.22.0.2/24"}]}}),
+    );
     let out = call("ADD", &ns, &c, &bin).run().ok();
     assert_eq!(
         out["interfaces"],
@@ -97,32 +119,43 @@ fn device_found_by_mac_and_missing_devices_fail() {
     make_device();
     let bin = plugin_dir();
     let ns = Netns::new();
-    let c = json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "hwaddr": "0A:58:0A:16:00:02"});
+    let state = TempDir::new("hd-state");
+    let c = conf(&state, json!({"hwaddr": "0A:58:0A:16:00:02"}));
     let out = call("ADD", &ns, &c, &bin).run().ok();
     assert_eq!(out["interfaces"][0]["name"], "eth0");
     assert!(ns.sh("ip", &["link", "show", "eth0"]).contains("UP"));
     call("DEL", &ns, &c, &bin).run().ok();
     assert!(host_links().contains("hd-dev"));
 
-    let none = json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device"});
+    assert!(state_files(&state).is_empty(), "DEL removed the state");
+
+    let none = conf(&state, json!({}));
     call("ADD", &ns, &none, &bin).run().err(7);
-    let missing =
-        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "nope0"});
+    let missing = conf(&state, json!({"device": "nope0"}));
     call("ADD", &ns, &missing, &bin).run().err(999);
-    let escaping = json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "kernelpath": "/sys/devices/../../etc"});
+    let escaping = conf(&state, json!({"kernelpath": "/sys/devices/../../etc"}));
     call("ADD", &ns, &escaping, &bin).run().err(7);
-    let pci =
-        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "pciBusID": "../x"});
+    let pci = conf(&state, json!({"pciBusID": "../x"}));
     call("ADD", &ns, &pci, &bin).run().err(7);
+    let data_dir = conf(
+        &state,
+        json!({"device": "hd-dev", "dataDir": "/run/../etc"}),
+    );
+    call("ADD", &ns, &data_dir, &bin).run().err(7);
     // IPAM failure after the move gives the device back to the host.
-    let bad_ipam = json!({
-        "cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "hd-dev",
-        "ipam": {"type": "static", "addresses": [{"address": "10.22.0.2/24"}], "routes": [{"dst": "10.99.0.0/16", "gw": "10.77.0.1"}]}
-    });
+    let bad_ipam = conf(
+        &state,
+        json!({"device": "hd-dev",
+               "ipam": {"type": "static", "addresses": [{"address": "10.22.0.2/24"}], "routes": [{"dst": "10.99.0.0/16", "gw": "10.77.0.1"}]}}),
+    );
     call("ADD", &ns, &bad_ipam, &bin).run().err(999);
     assert!(
         host_links().contains("hd-dev"),
         "device returned after a failed ADD"
+    );
+    assert!(
+        state_files(&state).is_empty(),
+        "no state after a failed ADD"
     );
 }
 
@@ -151,8 +184,8 @@ fn the_device_arrives_up_with_its_alias_and_returns_down_without_it() {
     run_in(None, "ip", &["link", "set", "hd-dev", "up"]);
     let bin = plugin_dir();
     let ns = Netns::new();
-    let c =
-        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "hd-dev"});
+    let state = TempDir::new("hd-state");
+    let c = conf(&state, json!({"device": "hd-dev"}));
     let out = call("ADD", &ns, &c, &bin).run().ok();
     assert_eq!(
         out,
@@ -184,8 +217,8 @@ fn a_name_taken_in_the_container_leaves_the_device_in_the_host_as_it_was() {
         "ip",
         &["link", "add", "eth0", "type", "veth", "peer", "name", "p0"],
     );
-    let c =
-        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "hd-dev"});
+    let state = TempDir::new("hd-state");
+    let c = conf(&state, json!({"device": "hd-dev"}));
     let e = call("ADD", &ns, &c, &bin).run().err(999);
     let msg = e["msg"].as_str().unwrap_or_default();
     assert!(
@@ -200,6 +233,10 @@ fn a_name_taken_in_the_container_leaves_the_device_in_the_host_as_it_was() {
     assert_eq!(theirs["link"], "p0", "the container's own eth0: {theirs}");
     assert_eq!(alias(&theirs), "");
 
+    assert!(
+        state_files(&state).is_empty(),
+        "no state after a failed ADD"
+    );
     // A device that was down stays down after a failed ADD.
     run_in(None, "ip", &["link", "set", "hd-dev", "down"]);
     call("ADD", &ns, &c, &bin).run().err(999);
@@ -212,8 +249,8 @@ fn a_name_taken_in_the_host_leaves_the_device_in_the_container_as_it_was() {
     make_device();
     let bin = plugin_dir();
     let ns = Netns::new();
-    let c =
-        json!({"cniVersion": "1.0.0", "name": "hd-net", "type": "host-device", "device": "hd-dev"});
+    let state = TempDir::new("hd-state");
+    let c = conf(&state, json!({"device": "hd-dev"}));
     call("ADD", &ns, &c, &bin).run().ok();
     // Something else took the device's host name meanwhile.
     run_in(
@@ -258,4 +295,252 @@ fn an_unknown_device_id_is_refused() {
         e["msg"],
         "runtime config DeviceID 0000:ff:1f.7 not found or unsupported"
     );
+}
+
+const DEV_MAC: &str = "0a:58:0a:16:00:02";
+
+/// Inside the container: a veth pair of its own, one end named `name`, with
+/// the real device's MAC and `alias`.
+fn fake_veth(ns: &Netns, name: &str, alias: &str) {
+    ns.sh(
+        "ip",
+        &[
+            "link",
+            "add",
+            name,
+            "address",
+            DEV_MAC,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "fake-peer",
+        ],
+    );
+    ns.sh("ip", &["link", "set", name, "alias", alias]);
+}
+
+/// The device is home: in the host under its name, paired with hd-peer.
+fn assert_device_home() {
+    let back = link_json(None, "hd-dev");
+    assert_eq!(back["address"], DEV_MAC, "{back}");
+    assert_eq!(back["link"], "hd-peer", "the real device: {back}");
+    assert_eq!(alias(&back), "", "{back}");
+}
+
+/// What a rename or move of a host link would change: its index, name, MAC, addresses.
+fn host_link_identity(name: &str) -> (Value, Value, Value, String) {
+    let link = link_json(None, name);
+    let addrs = run_in(None, "ip", &["-o", "addr", "show", "dev", name]);
+    (
+        link["ifindex"].clone(),
+        link["ifname"].clone(),
+        link["address"].clone(),
+        addrs,
+    )
+}
+
+fn no_link(ns: &Netns, name: &str) -> bool {
+    ns.sh("ip", &["-o", "link"])
+        .lines()
+        .all(|l| !l.contains(&format!(" {name}:")) && !l.contains(&format!(" {name}@")))
+}
+
+#[test]
+fn a_container_swapping_in_its_own_veth_with_the_alias_cannot_fool_del() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    assert_eq!(state_files(&state).len(), 1, "ADD recorded the device");
+    // The container renames the real device away and dresses up a veth of
+    // its own as CNI_IFNAME, alias and MAC included.
+    ns.sh("ip", &["link", "set", "eth0", "name", "real0"]);
+    fake_veth(&ns, "eth0", "hd-dev");
+
+    let e = call("DEL", &ns, &c, &bin).run().err(8);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    // Names both: what ADD recorded and what sits at CNI_IFNAME.
+    assert!(
+        msg.contains("\"hd-dev\"") && msg.contains("peer in the host"),
+        "{e}"
+    );
+    assert!(
+        msg.contains("\"eth0\"") && msg.contains("peer in the container"),
+        "{e}"
+    );
+    // The host did not get the container's veth...
+    let fake = link_json(Some(&ns), "eth0");
+    assert_eq!(fake["link"], "fake-peer", "still the container's: {fake}");
+    // ...and the real device is not lost: found under its other name, home.
+    assert_device_home();
+    assert!(no_link(&ns, "real0"));
+    // The retried DEL sees the device home and succeeds; the fake stays the pod's.
+    call("DEL", &ns, &c, &bin).run().ok();
+    assert!(state_files(&state).is_empty(), "state removed");
+    assert_eq!(link_json(Some(&ns), "eth0")["link"], "fake-peer");
+}
+
+#[test]
+fn a_container_hiding_the_device_and_faking_it_gets_nothing_moved() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let hideout = Netns::new();
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    // The real device goes to a namespace of the container's own making
+    // (here, one the test holds), a fake takes its place.
+    let tid = hideout
+        .path()
+        .rsplit('/')
+        .nth(2)
+        .unwrap_or_default()
+        .to_string();
+    ns.sh("ip", &["link", "set", "eth0", "netns", &tid]);
+    fake_veth(&ns, "eth0", "hd-dev");
+
+    let e = call("DEL", &ns, &c, &bin).run().err(8);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("\"hd-dev\"") && msg.contains("\"eth0\""),
+        "{e}"
+    );
+    assert!(
+        !host_links().contains("hd-dev"),
+        "nothing moved to the host"
+    );
+    assert_eq!(link_json(Some(&ns), "eth0")["link"], "fake-peer");
+    assert_eq!(state_files(&state).len(), 1, "state kept for the next DEL");
+    // The device back in the pod: the next DEL returns it.
+    hideout.sh("ip", &["link", "set", "eth0", "name", "mine"]);
+    let pod_tid = ns.path().rsplit('/').nth(2).unwrap_or_default().to_string();
+    hideout.sh("ip", &["link", "set", "mine", "netns", &pod_tid]);
+    let e = call("DEL", &ns, &c, &bin).run().err(8);
+    assert!(
+        e["msg"].as_str().unwrap_or_default().contains("\"eth0\""),
+        "{e}"
+    );
+    assert_device_home();
+}
+
+#[test]
+fn an_alias_naming_an_existing_host_link_does_not_break_del() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    let peer_before = host_link_identity("hd-peer");
+    ns.sh("ip", &["link", "set", "eth0", "alias", "hd-peer"]);
+
+    call("DEL", &ns, &c, &bin).run().ok();
+    assert_device_home();
+    assert_eq!(host_link_identity("hd-peer"), peer_before, "untouched");
+    assert!(no_link(&ns, "eth0"));
+    assert!(state_files(&state).is_empty(), "state removed");
+    call("DEL", &ns, &c, &bin).run().ok();
+}
+
+#[test]
+fn a_recorded_device_under_another_name_in_the_pod_comes_home() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"hwaddr": DEV_MAC}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    ns.sh("ip", &["link", "set", "eth0", "name", "moved0"]);
+    ns.sh("ip", &["link", "set", "moved0", "alias", "elsewhere"]);
+    call("DEL", &ns, &c, &bin).run().ok();
+    assert_device_home();
+    assert!(state_files(&state).is_empty());
+}
+
+/// ADD as the reference (or an older cni-multi) did it: no state file.
+fn add_without_state(ns: &Netns, c: &Value, bin: &TempDir, state: &TempDir) {
+    call("ADD", ns, c, bin).run().ok();
+    let files = state_files(state);
+    assert_eq!(files.len(), 1, "ADD recorded the device: {files:?}");
+    std::fs::remove_file(&files[0]).expect("remove state");
+}
+
+#[test]
+fn del_moves_back_a_device_added_without_state() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    for keys in [json!({"device": "hd-dev"}), json!({"hwaddr": DEV_MAC})] {
+        let c = conf(&state, keys);
+        add_without_state(&ns, &c, &bin, &state);
+        assert_eq!(alias(&link_json(Some(&ns), "eth0")), "hd-dev");
+        call("DEL", &ns, &c, &bin).run().ok();
+        assert_device_home();
+        assert!(no_link(&ns, "eth0"));
+        call("DEL", &ns, &c, &bin).run().ok();
+    }
+}
+
+#[test]
+fn without_state_del_never_moves_back_a_veth_the_container_made() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    add_without_state(&ns, &c, &bin, &state);
+    ns.sh("ip", &["link", "set", "eth0", "name", "real0"]);
+    fake_veth(&ns, "eth0", "hd-dev");
+    let e = call("DEL", &ns, &c, &bin).run().err(8);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("\"eth0\"") && msg.contains("peer in the container"),
+        "{e}"
+    );
+    assert!(
+        !host_links().contains("hd-dev"),
+        "nothing moved to the host"
+    );
+    assert_eq!(link_json(Some(&ns), "eth0")["link"], "fake-peer");
+}
+
+#[test]
+fn without_state_an_alias_naming_an_existing_host_link_is_a_clear_error() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    // Found by MAC: the alias is the only record of the host name.
+    let by_mac = conf(&state, json!({"hwaddr": DEV_MAC}));
+    add_without_state(&ns, &by_mac, &bin, &state);
+    let peer_before = host_link_identity("hd-peer");
+    ns.sh("ip", &["link", "set", "eth0", "alias", "hd-peer"]);
+    let e = call("DEL", &ns, &by_mac, &bin).run().err(8);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("alias \"hd-peer\"") && msg.contains("already"),
+        "{e}"
+    );
+    assert_eq!(host_link_identity("hd-peer"), peer_before, "untouched");
+    assert_eq!(
+        alias(&link_json(Some(&ns), "eth0")),
+        "hd-peer",
+        "left as it was"
+    );
+    // Named by the config, the device goes home under that name, alias or not.
+    let by_name = conf(&state, json!({"device": "hd-dev"}));
+    call("DEL", &ns, &by_name, &bin).run().ok();
+    assert_device_home();
 }

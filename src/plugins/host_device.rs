@@ -1,5 +1,7 @@
 //! host-device: moves an existing host device into the container as CNI_IFNAME,
-//! remembering its name in the interface alias, and moves it back on DEL.
+//! remembering its name in the interface alias (for the reference's DEL) and,
+//! with what the device is, in a root-owned state file; DEL moves back only
+//! the recorded device, under its recorded name.
 //!
 //! Renames happen inside a temporary namespace, never in the host or the
 //! container: udev and NetworkManager react to a device appearing under a
@@ -7,14 +9,18 @@
 //! A PCI device bound to a userspace (DPDK) driver has no netdev: nothing is
 //! moved or configured, IPAM still runs.
 
+mod record;
+
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
-use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, parse_mac};
 use crate::netns::NetNs;
+use record::{Identity, Lower, Record, View};
 use serde::Deserialize;
+use std::os::fd::RawFd;
 use std::path::{Component, Path, PathBuf};
 
 pub struct HostDevice;
@@ -25,6 +31,12 @@ const SYSFS: &str = "/sys";
 /// Drivers that hand a PCI device to userspace (DPDK): it has no netdev to move.
 const USERSPACE_DRIVERS: [&str; 3] = ["vfio-pci", "uio_pci_generic", "igb_uio"];
 
+/// Where ADD records the devices it moved (`dataDir`).
+const DEFAULT_DATA_DIR: &str = "/run/cni/host-device";
+
+/// Largest state file read: a record is a few hundred bytes.
+const MAX_STATE: u64 = 64 << 10;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct Keys {
@@ -33,6 +45,8 @@ pub(crate) struct Keys {
     kernelpath: String,
     #[serde(rename = "pciBusID")]
     pci_bus_id: String,
+    #[serde(rename = "dataDir")]
+    data_dir: String,
 }
 
 /// How the device is found.
@@ -231,6 +245,7 @@ fn find_device(sock: &mut Socket, source: &Source, sys: &Path) -> CniResult<Link
 impl Plugin for HostDevice {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let target = target(inv)?;
+        let dir = data_dir(&inv.conf.plugin_keys()?)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         if target.dpdk {
@@ -239,15 +254,35 @@ impl Plugin for HostDevice {
         let mut host = Socket::open()?;
         let device = find_device(&mut host, &target.source, Path::new(SYSFS))
             .context("failed to find host device")?;
-        let link = move_in(&mut host, &device, &ns, ifname).context("failed to move link")?;
+        // Recorded before the move: no moment has the device in the
+        // container without a record of it.
+        let record = Record {
+            container_id: inv.env.container_id.clone(),
+            ifname: ifname.to_string(),
+            host_name: device.name.clone(),
+            identity: Identity::of(&device, sysfs_path(&device, Path::new(SYSFS))),
+        };
+        let path = dir.join(record::file_name(&record.container_id, ifname));
+        crate::files::write_private_atomic(&path, &record::encode(&record))
+            .map_err(|e| Error::from(e).context("failed to record the host device"))?;
+        let link = match move_in(&mut host, &device, &ns, ifname) {
+            Ok(link) => link,
+            Err(e) => {
+                let _ = remove_record(&path);
+                return Err(e.context("failed to move link"));
+            }
+        };
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
         let has_ipam = inv.conf.ipam_type().is_some();
         let mut result = match iface::configure_single(inv, &ns, ifname, result, false) {
             Ok(r) => r,
             Err(e) => {
-                // Give the device back rather than strand it in the container.
-                let _ = move_out(&ns, ifname);
+                // Give the device back rather than strand it in the container;
+                // the record stays while it is there.
+                if move_back(&record, &ns, ifname).is_ok() {
+                    let _ = remove_record(&path);
+                }
                 return Err(e);
             }
         };
@@ -272,10 +307,28 @@ impl Plugin for HostDevice {
         if dpdk {
             return Ok(());
         }
+        // ADD refuses a bad dataDir before it records anything: there is no
+        // record under one.
+        let path = inv
+            .conf
+            .plugin_keys::<Keys>()
+            .and_then(|k| data_dir(&k))
+            .ok()
+            .map(|dir| dir.join(record::file_name(&inv.env.container_id, &inv.env.ifname)));
         // No namespace: the kernel has already returned the device.
-        match NetNs::open_for_del(&inv.env.netns)? {
-            Some(ns) => move_out(&ns, &inv.env.ifname),
-            None => Ok(()),
+        let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
+            return path.as_deref().map_or(Ok(()), remove_record);
+        };
+        let record = match &path {
+            Some(path) => read_record(path, inv)?,
+            None => None,
+        };
+        match (record, path) {
+            (Some(record), Some(path)) => {
+                del_recorded(&record, &ns)?;
+                remove_record(&path)
+            }
+            _ => del_unrecorded(inv, &ns),
         }
     }
 
@@ -405,28 +458,330 @@ fn rename_and_enter(
     })?
 }
 
-/// Container → temporary namespace (renamed to its alias, alias cleared) →
-/// host, left down. A device already gone is success; a failure leaves it in
-/// the container as it was.
-fn move_out(container: &NetNs, ifname: &str) -> CniResult<()> {
-    let temp = NetNs::temporary().context("failed to create tempNS")?;
+fn data_dir(k: &Keys) -> CniResult<PathBuf> {
+    crate::cni::config::path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")
+}
+
+/// `/sys/devices/…` of a link's parent device, when it has one ("" otherwise).
+fn sysfs_path(link: &Link, sys: &Path) -> String {
+    let (bus, dev) = (link.parent_bus.as_str(), link.parent_dev.as_str());
+    if checked_component(bus).is_err() || checked_component(dev).is_err() {
+        return String::new();
+    }
+    let listed = sys.join("bus").join(bus).join("devices").join(dev);
+    fs_err::canonicalize(listed)
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
+}
+
+/// This attachment's record; None when there is no file.
+fn read_record(path: &Path, inv: &Invocation) -> CniResult<Option<Record>> {
+    let bytes = match crate::files::read_limited(path, MAX_STATE) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::from(e).context("failed to read the host device record")),
+    };
+    record::decode(&bytes, &inv.env.container_id, &inv.env.ifname)
+        .map(Some)
+        .map_err(|e| e.context(format!("invalid host device record {}", path.display())))
+}
+
+fn remove_record(path: &Path) -> CniResult<()> {
+    match fs_err::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::from(e).context("failed to remove the host device record"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How the namespace `sock` is open in sees the host: the id it gives it.
+fn view_from(sock: &mut Socket, host_ns: &NetNs) -> CniResult<View> {
+    Ok(View::Away(sock.netns_id(host_ns.fd())?))
+}
+
+/// Why `link` (in the namespace of `ns_fd`, seen from `view`) is not the
+/// recorded device; None when it is. A veth is confirmed from the host too.
+fn recorded_mismatch(
+    record: &Record,
+    link: &Link,
+    view: View,
+    host: &mut Socket,
+    ns_fd: RawFd,
+) -> CniResult<Option<String>> {
+    if let Some(why) = record.identity.mismatch(link, view) {
+        return Ok(Some(why));
+    }
+    if record.identity.kind == "veth"
+        && let Some(peer) = record.identity.host_link
+        && !record::host_confirms_pair(host, peer, link, ns_fd)?
+    {
+        return Ok(Some(format!(
+            "the host's veth at index {peer} is not its peer"
+        )));
+    }
+    Ok(None)
+}
+
+/// Moves the recorded device, under whatever name the container gave it,
+/// back to the host under its recorded name: checked again in the temporary
+/// namespace, where the container cannot swap it any more.
+fn move_back(record: &Record, container: &NetNs, pod_name: &str) -> CniResult<()> {
     let host_ns = NetNs::current()?;
-    let left = container.run(|| -> CniResult<Option<bool>> {
+    let mut host = Socket::open()?;
+    move_out(
+        container,
+        pod_name,
+        &record.host_name,
+        &mut |sock, link, temp| {
+            let view = view_from(sock, &host_ns)?;
+            match recorded_mismatch(record, link, view, &mut host, temp.fd())? {
+                None => Ok(()),
+                Some(why) => Err(Error::new(
+                    Code::InvalidNetns,
+                    format!("{pod_name:?} changed as it left the container: {why}"),
+                )),
+            }
+        },
+    )
+}
+
+/// DEL of a recorded attachment. The container's link at CNI_IFNAME goes
+/// back only if it is the recorded device; the recorded device found under
+/// another name goes back too. A link at CNI_IFNAME that is not the device is
+/// an error naming both (after the device, if found, went home), and nothing
+/// of it reaches the host. No device and nothing at CNI_IFNAME: gone, success.
+fn del_recorded(record: &Record, ns: &NetNs) -> CniResult<()> {
+    let ifname = record.ifname.as_str();
+    let host_ns = NetNs::current()?;
+    let mut host = Socket::open()?;
+    let (named, proven, view) = ns.run(|| -> CniResult<_> {
+        let mut sock = Socket::open()?;
+        let links = sock.links()?;
+        // After the dump, which numbers the host if the links' peers are there.
+        let view = view_from(&mut sock, &host_ns)?;
+        let named = links.iter().find(|l| l.name == ifname).cloned();
+        let mut proven = None;
+        for link in named
+            .iter()
+            .chain(links.iter().filter(|l| l.name != ifname))
+        {
+            if recorded_mismatch(record, link, view, &mut host, ns.fd())?.is_none() {
+                proven = Some(link.clone());
+                break;
+            }
+        }
+        Ok((named, proven, view))
+    })??;
+    if let Some(device) = &proven {
+        move_back(record, ns, &device.name)?;
+    }
+    let impostor = named.filter(|n| proven.as_ref().is_none_or(|p| p.index != n.index));
+    let Some(impostor) = impostor else {
+        return Ok(());
+    };
+    if proven.is_none() && home_or_gone(record, &mut host)? {
+        return Ok(());
+    }
+    let outcome = match &proven {
+        Some(device) => format!(
+            "the recorded device, found as {:?}, was moved back",
+            device.name
+        ),
+        None => "the recorded device is not in the container; nothing was moved".to_string(),
+    };
+    Err(Error::new(
+        Code::InvalidNetns,
+        format!(
+            "{ifname:?} in the container is not the device ADD moved there: recorded {record}; found {}; {outcome}",
+            record::describe(&impostor, view)
+        ),
+    ))
+}
+
+/// The recorded device is in the host under its name, or it is no more (a
+/// veth pair ends together: no host end, no device).
+fn home_or_gone(record: &Record, host: &mut Socket) -> CniResult<bool> {
+    match host.link_by_name(&record.host_name) {
+        Ok(link) if record.identity.mismatch(&link, View::Host).is_none() => return Ok(true),
+        Err(e) if !e.is_not_found() => return Err(e.into()),
+        _ => {}
+    }
+    let (true, Some(peer)) = (record.identity.kind == "veth", record.identity.host_link) else {
+        return Ok(false);
+    };
+    match host.link_by_index(peer) {
+        Ok(end) => {
+            Ok(end.kind != "veth" || !matches!(record::lower(&end, View::Host), Lower::Other(..)))
+        }
+        Err(e) if e.is_not_found() => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// DEL of an attachment with no record: ADD by the reference or by an older
+/// cni-multi (nodes switch binaries live, both ways). As the reference, the
+/// link at CNI_IFNAME goes back, under its alias; but link and alias are the
+/// container's to change, so:
+/// - a config naming the device by name (trusted) gives the host name, and
+///   the alias is not read;
+/// - a link the container could have made never goes: one with a kind
+///   (veth, macvlan, dummy, …) unless its peer or lower device is in the
+///   host, a veth's pair confirmed from the host side;
+/// - the config's PCI, auxiliary or kernelpath device, or its hwaddr, must be
+///   the link's where the kernel tells;
+/// - an alias naming a link the host has is refused, before anything moves.
+///
+/// What stays open: a pod holding two host-made links (a bridge plugin's veth
+/// and this device) can swap them; the host then gets that veth, whose other
+/// end is the host's. The record ADD writes now closes that.
+fn del_unrecorded(inv: &Invocation, ns: &NetNs) -> CniResult<()> {
+    let ifname = inv.env.ifname.as_str();
+    let source = target(inv).ok().map(|t| t.source);
+    let host_ns = NetNs::current()?;
+    let mut host = Socket::open()?;
+    let found = ns.run(|| -> CniResult<Option<(Link, View)>> {
         let mut sock = Socket::open()?;
         let link = match sock.link_by_name(ifname) {
-            Ok(l) => l,
+            Ok(link) => link,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => {
                 return Err(e).with_context(|| format!("failed to find {ifname:?} in containerNS"));
             }
         };
-        if link.alias.is_empty() {
-            return Err(Error::internal(format!(
-                "failed to find original ifname for {ifname:?} (alias is not set)"
-            )));
+        Ok(Some((link, view_from(&mut sock, &host_ns)?)))
+    })??;
+    let Some((link, view)) = found else {
+        return Ok(());
+    };
+    unrecorded_check(&link, view, source.as_ref(), &mut host, ns.fd())?;
+    let host_name = match &source {
+        Some(Source::Name(name)) => name.clone(),
+        _ => alias_name(&link, &mut host)?,
+    };
+    move_out(ns, ifname, &host_name, &mut |sock, link, temp| {
+        let view = view_from(sock, &host_ns)?;
+        unrecorded_check(link, view, source.as_ref(), &mut host, temp.fd())
+    })
+}
+
+/// The host name an unrecorded link's alias gives: never one the host has.
+fn alias_name(link: &Link, host: &mut Socket) -> CniResult<String> {
+    let (alias, ifname) = (link.alias.as_str(), link.name.as_str());
+    if alias.is_empty() {
+        return Err(Error::internal(format!(
+            "failed to find original ifname for {ifname:?} (alias is not set)"
+        )));
+    }
+    if let Some(problem) = crate::cni::env::link_name_problem(alias) {
+        return Err(Error::new(
+            Code::InvalidNetns,
+            format!("alias {alias:?} of {ifname:?} {problem}"),
+        ));
+    }
+    match host.link_by_name(alias) {
+        Ok(_) => Err(Error::new(
+            Code::InvalidNetns,
+            format!(
+                "alias {alias:?} of {ifname:?} names a host link that is already there: {ifname:?} not moved back"
+            ),
+        )),
+        Err(e) if e.is_not_found() => Ok(alias.to_string()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether an unrecorded link may go to the host (see `del_unrecorded`).
+fn unrecorded_check(
+    link: &Link,
+    view: View,
+    source: Option<&Source>,
+    host: &mut Socket,
+    ns_fd: RawFd,
+) -> CniResult<()> {
+    let refuse = |why: String| {
+        Err(Error::new(
+            Code::InvalidNetns,
+            format!(
+                "refusing to move {} to the host: {why}",
+                record::describe(link, view)
+            ),
+        ))
+    };
+    match record::lower(link, view) {
+        Lower::Here(_) => return refuse("the container can make such a link".into()),
+        Lower::Other(..) => {
+            return refuse("its peer or lower device is in a namespace other than the host".into());
         }
+        Lower::Host(peer) => {
+            if link.kind == "veth" && !record::host_confirms_pair(host, peer, link, ns_fd)? {
+                return refuse(format!("the host's link at index {peer} is not its peer"));
+            }
+        }
+        Lower::None if !link.kind.is_empty() => {
+            return refuse(format!(
+                "a {} link, which the container can make",
+                link.kind
+            ));
+        }
+        Lower::None => {}
+    }
+    let device = match source {
+        Some(Source::Pci(id)) => Some(("pci", id.as_str())),
+        Some(Source::Aux(id)) => Some(("auxiliary", id.as_str())),
+        Some(Source::KernelPath(path)) => path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| (link.parent_bus.as_str(), n)),
+        Some(Source::Mac(mac)) => {
+            if link.mac != mac.as_slice() && link.perm_addr != mac.as_slice() {
+                return refuse(format!(
+                    "its MAC is not the config's hwaddr {}",
+                    crate::netlink::link::format_mac(mac)
+                ));
+            }
+            None
+        }
+        Some(Source::Name(_)) | None => None,
+    };
+    // A virtio-net function's netdev hangs off the virtio device, not the
+    // PCI address: only a parent on the config's bus is compared.
+    if let Some((bus, id)) = device
+        && link.parent_bus == bus
+        && link.parent_dev != id
+    {
+        return refuse(format!("it is not the config's {bus} device {id}"));
+    }
+    Ok(())
+}
+
+/// `verify` looks at the device in the temporary namespace (its socket open
+/// there) before it goes to the host.
+type Verify<'a> = dyn FnMut(&mut Socket, &Link, &NetNs) -> CniResult<()> + 'a;
+
+/// Container (`pod_name`) → temporary namespace (verified, renamed
+/// `host_name`, alias cleared) → host, left down. A device already gone is
+/// success; a failure leaves it in the container as it was.
+fn move_out(
+    container: &NetNs,
+    pod_name: &str,
+    host_name: &str,
+    verify: &mut Verify,
+) -> CniResult<()> {
+    let temp = NetNs::temporary().context("failed to create tempNS")?;
+    let host_ns = NetNs::current()?;
+    let left = container.run(|| -> CniResult<Option<bool>> {
+        let mut sock = Socket::open()?;
+        let link = match sock.link_by_name(pod_name) {
+            Ok(l) => l,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("failed to find {pod_name:?} in containerNS"));
+            }
+        };
         sock.set_link(link.index, Change::Netns(temp.fd()))
-            .with_context(|| format!("failed to move {ifname:?} to tempNS"))?;
+            .with_context(|| format!("failed to move {pod_name:?} to tempNS"))?;
         Ok(Some(link.is_up()))
     })??;
     let Some(was_up) = left else {
@@ -435,20 +790,22 @@ fn move_out(container: &NetNs, ifname: &str) -> CniResult<()> {
     let returned = temp.run(|| -> CniResult<()> {
         let mut sock = Socket::open()?;
         let dev = sock
-            .link_by_name(ifname)
-            .with_context(|| format!("failed to find {ifname:?} in tempNS"))?;
-        let original = dev.alias.as_str();
+            .link_by_name(pod_name)
+            .with_context(|| format!("failed to find {pod_name:?} in tempNS"))?;
         let steps = (|| -> CniResult<()> {
-            sock.set_link(dev.index, Change::Name(original))
-                .with_context(|| format!("failed to rename device {ifname:?} to {original:?}"))?;
+            verify(&mut sock, &dev, &temp)?;
+            sock.set_link(dev.index, Change::Name(host_name))
+                .with_context(|| {
+                    format!("failed to rename device {pod_name:?} to {host_name:?}")
+                })?;
             sock.set_link(dev.index, Change::Alias(""))
-                .with_context(|| format!("failed to unset alias of {original:?}"))?;
+                .with_context(|| format!("failed to unset alias of {host_name:?}"))?;
             sock.set_link(dev.index, Change::Netns(host_ns.fd()))
-                .with_context(|| format!("failed to move {original:?} to hostNS"))
+                .with_context(|| format!("failed to move {host_name:?} to hostNS"))
         })();
         if steps.is_err() {
-            let _ = sock.set_link(dev.index, Change::Alias(original));
-            let _ = sock.set_link(dev.index, Change::Name(ifname));
+            let _ = sock.set_link(dev.index, Change::Alias(&dev.alias));
+            let _ = sock.set_link(dev.index, Change::Name(pod_name));
             let _ = sock.set_link(dev.index, Change::Netns(container.fd()));
         }
         steps
@@ -456,7 +813,7 @@ fn move_out(container: &NetNs, ifname: &str) -> CniResult<()> {
     if returned.is_err() && was_up {
         let _ = container.run(|| {
             if let Ok(mut sock) = Socket::open()
-                && let Ok(link) = sock.link_by_name(ifname)
+                && let Ok(link) = sock.link_by_name(pod_name)
             {
                 let _ = sock.set_link(link.index, Change::Up(true));
             }

@@ -29,6 +29,9 @@ const IFLA_AF_SPEC: u16 = 26;
 const IFLA_NET_NS_FD: u16 = 28;
 const IFLA_EXT_MASK: u16 = 29;
 const IFLA_LINK_NETNSID: u16 = 37;
+const IFLA_PERM_ADDRESS: u16 = 54;
+const IFLA_PARENT_DEV_NAME: u16 = 56;
+const IFLA_PARENT_DEV_BUS_NAME: u16 = 57;
 const IFLA_INET_CONF: u16 = 1;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
@@ -48,6 +51,8 @@ const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
 const IFLA_IPVLAN_MODE: u16 = 1;
 const IFLA_VLAN_ID: u16 = 1;
 const IFLA_VRF_TABLE: u16 = 1;
+const NETNSA_NSID: u16 = 1;
+const NETNSA_FD: u16 = 3;
 const AF_UNSPEC: u8 = 0;
 const AF_BRIDGE: u8 = 7;
 /// RFC 2863 operational state "up".
@@ -71,6 +76,13 @@ pub struct Link {
     pub parent: Option<u32>,
     pub link_netnsid: Option<i32>,
     pub alias: String,
+    /// IFLA_PERM_ADDRESS: the hardware address a driver gave the device
+    /// (empty when it has none, as virtual links mostly do).
+    pub perm_addr: Vec<u8>,
+    /// IFLA_PARENT_DEV_BUS_NAME and IFLA_PARENT_DEV_NAME: the bus and device
+    /// (`pci`, `0000:01:00.0`) the netdev belongs to; empty for virtual links.
+    pub parent_bus: String,
+    pub parent_dev: String,
     pub oper_state: u8,
     pub txqlen: u32,
     /// IFLA_INFO_DATA as received, for kind-specific checks.
@@ -149,6 +161,9 @@ impl Link {
                 IFLA_LINK => link.parent = wire::as_u32(p),
                 IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|v| v as i32),
                 IFLA_IFALIAS => link.alias = wire::as_str(p),
+                IFLA_PERM_ADDRESS => link.perm_addr = p.to_vec(),
+                IFLA_PARENT_DEV_NAME => link.parent_dev = wire::as_str(p),
+                IFLA_PARENT_DEV_BUS_NAME => link.parent_bus = wire::as_str(p),
                 IFLA_OPERSTATE => link.oper_state = p.first().copied().unwrap_or(0),
                 IFLA_TXQLEN => link.txqlen = wire::as_u32(p).unwrap_or(0),
                 IFLA_AF_SPEC => {
@@ -486,6 +501,24 @@ impl Socket {
         )
     }
 
+    /// The id this namespace gives the namespace of `fd` (what its links'
+    /// IFLA_LINK_NETNSID say for a peer there); None when it has given none.
+    pub fn netns_id(&mut self, fd: RawFd) -> Result<Option<i32>> {
+        let op = format!("get the id of netns fd {fd}");
+        // struct rtgenmsg, padded to 4 bytes, then NETNSA_FD.
+        let body = Body::new(&[AF_UNSPEC, 0, 0, 0]).u32(NETNSA_FD, fd as u32);
+        let replies: Vec<Buffer> = self.get(
+            &op,
+            Rtm::Getnsid,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .find_map(|b| nsid_of_reply(b.as_ref()))
+            .filter(|id| *id >= 0))
+    }
+
     /// Bridge-port flags of an enslaved link (hairpin, isolated).
     pub fn set_bridge_port(&mut self, index: u32, hairpin: bool, isolated: bool) -> Result<()> {
         let op = format!("set bridge port flags of link {index}");
@@ -575,6 +608,12 @@ fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
     Some((index, vids))
 }
 
+/// NETNSA_NSID of an RTM_NEWNSID reply (rtgenmsg, then attributes).
+fn nsid_of_reply(msg: &[u8]) -> Option<i32> {
+    let id = wire::find(msg.get(4..)?, NETNSA_NSID)?;
+    wire::as_u32(id).map(|v| v as i32)
+}
+
 /// Children of detached deletes not reaped yet (still tearing down); reaps
 /// those that ended first.
 pub fn unreaped_detached_deletes() -> usize {
@@ -649,6 +688,25 @@ mod tests {
         );
         assert!(link.is_up());
         assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
+        assert!(link.perm_addr.is_empty() && link.parent_dev.is_empty());
+        let nic = Body::new(&wire::ifinfomsg(0, 2, 0, 0))
+            .str(IFLA_IFNAME, "ens1f0")
+            .attr(IFLA_PERM_ADDRESS, &[0, 0x1b, 0x21, 1, 2, 3])
+            .str(IFLA_PARENT_DEV_NAME, "0000:01:00.0")
+            .str(IFLA_PARENT_DEV_BUS_NAME, "pci")
+            .into_bytes();
+        let nic = Link::parse(&nic).expect("parsed");
+        assert_eq!(nic.perm_addr, [0, 0x1b, 0x21, 1, 2, 3]);
+        assert_eq!(
+            (nic.parent_bus.as_str(), nic.parent_dev.as_str()),
+            ("pci", "0000:01:00.0")
+        );
+        let reply = Body::new(&[0, 0, 0, 0]).u32(NETNSA_NSID, 3).into_bytes();
+        assert_eq!(nsid_of_reply(&reply), Some(3));
+        let none = Body::new(&[0, 0, 0, 0])
+            .u32(NETNSA_NSID, u32::MAX)
+            .into_bytes();
+        assert_eq!(nsid_of_reply(&none), Some(-1));
         assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), None);
     }
 
