@@ -28,16 +28,32 @@ impl Socket {
             NlmF::empty(),
             Buffer::from(body.into_bytes()),
         )?;
-        let reply = replies
-            .first()
-            .ok_or_else(|| Error::local(op, "no reply"))?;
-        let id = reply
-            .as_ref()
-            .get(RTGENMSG_LEN..)
-            .and_then(|attrs| wire::find(attrs, NETNSA_NSID))
-            .and_then(wire::as_u32)
-            .map(|v| v as i32)
+        let id = replies
+            .iter()
+            .find_map(|r| nsid_of_reply(r.as_ref()))
             .ok_or_else(|| Error::local(op, "reply without NETNSA_NSID"))?;
         Ok((id != NOT_ASSIGNED).then_some(id))
+    }
+}
+
+/// NETNSA_NSID of an RTM_NEWNSID reply (rtgenmsg, then attributes).
+fn nsid_of_reply(msg: &[u8]) -> Option<i32> {
+    let attrs = msg.get(RTGENMSG_LEN..)?;
+    wire::as_u32(wire::find(attrs, NETNSA_NSID)?).map(|v| v as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_is_read_from_the_reply_and_not_assigned_is_minus_one() {
+        let reply = Body::new(&[0u8; RTGENMSG_LEN]).u32(NETNSA_NSID, 3).into_bytes();
+        assert_eq!(nsid_of_reply(&reply), Some(3));
+        let none = Body::new(&[0u8; RTGENMSG_LEN])
+            .u32(NETNSA_NSID, NOT_ASSIGNED as u32)
+            .into_bytes();
+        assert_eq!(nsid_of_reply(&none), Some(NOT_ASSIGNED));
+        assert_eq!(nsid_of_reply(&[0, 0]), None);
     }
 }

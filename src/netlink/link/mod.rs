@@ -51,8 +51,6 @@ const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
 const IFLA_IPVLAN_MODE: u16 = 1;
 const IFLA_VLAN_ID: u16 = 1;
 const IFLA_VRF_TABLE: u16 = 1;
-const NETNSA_NSID: u16 = 1;
-const NETNSA_FD: u16 = 3;
 const AF_UNSPEC: u8 = 0;
 const AF_BRIDGE: u8 = 7;
 /// RFC 2863 operational state "up".
@@ -501,24 +499,6 @@ impl Socket {
         )
     }
 
-    /// The id this namespace gives the namespace of `fd` (what its links'
-    /// IFLA_LINK_NETNSID say for a peer there); None when it has given none.
-    pub fn netns_id(&mut self, fd: RawFd) -> Result<Option<i32>> {
-        let op = format!("get the id of netns fd {fd}");
-        // struct rtgenmsg, padded to 4 bytes, then NETNSA_FD.
-        let body = Body::new(&[AF_UNSPEC, 0, 0, 0]).u32(NETNSA_FD, fd as u32);
-        let replies: Vec<Buffer> = self.get(
-            &op,
-            Rtm::Getnsid,
-            NlmF::empty(),
-            Buffer::from(body.into_bytes()),
-        )?;
-        Ok(replies
-            .iter()
-            .find_map(|b| nsid_of_reply(b.as_ref()))
-            .filter(|id| *id >= 0))
-    }
-
     /// Bridge-port flags of an enslaved link (hairpin, isolated).
     pub fn set_bridge_port(&mut self, index: u32, hairpin: bool, isolated: bool) -> Result<()> {
         let op = format!("set bridge port flags of link {index}");
@@ -608,12 +588,6 @@ fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
     Some((index, vids))
 }
 
-/// NETNSA_NSID of an RTM_NEWNSID reply (rtgenmsg, then attributes).
-fn nsid_of_reply(msg: &[u8]) -> Option<i32> {
-    let id = wire::find(msg.get(4..)?, NETNSA_NSID)?;
-    wire::as_u32(id).map(|v| v as i32)
-}
-
 /// Children of detached deletes not reaped yet (still tearing down); reaps
 /// those that ended first.
 pub fn unreaped_detached_deletes() -> usize {
@@ -701,12 +675,6 @@ mod tests {
             (nic.parent_bus.as_str(), nic.parent_dev.as_str()),
             ("pci", "0000:01:00.0")
         );
-        let reply = Body::new(&[0, 0, 0, 0]).u32(NETNSA_NSID, 3).into_bytes();
-        assert_eq!(nsid_of_reply(&reply), Some(3));
-        let none = Body::new(&[0, 0, 0, 0])
-            .u32(NETNSA_NSID, u32::MAX)
-            .into_bytes();
-        assert_eq!(nsid_of_reply(&none), Some(-1));
         assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), None);
     }
 
