@@ -173,11 +173,24 @@ struct Daemon {
     socket: PathBuf,
     log: PathBuf,
     args: Vec<String>,
+    /// The umask the daemon starts with (the test's own when None).
+    umask: Option<u32>,
 }
 
 impl Daemon {
     /// `cni-multi dhcp daemon -socketpath <dir>/dhcp.sock -statedir <dir>/state <extra>`.
     fn start(dir: &TempDir, extra: &[&str]) -> Daemon {
+        Daemon::start_with(dir, extra, None, None)
+    }
+
+    /// As `start`, the daemon started with this umask and/or `-hostprefix`
+    /// (which the socket path is under too).
+    fn start_with(
+        dir: &TempDir,
+        extra: &[&str],
+        umask: Option<u32>,
+        hostprefix: Option<&Path>,
+    ) -> Daemon {
         let socket = dir.0.join("dhcp.sock");
         let mut args = vec![
             "-socketpath".to_string(),
@@ -185,12 +198,22 @@ impl Daemon {
             "-statedir".into(),
             dir.0.join("state").display().to_string(),
         ];
+        let socket = match hostprefix {
+            Some(prefix) => {
+                args.extend(["-hostprefix".to_string(), prefix.display().to_string()]);
+                let mut joined = prefix.as_os_str().to_os_string();
+                joined.push(socket.as_os_str());
+                PathBuf::from(joined)
+            }
+            None => socket,
+        };
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut d = Daemon {
             child: None,
             socket,
             log: dir.0.join("daemon.log"),
             args,
+            umask,
         };
         d.restart();
         d
@@ -203,16 +226,25 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .expect("daemon log");
-        let child = Command::new(BIN)
-            .args(["dhcp", "daemon"])
+        let mut cmd = Command::new(BIN);
+        cmd.args(["dhcp", "daemon"])
             .args(&self.args)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn the dhcp daemon");
+            .stderr(log);
+        if let Some(mask) = self.umask {
+            // SAFETY: between fork and exec only umask(2), an async-signal-safe
+            // syscall that cannot fail, runs.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(mask));
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().expect("spawn the dhcp daemon");
         self.child = Some(child);
         let socket = self.socket.clone();
         wait_for("the daemon's socket", Duration::from_secs(10), || {
@@ -1058,4 +1090,187 @@ fn skip_default_leaves_routers_and_subnet_mask_out_of_the_request_list() {
         lan.log()
     );
     call("DEL", &ns2, "ctr-s", &skipped, &bin).run().ok();
+}
+
+// ---------------------------------------------------------------- the socket's guards
+
+/// `eth0` in `ns`, a veth whose peer `host_end` stays in the test host; both down.
+/// (With `host_end` up, a daemon that brings `eth0` up gets a carrier and sends.)
+fn eth0_down_in(ns: &Netns, host_end: &str) {
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            host_end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0",
+            "netns",
+            ns.path(),
+        ],
+    );
+}
+
+fn eth0_is_up(ns: &Netns) -> bool {
+    let line = ns.sh("ip", &["-o", "link", "show", "dev", "eth0"]);
+    let flags = line
+        .split_once('<')
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map(|(flags, _)| flags.to_string())
+        .unwrap_or_default();
+    flags.split(',').any(|f| f == "UP")
+}
+
+fn mode_of(p: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).expect("stat").permissions())
+        & 0o777
+}
+
+#[test]
+fn the_socket_is_0600_even_when_the_daemon_starts_with_umask_000() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-umask");
+    let pidfile = dir.0.join("dhcp.pid");
+    let pid_arg = pidfile.display().to_string();
+    let daemon = Daemon::start_with(&dir, &["-pidfile", &pid_arg], Some(0), None);
+    assert_eq!(mode_of(&daemon.socket), 0o600, "{}", daemon.log());
+    assert_eq!(mode_of(&dir.0.join("state")), 0o700);
+    wait_for("the pidfile", Duration::from_secs(10), || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|p| !p.trim().is_empty())
+    });
+    assert_eq!(
+        mode_of(&pidfile),
+        0o644,
+        "the pidfile is not writable by others"
+    );
+}
+
+#[test]
+fn a_non_root_peer_is_refused() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-nobody");
+    let daemon = Daemon::start(&dir, &["-timeout", "2s"]);
+    // Reachable by anyone: only the peer check stands between `nobody` and root.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o777))
+        .expect("chmod socket");
+    let ns = Netns::new();
+    eth0_down_in(&ns, "nb-host");
+    run_in(None, "ip", &["link", "set", "nb-host", "up"]);
+    let conf = json!({"cniVersion": "1.0.0", "name": NET, "type": "dhcp",
+                      "ipam": {"type": "dhcp", "daemonSocketPath": daemon.socket}});
+    let call = Call::new("dhcp", "ADD", ns.path(), &conf.to_string());
+    let mut child = Command::new(BIN)
+        .arg("dhcp")
+        .env_clear()
+        .envs(&call.env)
+        .uid(65534)
+        .gid(65534)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the plugin as nobody");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write;
+        stdin.write_all(call.stdin.as_bytes()).expect("stdin");
+    }
+    let out = harness::Outcome::of(child);
+    let e = out.err(999);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("root"), "{e}\n{}", daemon.log());
+    assert!(!eth0_is_up(&ns), "the daemon brought eth0 up for nobody");
+    assert!(
+        daemon.log().contains("refused") && daemon.log().contains("uid 65534"),
+        "{}",
+        daemon.log()
+    );
+    eprintln!("dhcp: nobody's ADD: {msg}");
+    // Root is still served.
+    let mut status = conf.clone();
+    status["cniVersion"] = json!("1.1.0");
+    Call::new("dhcp", "STATUS", "", &status.to_string())
+        .run()
+        .ok();
+}
+
+#[test]
+fn a_client_dribbling_bytes_is_cut_off_at_the_call_deadline() {
+    use std::io::{Read, Write};
+    enter_test_host();
+    let dir = TempDir::new("dhcp-dribble");
+    let daemon = Daemon::start(&dir, &[]);
+    let mut stream = std::os::unix::net::UnixStream::connect(&daemon.socket).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    let start = Instant::now();
+    let limit = Duration::from_secs(25);
+    let mut answer = Vec::new();
+    let cut = loop {
+        assert!(
+            start.elapsed() < limit,
+            "a client sending one byte every 2 s still holds its call after {limit:?}"
+        );
+        if stream.write_all(b" ").is_err() {
+            break start.elapsed();
+        }
+        let mut buf = [0u8; 4096];
+        match stream.read(&mut buf) {
+            Ok(0) => break start.elapsed(),
+            Ok(n) => answer.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break start.elapsed(),
+        }
+    };
+    assert!(
+        cut >= Duration::from_secs(8) && cut < Duration::from_secs(14),
+        "cut off after {cut:?}"
+    );
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.contains("\"error\""), "{answer:?}");
+    eprintln!(
+        "dhcp: dribbling client cut off after {cut:?}: {}",
+        answer.trim()
+    );
+}
+
+#[test]
+fn a_netns_path_with_dotdot_is_refused_inside_hostprefix() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-hostprefix");
+    let prefix = dir.0.join("host");
+    std::fs::create_dir(&prefix).expect("prefix dir");
+    let daemon = Daemon::start_with(&dir, &["-timeout", "2s"], None, Some(&prefix));
+    let ns = Netns::new();
+    eth0_down_in(&ns, "hp-host");
+    run_in(None, "ip", &["link", "set", "hp-host", "up"]);
+    // <prefix>/../../../.. is / whatever the prefix's depth: the real netns.
+    let escaping = format!("{}{}", "/..".repeat(32), ns.path());
+    let conf = json!({"cniVersion": "1.0.0", "name": NET, "type": "dhcp",
+                      "ipam": {"type": "dhcp", "daemonSocketPath": daemon.socket}});
+    let start = Instant::now();
+    let e = Call::new("dhcp", "ADD", &escaping, &conf.to_string())
+        .run()
+        .err(999);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("netns") && msg.contains(".."), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "the daemon tried DHCP: {e}"
+    );
+    assert!(
+        !eth0_is_up(&ns),
+        "the daemon left the host prefix and brought eth0 up"
+    );
 }

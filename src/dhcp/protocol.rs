@@ -412,7 +412,7 @@ pub struct Deadlines {
 
 /// Sends one call to the daemon on `socket` and reads its reply.
 pub fn exchange(socket: &Path, call: &Call, limits: Deadlines) -> Result<Reply, ExchangeError> {
-    let mut stream = connect(socket, limits.connect)?;
+    let stream = connect(socket, limits.connect)?;
     let io_error = |op, source| ExchangeError::Io {
         socket: socket.to_path_buf(),
         op,
@@ -422,9 +422,26 @@ pub fn exchange(socket: &Path, call: &Call, limits: Deadlines) -> Result<Reply, 
         .set_write_timeout(Some(limits.connect))
         .and_then(|()| stream.set_read_timeout(Some(limits.reply)))
         .map_err(|e| io_error("configure the connection to", e))?;
-    stream
-        .write_all(encode_call(call).as_bytes())
-        .map_err(|e| io_error("send the call to", e))?;
+    let sent = (&stream).write_all(encode_call(call).as_bytes());
+    // A daemon that refuses a connection (busy, not root) answers at once and
+    // closes, maybe before the call is written: its answer is still there to
+    // read. Any other failure to send is the error.
+    if let Err(e) = sent {
+        if !matches!(
+            e.kind(),
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset
+        ) {
+            return Err(io_error("send the call to", e));
+        }
+        let mut reader = io::BufReader::new(stream);
+        return match read_line(&mut reader, MAX_LINE) {
+            Ok(line) => decode_reply(&line).map_err(|failure| ExchangeError::BadReply {
+                socket: socket.to_path_buf(),
+                failure,
+            }),
+            Err(_) => Err(io_error("send the call to", e)),
+        };
+    }
     let mut reader = io::BufReader::new(stream);
     let line = read_line(&mut reader, MAX_LINE).map_err(|e| match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => io_error(
@@ -708,6 +725,46 @@ mod tests {
         assert_eq!(
             exchange(&path, &Call::Status, limits).expect("exchange"),
             Reply::Done
+        );
+        server.join().expect("server");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_refusal_sent_before_the_call_is_read_is_the_answer() {
+        let dir =
+            std::env::temp_dir().join(format!("cni-multi-proto-refused-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("d.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let refusal = Failure::new(Kind::Busy, "refused");
+        let reply = Reply::Failed(refusal.clone());
+        let server = std::thread::spawn(move || {
+            // Answers and closes without reading, as the daemon refuses.
+            let (mut stream, _) = listener.accept().expect("accept");
+            stream
+                .write_all(encode_reply(&reply).as_bytes())
+                .expect("reply");
+        });
+        // A call larger than the socket's buffer: its sending fails, always.
+        let call = Call::Gc {
+            network: "lan".into(),
+            valid: vec![
+                Keep {
+                    container_id: "c".repeat(200),
+                    ifname: String::new(),
+                };
+                5000
+            ],
+        };
+        let limits = Deadlines {
+            connect: Duration::from_secs(1),
+            reply: Duration::from_secs(5),
+        };
+        assert_eq!(
+            exchange(&path, &call, limits).expect("the refusal"),
+            Reply::Failed(refusal)
         );
         server.join().expect("server");
         let _ = std::fs::remove_dir_all(&dir);

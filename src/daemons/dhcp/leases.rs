@@ -15,7 +15,7 @@ use crate::dhcp::protocol::{Attachment, Call, Failure, Keep, Kind, Reply};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -122,6 +122,17 @@ impl Leases {
         let count = saved.len();
         let now = now();
         for s in saved {
+            // Written by a daemon that took any path: not entered again.
+            if let Err(f) = check_netns(&s.request.netns) {
+                log(format!(
+                    "{}: dropping the lease of {}: {f}",
+                    s.attachment, s.lease.address
+                ));
+                if let Err(e) = self.state.remove(&s.attachment) {
+                    log(format!("{e:#}"));
+                }
+                continue;
+            }
             let slot = self.slot(&s.attachment);
             let reacquire = now >= s.lease.expires_at();
             log(format!(
@@ -648,13 +659,38 @@ fn check_attachment(a: &Attachment) -> Result<(), Failure> {
         .map_err(|e| Failure::new(Kind::BadCall, format!("bad attachment {a}: {e}")))
 }
 
+/// A netns path must be absolute and canonical: no `.` or `..` component, no
+/// empty one (`//`, a trailing `/`), no NUL. The daemon puts `-hostprefix`
+/// before it, and a path without `..` cannot leave the prefix; root (the only
+/// caller) may otherwise name any namespace (`/proc/<pid>/ns/net`,
+/// `/var/run/netns/<name>`).
+fn check_netns(netns: &Path) -> Result<(), Failure> {
+    let bytes = netns.as_os_str().as_encoded_bytes();
+    let refused = |why: &str| {
+        Err(Failure::new(
+            Kind::BadCall,
+            format!("the netns {:?} {why}", netns.display()),
+        ))
+    };
+    let Some(rest) = bytes.strip_prefix(b"/") else {
+        return refused("is not an absolute path");
+    };
+    if bytes.contains(&0) {
+        return refused("contains a NUL byte");
+    }
+    if rest
+        .split(|&b| b == b'/')
+        .any(|c| c.is_empty() || c == b"." || c == b"..")
+    {
+        return refused("is not a canonical path (no '.', '..' or empty components)");
+    }
+    Ok(())
+}
+
 fn check_request(a: &Attachment, r: &Request) -> Result<(), Failure> {
     let bad = |why: String| Err(Failure::new(Kind::BadCall, format!("{a}: {why}")));
-    if !r.netns.is_absolute() || r.netns.as_os_str().as_encoded_bytes().contains(&0) {
-        return bad(format!(
-            "the netns {:?} is not an absolute path",
-            r.netns.display()
-        ));
+    if let Err(f) = check_netns(&r.netns) {
+        return bad(f.message);
     }
     if r.ifname != a.ifname {
         return bad(format!(
@@ -765,6 +801,56 @@ mod tests {
                 Err(Kind::BadCall)
             );
         }
+    }
+
+    #[test]
+    fn a_netns_path_with_dotdot_or_any_non_canonical_part_is_refused() {
+        for ok in [
+            "/proc/1234/ns/net",
+            "/proc/1/task/1/ns/net",
+            "/var/run/netns/x",
+            "/run/netns/cni-1a2b",
+            "/run/netns/..x",
+            "/run/netns/x..",
+        ] {
+            assert_eq!(check_netns(Path::new(ok)), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "/",
+            "relative",
+            "run/netns/x",
+            "/..",
+            "/../../proc/1/ns/net",
+            "/run/netns/../../proc/1/ns/net",
+            "/run/netns/x/..",
+            "/run/./netns/x",
+            "/./run/netns/x",
+            "/run/netns/x/.",
+            "//run/netns/x",
+            "/run//netns/x",
+            "/run/netns/x/",
+            "/run/netns/x\0",
+        ] {
+            assert!(check_netns(Path::new(bad)).is_err(), "{bad:?} accepted");
+        }
+        // What the daemon opens with -hostprefix is the prefix + an accepted
+        // path: it cannot have a `..` that climbs out of the prefix.
+        let a = Attachment {
+            container_id: "c1".into(),
+            network: "n".into(),
+            ifname: "eth0".into(),
+        };
+        let r = Request {
+            netns: "/../../proc/1/ns/net".into(),
+            ifname: "eth0".into(),
+            client_id: vec![0, 1],
+            provide: vec![],
+            request: vec![],
+        };
+        let f = check_request(&a, &r).expect_err("escaping netns");
+        assert_eq!(f.kind, Kind::BadCall);
+        assert!(f.message.contains("canonical"), "{f}");
     }
 
     #[test]

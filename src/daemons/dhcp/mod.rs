@@ -2,8 +2,8 @@
 //! keeps the DHCP leases the dhcp plugin asks for over its unix socket.
 //!
 //! - `flags`: the reference's flags, Go syntax or GNU syntax, plus `-statedir`.
-//! - `server`: socket (systemd's or its own; a stale one replaced), pidfile,
-//!   signals, one thread per call.
+//! - `server`: socket (systemd's or its own, 0600; a stale one replaced),
+//!   pidfile, signals, one thread per call (root peers only, with deadlines).
 //! - `leases`: the table of leases, their keeper threads (T1, T2, expiry).
 //! - `state`: one file per lease under the state directory, reloaded at start.
 

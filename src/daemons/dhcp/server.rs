@@ -1,5 +1,11 @@
 //! The daemon's process: its socket (systemd's, or its own with a stale one
 //! removed), pidfile, signals, and the accept loop (one thread per call).
+//!
+//! The socket is the daemon's only door, and what comes through it runs as
+//! root (enters namespaces, brings links up, sends DHCP): its file is 0600
+//! from the moment it exists, a peer that is not root is refused before
+//! anything is read, and a call has a deadline for being sent and one for its
+//! reply to be taken, so slow clients cannot hold the calls' slots.
 
 use super::flags::Flags;
 use super::leases::{Leases, log, panic_text};
@@ -11,20 +17,28 @@ use crate::dhcp::protocol::{
 use anyhow::{Context, Result, bail};
 use nix::sys::signal::{SigSet, Signal};
 use std::ffi::OsString;
-use std::io::{BufReader, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::io::{self, BufReader, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Calls answered at once; more wait in the listen queue or get `busy`.
 const MAX_CALLS: usize = 256;
-/// How long a connection may take to send its call.
-const CALL_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may take to send its whole call, from its accept
+/// (not per read: a client dribbling a byte at a time is cut off as well).
+/// A call is a few KB that the plugin writes at once.
+const CALL_READ_DEADLINE: Duration = Duration::from_secs(10);
+/// How long the caller may take to read the whole reply, once it is ready.
+/// A call thus lasts at most these two plus its own work, which the DHCP
+/// exchange's `-timeout` bounds.
+const REPLY_WRITE_DEADLINE: Duration = Duration::from_secs(10);
+/// The mode of the daemon's own socket file: root's only.
+const SOCKET_MODE: u32 = 0o600;
 /// Stack of a call's thread (an ADD runs the DHCP exchange on it).
 const CALL_STACK: usize = 1024 * 1024;
 
@@ -83,7 +97,7 @@ pub fn run(flags: Flags) -> Result<()> {
         point_to(&default_state, &state_dir);
     }
     if let Some(pidfile) = &flags.pidfile {
-        fs_err::write(pidfile, std::process::id().to_string()).context("Error writing pidfile")?;
+        write_pidfile(pidfile).context("Error writing pidfile")?;
     }
     let settings = Settings {
         broadcast: flags.broadcast,
@@ -223,8 +237,8 @@ fn listen(path: &Path) -> Result<(UnixListener, OwnSocket)> {
             path.display()
         ));
     }
-    let listener = UnixListener::bind(path)
-        .with_context(|| format!("failed to listen on {}", path.display()))?;
+    let listener =
+        bind_private(path).with_context(|| format!("failed to listen on {}", path.display()))?;
     let meta = fs_err::metadata(path)?;
     Ok((
         listener,
@@ -233,6 +247,46 @@ fn listen(path: &Path) -> Result<(UnixListener, OwnSocket)> {
             id: (meta.dev(), meta.ino()),
         },
     ))
+}
+
+/// The pidfile, 0644 whatever the umask (it is root's: a pid written into it
+/// by someone else would be the process its reader signals).
+fn write_pidfile(path: &Path) -> io::Result<()> {
+    use fs_err::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut file = fs_err::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .open(path)?;
+    // On the descriptor: a file left by an earlier run keeps its mode otherwise.
+    file.file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    file.write_all(std::process::id().to_string().as_bytes())
+}
+
+/// A listening socket bound at `path`, its file created with mode 0600 whatever
+/// the umask. On Linux, bind(2) creates the file with the mode of the socket's
+/// own inode (less the umask), and fchmod(2) on the descriptor before bind
+/// sets that mode: the file never exists with a wider mode. The alternatives
+/// are worse: chmod by path after bind leaves a window (and follows whatever
+/// is at the path by then), and umask(2) is process-wide, so it would change
+/// what other threads create meanwhile.
+fn bind_private(path: &Path) -> io::Result<UnixListener> {
+    use nix::sys::socket::{
+        AddressFamily, Backlog, SockFlag, SockType, UnixAddr, bind, listen, socket,
+    };
+    let fd = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    nix::sys::stat::fchmod(&fd, nix::sys::stat::Mode::from_bits_truncate(SOCKET_MODE))?;
+    bind(fd.as_raw_fd(), &UnixAddr::new(path)?)?;
+    listen(&fd, Backlog::MAXCONN)?;
+    Ok(UnixListener::from(fd))
 }
 
 /// With `-statedir` elsewhere, `<socket>.leases` points there, so the plugin
@@ -304,8 +358,17 @@ fn serve(listener: UnixListener, leases: Arc<Leases>) {
                 continue;
             }
         };
+        let accepted = Instant::now();
+        if let Err(refusal) = root_peer(&stream) {
+            log(refusal.to_string());
+            refuse(stream, refusal);
+            continue;
+        }
         if active.load(Ordering::Acquire) >= MAX_CALLS {
-            refuse(stream, "too many calls in progress");
+            refuse(
+                stream,
+                Failure::new(Kind::Busy, "dhcp daemon: too many calls in progress"),
+            );
             continue;
         }
         let counted = Counted::new(&active);
@@ -315,7 +378,7 @@ fn serve(listener: UnixListener, leases: Arc<Leases>) {
             .stack_size(CALL_STACK)
             .spawn(move || {
                 let _counted = counted;
-                answer(stream, &leases);
+                answer(stream, accepted, &leases);
             });
         if let Err(e) = spawned {
             log(format!("failed to start a thread for a call: {e}"));
@@ -339,22 +402,99 @@ impl Drop for Counted {
     }
 }
 
-fn refuse(mut stream: UnixStream, why: &str) {
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let reply = Reply::Failed(Failure::new(Kind::Busy, format!("dhcp daemon: {why}")));
-    let _ = stream.write_all(encode_reply(&reply).as_bytes());
+/// Whether the peer is root (SO_PEERCRED: its credentials when it connected);
+/// the reason to refuse it otherwise. Only root may make the daemon act, as
+/// only root may run the plugin that calls it.
+fn root_peer(stream: &UnixStream) -> Result<(), Failure> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let why = match getsockopt(stream, PeerCredentials) {
+        Ok(cred) if cred.uid() == 0 => return Ok(()),
+        Ok(cred) => format!(
+            "pid {} runs as uid {}; only root may call this daemon",
+            cred.pid(),
+            cred.uid()
+        ),
+        Err(errno) => format!("cannot tell who the peer is (SO_PEERCRED: {errno})"),
+    };
+    Err(Failure::new(Kind::Failed, format!("refused: {why}")))
+}
+
+/// Answers a connection with a failure and closes it, without waiting: the
+/// accept loop calls it, and a fresh socket's send buffer takes a short reply.
+fn refuse(stream: UnixStream, failure: Failure) {
+    if stream.set_nonblocking(true).is_ok() {
+        let _ = (&stream).write_all(encode_reply(&Reply::Failed(failure)).as_bytes());
+    }
+}
+
+/// One side of a connection bound to a deadline for all of its reads or
+/// writes together (the socket's own timeouts are per call of read(2)).
+struct Deadline<'a> {
+    stream: &'a UnixStream,
+    at: Instant,
+}
+
+impl Deadline<'_> {
+    /// The time left, as a socket timeout; an error once it has passed.
+    fn left(&self) -> io::Result<Option<Duration>> {
+        let left = self.at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "deadline passed"));
+        }
+        Ok(Some(left))
+    }
+}
+
+impl Read for Deadline<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.set_read_timeout(self.left()?)?;
+        (&mut &*self.stream).read(buf)
+    }
+}
+
+impl Write for Deadline<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.set_write_timeout(self.left()?)?;
+        (&mut &*self.stream).write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Reads one call, answers it, closes. A panic answering is reported to the
 /// caller and does not end the daemon.
-fn answer(stream: UnixStream, leases: &Arc<Leases>) {
-    let _ = stream.set_read_timeout(Some(CALL_READ_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(CALL_READ_TIMEOUT));
-    let mut reader = BufReader::new(&stream);
-    let line = match protocol::read_line(&mut reader, MAX_LINE) {
+fn answer(stream: UnixStream, accepted: Instant, leases: &Arc<Leases>) {
+    let mut reader = BufReader::new(Deadline {
+        stream: &stream,
+        at: accepted + CALL_READ_DEADLINE,
+    });
+    let read = protocol::read_line(&mut reader, MAX_LINE);
+    drop(reader);
+    let line = match read {
         Ok(line) => line,
         // A probe (a daemon checking the socket is alive) sends nothing.
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return,
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return,
+        Err(e) if timed_out(&e) => {
+            let why = format!(
+                "the call was not sent within {} s",
+                CALL_READ_DEADLINE.as_secs()
+            );
+            log(format!("cut off a connection: {why}"));
+            refuse(
+                stream,
+                Failure::new(Kind::BadCall, format!("dhcp daemon: {why}")),
+            );
+            return;
+        }
         Err(e) => {
             log(format!("reading a call: {e}"));
             return;
@@ -377,7 +517,10 @@ fn answer(stream: UnixStream, leases: &Arc<Leases>) {
         }
         Err(f) => Reply::Failed(f),
     };
-    let mut writer = &stream;
+    let mut writer = Deadline {
+        stream: &stream,
+        at: Instant::now() + REPLY_WRITE_DEADLINE,
+    };
     if let Err(e) = writer.write_all(encode_reply(&reply).as_bytes()) {
         log(format!("sending a reply: {e}"));
     }
@@ -393,12 +536,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let path = dir.join("sub").join("d.sock");
         let (live, _) = listen(&path).expect("first");
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(dir.join("sub"))
-                .expect("dir")
-                .permissions(),
-        );
-        assert_eq!(mode & 0o777, 0o700);
+        let mode = |p: &Path| {
+            std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(p).expect("stat").permissions(),
+            ) & 0o777
+        };
+        assert_eq!(mode(&dir.join("sub")), 0o700);
+        assert_eq!(mode(&path), 0o600);
         let e = listen(&path).err().expect("live socket");
         assert!(e.to_string().contains("another dhcp daemon"), "{e}");
         drop(live);
