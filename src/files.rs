@@ -120,6 +120,22 @@ pub fn read_state_string_limited(path: impl AsRef<Path>, limit: u64) -> io::Resu
     utf8(read_state_limited(path, limit)?)
 }
 
+/// Where a plugin keeps its record of one attachment:
+/// `<dir>/<containerID>@<ifname>.json`. A container ID holds no `@` (the env
+/// layer allows `[A-Za-z0-9_.-]`), so no two attachments share a file, and
+/// both parts were checked to be single path components.
+pub fn attachment_record(dir: &Path, container_id: &str, ifname: &str) -> PathBuf {
+    dir.join(format!("{container_id}@{ifname}.json"))
+}
+
+/// Removes a state file; one already gone is fine.
+pub fn remove_state(path: &Path) -> io::Result<()> {
+    match fs_err::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// Writes a private state file atomically: its directory created 0700 when
 /// missing, the bytes written to a temporary file (0600) beside it, fsync'd, and
 /// renamed over `path`. A crash leaves the old file or the new one, never a
@@ -233,6 +249,18 @@ mod tests {
         let e = read_limited(root.join("absent"), 10).expect_err("absent");
         assert!(e.to_string().contains("absent"), "{e}");
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn no_two_attachments_share_a_record() {
+        let dir = Path::new("/state");
+        // Underscores in either part cannot make two attachments share a file.
+        assert_ne!(
+            attachment_record(dir, "a_b", "c"),
+            attachment_record(dir, "a", "b_c")
+        );
+        // The first `@` ends the container ID, which can hold none.
+        assert!(!crate::cni::env::is_valid_name("a@b"));
     }
 
     #[test]

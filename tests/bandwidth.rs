@@ -305,7 +305,7 @@ fn state_file(s: &Runtime, ns: &Netns) -> std::path::PathBuf {
     s.store
         .0
         .join("bw")
-        .join(format!("{}_eth0.json", cnitool_id(ns)))
+        .join(format!("{}@eth0.json", cnitool_id(ns)))
 }
 
 /// bandwidth alone, as the runtime would call it with `prev` as prevResult.

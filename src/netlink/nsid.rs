@@ -48,7 +48,9 @@ mod tests {
 
     #[test]
     fn the_id_is_read_from_the_reply_and_not_assigned_is_minus_one() {
-        let reply = Body::new(&[0u8; RTGENMSG_LEN]).u32(NETNSA_NSID, 3).into_bytes();
+        let reply = Body::new(&[0u8; RTGENMSG_LEN])
+            .u32(NETNSA_NSID, 3)
+            .into_bytes();
         assert_eq!(nsid_of_reply(&reply), Some(3));
         let none = Body::new(&[0u8; RTGENMSG_LEN])
             .u32(NETNSA_NSID, NOT_ASSIGNED as u32)

@@ -115,8 +115,8 @@ fn data_dir(inv: &Invocation) -> CniResult<PathBuf> {
     crate::cni::config::path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")
 }
 
-/// What ADD shaped, as `<dataDir>/<containerID>_<ifname>.json` (both validated
-/// by the env layer; the network lets GC tell its own files apart).
+/// What ADD shaped, in `files::attachment_record` of `dataDir` (the network
+/// lets GC tell its own files apart).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct State {
     network: String,
@@ -130,7 +130,7 @@ struct State {
 }
 
 fn state_path(dir: &Path, inv: &Invocation) -> PathBuf {
-    dir.join(format!("{}_{}.json", inv.env.container_id, inv.env.ifname))
+    crate::files::attachment_record(dir, &inv.env.container_id, &inv.env.ifname)
 }
 
 fn write_state(path: &Path, inv: &Invocation, host: &Link) -> CniResult<()> {
@@ -438,10 +438,7 @@ impl Plugin for Bandwidth {
             Err(e) => return Err(e.into()),
         }
         if let Some(path) = state {
-            match fs_err::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
-                _ => {}
-            }
+            crate::files::remove_state(&path)?;
         }
         Ok(())
     }

@@ -262,7 +262,7 @@ impl Plugin for HostDevice {
             host_name: device.name.clone(),
             identity: Identity::of(&device, sysfs_path(&device, Path::new(SYSFS))),
         };
-        let path = dir.join(record::file_name(&record.container_id, ifname));
+        let path = crate::files::attachment_record(&dir, &record.container_id, ifname);
         crate::files::write_private_atomic(&path, &record::encode(&record))
             .map_err(|e| Error::from(e).context("failed to record the host device"))?;
         let link = match move_in(&mut host, &device, &ns, ifname) {
@@ -314,7 +314,9 @@ impl Plugin for HostDevice {
             .plugin_keys::<Keys>()
             .and_then(|k| data_dir(&k))
             .ok()
-            .map(|dir| dir.join(record::file_name(&inv.env.container_id, &inv.env.ifname)));
+            .map(|dir| {
+                crate::files::attachment_record(&dir, &inv.env.container_id, &inv.env.ifname)
+            });
         // No namespace: the kernel has already returned the device.
         let Some(ns) = NetNs::open_for_del(&inv.env.netns)? else {
             return path.as_deref().map_or(Ok(()), remove_record);
@@ -476,7 +478,7 @@ fn sysfs_path(link: &Link, sys: &Path) -> String {
 
 /// This attachment's record; None when there is no file.
 fn read_record(path: &Path, inv: &Invocation) -> CniResult<Option<Record>> {
-    let bytes = match crate::files::read_limited(path, MAX_STATE) {
+    let bytes = match crate::files::read_state_limited(path, MAX_STATE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::from(e).context("failed to read the host device record")),
@@ -487,12 +489,8 @@ fn read_record(path: &Path, inv: &Invocation) -> CniResult<Option<Record>> {
 }
 
 fn remove_record(path: &Path) -> CniResult<()> {
-    match fs_err::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(Error::from(e).context("failed to remove the host device record"))
-        }
-        _ => Ok(()),
-    }
+    crate::files::remove_state(path)
+        .map_err(|e| Error::from(e).context("failed to remove the host device record"))
 }
 
 /// How the namespace `sock` is open in sees the host: the id it gives it.

@@ -46,13 +46,6 @@ pub struct Identity {
     pub host_link: Option<u32>,
 }
 
-/// `<containerID>@<ifname>.json`: a container ID has no `@` (the env layer
-/// allows `[A-Za-z0-9_.-]`), so no two attachments share a file, and neither
-/// part can hold `/` or be `..`.
-pub fn file_name(container_id: &str, ifname: &str) -> String {
-    format!("{container_id}@{ifname}.json")
-}
-
 pub fn encode(record: &Record) -> Vec<u8> {
     // A struct of strings and numbers always serializes.
     serde_json::to_vec_pretty(record).unwrap_or_default()
@@ -307,10 +300,6 @@ mod tests {
             ..record
         };
         assert!(decode(&encode(&bad_name), "ctr-1", "eth0").is_err());
-        // Underscores in either part cannot make two attachments share a file.
-        assert_ne!(file_name("a_b", "c"), file_name("a", "b_c"));
-        // The first `@` ends the container ID, which can hold none.
-        assert!(!crate::cni::env::is_valid_name("a@b"));
     }
 
     #[test]
