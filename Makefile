@@ -11,9 +11,9 @@
 #                      (ipvlan, 8021q, dummy, vrf, VLAN filtering, SCTP), where a
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
-#   make bench         benchmark (see README)
+#   make bench         benchmark (docs/benchmarks.md)
 
-# musl when its Rust target can be installed (smaller: 1.5 MB binary, 1.5 MB RSS
+# musl when its Rust target can be installed (smaller binary and RSS
 # per plugin run), else glibc with +crt-static. Either way the result is $(BIN).
 ifeq ($(origin TARGET), undefined)
 TARGET := $(shell (rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl \

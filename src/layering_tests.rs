@@ -1,5 +1,5 @@
 //! Layers point down only: a module may name (`crate::...`) only modules of a
-//! lower layer, or itself. The picture (README "Layout"):
+//! lower layer, or itself. The picture (docs/architecture.md):
 //!
 //! | layer | modules | may use |
 //! | --- | --- | --- |

@@ -1,7 +1,7 @@
 //! Issue 19: every key of the reference's (containernetworking/plugins v1.9.1,
 //! flannel-io/cni-plugin v1.9.1-flannel1) config structs, per plugin, and where
 //! cni-multi shows that it honours it: a test that sets the key and checks its
-//! effect, or an entry in README's "Where cni-multi differs … on purpose".
+//! effect, or an entry in docs/differences.md.
 //!
 //! Keys are written as JSON paths (`ipam.routes[].mtu`); CNI_ARGS pairs as
 //! `CNI_ARGS MAC`. Only keys the reference's structs have are listed.
@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 enum Covered {
     /// A test (file, function name) that sets the key and checks its effect.
     Test(&'static str, &'static str),
-    /// A phrase of README's "Where cni-multi differs" section that explains it.
-    Readme(&'static str),
+    /// A phrase of docs/differences.md that explains it.
+    Doc(&'static str),
 }
 
-use Covered::{Readme, Test};
+use Covered::{Doc, Test};
 
 /// Every plugin whose config the table must cover. `common` is
 /// `types.NetConf`, which every plugin embeds.
@@ -117,7 +117,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/main/host-device NetConf.
     ("host-device", "device", Test(HOST_DEVICE, "device_moves_in_by_name_and_back_on_del")),
     ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
-    ("host-device", "kernelpath", Readme("`kernelpath` must lie under `/sys/devices/`")),
+    ("host-device", "kernelpath", Doc("`kernelpath` must lie under `/sys/devices/`")),
     ("host-device", "pciBusID", Test("src/plugins/host_device.rs", "config_keys_pick_the_device_in_the_reference_order")),
     ("host-device", "DPDKMode", Test("src/plugins/host_device.rs", "userspace_drivers_mean_dpdk_mode")),
     ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
@@ -130,9 +130,9 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tap", "mac", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "owner", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "group", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
-    ("tap", "selinuxContext", Readme("without SELinux, ADD fails as the reference's does")),
+    ("tap", "selinuxContext", Doc("without SELinux, ADD fails as the reference's does")),
     ("tap", "bridge", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
-    ("tap", "args", Readme("also take `args.cni.mac`")),
+    ("tap", "args", Doc("also take `args.cni.mac`")),
     ("tap", "runtimeConfig.mac", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
     ("tap", "CNI_ARGS MAC", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
     // plugins/ipam/host-local allocator.Net / IPAMConfig / Range.
@@ -233,15 +233,9 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
-/// README's "Where cni-multi differs …" section, up to the next `## ` heading.
+/// docs/differences.md, where cni-multi says how and why it differs.
 fn differs_section() -> String {
-    let readme = read("README.md");
-    let start = readme
-        .find("\n## Where cni-multi differs")
-        .expect("README has a \"Where cni-multi differs\" section");
-    let body = &readme[start + 1..];
-    let end = body[3..].find("\n## ").map_or(body.len(), |i| i + 3);
-    body[..end].to_string()
+    read("docs/differences.md")
 }
 
 #[test]
@@ -258,14 +252,14 @@ fn every_named_test_exists_in_its_file() {
 }
 
 #[test]
-fn every_readme_phrase_is_in_the_differs_section() {
-    // README wraps lines: compare with runs of whitespace made one space.
+fn every_phrase_is_in_the_differences_doc() {
+    // The doc wraps lines: compare with runs of whitespace made one space.
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let section = squash(&differs_section());
     let missing: Vec<String> = KEYS
         .iter()
         .filter_map(|(plugin, key, covered)| match covered {
-            Readme(phrase) if !section.contains(&squash(phrase)) => {
+            Doc(phrase) if !section.contains(&squash(phrase)) => {
                 Some(format!("{plugin} {key}: {phrase:?}"))
             }
             _ => None,

@@ -282,6 +282,7 @@ fn a_user_locking_the_netns_file_does_not_stall_sbr() {
         .args(["-x", &file, "sh", "-c", "echo locked; sleep 120"])
         .uid(65534)
         .gid(65534)
+        .current_dir("/")
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("flock as nobody");
