@@ -286,3 +286,140 @@ fn no_key_is_listed_twice() {
         assert!(seen.insert((plugin, key)), "{plugin} {key} twice");
     }
 }
+
+/// The body of `fn name(` in `text`: up to the first line that is `}` at the
+/// function's own indentation.
+fn fn_body<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let start = text.find(&format!("fn {name}("))?;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..start];
+    let indent = &indent[..indent.len() - indent.trim_start().len()];
+    let close = format!("\n{indent}}}\n");
+    let end = text[start..].find(&close).map_or(text.len(), |i| start + i);
+    Some(&text[start..end])
+}
+
+/// What a test that sets `key` must spell: its last component, as JSON
+/// spells a key (`"mtu"` for `ipam.routes[].mtu`) or as CNI_ARGS does (`MAC=`).
+fn spellings(key: &str) -> Vec<String> {
+    if let Some(arg) = key.strip_prefix("CNI_ARGS ") {
+        return vec![format!("{arg}=")];
+    }
+    let word = key.split_whitespace().next().unwrap_or(key);
+    // An annotation-like key (`cni.dev/valid-attachments`) is spelled whole.
+    let leaf = if word.contains('/') {
+        word
+    } else {
+        word.rsplit('.')
+            .next()
+            .unwrap_or(word)
+            .trim_end_matches("[]")
+    };
+    let mut out = vec![
+        format!("\"{leaf}\""),
+        format!("{leaf}:"),
+        format!("{leaf} ="),
+    ];
+    // A unit test sets the field of the plugin's config struct.
+    let field = snake_case(leaf);
+    if field != leaf {
+        out.extend([format!("{field}:"), format!(".{field} =")]);
+    }
+    out
+}
+
+/// `pciBusID` → `pci_bus_id`, `DPDKMode` → `dpdk_mode`, as the struct fields are named.
+fn snake_case(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (i, c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1);
+        let boundary = c.is_ascii_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_ascii_lowercase()
+                    || p.is_ascii_digit()
+                    || (p.is_ascii_uppercase() && next.is_some_and(char::is_ascii_lowercase))
+            });
+        if boundary {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// The names a body calls: identifiers followed by `(`.
+fn called_names(body: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for (i, _) in body.match_indices('(') {
+        let before = &body[..i];
+        let start = before
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |j| j + 1);
+        let name = &before[start..];
+        if !name.is_empty() && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Rows whose test does not yet set the key through the plugin (a unit test
+/// of the parser only, or no traffic of that family). Each must stay weak to
+/// stay listed, so the list only shrinks.
+const KNOWN_WEAK: &[(&str, &str)] = &[
+    ("host-device", "DPDKMode"),
+    ("portmap", "conditionsV6"),
+    (
+        "tuning",
+        "sysctl allowlist (/etc/cni/tuning/allowlist.conf)",
+    ),
+];
+
+#[test]
+fn every_named_test_sets_its_key() {
+    let mut weak = Vec::new();
+    let mut mended = Vec::new();
+    for (plugin, key, covered) in KEYS {
+        let Test(file, name) = covered else { continue };
+        let text = read(file);
+        let Some(body) = fn_body(&text, name) else {
+            continue; // every_named_test_exists_in_its_file says so
+        };
+        // The test's own text, and that of the helpers of its file it calls
+        // (and they call, two levels down).
+        let mut seen = body.to_string();
+        let mut frontier = vec![body];
+        let mut visited = vec![*name];
+        for _ in 0..2 {
+            let mut next = Vec::new();
+            for b in frontier {
+                for callee in called_names(b) {
+                    if !visited.contains(&callee)
+                        && let Some(helper) = fn_body(&text, callee)
+                    {
+                        visited.push(callee);
+                        seen.push_str(helper);
+                        next.push(helper);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        let spelled = spellings(key).iter().any(|s| seen.contains(s.as_str()));
+        let known = KNOWN_WEAK.contains(&(plugin, key));
+        if !spelled && !known {
+            weak.push(format!("{plugin} {key}: {file} fn {name} never spells it"));
+        }
+        if spelled && known {
+            mended.push(format!("{plugin} {key}"));
+        }
+    }
+    assert!(weak.is_empty(), "{} rows:\n{}", weak.len(), weak.join("\n"));
+    assert!(
+        mended.is_empty(),
+        "no longer weak, take out of KNOWN_WEAK: {}",
+        mended.join(", ")
+    );
+}
