@@ -1,0 +1,31 @@
+use super::*;
+
+#[test]
+fn trunk_ranges() {
+    let t = |v: serde_json::Value| {
+        let keys: Vec<TrunkKeys> = serde_json::from_value(v).expect("keys");
+        trunk_ids(&keys).map_err(|e| e.code)
+    };
+    assert_eq!(
+        t(serde_json::json!([{"minID": 100, "maxID": 102}, {"id": 5}, {"id": 101}])),
+        Ok(vec![5, 100, 101, 102])
+    );
+    assert_eq!(t(serde_json::json!([{"minID": 100}])), Err(7));
+    assert_eq!(t(serde_json::json!([{"id": 4095}])), Err(7));
+    assert_eq!(t(serde_json::json!([{"minID": 9, "maxID": 3}])), Err(7));
+}
+
+#[test]
+fn gateways_default_to_network_plus_one() {
+    let mut r = NetResult::new();
+    r.ips.push(crate::cni::result::IpConfig {
+        interface: Some(2),
+        address: "10.1.2.7/24".parse().expect("cidr"),
+        gateway: None,
+    });
+    let addrs = assign_gateways(&mut r, true);
+    assert_eq!(addrs, vec!["10.1.2.1/24".parse::<IpNet>().expect("cidr")]);
+    assert_eq!(r.ips[0].gateway, Some("10.1.2.1".parse().expect("ip")));
+    assert_eq!(r.routes.len(), 1);
+    assert_eq!(r.routes[0].dst.to_string(), "0.0.0.0/0");
+}
