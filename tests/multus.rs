@@ -699,13 +699,13 @@ fn add_nad_annotated(s: &Setup, namespace: &str, name: &str, annotations: Value,
     write_json(&s.nads.0.join(format!("{namespace}-{name}.json")), &nad);
 }
 
-/// A plugin that keeps the stdin of its last ADD in `<dir>/<name>.stdin`.
+/// A plugin that keeps the stdin of its last ADD in `<dir>/<name>.<CNI_IFNAME>.stdin`.
 fn stdin_recorder(s: &Setup, name: &str, dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let script = format!(
         "#!/bin/sh\n\
          [ \"$CNI_COMMAND\" = VERSION ] && {{ printf '{{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}}'; exit 0; }}\n\
-         [ \"$CNI_COMMAND\" = ADD ] && {{ cat > '{dir}/{name}.stdin'; printf '{{\"cniVersion\":\"1.0.0\"}}'; }}\n\
+         [ \"$CNI_COMMAND\" = ADD ] && {{ cat > '{dir}/{name}.'\"$CNI_IFNAME\"'.stdin'; printf '{{\"cniVersion\":\"1.0.0\"}}'; }}\n\
          exit 0\n",
         dir = dir.display()
     );
@@ -778,7 +778,7 @@ fn a_resource_pool_attachment_gets_the_device_of_its_device_info_file() {
     .expect("device-info file");
     let (out, conf) = add_selecting(&s, &ns, &id, ("default", "p"), "pool-net", json!({}));
     out.ok();
-    let stdin = read_json(&log.0.join("devrec.stdin"));
+    let stdin = read_json(&log.0.join("devrec.net1.stdin"));
     assert_eq!(
         stdin["runtimeConfig"]["deviceID"], "0000:af:00.1",
         "{stdin}"
@@ -819,6 +819,23 @@ fn the_default_network_override_obeys_namespace_isolation() {
     assert!(msg(&e).contains("team-b/secret-net"), "{e}");
     assert!(links(&ns).is_empty(), "{:?}", links(&ns));
     assert!(s.held("secret-net").is_empty());
+    // multusNamespace holds the cluster's networks: an override may name
+    // them (a name alone means that namespace, as in Multus).
+    s.add_nad(
+        "kube-system",
+        "alt-net",
+        json!({"cniVersion": "1.0.0", "name": "alt-net", "type": "bridge", "bridge": "br-alt",
+               "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.43.0.0/24"}]]}}),
+    );
+    conf["runtimeConfig"] = json!({"io.kubernetes.cri.pod-annotations":
+        {"v1.multus-cni.io/default-network": "alt-net"}});
+    s.call("ADD", &ns, "iso-2", &conf, ("tenant-a", "p"))
+        .run()
+        .ok();
+    assert_eq!(iface(&ns, "eth0").0, ["10.43.0.2/24"]);
+    s.call("DEL", &ns, "iso-2", &conf, ("tenant-a", "p"))
+        .run()
+        .ok();
 }
 
 /// `portMappings` in a selection publish the node's own ports (22, the
@@ -882,4 +899,81 @@ fn a_pod_asking_for_300_networks_is_refused_before_anything_is_attached() {
     );
     assert!(msg(&out.err(7)).contains("at most 3 attachments"));
     assert!(links(&ns).is_empty());
+}
+
+/// The kubelet's device-manager checkpoint says which devices of a pool it
+/// gave the pod: the Nth attachment to the pool gets the Nth, and the device
+/// plugin's device-info file becomes the attachment's, as Multus does.
+#[test]
+fn pool_attachments_get_the_devices_the_kubelet_allocated_to_the_pod() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("multus-devrec");
+    stdin_recorder(&s, "devrec", &log.0);
+    add_nad_annotated(
+        &s,
+        "default",
+        "vf-net",
+        json!({RESOURCE: "example.com/vf"}),
+        json!({"cniVersion": "1.0.0", "name": "vf-net", "type": "devrec",
+               "capabilities": {"deviceID": true, "CNIDeviceInfoFile": true}}),
+    );
+    let checkpoint = s.cni.0.join("kubelet_internal_checkpoint");
+    write_json(
+        &checkpoint,
+        &json!({"Data": {"PodDeviceEntries": [
+            {"PodUID": "another-pod", "ContainerName": "c", "ResourceName": "example.com/vf",
+             "DeviceIDs": {"0": ["0000:af:00.9"]}},
+            {"PodUID": UID, "ContainerName": "c", "ResourceName": "example.com/vf",
+             "DeviceIDs": {"0": ["0000:af:00.2"], "1": ["0000:af:00.3"]}}],
+            "RegisteredDevices": {}}, "Checksum": 0}),
+    );
+    let id = format!("kubelet-{}", std::process::id());
+    let dp = Path::new("/var/run/k8s.cni.cncf.io/devinfo/dp");
+    std::fs::create_dir_all(dp).expect("dp dir");
+    let dp_file = dp.join("example.com-vf-0000:af:00.2-device.json");
+    let info = r#"{"type":"pci","version":"1.1.0","pci":{"pci-address":"0000:af:00.2"}}"#;
+    std::fs::write(&dp_file, info).expect("device plugin's file");
+    let ns = Netns::new();
+    let extra = json!({"kubeletCheckpointFile": checkpoint});
+    let (out, conf) = add_selecting(&s, &ns, &id, ("default", "p"), "vf-net,vf-net", extra);
+    out.ok();
+    for (ifname, device) in [("net1", "0000:af:00.2"), ("net2", "0000:af:00.3")] {
+        let stdin = read_json(&log.0.join(format!("devrec.{ifname}.stdin")));
+        assert_eq!(stdin["runtimeConfig"]["deviceID"], device, "{stdin}");
+    }
+    let cni_file = format!("/var/run/k8s.cni.cncf.io/devinfo/cni/default-vf-net-{id}_net1");
+    assert_eq!(std::fs::read_to_string(&cni_file).expect("copied"), info);
+    s.call("DEL", &ns, &id, &conf, ("default", "p")).run().ok();
+    assert!(!Path::new(&cni_file).exists(), "DEL removes the copy");
+    let _ = std::fs::remove_file(&dp_file);
+}
+
+/// A pod whose cached delegate list is gone is deleted from its annotations:
+/// a selection ADD's policies would refuse now (here the cap, lowered since)
+/// must not make DEL skip every other network and leak their addresses.
+#[test]
+fn del_without_the_cache_deletes_every_selection_despite_the_policies() {
+    enter_test_host();
+    let s = Setup::new();
+    let ns = Netns::new();
+    let (out, _) = add_selecting(
+        &s,
+        &ns,
+        "nocache",
+        ("default", "p"),
+        "data-net,data-net",
+        json!({}),
+    );
+    out.ok();
+    assert_eq!(s.held("data-net").len(), 2);
+    std::fs::remove_file(s.cni.0.join("nocache")).expect("the cached list");
+    let mut conf = s.conf(json!({"maxAttachments": 1, "annotationPortMappings": false}));
+    conf["runtimeConfig"] = json!({"io.kubernetes.cri.pod-annotations":
+        {"k8s.v1.cni.cncf.io/networks": "data-net,data-net"}});
+    s.call("DEL", &ns, "nocache", &conf, ("default", "p"))
+        .run()
+        .ok();
+    assert!(s.held("data-net").is_empty(), "{:?}", s.held("data-net"));
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
 }

@@ -295,15 +295,14 @@ fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniR
             inv.env.ifname
         )));
     }
-    let peer = container
-        .parent
-        .ok_or_else(|| Error::internal("container interface has no veth peer"))?;
+    // The kernel leaves IFLA_LINK out when the peer's index equals the link's own.
+    let peer = container.parent.unwrap_or(container.index);
     let host = sock.link_by_index(peer)?;
     if prev
         .interfaces
         .iter()
         .any(|i| i.sandbox.is_empty() && i.name == host.name)
-        && host.parent == Some(container.index)
+        && host.parent.unwrap_or(host.index) == container.index
         && peer_is_in(sock, &host, &ns)?
     {
         Ok(host)

@@ -259,6 +259,8 @@ fn write_pidfile(path: &Path) -> io::Result<()> {
         .create(true)
         .truncate(true)
         .mode(0o644)
+        // Never through a symlink planted where the pidfile goes.
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(path)?;
     // On the descriptor: a file left by an earlier run keeps its mode otherwise.
     file.file()

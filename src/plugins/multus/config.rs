@@ -63,6 +63,8 @@ pub(crate) struct Keys {
     annotation_port_mappings: Option<bool>,
     #[serde(rename = "maxAttachments")]
     max_attachments: Option<u64>,
+    #[serde(rename = "kubeletCheckpointFile")]
+    kubelet_checkpoint_file: String,
 }
 
 /// Attachments a pod may have (the default network included) unless
@@ -167,6 +169,8 @@ pub struct Settings {
     /// Whether a selection's `portMappings` reach its delegates (Multus: yes).
     pub annotation_port_mappings: bool,
     pub max_attachments: usize,
+    /// The kubelet's device allocations (device-plugin pools).
+    pub kubelet_checkpoint: PathBuf,
     pub cni_version: String,
     pub log: Logger,
 }
@@ -250,6 +254,11 @@ impl Settings {
             runtime_config: k.runtime_config.unwrap_or_default(),
             annotation_port_mappings: k.annotation_port_mappings.unwrap_or(true),
             max_attachments,
+            kubelet_checkpoint: absolute_path(
+                Some(&k.kubelet_checkpoint_file),
+                super::devices::KUBELET_CHECKPOINT,
+                "kubeletCheckpointFile",
+            )?,
             cni_version: inv.conf.cni_version().to_string(),
             log: Logger {
                 level,

@@ -205,6 +205,10 @@ impl Delegate {
                 m.device_id = self.device_id.clone();
             }
         }
+        // A pool's device is the pod's allocation, for the default network too.
+        if self.master && !self.resource_name.is_empty() && !self.device_id.is_empty() {
+            m.device_id = self.device_id.clone();
+        }
         m
     }
 
@@ -406,6 +410,8 @@ struct CachedDelegate {
     filter_v6: bool,
     #[serde(rename = "deviceID", skip_serializing_if = "String::is_empty")]
     device_id: String,
+    #[serde(rename = "resourceName", skip_serializing_if = "String::is_empty")]
+    resource_name: String,
     /// Go encodes `[]byte` as base64.
     #[serde(rename = "Bytes")]
     bytes: String,
@@ -433,6 +439,8 @@ struct CachedIn {
     filter_v6: bool,
     #[serde(rename = "deviceID")]
     device_id: String,
+    #[serde(rename = "resourceName")]
+    resource_name: String,
     #[serde(rename = "Bytes")]
     bytes: String,
 }
@@ -515,6 +523,7 @@ pub fn save(path: &Path, delegates: &[Delegate]) -> CniResult<()> {
                 filter_v4: d.filter_v4,
                 filter_v6: d.filter_v6,
                 device_id: d.device_id.clone(),
+                resource_name: d.resource_name.clone(),
                 bytes: crate::digest::base64_encode(&d.bytes),
             }
         })
@@ -588,6 +597,7 @@ pub fn load(path: &Path, cni_version: &str) -> Result<Option<Vec<Delegate>>, Loa
         d.filter_v4 = c.filter_v4;
         d.filter_v6 = c.filter_v6;
         d.device_id = c.device_id;
+        d.resource_name = c.resource_name;
         out.push(d);
     }
     Ok(Some(out))

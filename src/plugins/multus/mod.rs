@@ -12,23 +12,24 @@
 mod annotations;
 mod config;
 mod delegates;
+mod devices;
 mod gateway;
 mod log;
 mod nad;
+mod selection;
 mod status;
 
 pub use config::DEFAULT_CNI_DIR;
 pub(crate) use config::Keys;
 pub use status::status_path;
 
-use crate::cni::config::absolute_path;
-use crate::cni::result::{NetResult, Versioned, go_escape};
+use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netlink::Socket;
 use crate::netns::NetNs;
 use crate::runtime::cache::Cached;
 use crate::runtime::{Attachment, Runtime, RuntimeConf};
-use annotations::{Pod, Selection, Verb};
+use annotations::Verb;
 use config::{K8sArgs, Settings};
 use delegates::{Delegate, LoadError};
 use nad::NadIndex;
@@ -89,14 +90,6 @@ impl<'a> Call<'a> {
         move |e| e.context(&prefix)
     }
 
-    /// The default network alone (GC, STATUS).
-    fn default_network(&self) -> CniResult<Delegate> {
-        self.default_delegates(None, false)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid_config("no default network"))
-    }
-
     fn readiness_message(&self) -> String {
         let path = self
             .s
@@ -130,13 +123,19 @@ impl<'a> Call<'a> {
             .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
         let defaults = delegates.len();
         delegates.extend(
-            self.selected(pod.as_ref(), defaults)
+            self.selected(pod.as_ref(), defaults, Verb::Add)
                 .map_err(self.cmd_err("error loading k8s delegates"))?,
         );
         gateway::check(&mut delegates).map_err(self.cmd_err("error loading k8s delegates"))?;
         let ifnames = ifnames(&delegates, &inv.env.ifname)
             .map_err(self.cmd_err("error loading k8s delegates"))?;
-        self.allocated_devices(&mut delegates, &ifnames);
+        devices::assign(
+            &self.s,
+            &self.k8s.uid,
+            &inv.env.container_id,
+            &mut delegates,
+            &ifnames,
+        );
         // DEL and GC find the default network's interface name in the cache.
         if let (Some(first), Some(name)) = (delegates.first_mut(), ifnames.first()) {
             first.ifname_request.clone_from(name);
@@ -348,7 +347,7 @@ impl<'a> Call<'a> {
         let mut delegates = self
             .default_delegates(Some(&pod), true)
             .map_err(self.cmd_err("failed to get clusterNetwork/defaultNetworks"))?;
-        match self.selected(Some(&pod), delegates.len()) {
+        match self.selected(Some(&pod), delegates.len(), Verb::Del) {
             Ok(more) => delegates.extend(more),
             Err(e) => self.s.log.error(&format!(
                 "Multus: failed to get delegates: {e}, but continue to delete clusterNetwork"
@@ -507,230 +506,6 @@ impl<'a> Call<'a> {
         }
         let default = self.default_network()?;
         self.runtime.status(&default.list)
-    }
-
-    /// The default network first (master), then `defaultNetworks` (not for
-    /// pods of a system namespace); `v1.multus-cni.io/default-network`
-    /// replaces the first.
-    fn default_delegates(
-        &self,
-        pod: Option<&Pod>,
-        with_default_networks: bool,
-    ) -> CniResult<Vec<Delegate>> {
-        let s = &self.s;
-        let mut out = Vec::new();
-        if s.cluster_network.is_empty() {
-            for (i, raw) in s.delegates.iter().enumerate() {
-                // Go marshals the map again: keys sorted.
-                let bytes = go_escape(&Value::Object(raw.clone()).to_string()).into_bytes();
-                let d = Delegate::load(bytes, &format!("delegates[{i}]"), &s.cni_version)
-                    .map_err(|e| e.context(format!("failed to load delegate {i} config")))?;
-                out.push(d);
-            }
-        } else {
-            let d = self.net_delegate(&s.cluster_network).map_err(|e| {
-                e.context(format!(
-                    "failed to get clusterNetwork {} in namespace {}",
-                    s.cluster_network, s.multus_namespace
-                ))
-            })?;
-            out.push(d);
-            let namespace = annotations::pod_namespace(&self.k8s);
-            if with_default_networks && !s.is_system_namespace(&namespace) {
-                for net in &s.default_networks {
-                    out.push(self.net_delegate(net)?);
-                }
-            }
-        }
-        if let Some(text) =
-            pod.and_then(|p| p.annotations.get(annotations::DEFAULT_NETWORK_ANNOTATION))
-        {
-            let selections = annotations::parse_networks(text, &s.multus_namespace)
-                .map_err(|e| e.context("failed to parse the default-network annotation"))?;
-            if selections.len() > 1 {
-                return Err(Error::invalid_config(format!(
-                    "more than one default network is specified: {text}"
-                )));
-            }
-            if let (Some(sel), Some(pod)) = (selections.first(), pod) {
-                // The override is a selection like any other: isolation holds.
-                annotations::check_isolation(s, &pod.namespace, sel)?;
-                out[0] = self.nad_delegate(sel)?;
-            }
-        }
-        if let Some(first) = out.first_mut() {
-            first.master = true;
-        }
-        Ok(out)
-    }
-
-    /// A `clusterNetwork`/`defaultNetworks` entry (Multus's `getNetDelegate`):
-    /// a name is a NAD in `multusNamespace`, else a config of that name in
-    /// `confDir`; a path is a directory (its first config) or a config file.
-    fn net_delegate(&self, net: &str) -> CniResult<Delegate> {
-        let s = &self.s;
-        if !net.contains('/') {
-            let sel = Selection {
-                name: net.to_string(),
-                namespace: s.multus_namespace.clone(),
-                ..Selection::default()
-            };
-            if let Ok(d) = self.nad_delegate(&sel) {
-                return Ok(d);
-            }
-            let bytes = nad::config_from_dir(net, &s.conf_dir)
-                .map_err(|e| e.context(format!("cannot find network {net}")))?;
-            let source = format!("{}/{net}", s.conf_dir.display());
-            return Delegate::load(bytes, &source, &s.cni_version);
-        }
-        let path = absolute_path(Some(net), "", "clusterNetwork/defaultNetworks entry")?;
-        let meta = std::fs::metadata(&path).map_err(|e| {
-            Error::caused_by(Code::InvalidConfig, format!("cannot find network {net}"), e)
-        })?;
-        if meta.is_dir() {
-            let bytes = nad::config_from_dir("", &path)?;
-            return Delegate::load(bytes, net, &s.cni_version);
-        }
-        let bytes = crate::files::read_limited(&path, crate::files::MAX_FILE).map_err(|e| {
-            Error::caused_by(Code::Io, format!("error reading {}", path.display()), e)
-        })?;
-        if path.extension().is_some_and(|x| x == "conflist") {
-            // A list file takes `<dir>/<name>/*.conf` too, as libcni loads it.
-            let list = crate::runtime::conf::list_from_bytes(&bytes, &path)?;
-            let dir = path.parent().unwrap_or(Path::new("/"));
-            let list = crate::runtime::conf::with_extra_plugins(list, dir)?;
-            let mut obj: serde_json::Map<String, Value> = crate::cni::json::from_slice(&bytes)
-                .map_err(|e| Error::caused_by(Code::Decode, format!("error loading {net}"), e))?;
-            obj.insert(
-                "plugins".into(),
-                Value::Array(
-                    list.plugins
-                        .iter()
-                        .map(|p| Value::Object(p.raw.clone()))
-                        .collect(),
-                ),
-            );
-            let full = go_escape(&Value::Object(obj).to_string()).into_bytes();
-            return Delegate::load(full, net, &s.cni_version);
-        }
-        Delegate::load(bytes, net, &s.cni_version)
-    }
-
-    /// The NADs of `netAttachDefDir`, read once per call.
-    fn nads(&self) -> CniResult<&NadIndex> {
-        if self.nads.get().is_none() {
-            let index = NadIndex::load(&self.s.nad_dir)?;
-            let _ = self.nads.set(index);
-        }
-        self.nads
-            .get()
-            .ok_or_else(|| Error::internal("network attachment definitions not loaded"))
-    }
-
-    /// The delegate of one selection (Multus's `getKubernetesDelegate`).
-    fn nad_delegate(&self, sel: &Selection) -> CniResult<Delegate> {
-        let s = &self.s;
-        let nad = self
-            .nads()?
-            .find(&sel.namespace, &sel.name)?
-            .ok_or_else(|| {
-                Error::invalid_config(format!(
-                    "cannot find a network-attachment-definition ({}) in namespace ({}) in {}",
-                    sel.name,
-                    sel.namespace,
-                    s.nad_dir.display()
-                ))
-            })?;
-        let resource = nad
-            .annotations
-            .get(nad::RESOURCE_NAME_ANNOTATION)
-            .cloned()
-            .unwrap_or_default();
-        // The pool's device is the one allocated to the pod; a tenant's
-        // deviceID would pick any device of the node (its main NIC too).
-        if !resource.is_empty() && !sel.device_id.is_empty() {
-            return Err(Error::invalid_config(format!(
-                "network-attachment-definition {}/{} takes its device from resource {resource}: \
-                 the selection's deviceID {:?} is refused",
-                nad.namespace, nad.name, sel.device_id
-            )));
-        }
-        let bytes = nad::cni_config(nad, &s.conf_dir)?;
-        let source = format!(
-            "net-attach-def {}/{} ({})",
-            nad.namespace,
-            nad.name,
-            nad.source.display()
-        );
-        let mut d = Delegate::for_selection(bytes, sel, &source, &s.cni_version)?;
-        d.resource_name = resource;
-        Ok(d)
-    }
-
-    /// The device of each attachment to a device-plugin pool: the one the
-    /// spec's device-info file for this pod and network names (written by
-    /// whoever allocated it), as Multus takes the kubelet's allocation. No
-    /// file: no device, and a plugin that needs one says so.
-    fn allocated_devices(&self, delegates: &mut [Delegate], ifnames: &[String]) {
-        for (d, ifname) in delegates.iter_mut().zip(ifnames) {
-            if d.resource_name.is_empty() {
-                continue;
-            }
-            let path = d.device_info_path(&self.inv.env.container_id, ifname);
-            let pci = status::read_device_info(&path)
-                .and_then(|info| info.pci)
-                .map(|pci| pci.pci_address)
-                .unwrap_or_default();
-            if pci.is_empty() {
-                self.s.log.verbose(&format!(
-                    "{}: resource {} has no device-info file {path} with a PCI address",
-                    d.name, d.resource_name
-                ));
-            } else {
-                self.s.log.debug(&format!(
-                    "{}: device {pci} of resource {} from {path}",
-                    d.name, d.resource_name
-                ));
-                d.device_id = pci;
-            }
-        }
-    }
-
-    /// The networks the pod's selection annotation asks for, in order, after
-    /// `defaults` attachments of the default networks.
-    fn selected(&self, pod: Option<&Pod>, defaults: usize) -> CniResult<Vec<Delegate>> {
-        let Some(pod) = pod else {
-            return Ok(Vec::new());
-        };
-        let Some(text) = pod.annotations.get(annotations::NETWORKS_ANNOTATION) else {
-            return Ok(Vec::new());
-        };
-        let selections = annotations::parse_networks(text, &pod.namespace)?;
-        let max = self.s.max_attachments;
-        if defaults + selections.len() > max {
-            return Err(Error::invalid_config(format!(
-                "the pod asks for {} networks besides its {defaults} default ones: at most {max} \
-                 attachments per pod (maxAttachments)",
-                selections.len()
-            )));
-        }
-        let mut out = Vec::new();
-        for sel in &selections {
-            annotations::check_isolation(&self.s, &pod.namespace, sel)?;
-            if !self.s.annotation_port_mappings
-                && sel.port_mappings.as_ref().is_some_and(|p| !p.is_empty())
-            {
-                return Err(Error::invalid_config(format!(
-                    "network {}: portMappings in the pod's annotation are not honoured \
-                     (annotationPortMappings is false)",
-                    sel.full_name()
-                )));
-            }
-            out.push(self.nad_delegate(sel).map_err(|e| {
-                e.context(format!("failed getting the delegate {}", sel.full_name()))
-            })?);
-        }
-        Ok(out)
     }
 }
 
