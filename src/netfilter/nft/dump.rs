@@ -1,0 +1,165 @@
+//! Reading back: a table's chains, a chain's rules and what their expressions match.
+
+use super::*;
+
+/// The chain names of a table; a missing table has none.
+pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String>> {
+    let attrs = Body::default().str(NFTA_CHAIN_TABLE, table);
+    match sock.dump(NFT_MSG_GETCHAIN, family, attrs) {
+        Ok(objects) => Ok(objects
+            .iter()
+            .filter(|a| wire::find(a, NFTA_CHAIN_TABLE).map(wire::as_str).as_deref() == Some(table))
+            .filter_map(|a| wire::find(a, NFTA_CHAIN_NAME).map(wire::as_str))
+            .collect()),
+        Err(e) if e.is_not_found() => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A rule as dumped: its handle and comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpedRule {
+    pub handle: u64,
+    pub comment: String,
+    /// Chains this rule jumps or goes to (immediate verdicts).
+    pub jumps: Vec<String>,
+    /// The interface an `iifname "<name>"` match of the rule names.
+    pub iifname: Option<String>,
+    /// The host address an `ip[6] saddr == <ip>` match of the rule names.
+    pub saddr: Option<IpAddr>,
+}
+
+pub(super) fn expressions(attrs: &[u8]) -> impl Iterator<Item = (String, &[u8])> {
+    wire::find(attrs, NFTA_RULE_EXPRESSIONS)
+        .into_iter()
+        .flat_map(wire::attrs)
+        .filter(|(t, _)| *t == NFTA_LIST_ELEM)
+        .filter_map(|(_, e)| {
+            let name = wire::find(e, NFTA_EXPR_NAME).map(wire::as_str)?;
+            Some((name, wire::find(e, NFTA_EXPR_DATA)?))
+        })
+}
+
+/// The name a rule's `iifname` match compares with: the `cmp` right after a
+/// `meta load iifname` (public for the fuzz targets).
+pub fn iifname_match(attrs: &[u8]) -> Option<String> {
+    let exprs: Vec<(String, &[u8])> = expressions(attrs).collect();
+    exprs.windows(2).find_map(|pair| {
+        let [(load, meta), (compare, cmp)] = pair else {
+            return None;
+        };
+        let key = wire::find(meta, NFTA_META_KEY)
+            .and_then(wire::as_u32)
+            .map(u32::from_be);
+        if load != "meta" || compare != "cmp" || key != Some(NFT_META_IIFNAME) {
+            return None;
+        }
+        let value = wire::find(cmp, NFTA_CMP_DATA).and_then(|d| wire::find(d, NFTA_DATA_VALUE))?;
+        Some(wire::as_str(value))
+    })
+}
+
+/// The address a rule's whole-address `saddr ==` match compares with (as
+/// iptables-nft writes `-s <host>`): a network-header `payload` load of the
+/// IPv4 or IPv6 source, then an equality `cmp` (public for the fuzz targets).
+pub fn saddr_match(attrs: &[u8]) -> Option<IpAddr> {
+    let exprs: Vec<(String, &[u8])> = expressions(attrs).collect();
+    exprs.windows(2).find_map(|pair| {
+        let [(load, payload), (compare, cmp)] = pair else {
+            return None;
+        };
+        fn u(attrs: &[u8], ty: u16) -> Option<u32> {
+            wire::find(attrs, ty)
+                .and_then(wire::as_u32)
+                .map(u32::from_be)
+        }
+        if load != "payload" || compare != "cmp" || u(payload, 2) != Some(1) || u(cmp, 2) != Some(0)
+        {
+            return None;
+        }
+        let value = wire::find(cmp, NFTA_CMP_DATA).and_then(|d| wire::find(d, NFTA_DATA_VALUE))?;
+        match (u(payload, 3), u(payload, 4)) {
+            (Some(12), Some(4)) => <[u8; 4]>::try_from(value).ok().map(IpAddr::from),
+            (Some(8), Some(16)) => <[u8; 16]>::try_from(value).ok().map(IpAddr::from),
+            _ => None,
+        }
+    })
+}
+
+/// The text of a rule's `-m comment --comment` as iptables-nft writes it: an
+/// xtables `match` expression named `comment` whose info is the
+/// NUL-terminated `xt_comment_info` (public for the fuzz targets).
+pub fn xt_comment(attrs: &[u8]) -> Option<String> {
+    const NFTA_MATCH_NAME: u16 = 1;
+    const NFTA_MATCH_INFO: u16 = 3;
+    expressions(attrs).find_map(|(name, data)| {
+        let matched = wire::find(data, NFTA_MATCH_NAME).map(wire::as_str);
+        if name != "match" || matched.as_deref() != Some("comment") {
+            return None;
+        }
+        wire::find(data, NFTA_MATCH_INFO).map(wire::as_str)
+    })
+}
+
+/// The chain names of a rule's jump/goto verdicts (public for the fuzz targets).
+pub fn verdict_chains(attrs: &[u8]) -> Vec<String> {
+    let Some(list) = wire::find(attrs, NFTA_RULE_EXPRESSIONS) else {
+        return Vec::new();
+    };
+    wire::attrs(list)
+        .filter(|(t, _)| *t == NFTA_LIST_ELEM)
+        .filter(|(_, e)| {
+            wire::find(e, NFTA_EXPR_NAME).map(wire::as_str).as_deref() == Some("immediate")
+        })
+        .filter_map(|(_, e)| {
+            let data = wire::find(e, NFTA_EXPR_DATA)?;
+            let value = wire::find(data, 2)?;
+            let verdict = wire::find(value, NFTA_DATA_VERDICT)?;
+            wire::find(verdict, NFTA_VERDICT_CHAIN).map(wire::as_str)
+        })
+        .collect()
+}
+
+/// The rules of one chain; a missing table or chain is an empty list.
+pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<Vec<DumpedRule>> {
+    let attrs = Body::default()
+        .str(NFTA_RULE_TABLE, table)
+        .str(NFTA_RULE_CHAIN, chain);
+    let objects = match sock.dump(NFT_MSG_GETRULE, family, attrs) {
+        Ok(o) => o,
+        Err(e) if e.is_not_found() => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(objects
+        .iter()
+        .filter_map(|attrs| {
+            let handle = wire::find(attrs, NFTA_RULE_HANDLE)
+                .and_then(|p| p.get(..8))
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_be_bytes)?;
+            let comment = wire::find(attrs, NFTA_RULE_USERDATA)
+                .and_then(|u| {
+                    // TLVs of (type u8, len u8, value).
+                    let mut rest = u;
+                    while rest.len() >= 2 {
+                        let (ty, len) = (rest[0], usize::from(rest[1]));
+                        let value = rest.get(2..2 + len)?;
+                        if ty == UDATA_COMMENT {
+                            return Some(wire::as_str(value));
+                        }
+                        rest = &rest[2 + len..];
+                    }
+                    None
+                })
+                .or_else(|| xt_comment(attrs))
+                .unwrap_or_default();
+            Some(DumpedRule {
+                handle,
+                comment,
+                jumps: verdict_chains(attrs),
+                iifname: iifname_match(attrs),
+                saddr: saddr_match(attrs),
+            })
+        })
+        .collect())
+}
