@@ -136,3 +136,29 @@ fn relative_subnet_file_and_data_dir_resolve_from_the_working_directory() {
         .run_in_dir(&cwd.0)
         .ok();
 }
+
+/// CHECK does nothing, as the reference's: no subnet.env, no saved delegate
+/// config, no interface, and it still succeeds, creating nothing.
+#[test]
+fn check_succeeds_and_changes_nothing() {
+    enter_test_host();
+    let (bin, dir) = (plugin_dir(), TempDir::new("flannel-check"));
+    let data = dir.0.join("data");
+    let conf = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "flannel",
+        "subnetFile": dir.0.join("subnet.env"), "dataDir": data,
+        "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "10.244.1.2/24"}]}
+    })
+    .to_string();
+    let ns = Netns::new();
+    let links = || ns.sh("ip", &["-o", "link"]);
+    let before = links();
+    Call::new("flannel", "CHECK", ns.path(), &conf)
+        .set("CNI_CONTAINERID", "pod-check")
+        .path(&bin)
+        .run()
+        .ok();
+    assert_eq!(links(), before);
+    assert!(!data.exists(), "no data dir made");
+    assert!(!dir.0.join("subnet.env").exists());
+}

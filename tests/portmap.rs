@@ -1728,3 +1728,46 @@ fn the_udp_conntrack_flush_receives_only_the_matching_entries() {
     assert_eq!(left.len(), 2000, "only the unrelated entries stay");
     assert!(left.iter().all(|t| !t.contains("dport=545")), "{left:#?}");
 }
+
+/// CHECK validates as ADD does: every config or capability ADD refuses, CHECK
+/// refuses with the same code and message, even with the container's rules in
+/// place (a CHECK that skipped the validation would find them and pass).
+#[test]
+fn check_refuses_every_config_add_refuses_with_the_same_error() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let good = direct(json!({}), &["10.40.0.5/24"], maps(&[(8080, 80, "tcp", "")]));
+    call("ADD", "ctr-1", &good, &bin).ok();
+    call("CHECK", "ctr-1", &good, &bin).ok();
+    let mapping = |m: Value| json!({"runtimeConfig": {"portMappings": [m]}});
+    let other_ifname = json!({"prevResult": {"cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth1", "sandbox": "/run/netns/pm-none"}],
+        "ips": [{"address": "10.40.0.5/24", "interface": 0}]}});
+    for extra in [
+        mapping(json!({"hostPort": 0, "containerPort": 80, "protocol": "tcp"})),
+        mapping(json!({"hostPort": 70000, "containerPort": 80, "protocol": "tcp"})),
+        mapping(json!({"hostPort": 8080, "containerPort": 0, "protocol": "tcp"})),
+        mapping(json!({"host_port": 8080, "containerPort": 80, "protocol": "tcp"})),
+        mapping(json!({"hostPort": 8080, "containerPort": 80, "protocol": "icmp"})),
+        mapping(json!({"hostPort": 8080, "containerPort": 80, "hostIP": "bogus"})),
+        json!({"markMasqBit": 32}),
+        json!({"markMasqBit": 5, "externalSetMarkChain": "KUBE-MARK-MASQ"}),
+        json!({"externalSetMarkChain": "bad chain"}),
+        json!({"backend": "ebtables"}),
+        json!({"conditionsV4": ["-s", "10.0.0.0/8"], "conditionsV6": ["ip6", "saddr", "::1"]}),
+        json!({"backend": "iptables", "conditionsV4": ["ip", "saddr", "1.2.3.4"]}),
+        json!({"conditionsV4": ["-s", "10.0.0.0/8\n-A x"]}),
+        json!({"conditionsV4": ["ip saddr 10.0.0.0/8", "counter"]}),
+        other_ifname,
+        json!({"prevResult": null}),
+    ] {
+        let conf = merged(serde_json::from_str(&good).expect("json"), extra.clone()).to_string();
+        let add = call("ADD", "ctr-2", &conf, &bin);
+        assert_eq!(add.status, 1, "ADD took {extra}: {add:?}");
+        let refused = add.json();
+        let check = call("CHECK", "ctr-1", &conf, &bin);
+        assert_eq!(check.status, 1, "CHECK took {extra}: {check:?}");
+        assert_eq!(check.json(), refused, "{extra}");
+    }
+    call("DEL", "ctr-1", &good, &bin).ok();
+}

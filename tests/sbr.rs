@@ -311,3 +311,32 @@ fn a_user_locking_the_netns_file_does_not_stall_sbr() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// CHECK checks nothing, as the reference's: it succeeds and changes nothing,
+/// before ADD and after the rules ADD made are gone.
+#[test]
+fn check_succeeds_and_changes_nothing() {
+    enter_test_host();
+    let ns = container_with_eth0(&["10.87.0.5/24"]);
+    let prev = json!({"cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "sandbox": ns.path()}],
+        "ips": [{"address": "10.87.0.5/24", "interface": 0}]});
+    let state = || {
+        [
+            ns.sh("ip", &["rule"]),
+            ns.sh("ip", &["-6", "rule"]),
+            ns.sh("ip", &["route", "show", "table", "all"]),
+            ns.sh("ip", &["-6", "route", "show", "table", "all"]),
+        ]
+        .join("\n")
+    };
+    let before = state();
+    sbr("CHECK", &ns, &prev).ok();
+    assert_eq!(state(), before, "CHECK before ADD changed nothing");
+    sbr("ADD", &ns, &prev).ok();
+    ns.sh("ip", &["rule", "del", "from", "10.87.0.5", "lookup", "100"]);
+    let wrecked = state();
+    sbr("CHECK", &ns, &prev).ok();
+    assert_eq!(state(), wrecked, "CHECK after ADD changed nothing");
+    sbr("DEL", &ns, &prev).ok();
+}

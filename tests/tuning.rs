@@ -228,3 +228,82 @@ fn del_restores_the_backup_whatever_else_the_config_says() {
     assert_eq!(link(&ns)["mtu"], before["mtu"], "restored");
     assert!(!data.0.join("ctr-1_eth0.json").exists());
 }
+
+/// A restore the kernel refuses (the MTU a macvlan's master no longer allows)
+/// does not stop the others: DEL restores them, fails naming the MTU and keeps
+/// the backup; once the master allows it again, a retried DEL restores the
+/// MTU and removes the backup.
+#[test]
+fn a_failed_restore_keeps_the_backup_and_fails_del_after_restoring_the_rest() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-partial");
+    let ns = Netns::new();
+    ns.sh(
+        "ip",
+        &[
+            "link", "add", "lower0", "type", "veth", "peer", "name", "lowerp",
+        ],
+    );
+    ns.sh(
+        "ip",
+        &[
+            "link",
+            "add",
+            "link",
+            "lower0",
+            "name",
+            "eth0",
+            "address",
+            "0a:58:00:00:00:01",
+            "type",
+            "macvlan",
+            "mode",
+            "bridge",
+        ],
+    );
+    let prev = json!({
+        "cniVersion": "1.0.0",
+        "interfaces": [{"name": "eth0", "mac": "0a:58:00:00:00:01", "sandbox": ns.path()}],
+        "ips": [{"address": "10.70.0.2/24", "interface": 0}]
+    });
+    let before = link(&ns);
+    assert_eq!(before["mtu"], 1500);
+    let c = conf(
+        &prev,
+        &data,
+        json!({"mac": "0a:58:00:00:00:99", "mtu": 1400, "promisc": true, "allmulti": true, "txQLen": 500}),
+    );
+    let call = |cmd: &str| {
+        Call::new("tuning", cmd, ns.path(), &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    call("ADD").ok();
+    let backup = data.0.join("ctr-1_eth0.json");
+    assert!(backup.exists());
+    // The master shrinks below the original MTU: the kernel refuses 1500 now.
+    ns.sh("ip", &["link", "set", "lower0", "mtu", "1450"]);
+    let out = call("DEL");
+    assert_eq!(out.status, 1, "DEL must fail: {out:?}");
+    let msg = out.json()["msg"].as_str().unwrap_or_default().to_string();
+    assert!(msg.contains("failed to restore MTU"), "{msg}");
+    let after = link(&ns);
+    assert_eq!(after["mtu"], 1400, "not restored");
+    for key in ["address", "promiscuity", "txqlen"] {
+        assert_eq!(after[key], before[key], "{key} restored all the same");
+    }
+    assert!(
+        !after["flags"]
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("ALLMULTI"))),
+        "allmulti restored: {after}"
+    );
+    assert!(backup.exists(), "the backup stays for a retried DEL");
+    // The cause removed: the retried DEL restores the MTU and drops the backup.
+    ns.sh("ip", &["link", "set", "lower0", "mtu", "1500"]);
+    call("DEL").ok();
+    assert_eq!(link(&ns)["mtu"], 1500);
+    assert!(!backup.exists());
+    call("DEL").ok();
+}

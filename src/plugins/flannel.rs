@@ -254,6 +254,8 @@ impl Plugin for Flannel {
         Ok(())
     }
 
+    /// Does nothing and succeeds, as the reference's CHECK: it reads no
+    /// subnet.env and does not call the delegate's CHECK.
     fn check(&self, _inv: &Invocation) -> CniResult<()> {
         Ok(())
     }

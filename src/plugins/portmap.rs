@@ -219,21 +219,47 @@ fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
         .ok_or_else(|| Error::invalid_config("must be called as chained plugin"))
 }
 
+/// What ADD acts on and CHECK verifies.
+struct Validated {
+    plan: Plan,
+    backend: Backend,
+    prev: NetResult,
+    /// The container addresses to map to; never empty when there are mappings.
+    targets: Vec<Target>,
+}
+
+/// Every check ADD makes before it changes anything, in one place for ADD and
+/// CHECK: a CHECK must not pass a config its ADD would refuse.
+fn validated(inv: &Invocation) -> CniResult<Validated> {
+    let (plan, backend, _) = load(inv, Mappings::Required)?;
+    let prev = prev_result(inv)?;
+    let targets = targets(&prev, &inv.env.ifname);
+    if targets.is_empty() && !plan.mappings.is_empty() {
+        // The reference maps nothing and succeeds: the runtime would then
+        // believe the ports published.
+        return Err(Error::invalid_config(format!(
+            "prevResult has no address of the container's interface {:?} to map ports to",
+            inv.env.ifname
+        )));
+    }
+    Ok(Validated {
+        plan,
+        backend,
+        prev,
+        targets,
+    })
+}
+
 impl Plugin for Portmap {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let (plan, backend, _) = load(inv, Mappings::Required)?;
-        let prev = prev_result(inv)?;
+        let Validated {
+            plan,
+            backend,
+            prev,
+            targets,
+        } = validated(inv)?;
         if plan.mappings.is_empty() {
             return Ok(prev);
-        }
-        let targets = targets(&prev, &inv.env.ifname);
-        if targets.is_empty() {
-            // The reference maps nothing and succeeds: the runtime would then
-            // believe the ports published.
-            return Err(Error::invalid_config(format!(
-                "prevResult has no address of the container's interface {:?} to map ports to",
-                inv.env.ifname
-            )));
         }
         match backend {
             Backend::Iptables => rules::add(&plan, &targets)?,
@@ -285,13 +311,18 @@ impl Plugin for Portmap {
         Ok(())
     }
 
+    /// Refuses what ADD refuses, with the same error (`validated`), then
+    /// looks for the rules ADD writes.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, backend, _) = load(inv, Mappings::Required)?;
-        let prev = prev_result(inv)?;
+        let Validated {
+            plan,
+            backend,
+            targets,
+            ..
+        } = validated(inv)?;
         if plan.mappings.is_empty() {
             return Ok(());
         }
-        let targets = targets(&prev, &inv.env.ifname);
         match backend {
             Backend::Iptables => Ok(rules::check(&plan, &targets)?),
             Backend::Nftables => Ok(rules::nftables::check(&plan, &targets)?),

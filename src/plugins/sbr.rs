@@ -230,6 +230,8 @@ impl Plugin for Sbr {
         })?
     }
 
+    /// Checks nothing, as the reference's CHECK: it only decodes the keys (a
+    /// wrongly typed `table` is a decode error) and succeeds.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
         Ok(())

@@ -254,9 +254,13 @@ impl Plugin for Tuning {
         Ok(result)
     }
 
-    /// Restores the backed-up attributes; never fails (as the reference). It
-    /// needs only `dataDir`: what ADD would refuse (a sysctl outside the
-    /// allowlist, a bad MAC or MTU) does not keep the backup from coming back.
+    /// Restores the backed-up attributes. It needs only `dataDir`: what ADD
+    /// would refuse (a sysctl outside the allowlist, a bad MAC or MTU) does
+    /// not keep the backup from coming back. Every attribute is tried, as the
+    /// reference; when one cannot be restored DEL fails naming each and keeps
+    /// the backup, so a retried DEL tries again (the reference keeps the file
+    /// but reports success, so nothing retries). A namespace or link that is
+    /// gone has nothing left to restore.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let dir = match inv
             .conf
@@ -270,18 +274,25 @@ impl Plugin for Tuning {
             }
         };
         let path = dir.join(backup_name(inv));
-        let Ok(text) = crate::files::read_state_string_limited(&path, crate::files::MAX_FILE)
-        else {
-            return Ok(());
+        let text = match crate::files::read_state_string_limited(&path, crate::files::MAX_FILE) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(e).with_context(|| format!("failed to read {}", path.display()));
+            }
         };
-        if let Ok(backup) = crate::cni::json::from_str::<Backup>(&text)
-            && let Ok(ns) = NetNs::open(&inv.env.netns)
-        {
-            let ifname = inv.env.ifname.clone();
-            let _ = ns.run(move || restore(&ifname, &backup));
+        match crate::cni::json::from_str::<Backup>(&text) {
+            Ok(backup) => {
+                if let Some(ns) = NetNs::open_for_del(&inv.env.netns)? {
+                    let ifname = inv.env.ifname.clone();
+                    ns.run(move || restore(&ifname, &backup))??;
+                }
+            }
+            // Nothing in it can ever be restored: retrying would not help.
+            Err(e) => eprintln!("tuning: unreadable backup {} removed: {e}", path.display()),
         }
-        let _ = fs_err::remove_file(&path);
-        Ok(())
+        crate::files::remove_state(&path)
+            .with_context(|| format!("failed to remove {}", path.display()))
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
@@ -379,26 +390,45 @@ fn apply(conf: &Conf, link: &Link) -> CniResult<()> {
     Ok(())
 }
 
+/// Tries every backed-up attribute (in the reference's order); the error
+/// names each one that failed.
 fn restore(ifname: &str, b: &Backup) -> CniResult<()> {
     let mut sock = Socket::open()?;
-    let link = sock.link_by_name(ifname)?;
-    let i = link.index;
-    if let Some(mac) = parse_mac(&b.mac) {
-        sock.set_link(i, Change::Mac(mac))?;
+    let link = match sock.link_by_name(ifname) {
+        Ok(link) => link,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut changes = Vec::new();
+    if b.mtu > 0 {
+        changes.push(("MTU", Change::Mtu(b.mtu)));
+    }
+    match parse_mac(&b.mac) {
+        Some(mac) => changes.push(("MAC address", Change::Mac(mac))),
+        None if !b.mac.is_empty() => eprintln!("tuning: backed-up MAC {:?} skipped", b.mac),
+        None => {}
     }
     if let Some(p) = b.promisc {
-        sock.set_link(i, Change::Promisc(p))?;
-    }
-    if b.mtu > 0 {
-        sock.set_link(i, Change::Mtu(b.mtu))?;
+        changes.push(("promiscuous mode", Change::Promisc(p)));
     }
     if let Some(a) = b.allmulti {
-        sock.set_link(i, Change::AllMulti(a))?;
+        changes.push(("all-multicast mode", Change::AllMulti(a)));
     }
     if let Some(q) = b.tx_qlen {
-        sock.set_link(i, Change::TxQueueLen(q))?;
+        changes.push(("transmit queue length", Change::TxQueueLen(q)));
     }
-    Ok(())
+    let mut failed = Vec::new();
+    let mut first = None;
+    for (what, change) in changes {
+        if let Err(e) = sock.set_link(link.index, change) {
+            failed.push(format!("failed to restore {what}: {e}"));
+            first.get_or_insert(e);
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(cause) => Err(Error::internal(failed.join("; ")).with_source(cause)),
+    }
 }
 
 #[cfg(test)]
