@@ -257,10 +257,10 @@ impl Plugin for Tuning {
     /// Restores the backed-up attributes. It needs only `dataDir`: what ADD
     /// would refuse (a sysctl outside the allowlist, a bad MAC or MTU) does
     /// not keep the backup from coming back. Every attribute is tried, as the
-    /// reference; when one cannot be restored DEL fails naming each and keeps
-    /// the backup, so a retried DEL tries again (the reference keeps the file
-    /// but reports success, so nothing retries). A namespace or link that is
-    /// gone has nothing left to restore.
+    /// reference; when one cannot be restored DEL says so on stderr, naming
+    /// each, keeps the backup and succeeds, as the reference (a failing DEL
+    /// would hold the pod in Terminating for a link attribute). A namespace
+    /// or link that is gone has nothing left to restore.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let dir = match inv
             .conf
@@ -285,7 +285,10 @@ impl Plugin for Tuning {
             Ok(backup) => {
                 if let Some(ns) = NetNs::open_for_del(&inv.env.netns)? {
                     let ifname = inv.env.ifname.clone();
-                    ns.run(move || restore(&ifname, &backup))??;
+                    if let Err(e) = ns.run(move || restore(&ifname, &backup))? {
+                        eprintln!("tuning: {e}; the backup {} stays", path.display());
+                        return Ok(());
+                    }
                 }
             }
             // Nothing in it can ever be restored: retrying would not help.
