@@ -20,6 +20,7 @@ pub mod error;
 pub mod lease;
 pub mod options;
 pub mod protocol;
+mod sockets;
 pub mod wire;
 
 pub use error::{Error, Result};
