@@ -2,7 +2,8 @@
 //! by MAC, configured, reachable, and moved back with its name on DEL; a move
 //! that fails half-way (either way) leaves the device where it was, as it was.
 //! DEL moves back only the device ADD recorded, whatever the container did to
-//! the links in its namespace (names, aliases, veth pairs of its own).
+//! the links in its namespace (names, aliases, veth pairs and taps of its own);
+//! a device a container could copy (a tap) is never moved back, and DEL succeeds.
 
 mod harness;
 
@@ -502,11 +503,13 @@ fn without_state_del_never_moves_back_a_veth_the_container_made() {
     add_without_state(&ns, &c, &bin, &state);
     ns.sh("ip", &["link", "set", "eth0", "name", "real0"]);
     fake_veth(&ns, "eth0", "hd-dev");
-    let e = call("DEL", &ns, &c, &bin).run().err(8);
-    let msg = e["msg"].as_str().unwrap_or_default();
+    // Left in the container and said so; DEL succeeds, as the reference's would.
+    let out = call("DEL", &ns, &c, &bin).run();
+    out.ok();
     assert!(
-        msg.contains("\"eth0\"") && msg.contains("peer in the container"),
-        "{e}"
+        out.stderr.contains("\"eth0\"") && out.stderr.contains("peer in the container"),
+        "{}",
+        out.stderr
     );
     assert!(
         !host_links().contains("hd-dev"),
@@ -543,4 +546,118 @@ fn without_state_an_alias_naming_an_existing_host_link_is_a_clear_error() {
     let by_name = conf(&state, json!({"device": "hd-dev"}));
     call("DEL", &ns, &by_name, &bin).run().ok();
     assert_device_home();
+}
+
+const TAP_MAC: &str = "0a:58:0a:16:00:09";
+
+/// A host tap, `hdtap0`: a device with no bus device, no permanent MAC and no peer.
+fn make_tap() {
+    run_in(
+        None,
+        "ip",
+        &["tuntap", "add", "dev", "hdtap0", "mode", "tap"],
+    );
+    run_in(None, "ip", &["link", "set", "hdtap0", "address", TAP_MAC]);
+}
+
+/// The tun owner `ip -d` reports for a link (None: root's, or not a tun).
+fn tun_owner(netns: Option<&Netns>, name: &str) -> Option<u64> {
+    let out = match netns {
+        Some(ns) => ns.sh("ip", &["-d", "-j", "link", "show", name]),
+        None => run_in(None, "ip", &["-d", "-j", "link", "show", name]),
+    };
+    let link = serde_json::from_str::<Value>(&out).expect("ip json")[0].clone();
+    link["linkinfo"]["info_data"]["user"].as_u64()
+}
+
+#[test]
+fn a_pod_made_tap_copying_kind_and_mac_is_never_moved_to_the_host() {
+    enter_test_host();
+    make_tap();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hdtap0"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    // The pod replaces the host's tap by one of its own (it keeps the fd:
+    // user 4242) dressed in the same kind and MAC.
+    ns.sh("ip", &["link", "del", "eth0"]);
+    ns.sh(
+        "ip",
+        &[
+            "tuntap", "add", "dev", "eth0", "mode", "tap", "user", "4242",
+        ],
+    );
+    ns.sh("ip", &["link", "set", "eth0", "address", TAP_MAC]);
+
+    let out = call("DEL", &ns, &c, &bin).run();
+    out.ok();
+    assert!(
+        !host_links().contains("hdtap0"),
+        "the pod's tap reached the host: {}",
+        host_links()
+    );
+    assert_eq!(tun_owner(Some(&ns), "eth0"), Some(4242), "left in the pod");
+    assert!(
+        out.stderr.contains("\"eth0\"") && out.stderr.contains("hdtap0"),
+        "says what it left and why: {}",
+        out.stderr
+    );
+    assert!(state_files(&state).is_empty(), "state removed");
+    call("DEL", &ns, &c, &bin).run().ok();
+}
+
+#[test]
+fn del_of_a_device_without_identity_whose_mac_changed_succeeds_and_moves_nothing_unprovable() {
+    enter_test_host();
+    make_tap();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hdtap0"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    // As a chained tuning plugin with `mac` does.
+    ns.sh(
+        "ip",
+        &["link", "set", "eth0", "address", "0a:58:0a:16:00:77"],
+    );
+
+    let out = call("DEL", &ns, &c, &bin).run();
+    out.ok();
+    assert!(out.stderr.contains("\"eth0\""), "{}", out.stderr);
+    // Nothing proves it is the host's tap: it stays, and dies with the pod's netns.
+    assert!(!host_links().contains("hdtap0"), "{}", host_links());
+    assert_eq!(link_json(Some(&ns), "eth0")["address"], "0a:58:0a:16:00:77");
+    assert!(state_files(&state).is_empty(), "state removed");
+    call("DEL", &ns, &c, &bin).run().ok();
+}
+
+#[test]
+fn without_a_record_del_of_a_tap_succeeds_as_the_reference() {
+    enter_test_host();
+    make_tap();
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hdtap0"}));
+    add_without_state(&ns, &c, &bin, &state);
+
+    let out = call("DEL", &ns, &c, &bin).run();
+    out.ok();
+    assert!(
+        out.stderr.contains("\"eth0\"") && out.stderr.contains("tun"),
+        "{}",
+        out.stderr
+    );
+    // A tun the container could have made never goes to the host.
+    assert!(!host_links().contains("hdtap0"), "{}", host_links());
+    assert!(!no_link(&ns, "eth0"), "left in the pod");
+    call("DEL", &ns, &c, &bin).run().ok();
+    // Its namespace gone (the kernel ends it in the background), so is the tap.
+    ns.destroy();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while host_links().contains("hdtap0") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(!host_links().contains("hdtap0"), "{}", host_links());
 }

@@ -1,7 +1,8 @@
 //! host-device: moves an existing host device into the container as CNI_IFNAME,
 //! remembering its name in the interface alias (for the reference's DEL) and,
 //! with what the device is, in a root-owned state file; DEL moves back only
-//! the recorded device, under its recorded name.
+//! the recorded device, under its recorded name, and only a device a
+//! container could not have made (tun, vxlan, … stay in its namespace).
 //!
 //! Renames happen inside a temporary namespace, never in the host or the
 //! container: udev and NetworkManager react to a device appearing under a
@@ -549,9 +550,14 @@ fn move_back(record: &Record, container: &NetNs, pod_name: &str) -> CniResult<()
 /// another name goes back too. A link at CNI_IFNAME that is not the device is
 /// an error naming both (after the device, if found, went home), and nothing
 /// of it reaches the host. No device and nothing at CNI_IFNAME: gone, success.
+/// A device nothing proves (`Identity::provable`) never goes back.
 fn del_recorded(record: &Record, ns: &NetNs) -> CniResult<()> {
     let ifname = record.ifname.as_str();
     let host_ns = NetNs::current()?;
+    if !record.identity.provable() {
+        leave_unprovable(record, ns, &host_ns);
+        return Ok(());
+    }
     let mut host = Socket::open()?;
     let (named, proven, view) = ns.run(|| -> CniResult<_> {
         let mut sock = Socket::open()?;
@@ -597,6 +603,34 @@ fn del_recorded(record: &Record, ns: &NetNs) -> CniResult<()> {
     ))
 }
 
+/// A recorded device without a bus device, permanent MAC or peer in the host
+/// (a tun, a vxlan, a bond, …): a container can copy its kind and MAC, so
+/// whatever it has at CNI_IFNAME stays there, said on stderr. The device is
+/// virtual and ends with the namespace; nothing failed, so DEL succeeds.
+fn leave_unprovable(record: &Record, ns: &NetNs, host_ns: &NetNs) {
+    let ifname = record.ifname.as_str();
+    let found = ns.run(|| -> CniResult<Option<String>> {
+        let mut sock = Socket::open()?;
+        match sock.link_by_name(ifname) {
+            Ok(link) => Ok(Some(record::describe(
+                &link,
+                view_from(&mut sock, host_ns)?,
+            ))),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    });
+    let what = match found {
+        Ok(Ok(Some(link))) => link,
+        Ok(Ok(None)) => format!("whatever is there (nothing at {ifname:?})"),
+        Ok(Err(e)) => format!("{ifname:?} ({e})"),
+        Err(e) => format!("{ifname:?} ({e})"),
+    };
+    eprintln!(
+        "host-device: left {what} in the container, not moved to the host: the recorded {record} has no bus device, permanent MAC or peer in the host to tell it from a link the container made"
+    );
+}
+
 /// The recorded device is in the host under its name, or it is no more (a
 /// veth pair ends together: no host end, no device).
 fn home_or_gone(record: &Record, host: &mut Socket) -> CniResult<bool> {
@@ -623,9 +657,11 @@ fn home_or_gone(record: &Record, host: &mut Socket) -> CniResult<bool> {
 /// container's to change, so:
 /// - a config naming the device by name (trusted) gives the host name, and
 ///   the alias is not read;
-/// - a link the container could have made never goes: one with a kind
-///   (veth, macvlan, dummy, …) unless its peer or lower device is in the
-///   host, a veth's pair confirmed from the host side;
+/// - a link the container could have made never goes: unless it has a bus
+///   device, a permanent MAC (no kind) or its peer or lower device in the
+///   host (a veth's pair confirmed from the host side), it stays in the
+///   container, said on stderr, and DEL succeeds (a virtual link ends with
+///   the namespace);
 /// - the config's PCI, auxiliary or kernelpath device, or its hwaddr, must be
 ///   the link's where the kernel tells;
 /// - an alias naming a link the host has is refused, before anything moves.
@@ -652,14 +688,26 @@ fn del_unrecorded(inv: &Invocation, ns: &NetNs) -> CniResult<()> {
     let Some((link, view)) = found else {
         return Ok(());
     };
-    unrecorded_check(&link, view, source.as_ref(), &mut host, ns.fd())?;
+    if let Some(why) = unrecorded_check(&link, view, source.as_ref(), &mut host, ns.fd())? {
+        eprintln!(
+            "host-device: left {} in the container, not moved to the host: {why}",
+            record::describe(&link, view)
+        );
+        return Ok(());
+    }
     let host_name = match &source {
         Some(Source::Name(name)) => name.clone(),
         _ => alias_name(&link, &mut host)?,
     };
     move_out(ns, ifname, &host_name, &mut |sock, link, temp| {
         let view = view_from(sock, &host_ns)?;
-        unrecorded_check(link, view, source.as_ref(), &mut host, temp.fd())
+        match unrecorded_check(link, view, source.as_ref(), &mut host, temp.fd())? {
+            None => Ok(()),
+            Some(why) => Err(Error::new(
+                Code::InvalidNetns,
+                format!("{ifname:?} changed as it left the container: {why}"),
+            )),
+        }
     })
 }
 
@@ -689,14 +737,27 @@ fn alias_name(link: &Link, host: &mut Socket) -> CniResult<String> {
     }
 }
 
-/// Whether an unrecorded link may go to the host (see `del_unrecorded`).
+/// Whether an unrecorded link may go to the host (see `del_unrecorded`):
+/// None if so, why not if nothing proves the container did not make it, an
+/// error if it is provably not the config's device.
 fn unrecorded_check(
     link: &Link,
     view: View,
     source: Option<&Source>,
     host: &mut Socket,
     ns_fd: RawFd,
-) -> CniResult<()> {
+) -> CniResult<Option<String>> {
+    if let Some(why) = record::unprovable(link, view) {
+        return Ok(Some(why));
+    }
+    if link.kind == "veth"
+        && let Lower::Host(peer) = record::lower(link, view)
+        && !record::host_confirms_pair(host, peer, link, ns_fd)?
+    {
+        return Ok(Some(format!(
+            "the host's link at index {peer} is not its peer"
+        )));
+    }
     let refuse = |why: String| {
         Err(Error::new(
             Code::InvalidNetns,
@@ -706,24 +767,6 @@ fn unrecorded_check(
             ),
         ))
     };
-    match record::lower(link, view) {
-        Lower::Here(_) => return refuse("the container can make such a link".into()),
-        Lower::Other(..) => {
-            return refuse("its peer or lower device is in a namespace other than the host".into());
-        }
-        Lower::Host(peer) => {
-            if link.kind == "veth" && !record::host_confirms_pair(host, peer, link, ns_fd)? {
-                return refuse(format!("the host's link at index {peer} is not its peer"));
-            }
-        }
-        Lower::None if !link.kind.is_empty() => {
-            return refuse(format!(
-                "a {} link, which the container can make",
-                link.kind
-            ));
-        }
-        Lower::None => {}
-    }
     let device = match source {
         Some(Source::Pci(id)) => Some(("pci", id.as_str())),
         Some(Source::Aux(id)) => Some(("auxiliary", id.as_str())),
@@ -750,7 +793,7 @@ fn unrecorded_check(
     {
         return refuse(format!("it is not the config's {bus} device {id}"));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// `verify` looks at the device in the temporary namespace (its socket open

@@ -144,13 +144,20 @@ impl Identity {
         !self.parent_device.is_empty() || (self.kind.is_empty() && !self.perm_addr.is_empty())
     }
 
+    /// DEL can tell this device from one the container made: it has a bus
+    /// device, a permanent MAC, or a peer or lower device in the host.
+    pub fn provable(&self) -> bool {
+        self.hardware() || self.host_link.is_some()
+    }
+
     /// Why `link`, seen from `view`, is not this device; None when it is. A
     /// veth's pair is confirmed from the host side as well (`host_confirms_pair`).
     ///
-    /// Without hardware identity or a host-side link (a tun, a veth whose
-    /// peer was in a third namespace) kind and MAC are all there is, and a
-    /// container could forge them; even then, never a link whose peer or lower
-    /// device is in the container.
+    /// Without a proof (`provable`: a tun, a veth whose peer was in a third
+    /// namespace) kind and MAC are all there is, and a container could forge
+    /// them: DEL never relies on that, only ADD giving back a device it has
+    /// just moved in. Even then, never a link whose peer or lower device is
+    /// in the container.
     pub fn mismatch(&self, link: &Link, view: View) -> Option<String> {
         if link.kind != self.kind {
             return Some(format!("kind {:?}, not {:?}", link.kind, self.kind));
@@ -212,6 +219,31 @@ impl fmt::Display for Identity {
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "host device {:?} ({})", self.host_name, self.identity)
+    }
+}
+
+/// Why nothing the kernel tells of `link` (seen from `view`) shows that the
+/// container did not make it; None when something does: a bus device, a
+/// driver-made link's permanent MAC, a peer or lower device in the host (a
+/// veth's pair still to be confirmed from the host, `host_confirms_pair`).
+pub fn unprovable(link: &Link, view: View) -> Option<String> {
+    if !link.parent_dev.is_empty() || (link.kind.is_empty() && !hw(&link.perm_addr).is_empty()) {
+        return None;
+    }
+    let rel = relation(&link.kind);
+    match lower(link, view) {
+        Lower::Host(_) => None,
+        Lower::Here(_) => Some(format!(
+            "{rel} in its own namespace, the container can make it"
+        )),
+        Lower::Other(..) => Some(format!("{rel} in a namespace other than the host")),
+        Lower::None if link.kind.is_empty() => {
+            Some("no bus device, permanent MAC or peer in the host".into())
+        }
+        Lower::None => Some(format!(
+            "a {} link with no bus device or peer in the host, which the container can make",
+            link.kind
+        )),
     }
 }
 
@@ -379,6 +411,44 @@ mod tests {
         );
         assert!(bare_nic.mismatch(&ipvlan, pod).is_some());
         assert!(rec.to_string().contains("pci device 0000:01:00.0"));
+        assert!(rec.provable() && bare_nic.provable());
+    }
+
+    #[test]
+    fn only_a_bus_device_permanent_mac_or_host_peer_proves_a_link() {
+        let pod = View::Away(Some(0));
+        let mut nic = link("eth0", "", 9, None, None);
+        nic.perm_addr = vec![0, 0x1b, 0x21, 1, 2, 3];
+        assert_eq!(unprovable(&nic, pod), None);
+        let mut vf = link("eth0", "", 9, None, None);
+        vf.parent_bus = "pci".into();
+        vf.parent_dev = "0000:01:10.0".into();
+        assert_eq!(unprovable(&vf, pod), None);
+        assert_eq!(
+            unprovable(&link("eth0", "veth", 9, Some(4), Some(0)), pod),
+            None
+        );
+        assert_eq!(
+            unprovable(&link("eth0", "macvlan", 9, Some(2), Some(0)), pod),
+            None
+        );
+        // What a container can make, or copy.
+        let mut ipvlan = link("eth0", "ipvlan", 9, Some(3), None);
+        ipvlan.perm_addr = nic.perm_addr.clone();
+        for made in [
+            link("eth0", "tun", 9, None, None),
+            link("eth0", "vxlan", 9, None, None),
+            link("eth0", "", 9, None, None),
+            link("eth0", "veth", 9, Some(4), None),
+            link("eth0", "veth", 9, Some(4), Some(3)),
+            ipvlan,
+        ] {
+            assert!(unprovable(&made, pod).is_some(), "{made:?}");
+        }
+        assert_eq!(
+            unprovable(&link("eth0", "tun", 9, None, None), pod).as_deref(),
+            Some("a tun link with no bus device or peer in the host, which the container can make")
+        );
     }
 
     #[test]
@@ -397,6 +467,8 @@ mod tests {
         // A veth whose peer was in a third namespace: never one whose peer is in the pod.
         let far = Identity::of(&link("v0", "veth", 7, Some(2), Some(5)), String::new());
         assert_eq!(far.host_link, None);
+        // Neither is anything DEL may move back.
+        assert!(!rec.provable() && !far.provable());
         assert!(
             far.mismatch(&link("eth0", "veth", 7, Some(2), None), pod)
                 .is_some()
