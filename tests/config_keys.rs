@@ -118,9 +118,9 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("host-device", "device", Test(HOST_DEVICE, "device_moves_in_by_name_and_back_on_del")),
     ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
     ("host-device", "kernelpath", Doc("`kernelpath` must lie under `/sys/devices/`")),
-    ("host-device", "pciBusID", Test("src/plugins/host_device.rs", "config_keys_pick_the_device_in_the_reference_order")),
-    ("host-device", "DPDKMode", Test("src/plugins/host_device.rs", "userspace_drivers_mean_dpdk_mode")),
-    ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
+    ("host-device", "pciBusID", Test("src/plugins/host_device_tests.rs", "config_keys_pick_the_device_in_the_reference_order")),
+    ("host-device", "DPDKMode", Test("src/plugins/host_device_tests.rs", "userspace_drivers_mean_dpdk_mode")),
+    ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device_tests.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
     // plugins/main/loopback and dummy: types.NetConf only.
     ("loopback", "cniVersion", Test("tests/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
     ("dummy", "ipam", Test(VIRT, "dummy_with_ipam")),
@@ -175,7 +175,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("portmap", "backend", Test(PORTMAP, "nftables_backend_reachability_rules_and_del_restore_the_ruleset")),
     ("portmap", "snat", Test(KEYS_FX, "portmap_snat_false_writes_no_setmark_or_masquerade_rules")),
     ("portmap", "conditionsV4", Test("tests/portmap.rs", "nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded")),
-    ("portmap", "conditionsV6", Test("src/netfilter/nft.rs", "conditions_encode_as_nft_does")),
+    ("portmap", "conditionsV6", Test("src/netfilter/nft/tests.rs", "conditions_encode_as_nft_does")),
     ("portmap", "masqAll", Test(KEYS_FX, "portmap_masq_all_marks_every_source")),
     ("portmap", "markMasqBit", Test(KEYS_FX, "portmap_mark_masq_bit_sets_and_matches_that_bit")),
     ("portmap", "externalSetMarkChain", Test(KEYS_FX, "portmap_external_set_mark_chain_is_jumped_to_instead_of_setmark")),
@@ -386,6 +386,11 @@ fn every_named_test_sets_its_key() {
         let text = read(file);
         let Some(body) = fn_body(&text, name) else {
             continue; // every_named_test_exists_in_its_file says so
+        };
+        // A unit-test file's helpers include the code it tests.
+        let text = match file.strip_suffix("_tests.rs") {
+            Some(stem) => text.clone() + &read(&format!("{stem}.rs")),
+            None => text.clone(),
         };
         // The test's own text, and that of the helpers of its file it calls
         // (and they call, two levels down).
