@@ -7,6 +7,7 @@
 //! table after letting `held` go); no lock is held while talking to a server,
 //! except `op` during an ADD's acquisition, which only that attachment waits for.
 
+use super::checks::{check_attachment, check_netns, check_request};
 use super::state::StateDir;
 use crate::dhcp::client::{self, Renewal, Request, Settings};
 use crate::dhcp::error::Error as DhcpError;
@@ -15,7 +16,7 @@ use crate::dhcp::protocol::{Attachment, Call, Failure, Keep, Kind, Reply};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -649,62 +650,6 @@ fn is_kept(a: &Attachment, valid: &[Keep]) -> bool {
     valid
         .iter()
         .any(|k| k.container_id == a.container_id && (k.ifname.is_empty() || k.ifname == a.ifname))
-}
-
-/// The attachment's parts by the CNI rules (a call is not trusted).
-fn check_attachment(a: &Attachment) -> Result<(), Failure> {
-    crate::cni::env::validate_container_id(&a.container_id)
-        .and_then(|()| crate::cni::env::validate_network_name(&a.network))
-        .and_then(|()| crate::cni::env::validate_ifname(&a.ifname))
-        .map_err(|e| Failure::new(Kind::BadCall, format!("bad attachment {a}: {e}")))
-}
-
-/// A netns path must be absolute and canonical: no `.` or `..` component, no
-/// empty one (`//`, a trailing `/`), no NUL. The daemon puts `-hostprefix`
-/// before it, and a path without `..` cannot leave the prefix; root (the only
-/// caller) may otherwise name any namespace (`/proc/<pid>/ns/net`,
-/// `/var/run/netns/<name>`).
-fn check_netns(netns: &Path) -> Result<(), Failure> {
-    let bytes = netns.as_os_str().as_encoded_bytes();
-    let refused = |why: &str| {
-        Err(Failure::new(
-            Kind::BadCall,
-            format!("the netns {:?} {why}", netns.display()),
-        ))
-    };
-    let Some(rest) = bytes.strip_prefix(b"/") else {
-        return refused("is not an absolute path");
-    };
-    if bytes.contains(&0) {
-        return refused("contains a NUL byte");
-    }
-    if rest
-        .split(|&b| b == b'/')
-        .any(|c| c.is_empty() || c == b"." || c == b"..")
-    {
-        return refused("is not a canonical path (no '.', '..' or empty components)");
-    }
-    Ok(())
-}
-
-fn check_request(a: &Attachment, r: &Request) -> Result<(), Failure> {
-    let bad = |why: String| Err(Failure::new(Kind::BadCall, format!("{a}: {why}")));
-    if let Err(f) = check_netns(&r.netns) {
-        return bad(f.message);
-    }
-    if r.ifname != a.ifname {
-        return bad(format!(
-            "the request is for {:?}, the attachment for {:?}",
-            r.ifname, a.ifname
-        ));
-    }
-    if r.client_id.is_empty() || r.client_id.len() > 255 {
-        return bad(format!(
-            "a client-id of {} bytes (1 to 255)",
-            r.client_id.len()
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

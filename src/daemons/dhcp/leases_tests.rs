@@ -1,5 +1,6 @@
 use super::*;
 use std::net::Ipv4Addr;
+use std::path::Path;
 
 fn lease(acquired: u64) -> Lease {
     Lease {

@@ -5,8 +5,10 @@
 //! - `server`: socket (systemd's or its own, 0600; a stale one replaced),
 //!   pidfile, signals, one thread per call (root peers only, with deadlines).
 //! - `leases`: the table of leases, their keeper threads (T1, T2, expiry).
+//! - `checks`: what a call must be before it is acted on.
 //! - `state`: one file per lease under the state directory, reloaded at start.
 
+mod checks;
 mod flags;
 mod leases;
 mod server;
