@@ -600,6 +600,69 @@ fn a_killed_daemon_takes_its_leases_up_again_renews_them_and_del_releases() {
     assert_eq!(state_files(&dir), 0);
 }
 
+/// With the daemon down, DEL looks for the attachment's lease file through
+/// `<socket>.leases`. When that does not lead to the daemon's state directory
+/// (a link that dangles here, say the daemon's own view of its `-statedir`,
+/// or a directory that is not the one it used), the lease file is out of
+/// sight: DEL must not report success while it remains, and a daemon that
+/// cannot make that link must not start.
+#[test]
+fn del_with_the_daemon_down_fails_while_a_lease_file_it_cannot_see_remains() {
+    enter_test_host();
+    let dir = TempDir::new("dhcp-hidden-state");
+    let lan = Lan::new(&dir, true, "1h", &[]);
+    let mut daemon = Daemon::start(&dir, &[]);
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = macvlan_conf(&daemon.socket, json!({}));
+    let ip = address_of(&call("ADD", &ns, "ctr-h", &conf, &bin).run().ok());
+    daemon.signal(Signal::SIGKILL);
+    let state = dir.0.join("state");
+    let link = dir.0.join("dhcp.sock.leases");
+    assert_eq!(std::fs::read_link(&link).expect("link"), state);
+    assert_eq!(state_files(&dir), 1);
+    let moved = dir.0.join("state-elsewhere");
+    let del = || call("DEL", &ns, "ctr-h", &conf, &bin).run();
+    let held = |e: &Value| {
+        e["msg"]
+            .as_str()
+            .is_some_and(|m| m.contains("may still be held"))
+    };
+    // The link leads nowhere from here.
+    std::fs::rename(&state, &moved).expect("move the state away");
+    let e = del().err(11);
+    assert!(held(&e), "{e}");
+    // A directory that is not the daemon's (no lock of a daemon in it).
+    std::fs::remove_file(&link).expect("remove link");
+    std::fs::create_dir(&link).expect("stale dir");
+    let e = del().err(11);
+    assert!(held(&e), "{e}");
+    // The daemon cannot link `<socket>.leases` to its -statedir: it refuses.
+    std::fs::rename(&moved, &state).expect("move the state back");
+    let out = finish(
+        Command::new(BIN)
+            .args(["dhcp", "daemon"])
+            .args(&daemon.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn daemon"),
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&link.display().to_string()), "{stderr}");
+    assert!(lan.lease_of(&ip).is_some(), "the lease is still held");
+    // Out of the way, the daemon links it, takes the lease up, DEL releases.
+    std::fs::remove_dir(&link).expect("remove the stale dir");
+    daemon.restart();
+    call("DEL", &ns, "ctr-h", &conf, &bin).run().ok();
+    wait_for("the RELEASE", Duration::from_secs(5), || {
+        lan.lease_of(&ip).is_none()
+    });
+    assert_eq!(state_files(&dir), 0);
+}
+
 #[test]
 fn twenty_containers_at_once_get_twenty_distinct_leases() {
     enter_test_host();
@@ -701,16 +764,11 @@ fn a_server_that_never_answers_is_a_clear_error_after_the_timeout() {
     let bin = plugin_dir();
     let ns = Netns::new();
     let conf = macvlan_conf(&daemon.socket, json!({}));
-    let start = Instant::now();
     let e = call("ADD", &ns, "ctr-s", &conf, &bin).run().err(999);
-    let took = start.elapsed();
     let msg = e["msg"].as_str().unwrap_or_default();
-    assert!(msg.contains("eth0"), "{e}");
-    assert!(
-        took >= Duration::from_millis(2500) && took < Duration::from_secs(10),
-        "failed after {took:?}"
-    );
-    eprintln!("dhcp: no server: {msg} (after {} ms)", took.as_millis());
+    // The client's NoAnswer, at the daemon's -timeout: behaviour, not wall time.
+    assert!(msg.contains("no answer from a DHCP server on eth0"), "{e}");
+    eprintln!("dhcp: no server: {msg}");
     // The runtime's DEL after the failed ADD: nothing held, success.
     call("DEL", &ns, "ctr-s", &conf, &bin).run().ok();
     assert_eq!(state_files(&dir), 0);
@@ -1264,16 +1322,12 @@ fn a_netns_path_with_dotdot_is_refused_inside_hostprefix() {
     let escaping = format!("{}{}", "/..".repeat(32), ns.path());
     let conf = json!({"cniVersion": "1.0.0", "name": NET, "type": "dhcp",
                       "ipam": {"type": "dhcp", "daemonSocketPath": daemon.socket}});
-    let start = Instant::now();
     let e = Call::new("dhcp", "ADD", &escaping, &conf.to_string())
         .run()
         .err(999);
     let msg = e["msg"].as_str().unwrap_or_default();
     assert!(msg.contains("netns") && msg.contains(".."), "{e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "the daemon tried DHCP: {e}"
-    );
+    // Trying DHCP there would have brought eth0 up first.
     assert!(
         !eth0_is_up(&ns),
         "the daemon left the host prefix and brought eth0 up"

@@ -9,7 +9,7 @@ mod harness;
 
 use harness::{
     Call, Netns, Outcome, Runtime, TempDir, enter_test_host, first_ip, iptables_table, merged,
-    run_in, skip_not_kernel,
+    run_in, skip,
 };
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -32,7 +32,7 @@ fn have(tool: &str) -> bool {
 fn tools_missing(test: &str) -> bool {
     for tool in ["dbus-daemon", "dbus-send", "firewalld", "unshare"] {
         if !have(tool) {
-            skip_not_kernel(test, &format!("{tool} is not installed"));
+            skip(test, &format!("{tool} is not installed"));
             return true;
         }
     }

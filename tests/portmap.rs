@@ -455,7 +455,7 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
 fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
-        harness::skip_not_kernel(
+        harness::skip(
             "with_iptables_nft_every_add_runs_one_restore_and_no_save",
             "iptables is not the nf_tables flavour",
         );
@@ -576,7 +576,7 @@ fn run_counting_restores(
 fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
-        harness::skip_not_kernel(
+        harness::skip(
             "bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save",
             "iptables is not the nf_tables flavour",
         );
@@ -635,7 +635,7 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
 fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
-        harness::skip_not_kernel(
+        harness::skip(
             "bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save",
             "iptables is not the nf_tables flavour",
         );

@@ -3,8 +3,63 @@
 
 mod harness;
 
-use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir};
+use harness::{Call, Netns, Outcome, TempDir, enter_test_host, plugin_dir};
 use serde_json::{Value, json};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+
+const LABEL: &str = "system_u:system_r:container_t:s0";
+const EXEC_ATTR: &str = "/proc/thread-self/attr/exec";
+
+/// What the kernel answers the reference's exec-label write (go-selinux's
+/// SetExecLabel: open the thread's attr/exec for writing, write the label),
+/// asked from a thread that ends at once, so a label it takes goes nowhere:
+/// Ok when the kernel takes it, else the error as Go prints it.
+fn kernel_on_exec_label(label: &str) -> Result<(), String> {
+    let label = label.to_string();
+    std::thread::spawn(move || {
+        let go = |op: &str, e: std::io::Error| format!("{op} {EXEC_ATTR}: {}", go_errno(&e));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(EXEC_ATTR)
+            .map_err(|e| go("open", e))?;
+        f.write_all(label.as_bytes()).map_err(|e| go("write", e))
+    })
+    .join()
+    .expect("label thread")
+}
+
+/// An errno as Go's syscall.Errno prints it: strerror, lower-cased first letter.
+fn go_errno(e: &std::io::Error) -> String {
+    let text = nix::errno::Errno::from_raw(e.raw_os_error().expect("an OS error")).desc();
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// ADD with selinuxContext fails as the reference's does where the kernel
+/// refuses the label (its error, wrapped as the reference wraps it), and is
+/// refused (7) where the kernel would take it: no `ip` runs to carry it.
+fn expect_label_outcome(add: &Outcome, kernel: Result<(), String>) {
+    match kernel {
+        Err(refusal) => {
+            let e = add.err(999);
+            assert_eq!(e["msg"], format!("failed set socket label: {refusal}"));
+        }
+        Ok(()) => {
+            let e = add.err(7);
+            assert!(
+                e["msg"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("not supported"),
+                "{e}"
+            );
+        }
+    }
+}
 
 fn call(cmd: &str, ns: &Netns, c: &Value, bin: &TempDir) -> Call {
     Call::new("tap", cmd, ns.path(), &c.to_string()).path(bin)
@@ -86,26 +141,11 @@ fn tap_without_ipam_joins_a_bridge_in_the_container() {
     call("ADD", &ns, &c, &bin).run().err(999);
     assert_eq!(tap_json(&ns)["master"], "br-vm");
     call("DEL", &ns, &c, &bin).run().ok();
-    // selinuxContext: never ignored. Without SELinux the reference's exec label
-    // write fails, and so does ADD; with it, cni-multi refuses (no exec).
+    // selinuxContext: never ignored; what the kernel says to the label decides.
     let mut selinux = c.clone();
-    selinux["selinuxContext"] = json!("system_u:system_r:container_t:s0");
-    if std::path::Path::new("/sys/fs/selinux/enforce").exists() {
-        let e = call("ADD", &ns, &selinux, &bin).run().err(7);
-        assert!(
-            e["msg"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("not supported"),
-            "{e}"
-        );
-    } else {
-        let e = call("ADD", &ns, &selinux, &bin).run().err(999);
-        assert_eq!(
-            e["msg"],
-            "failed set socket label: write /proc/thread-self/attr/exec: invalid argument"
-        );
-    }
+    selinux["selinuxContext"] = json!(LABEL);
+    let e = call("ADD", &ns, &selinux, &bin).run();
+    expect_label_outcome(&e, kernel_on_exec_label(LABEL));
     assert!(
         ns.sh("ip", &["-o", "link"])
             .lines()
@@ -122,5 +162,54 @@ fn tap_without_ipam_joins_a_bridge_in_the_container() {
         ns.sh("ip", &["-o", "link"])
             .lines()
             .all(|l| !l.contains("tap"))
+    );
+}
+
+/// selinuxContext where /proc is read-only (a private mount namespace, as in
+/// some containers): the reference's exec-label open fails with EROFS, and so
+/// must ours, with that error; no text the plugin makes up.
+#[test]
+fn selinux_context_reports_the_kernels_refusal_where_proc_is_read_only() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let c = json!({
+        "cniVersion": "1.0.0", "name": "tap-net", "type": "tap", "selinuxContext": LABEL
+    });
+    let child = call("ADD", &ns, &c, &bin).spawn_with(|cmd| {
+        // SAFETY: between fork and exec only unshare(2) and mount(2) run, with
+        // static C strings: async-signal-safe, nothing allocated.
+        unsafe {
+            cmd.pre_exec(|| {
+                use nix::libc::{
+                    CLONE_NEWNS, MS_BIND, MS_PRIVATE, MS_RDONLY, MS_REC, MS_REMOUNT, mount, unshare,
+                };
+                let none = std::ptr::null();
+                if unshare(CLONE_NEWNS) != 0
+                    || mount(none, c"/".as_ptr(), none, MS_REC | MS_PRIVATE, none.cast()) != 0
+                    || mount(
+                        c"/proc".as_ptr(),
+                        c"/proc".as_ptr(),
+                        none,
+                        MS_REMOUNT | MS_BIND | MS_RDONLY,
+                        none.cast(),
+                    ) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    });
+    let erofs = std::io::Error::from_raw_os_error(nix::libc::EROFS);
+    expect_label_outcome(
+        &Outcome::of(child),
+        Err(format!("open {EXEC_ATTR}: {}", go_errno(&erofs))),
+    );
+    assert!(
+        ns.sh("ip", &["-o", "link"])
+            .lines()
+            .all(|l| !l.contains("eth0")),
+        "no tap made"
     );
 }

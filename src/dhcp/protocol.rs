@@ -337,8 +337,13 @@ pub fn state_file_name(attachment: &Attachment) -> String {
     format!("{}.json", &hex[..32])
 }
 
+/// The lock file a daemon holds in its state directory while it runs: the
+/// plugin takes a directory without one for something else than lease state.
+pub const STATE_LOCK: &str = "lock";
+
 /// Where a daemon keeps its leases when not told otherwise: beside its socket,
-/// `<socket>.leases/`, so each daemon (one per socket) has its own.
+/// `<socket>.leases/`, so each daemon (one per socket) has its own. Told
+/// otherwise (`-statedir`), it links this path there or does not start.
 pub fn default_state_dir(socket: &Path) -> PathBuf {
     let mut name = socket.file_name().unwrap_or_default().to_os_string();
     name.push(".leases");

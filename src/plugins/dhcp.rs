@@ -5,7 +5,8 @@
 //!
 //! The daemon not running is code 11 (try again later) naming its socket, 50
 //! for STATUS. DEL and GC with nothing held succeed even then: a stopped
-//! daemon's leases are files beside its socket (`<socket>.leases/`).
+//! daemon's leases are files beside its socket (`<socket>.leases/`, or where
+//! that links to); when those cannot be read, they fail (11) as well.
 
 use crate::cni::env::Command;
 use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
@@ -44,7 +45,7 @@ impl Plugin for Dhcp {
         };
         match conf.exchange(&call, Command::Del) {
             Ok(_) => Ok(()),
-            Err(Unanswered::Down(_)) if nothing_held(&conf.socket, Some(&a)) => Ok(()),
+            Err(e) if e.not_running() && nothing_held(&conf.socket, Some(&a)) => Ok(()),
             Err(e) => Err(e.into_error(Command::Del, Some("the lease may still be held"))),
         }
     }
@@ -98,7 +99,7 @@ impl Plugin for Dhcp {
         };
         match conf.exchange(&call, Command::Gc) {
             Ok(_) => Ok(()),
-            Err(Unanswered::Down(_)) if nothing_held(&conf.socket, None) => Ok(()),
+            Err(e) if e.not_running() && nothing_held(&conf.socket, None) => Ok(()),
             Err(e) => Err(e.into_error(Command::Gc, None)),
         }
     }
@@ -250,6 +251,12 @@ enum Unanswered {
 }
 
 impl Unanswered {
+    /// Nothing listens on the socket. (A full listen queue is a daemon that
+    /// runs: it may be saving the very lease DEL would look for.)
+    fn not_running(&self) -> bool {
+        matches!(self, Unanswered::Down(ExchangeError::Unreachable { .. }))
+    }
+
     fn into_error(self, verb: Command, note: Option<&str>) -> Error {
         let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
         match self {
@@ -297,20 +304,34 @@ fn cni_args_pairs(raw: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Whether a daemon that cannot be reached holds nothing to release: its
-/// lease files (`<socket>.leases/`, where the daemon keeps them or links to
-/// them) have none for `attachment` (None: none at all). No such directory
-/// means no daemon ever kept a lease for this socket.
+/// Whether a daemon that is not running surely holds nothing to release.
+/// Every daemon keeps its leases in `<socket>.leases/` or links that there
+/// (one that cannot make the link does not start), so nothing there means no
+/// daemon ever kept a lease for this socket. Otherwise it must lead to a
+/// directory a daemon locked (its lock file is in it) with no file for
+/// `attachment` (None: no lease file at all). Anything else (a link that leads
+/// nowhere from here, a directory of something else, an entry that cannot be
+/// read) may hide a lease: not sure, so not nothing.
 fn nothing_held(socket: &Path, attachment: Option<&Attachment>) -> bool {
     let dir = protocol::default_state_dir(socket);
-    match std::fs::read_dir(&dir) {
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-        Ok(entries) => match attachment {
-            Some(a) => !dir.join(protocol::state_file_name(a)).exists(),
-            None => !entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().ends_with(".json")),
-        },
+    let absent = |p: &Path| {
+        std::fs::symlink_metadata(p).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    };
+    if absent(&dir) {
+        return true;
+    }
+    let locked =
+        std::fs::symlink_metadata(dir.join(protocol::STATE_LOCK)).is_ok_and(|m| m.is_file());
+    if !locked {
+        return false;
+    }
+    match attachment {
+        Some(a) => absent(&dir.join(protocol::state_file_name(a))),
+        None => std::fs::read_dir(&dir).is_ok_and(|entries| {
+            entries
+                .into_iter()
+                .all(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().ends_with(".json")))
+        }),
     }
 }
 
@@ -417,6 +438,11 @@ mod tests {
         let e = Dhcp.del(&inv).expect_err("lease held");
         assert_eq!(e.code, 11, "{e}");
         assert!(e.msg.contains("may still be held"), "{e}");
+        // A daemon's directory (its lock in it) without the file: nothing held.
+        std::fs::remove_file(dir.join(protocol::state_file_name(&attachment(&inv)))).expect("rm");
+        Dhcp.del(&inv).expect_err("not a daemon's directory");
+        std::fs::write(dir.join(protocol::STATE_LOCK), "").expect("lock");
+        Dhcp.del(&inv).expect("DEL with nothing held");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

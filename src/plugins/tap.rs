@@ -3,7 +3,7 @@
 
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
-use crate::cni::{CniResult, Error, Invocation, Plugin};
+use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link};
@@ -28,22 +28,24 @@ pub(crate) struct Keys {
 
 /// `selinuxContext`: the reference writes it to /proc/thread-self/attr/exec
 /// (go-selinux's SetExecLabel) so that the `ip` it runs next creates the tap in
-/// that context. Without SELinux the kernel refuses that write (EINVAL) and the
-/// reference's ADD fails: so does ours, with its text. With SELinux the label
-/// would need a process of ours exec'd into it, which cni-multi does not do:
-/// refused, saying so, rather than a tap in the wrong context.
+/// that context, and fails ADD with the kernel's refusal. Ours makes the same
+/// write and reports the same refusal (without SELinux: EINVAL). Where the
+/// kernel takes the label it would need a process of ours exec'd in it, which
+/// cni-multi does not do: refused, saying so, rather than a tap in the wrong
+/// context.
 fn selinux_label_refused(label: &str) -> CniResult<()> {
     if label.chars().any(char::is_control) {
         return Err(Error::invalid_config(format!(
             "invalid selinuxContext {label:?}"
         )));
     }
-    if !selinux_enabled() {
-        let mut e = Error::internal(
-            "failed set socket label: write /proc/thread-self/attr/exec: invalid argument",
+    if let Err(refusal) = try_exec_label(label) {
+        return Err(
+            Error::caused_by(Code::Internal, "failed set socket label", refusal).with_details(
+                "the kernel refused the exec label (no SELinux on this host, or it does not \
+                 take this label)",
+            ),
         );
-        e.details = "SELinux is not enabled on this host, so it cannot take an exec label".into();
-        return Err(e);
     }
     Err(Error::invalid_config(format!(
         "selinuxContext {label:?} is not supported: the tap would have to be created by a \
@@ -51,26 +53,71 @@ fn selinux_label_refused(label: &str) -> CniResult<()> {
     )))
 }
 
-/// SELinux is on as go-selinux decides: a writable selinuxfs is mounted and
-/// this process is not labelled "kernel".
-fn selinux_enabled() -> bool {
-    let mounted = selinuxfs_writable(std::path::Path::new("/sys/fs/selinux"))
-        || (fs_err::read_to_string("/proc/filesystems").is_ok_and(|f| f.contains("\tselinuxfs\n"))
-            && fs_err::read_to_string("/proc/self/mountinfo").is_ok_and(|m| {
-                m.lines()
-                    .filter(|l| l.contains(" - selinuxfs "))
-                    .filter_map(|l| l.split(' ').nth(4))
-                    .any(|mnt| selinuxfs_writable(std::path::Path::new(mnt)))
-            }));
-    let label = fs_err::read_to_string("/proc/thread-self/attr/current").unwrap_or_default();
-    mounted && label.trim_end_matches(['\0', '\n']) != "kernel"
+const EXEC_ATTR: &str = "/proc/thread-self/attr/exec";
+
+/// The kernel's refusal of an exec label, printed as Go prints it
+/// (`<op> <path>: <errno text>`).
+#[derive(Debug)]
+struct LabelRefused {
+    op: &'static str,
+    source: std::io::Error,
 }
 
-fn selinuxfs_writable(mnt: &std::path::Path) -> bool {
-    use nix::sys::{statfs, statvfs::FsFlags};
-    statfs::statfs(mnt).is_ok_and(|fs| {
-        fs.filesystem_type() == statfs::SELINUX_MAGIC && !fs.flags().contains(FsFlags::ST_RDONLY)
+impl std::fmt::Display for LabelRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {EXEC_ATTR}: {}", self.op, go_errno(&self.source))
+    }
+}
+
+impl std::error::Error for LabelRefused {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Writes `label` as the exec label of a thread that ends right after, so a
+/// label the kernel takes goes nowhere.
+fn try_exec_label(label: &str) -> Result<(), LabelRefused> {
+    use std::io::Write;
+    let label = label.to_string();
+    let attempt = move || -> Result<(), LabelRefused> {
+        let mut attr = std::fs::OpenOptions::new()
+            .write(true)
+            .open(EXEC_ATTR)
+            .map_err(|source| LabelRefused { op: "open", source })?;
+        attr.write_all(label.as_bytes())
+            .map_err(|source| LabelRefused {
+                op: "write",
+                source,
+            })
+    };
+    let thread = std::thread::Builder::new()
+        .name("exec-label".into())
+        .spawn(attempt)
+        .map_err(|source| LabelRefused {
+            op: "start a thread to write",
+            source,
+        })?;
+    thread.join().unwrap_or_else(|_| {
+        Err(LabelRefused {
+            op: "write",
+            source: std::io::Error::other("the thread writing it panicked"),
+        })
     })
+}
+
+/// An errno as Go's syscall.Errno prints it: strerror with a lower-case
+/// first letter ("invalid argument").
+fn go_errno(e: &std::io::Error) -> String {
+    let Some(n) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    let text = nix::errno::Errno::from_raw(n).desc();
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 impl Plugin for Tap {
@@ -164,16 +211,20 @@ mod tests {
     fn selinux_labels_are_never_ignored() {
         assert_eq!(selinux_label_refused("a\nb").map_err(|e| e.code), Err(7));
         let e = selinux_label_refused("system_u:system_r:container_t:s0").expect_err("label");
-        if selinux_enabled() {
-            assert_eq!(e.code, 7, "{e:?}");
-        } else {
-            assert_eq!(
-                (e.code, e.msg.as_str()),
-                (
-                    999,
-                    "failed set socket label: write /proc/thread-self/attr/exec: invalid argument"
-                )
-            );
+        match try_exec_label("system_u:system_r:container_t:s0") {
+            Ok(()) => assert_eq!(e.code, 7, "{e:?}"),
+            Err(refusal) => assert_eq!(
+                (e.code, e.msg),
+                (999, format!("failed set socket label: {refusal}"))
+            ),
         }
+    }
+
+    #[test]
+    fn errnos_read_as_go_prints_them() {
+        let e = std::io::Error::from_raw_os_error(nix::libc::EINVAL);
+        assert_eq!(go_errno(&e), "invalid argument");
+        let e = std::io::Error::from_raw_os_error(nix::libc::EROFS);
+        assert_eq!(go_errno(&e), "read-only file system");
     }
 }

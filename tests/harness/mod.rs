@@ -201,7 +201,8 @@ impl Call {
         }))
     }
 
-    fn spawn_with(&self, adjust: impl FnOnce(&mut Command)) -> std::process::Child {
+    /// As `spawn`, the command first adjusted (working directory, pre_exec).
+    pub fn spawn_with(&self, adjust: impl FnOnce(&mut Command)) -> std::process::Child {
         let mut command = Command::new(BIN);
         adjust(&mut command);
         let mut child = command
@@ -335,20 +336,17 @@ pub fn kernel_required() -> bool {
     std::env::var("CNI_MULTI_REQUIRE_KERNEL").as_deref() == Ok("1")
 }
 
-/// A test skipped because this kernel lacks what it needs (a link kind, a
-/// protocol): prints why (visible with --nocapture and in CI logs). With
-/// CNI_MULTI_REQUIRE_KERNEL=1 the kernel is meant to have it: the test fails.
+/// A test skipped because this machine lacks what it needs: a kernel feature
+/// (a link kind, a protocol) or a tool (or a tool's flavour, as the nf_tables
+/// iptables). Prints why (visible with --nocapture and in CI logs). With
+/// CNI_MULTI_REQUIRE_KERNEL=1 (the stock-kernel lane, which installs the tools
+/// and puts the nf_tables iptables first on PATH) nothing may be missing: the
+/// test fails.
 pub fn skip(test: &str, reason: &str) {
     assert!(
         !kernel_required(),
         "{test}: CNI_MULTI_REQUIRE_KERNEL=1 but {reason}"
     );
-    eprintln!("SKIP {test}: {reason}");
-}
-
-/// A test skipped for a reason that is not the kernel's (a tool's flavour):
-/// always a SKIP line, whatever CNI_MULTI_REQUIRE_KERNEL says.
-pub fn skip_not_kernel(test: &str, reason: &str) {
     eprintln!("SKIP {test}: {reason}");
 }
 

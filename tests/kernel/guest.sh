@@ -43,7 +43,7 @@ mkdir -p "$fast/tools"
 cp "$shared/bin/cni-multi" "$fast/cni-multi"
 mount --bind "$fast/cni-multi" "$(cat "$shared/cni-multi-path")" || exit 1
 for tool in ip tc bridge nft iptables iptables-save iptables-restore ip6tables \
-    ip6tables-save ip6tables-restore nsenter ping sh sha512sum; do
+    ip6tables-save ip6tables-restore xtables-nft-multi nsenter ping sh sha512sum; do
     path=$(command -v "$tool") || continue
     readlink -f "$path"
     ldd "$path" 2>/dev/null | grep -o '/[^ ]*'
@@ -51,6 +51,25 @@ done | xargs -r readlink -f | sort -u | while read -r f; do
     copy="$fast/tools/$(echo "$f" | tr / _)"
     cp "$f" "$copy" && mount --bind "$copy" "$f"
 done
+
+# Some portmap tests check what the nf_tables flavour of iptables is run for,
+# and skip elsewhere; here a skip fails. When this userland's alternatives
+# pick legacy, links to xtables-nft-multi (same package) go first on PATH,
+# which the tests and the plugins they run find their tools through.
+if ! iptables --version 2>/dev/null | grep -q nf_tables; then
+    nft_multi=$(command -v xtables-nft-multi) || nft_multi=""
+    if [ -n "$nft_multi" ]; then
+        mkdir -p "$fast/nft-flavour"
+        for t in iptables iptables-save iptables-restore ip6tables ip6tables-save \
+            ip6tables-restore; do
+            ln -sf "$nft_multi" "$fast/nft-flavour/$t"
+        done
+        export PATH="$fast/nft-flavour:$PATH"
+        echo "guest: iptables is legacy here; the nf_tables flavour goes first on PATH"
+    else
+        echo "guest: FAIL no xtables-nft-multi: the nf_tables iptables tests will fail"
+    fi
+fi
 
 export CNI_MULTI_REQUIRE_KERNEL=1
 export RUST_BACKTRACE=1

@@ -7,7 +7,9 @@
 # tests/*.rs and the crate's unit tests), two at a time; under TCG less the
 # few host-only stress loops named below, and tests that need nothing of the
 # stock kernel but crawl under emulation (the reference's Go plugins, firewalld). CNI_MULTI_REQUIRE_KERNEL=1 turns
-# every "kernel lacks X" skip into a failure.
+# every skip into a failure: "kernel lacks X" and "tool X missing" alike (the
+# tools come from tests/install-deps.sh, run below; guest.sh puts the nf_tables
+# iptables first on PATH).
 #
 # As root. Installs what is missing (apt: linux-image-amd64, qemu-system-x86,
 # kmod, busybox-static, python3-venv; PyPI: virtme-ng, pinned, in a venv).

@@ -86,6 +86,9 @@ pub fn run(flags: Flags) -> Result<()> {
     let state_dir = flags.statedir.clone().unwrap_or(default_state.clone());
     let state = StateDir::open(&state_dir)
         .with_context(|| format!("failed to open the state directory {}", state_dir.display()))?;
+    if state_dir != default_state {
+        point_to(&default_state, &state_dir)?;
+    }
     let (listener, own) = match activated {
         Some(l) => (l, None),
         None => {
@@ -93,9 +96,6 @@ pub fn run(flags: Flags) -> Result<()> {
             (l, Some(own))
         }
     };
-    if state_dir != default_state {
-        point_to(&default_state, &state_dir);
-    }
     if let Some(pidfile) = &flags.pidfile {
         write_pidfile(pidfile).context("Error writing pidfile")?;
     }
@@ -291,34 +291,51 @@ fn bind_private(path: &Path) -> io::Result<UnixListener> {
     Ok(UnixListener::from(fd))
 }
 
-/// With `-statedir` elsewhere, `<socket>.leases` points there, so the plugin
-/// can tell whether a stopped daemon holds a lease (best effort).
-fn point_to(link: &Path, target: &Path) {
-    let target = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
+/// With `-statedir` elsewhere, `<socket>.leases` points there: through it the
+/// plugin tells, while the daemon is down, whether a lease may still be held.
+/// A daemon that cannot leave it there would hide its leases from DEL, so it
+/// does not start (before its socket exists).
+fn point_to(link: &Path, target: &Path) -> Result<()> {
+    let target = std::path::absolute(target)
+        .with_context(|| format!("failed to make {} absolute", target.display()))?;
     match std::fs::symlink_metadata(link) {
         Ok(meta) if meta.file_type().is_symlink() => {
             if std::fs::read_link(link).is_ok_and(|t| t == target) {
-                return;
+                return Ok(());
             }
-            let _ = std::fs::remove_file(link);
+            fs_err::remove_file(link)?;
         }
-        Ok(_) => {
-            log(format!(
-                "{} exists; the plugin cannot find the leases in {} while the daemon is down",
-                link.display(),
-                target.display()
-            ));
-            return;
+        // The state directory itself, by another name.
+        Ok(meta)
+            if fs_err::metadata(&target)
+                .is_ok_and(|t| (t.dev(), t.ino()) == (meta.dev(), meta.ino())) =>
+        {
+            return Ok(());
         }
-        Err(_) => {}
+        Ok(_) => bail!(
+            "{} exists and is not a link to the state directory {}: the plugin could not \
+             find this daemon's leases while it is down. Move any lease files in it to {} \
+             and remove it, or run without -statedir",
+            link.display(),
+            target.display(),
+            target.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!("failed to stat {}", link.display())));
+        }
     }
-    if let Err(e) = std::os::unix::fs::symlink(&target, link) {
-        log(format!(
-            "failed to link {} to {}: {e}",
+    if let Some(dir) = link.parent().filter(|d| !d.as_os_str().is_empty()) {
+        crate::files::create_dir_mode(dir, 0o700)?;
+    }
+    std::os::unix::fs::symlink(&target, link).with_context(|| {
+        format!(
+            "failed to link {} to the state directory {} (the plugin finds the leases \
+             through it while the daemon is down)",
             link.display(),
             target.display()
-        ));
-    }
+        )
+    })
 }
 
 /// Waits for SIGTERM or SIGINT, removes the socket (when this process made it)

@@ -4,7 +4,7 @@
 
 use crate::dhcp::client::Request;
 use crate::dhcp::lease::Lease;
-use crate::dhcp::protocol::{Attachment, state_file_name};
+use crate::dhcp::protocol::{Attachment, STATE_LOCK, state_file_name};
 use anyhow::{Context, Result, bail};
 use nix::fcntl::Flock;
 use serde::{Deserialize, Serialize};
@@ -35,7 +35,7 @@ impl StateDir {
     /// Creates (0700) and locks `dir`; a directory another daemon holds is an error.
     pub fn open(dir: &Path) -> Result<StateDir> {
         crate::files::create_dir_mode(dir, 0o700)?;
-        let lock_path = dir.join("lock");
+        let lock_path = dir.join(STATE_LOCK);
         let lock = crate::lockfile::lock_private(&lock_path, Duration::ZERO).map_err(|e| {
             if e.kind() == std::io::ErrorKind::TimedOut {
                 anyhow::anyhow!(
