@@ -367,3 +367,45 @@ fn a_pod_chosen_interface_name_never_becomes_host_forward_rules() {
     );
     assert!(!filter().contains("evil1"), "{}", filter());
 }
+
+/// ADD with `backend: "nftables"`, DEL with the key unset while iptables is
+/// installed (what detection picks): the nftables rules go all the same. And
+/// the other way: ADD with iptables, DEL unset, the address rules go.
+#[test]
+fn del_without_a_backend_removes_the_rules_of_either_backend() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let conf = |backend: Option<&str>| {
+        let mut c = json!({"cniVersion": "1.0.0", "name": "fw-net", "type": "firewall",
+                           "prevResult": {"cniVersion": "1.0.0",
+                                          "ips": [{"address": "10.54.0.7/24"}, {"address": "fd00:54::7/64"}]}});
+        if let Some(b) = backend {
+            c["backend"] = json!(b);
+        }
+        c.to_string()
+    };
+    let ruleset = || run_in(None, "nft", &["list", "ruleset"]);
+    call("ADD", &conf(Some("nftables")), &bin).ok();
+    assert!(
+        ruleset().contains("table inet cni_firewall"),
+        "{}",
+        ruleset()
+    );
+    call("DEL", &conf(None), &bin).ok();
+    let rules = ruleset();
+    assert!(
+        !rules.contains("table inet cni_firewall"),
+        "DEL without a backend leaves no nftables rule\n{rules}"
+    );
+
+    call("ADD", &conf(Some("iptables")), &bin).ok();
+    assert!(filter().contains("-A CNI-FORWARD -s 10.54.0.7/32 -j ACCEPT"));
+    call("DEL", &conf(None), &bin).ok();
+    let v6 = run_in(None, "ip6tables-save", &["-t", "filter"]);
+    for table in [filter(), v6] {
+        assert!(
+            !table.contains("10.54.0.7") && !table.contains("fd00:54::7"),
+            "{table}"
+        );
+    }
+}

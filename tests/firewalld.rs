@@ -49,8 +49,17 @@ struct Bus {
 
 impl Bus {
     fn start() -> Bus {
+        Bus::with(None, "")
+    }
+
+    /// A bus listening at `listen` (else a socket in its temp dir), with
+    /// `rules` appended to root's policy (later rules win).
+    fn with(listen: Option<&str>, rules: &str) -> Bus {
         let dir = TempDir::new("bus");
-        let socket = dir.0.join("system_bus_socket");
+        let listen = listen.map_or_else(
+            || format!("unix:path={}", dir.0.join("system_bus_socket").display()),
+            str::to_string,
+        );
         let conf = dir.0.join("bus.conf");
         std::fs::write(
             &conf,
@@ -59,16 +68,16 @@ impl Bus {
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
   <type>system</type>
-  <listen>unix:path={}</listen>
+  <listen>{listen}</listen>
   <auth>EXTERNAL</auth>
   <policy user="root">
     <allow own="*"/>
     <allow send_destination="*"/>
     <allow receive_sender="*"/>
+    {rules}
   </policy>
 </busconfig>
-"#,
-                socket.display()
+"#
             ),
         )
         .expect("write bus config");
@@ -86,7 +95,7 @@ impl Bus {
         BufReader::new(stdout)
             .read_line(&mut line)
             .expect("dbus-daemon address");
-        assert!(line.starts_with("unix:path="), "dbus-daemon said {line:?}");
+        assert!(line.starts_with("unix:"), "dbus-daemon said {line:?}");
         Bus {
             dir,
             daemon,
@@ -349,8 +358,26 @@ fn firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingres
     );
     assert!(bus.sources("trusted").is_empty());
     call("CHECK", &ns, &bus.address, conf.clone(), &ips).ok();
+    // DEL from a zone firewalld does not know (INVALID_ZONE), or from one the
+    // sources are not in (ZONE_CONFLICT): nothing of this config's is there.
+    let unknown = json!({"backend": "firewalld", "firewalldZone": "no-such-zone"});
+    call("DEL", &ns, &bus.address, unknown, &ips).ok();
+    call(
+        "DEL",
+        &ns,
+        &bus.address,
+        json!({"backend": "firewalld"}),
+        &ips,
+    )
+    .ok();
+    assert_eq!(
+        bus.sources("internal"),
+        ["10.71.0.5/32".to_string(), "fd71::5/128".into()]
+    );
     call("DEL", &ns, &bus.address, conf.clone(), &ips).ok();
     assert!(bus.sources("internal").is_empty());
+    // Not in any zone (UNKNOWN_SOURCE): already gone.
+    call("DEL", &ns, &bus.address, conf.clone(), &ips).ok();
 
     // A zone firewalld does not know: its error, in the reference's words.
     let bad = json!({"backend": "firewalld", "firewalldZone": "no-such-zone"});
@@ -464,4 +491,71 @@ fn del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone() {
         .set("DBUS_SYSTEM_BUS_ADDRESS", &missing)
         .run()
         .err(50);
+}
+
+/// firewalld answers removeSource with an error that does not say the source
+/// is gone (here the bus's AccessDenied): DEL fails with it, and the source
+/// it could not remove is still there for the runtime's retry.
+#[test]
+fn del_fails_when_remove_source_is_denied() {
+    if tools_missing("del_fails_when_remove_source_is_denied") {
+        return;
+    }
+    enter_test_host();
+    let ns = Netns::new();
+    let ips = ["10.74.0.5/24"];
+    let conf = json!({"backend": "firewalld"});
+    let deny = format!(
+        r#"<deny send_destination="{FIREWALLD}" send_interface="{ZONE}" send_member="removeSource"/>"#
+    );
+    let bus = Bus::with(None, &deny);
+    let _fw = Firewalld::start(&bus);
+    call("ADD", &ns, &bus.address, conf.clone(), &ips).ok();
+    let e = call("DEL", &ns, &bus.address, conf.clone(), &ips).err(999);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.starts_with("failed to remove the address 10.74.0.5/32 from trusted zone: ")
+            && msg.contains("removeSource"),
+        "{e}"
+    );
+    assert_eq!(bus.sources("trusted"), ["10.74.0.5/32"]);
+    // With the backend unset (firewalld owns its name), the same.
+    call("DEL", &ns, &bus.address, json!({}), &ips).err(999);
+    assert_eq!(bus.sources("trusted"), ["10.74.0.5/32"]);
+}
+
+/// The bus found through an abstract socket, also as the second entry of an
+/// address list: DEL reaches it and learns that firewalld has no owner there
+/// (a bus it could not reach would be "no system bus"). An address it cannot
+/// use is an error, not an absent bus.
+#[test]
+fn the_bus_is_reached_at_an_abstract_address_and_in_an_address_list() {
+    if tools_missing("the_bus_is_reached_at_an_abstract_address") {
+        return;
+    }
+    enter_test_host();
+    let ns = Netns::new();
+    let ips = ["10.75.0.5/24"];
+    let conf = json!({"backend": "firewalld"});
+    let name = format!("cni-multi-test-bus-{}", std::process::id());
+    let bus = Bus::with(Some(&format!("unix:abstract={name}")), "");
+    assert!(bus.address.starts_with("unix:abstract="), "{}", bus.address);
+    let gone = format!("unix:path={}/gone", bus.dir.0.display());
+    for address in [bus.address.clone(), format!("{gone};{}", bus.address)] {
+        let del = call("DEL", &ns, &address, conf.clone(), &ips);
+        del.ok();
+        assert!(
+            del.stderr.contains("has no owner on the system bus"),
+            "{address}: {del:?}"
+        );
+    }
+    for unusable in ["tcp:host=127.0.0.1,port=1", "unix:tmpdir=/tmp", "nonsense"] {
+        let e = call("DEL", &ns, unusable, conf.clone(), &ips).err(999);
+        assert!(
+            e["msg"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("failed to connect to the system bus")),
+            "{unusable}: {e}"
+        );
+    }
 }

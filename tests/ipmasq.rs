@@ -210,3 +210,45 @@ fn rules_written_by_the_go_plugins_are_removed_by_del() {
         .ok();
     assert_eq!(nat(), before);
 }
+
+/// ADD with `ipMasqBackend: "nftables"`, DEL with the key unset while iptables
+/// is installed (what detection picks): the nftables rules go all the same,
+/// for bridge and ptp. And the other way: ADD with iptables, DEL unset, the
+/// iptables chain goes and nftables is left as it was.
+#[test]
+fn del_without_a_backend_removes_the_rules_of_either_backend() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq-either"));
+    let ruleset = || run_in(None, "nft", &["list", "ruleset"]);
+    let before = nat();
+    let masq_table = "table inet cni_plugins_masquerade";
+    for plugin in ["bridge", "ptp"] {
+        let unset = conf(plugin, &store);
+        let nft = harness::merged(unset.clone(), json!({"ipMasqBackend": "nftables"}));
+        let ns = Netns::new();
+        let id = format!("either-{plugin}");
+        call(plugin, "ADD", ns.path(), &id, &nft, &bin).run().ok();
+        let rules = ruleset();
+        assert!(rules.contains(masq_table), "{rules}");
+        call(plugin, "DEL", ns.path(), &id, &unset, &bin).run().ok();
+        let rules = ruleset();
+        assert!(
+            !rules.contains(masq_table),
+            "{plugin}: DEL without ipMasqBackend leaves no nftables rule\n{rules}"
+        );
+        assert_eq!(nat(), before);
+
+        let ipt = harness::merged(unset.clone(), json!({"ipMasqBackend": "iptables"}));
+        let ns = Netns::new();
+        call(plugin, "ADD", ns.path(), &id, &ipt, &bin).run().ok();
+        let chain = format!("CNI-{}", sha512_prefix(&format!("masq-net{id}"), 24));
+        assert!(nat().contains(&chain), "{}", nat());
+        call(plugin, "DEL", ns.path(), &id, &unset, &bin).run().ok();
+        assert_eq!(
+            nat(),
+            before,
+            "{plugin}: DEL without ipMasqBackend leaves no iptables rule"
+        );
+        assert!(!ruleset().contains(masq_table));
+    }
+}

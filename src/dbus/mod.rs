@@ -1,5 +1,6 @@
 //! A small blocking D-Bus client for the system bus: connect to the unix
-//! socket `DBUS_SYSTEM_BUS_ADDRESS` names (else the well-known path),
+//! socket `DBUS_SYSTEM_BUS_ADDRESS` names (a path or an abstract name, the
+//! first of a list that answers; else the well-known path),
 //! authenticate with SASL EXTERNAL, say Hello, then call methods whose
 //! arguments are strings and read their replies. Every read and write has a
 //! deadline, so a wedged bus or service ends in an error, never a hang.
@@ -10,8 +11,9 @@ pub mod wire;
 
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
+use std::os::linux::net::SocketAddrExt;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::net::UnixStream;
+use std::os::unix::net::{SocketAddr, UnixStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use std::{fmt, path::Path};
@@ -29,10 +31,18 @@ const BUS_PATH: &str = "/org/freedesktop/DBus";
 /// What went wrong talking to the bus, with the cause kept.
 #[derive(Debug)]
 pub enum Error {
-    /// The bus address names no unix socket path this client can use.
-    Address { address: String },
+    /// The bus address names no socket this client can use (why), and what
+    /// connecting to the usable ones gave, if any.
+    Address {
+        address: String,
+        unusable: Vec<Unusable>,
+        refused: Option<Box<Error>>,
+    },
     /// The bus socket could not be connected to.
-    Connect { path: PathBuf, source: io::Error },
+    Connect {
+        endpoint: Endpoint,
+        source: io::Error,
+    },
     /// Reading or writing the connection failed.
     Io { op: &'static str, source: io::Error },
     /// The bus closed the connection.
@@ -58,10 +68,10 @@ impl Error {
     }
 
     /// The bus is not there at all (no socket, nobody listening): nothing
-    /// can be registered with any service on it.
+    /// can be registered with any service on it. An address this client
+    /// cannot use says nothing of the kind.
     pub fn is_unreachable(&self) -> bool {
         match self {
-            Error::Address { .. } => true,
             Error::Connect { source, .. } => matches!(
                 source.kind(),
                 io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
@@ -74,15 +84,25 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Address { address } => {
-                write!(f, "no unix:path= address in the bus address {address:?}")
+            Error::Address {
+                address,
+                unusable,
+                refused,
+            } => {
+                write!(f, "unusable bus address {address:?}: ")?;
+                if unusable.is_empty() {
+                    f.write_str("no address in it")?;
+                }
+                for (i, u) in unusable.iter().enumerate() {
+                    write!(f, "{}{u}", if i == 0 { "" } else { "; " })?;
+                }
+                match refused {
+                    Some(e) => write!(f, "; {e}"),
+                    None => Ok(()),
+                }
             }
-            Error::Connect { path, source } => {
-                write!(
-                    f,
-                    "cannot connect to the bus at {}: {source}",
-                    path.display()
-                )
+            Error::Connect { endpoint, source } => {
+                write!(f, "cannot connect to the bus at {endpoint}: {source}")
             }
             Error::Io { op, source } => write!(f, "failed to {op} the bus: {source}"),
             Error::Closed => f.write_str("the bus closed the connection"),
@@ -110,25 +130,129 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Connect { source, .. } | Error::Io { source, .. } => Some(source),
+            Error::Address {
+                refused: Some(e), ..
+            } => Some(e.as_ref()),
             _ => None,
         }
     }
 }
 
-/// The socket paths of a D-Bus address list (`unix:path=/x,guid=…;…`), in
-/// order, with the value's %-escapes decoded. Other transports are skipped.
-pub fn socket_paths(address: &str) -> Vec<PathBuf> {
+/// A socket of a bus address this client connects to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `unix:path=`: a socket file.
+    Path(PathBuf),
+    /// `unix:abstract=`: a name in the network namespace's abstract socket
+    /// space (without the leading NUL).
+    Abstract(Vec<u8>),
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Path(p) => write!(f, "unix:path={}", p.display()),
+            Endpoint::Abstract(name) => {
+                write!(f, "unix:abstract={}", String::from_utf8_lossy(name))
+            }
+        }
+    }
+}
+
+impl Endpoint {
+    fn connect(&self) -> io::Result<UnixStream> {
+        match self {
+            Endpoint::Path(p) => UnixStream::connect(p),
+            Endpoint::Abstract(name) => {
+                UnixStream::connect_addr(&SocketAddr::from_abstract_name(name)?)
+            }
+        }
+    }
+}
+
+/// The entries of a D-Bus address list (`unix:path=/x,guid=…;unix:abstract=y`),
+/// in order, each a socket to try or why it cannot be used. As libdbus and
+/// godbus: keys are `key=value` with %-escaped values, unknown keys (guid) are
+/// ignored, a unix address has exactly one of `path` and `abstract`; the
+/// listen-only forms (`tmpdir`, `dir`, `runtime`) and other transports (tcp,
+/// which the system bus's EXTERNAL authentication does not run over) are not
+/// usable here.
+pub fn endpoints(address: &str) -> Vec<std::result::Result<Endpoint, Unusable>> {
     address
         .split(';')
-        .filter_map(|one| one.strip_prefix("unix:"))
-        .filter_map(|params| {
-            params
-                .split(',')
-                .find_map(|kv| kv.strip_prefix("path="))
-                .and_then(unescape)
-        })
-        .map(|p| PathBuf::from(OsString::from_vec(p)))
+        .filter(|one| !one.is_empty())
+        .map(endpoint)
         .collect()
+}
+
+/// An entry of a bus address this client cannot connect to, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unusable {
+    pub entry: String,
+    pub why: Why,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    NoTransport,
+    NotKeyValue(String),
+    KeyTwice(String),
+    BadEscape(String),
+    Transport(String),
+    PathAndAbstract,
+    NoSocket,
+}
+
+impl fmt::Display for Unusable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}: ", self.entry)?;
+        match &self.why {
+            Why::NoTransport => f.write_str("names no transport"),
+            Why::NotKeyValue(kv) => write!(f, "{kv:?} is not key=value"),
+            Why::KeyTwice(key) => write!(f, "{key} given twice"),
+            Why::BadEscape(key) => write!(f, "bad %-escape in {key}"),
+            Why::Transport(t) => write!(f, "transport {t:?} is not supported"),
+            Why::PathAndAbstract => f.write_str("both path and abstract"),
+            Why::NoSocket => f.write_str("no path or abstract to connect to"),
+        }
+    }
+}
+
+fn endpoint(one: &str) -> std::result::Result<Endpoint, Unusable> {
+    let unusable = |why| Unusable {
+        entry: one.to_string(),
+        why,
+    };
+    let Some((transport, params)) = one.split_once(':') else {
+        return Err(unusable(Why::NoTransport));
+    };
+    let mut keys: Vec<(&str, Vec<u8>)> = Vec::new();
+    for kv in params.split(',').filter(|kv| !kv.is_empty()) {
+        let Some((key, value)) = kv.split_once('=') else {
+            return Err(unusable(Why::NotKeyValue(kv.to_string())));
+        };
+        if keys.iter().any(|(k, _)| *k == key) {
+            return Err(unusable(Why::KeyTwice(key.to_string())));
+        }
+        let value = unescape(value).ok_or_else(|| unusable(Why::BadEscape(key.to_string())))?;
+        keys.push((key, value));
+    }
+    if transport != "unix" {
+        return Err(unusable(Why::Transport(transport.to_string())));
+    }
+    let get = |name: &str| {
+        keys.iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.clone())
+    };
+    match (get("path"), get("abstract")) {
+        (Some(p), None) if !p.is_empty() => {
+            Ok(Endpoint::Path(PathBuf::from(OsString::from_vec(p))))
+        }
+        (None, Some(name)) if !name.is_empty() => Ok(Endpoint::Abstract(name)),
+        (Some(_), Some(_)) => Err(unusable(Why::PathAndAbstract)),
+        _ => Err(unusable(Why::NoSocket)),
+    }
 }
 
 /// `%XX` decoding of an address value; None for a broken escape.
@@ -167,25 +291,42 @@ impl Conn {
         }
     }
 
-    /// The first unix socket of `address` that accepts a connection.
+    /// The first socket of `address` that accepts a connection, as libdbus
+    /// tries a list; authentication and Hello run on that one only. When none
+    /// does, the bus is unreachable only if every entry could be tried: an
+    /// entry this client cannot use might have been the bus.
     pub fn open(address: &str, timeout: Duration) -> Result<Conn> {
-        let mut last = Error::Address {
-            address: address.to_string(),
-        };
-        for path in socket_paths(address) {
-            match Conn::open_path(&path, timeout) {
-                Ok(conn) => return Ok(conn),
-                Err(e) => last = e,
+        let mut unusable = Vec::new();
+        let mut refused = None;
+        for entry in endpoints(address) {
+            match entry {
+                Ok(endpoint) => match endpoint.connect() {
+                    Ok(stream) => return Conn::start(stream, timeout),
+                    Err(source) => refused = Some(Error::Connect { endpoint, source }),
+                },
+                Err(why) => unusable.push(why),
             }
         }
-        Err(last)
+        match refused {
+            Some(e) if unusable.is_empty() => Err(e),
+            refused => Err(Error::Address {
+                address: address.to_string(),
+                unusable,
+                refused: refused.map(Box::new),
+            }),
+        }
     }
 
     pub fn open_path(path: &Path, timeout: Duration) -> Result<Conn> {
-        let stream = UnixStream::connect(path).map_err(|source| Error::Connect {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let endpoint = Endpoint::Path(path.to_path_buf());
+        match endpoint.connect() {
+            Ok(stream) => Conn::start(stream, timeout),
+            Err(source) => Err(Error::Connect { endpoint, source }),
+        }
+    }
+
+    /// Authenticates on a connected socket and says Hello.
+    fn start(stream: UnixStream, timeout: Duration) -> Result<Conn> {
         let mut conn = Conn {
             stream,
             buf: Vec::new(),
@@ -393,17 +534,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bus_addresses_give_their_socket_paths_in_order() {
+    fn bus_addresses_give_their_sockets_in_order() {
+        let path = |p: &str| Ok(Endpoint::Path(PathBuf::from(p)));
         assert_eq!(
-            socket_paths("unix:path=/run/dbus/system_bus_socket"),
-            [PathBuf::from("/run/dbus/system_bus_socket")]
+            endpoints("unix:path=/run/dbus/system_bus_socket"),
+            [path("/run/dbus/system_bus_socket")]
         );
         assert_eq!(
-            socket_paths("tcp:host=x,port=1;unix:guid=abc,path=/tmp/a%20b;unix:abstract=/x"),
-            [PathBuf::from("/tmp/a b")]
+            endpoints("unix:guid=abc,path=/tmp/a%20b;unix:abstract=/x%2cy,guid=1;"),
+            [path("/tmp/a b"), Ok(Endpoint::Abstract(b"/x,y".to_vec()))]
         );
-        assert!(socket_paths("unix:path=/bad%zz").is_empty());
-        assert!(socket_paths("").is_empty());
+        assert!(endpoints("").is_empty());
+        let unusable = |a: &str| {
+            let all = endpoints(a);
+            assert_eq!(all.len(), 1, "{a}: {all:?}");
+            all.into_iter()
+                .next()
+                .and_then(|e| e.err())
+                .map(|u| u.to_string())
+                .unwrap_or_default()
+        };
+        for (address, says) in [
+            ("unix:path=/bad%zz", "bad %-escape in path"),
+            ("unix:path=/a,path=/b", "path given twice"),
+            ("unix:path=/a,abstract=b", "both path and abstract"),
+            ("unix:abstract=", "no path or abstract"),
+            ("unix:tmpdir=/tmp", "no path or abstract"),
+            ("unix:path", "is not key=value"),
+            ("tcp:host=x,port=1", "transport \"tcp\" is not supported"),
+            ("/run/dbus/system_bus_socket", "names no transport"),
+        ] {
+            assert!(
+                unusable(address).contains(says),
+                "{address}: {}",
+                unusable(address)
+            );
+        }
     }
 
     #[test]
@@ -414,10 +580,59 @@ mod tests {
         assert!(e.is_unreachable(), "{e:?}");
         assert!(e.to_string().contains("/nonexistent/cni-multi-bus"), "{e}");
         assert!(std::error::Error::source(&e).is_some());
-        let e = Conn::open("tcp:host=localhost,port=1", TIMEOUT)
-            .err()
-            .expect("no unix path");
+        let name = format!("unix:abstract=cni-multi-nobody-{}", std::process::id());
+        let e = Conn::open(&name, TIMEOUT).err().expect("nobody listens");
         assert!(e.is_unreachable(), "{e:?}");
+        assert!(e.to_string().contains(&name), "{e}");
+    }
+
+    /// An address this client cannot use might be the bus: not "unreachable",
+    /// and the error says why, with what the usable entries gave.
+    #[test]
+    fn an_unusable_address_is_an_error_not_an_absent_bus() {
+        for address in ["tcp:host=localhost,port=1", "", ";", "unix:tmpdir=/tmp"] {
+            let e = Conn::open(address, TIMEOUT).err().expect("unusable");
+            assert!(
+                matches!(e, Error::Address { .. }) && !e.is_unreachable(),
+                "{e:?}"
+            );
+        }
+        let e = Conn::open("unix:path=/nonexistent/x;tcp:host=h,port=1", TIMEOUT)
+            .err()
+            .expect("unusable");
+        assert!(!e.is_unreachable(), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.contains("\"tcp\" is not supported") && text.contains("/nonexistent/x"),
+            "{text}"
+        );
+    }
+
+    /// The list is tried in order: a missing socket first, then an abstract
+    /// one that answers.
+    #[test]
+    fn an_address_list_connects_to_the_first_socket_that_answers() {
+        let name = format!("cni-multi-dbus-abstract-{}", std::process::id());
+        let server = fake_bus_on(
+            std::os::unix::net::UnixListener::bind_addr(
+                &SocketAddr::from_abstract_name(name.as_bytes()).expect("abstract name"),
+            )
+            .expect("bind abstract"),
+            Vec::new(),
+            |serial| {
+                wire::tests::message(
+                    wire::METHOD_RETURN,
+                    4,
+                    Some(serial),
+                    None,
+                    Some(&Value::Bool(true)),
+                )
+            },
+        );
+        let address = format!("unix:path=/nonexistent/cni-multi-bus;unix:abstract={name},guid=00");
+        let mut conn = Conn::open(&address, TIMEOUT).expect("the abstract socket");
+        assert!(conn.name_has_owner("org.example.Name").expect("answer"));
+        server.join().expect("server");
     }
 
     /// A bus of our own in a thread: accepts EXTERNAL, answers Hello, then
@@ -426,7 +641,6 @@ mod tests {
         before: Vec<Vec<u8>>,
         answer: fn(u32) -> Vec<u8>,
     ) -> (PathBuf, std::thread::JoinHandle<Vec<u8>>) {
-        use wire::tests::message;
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "cni-multi-dbus-fake-{}-{}",
@@ -437,7 +651,23 @@ mod tests {
         let path = dir.join("bus");
         let _ = std::fs::remove_file(&path);
         let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let inner = fake_bus_on(listener, before, answer);
         let server = std::thread::spawn(move || {
+            let seen = inner.join().expect("fake bus");
+            let _ = std::fs::remove_dir_all(&dir);
+            seen
+        });
+        (path, server)
+    }
+
+    /// The fake bus of `fake_bus` on a listener of the caller's.
+    fn fake_bus_on(
+        listener: std::os::unix::net::UnixListener,
+        before: Vec<Vec<u8>>,
+        answer: fn(u32) -> Vec<u8>,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
+        use wire::tests::message;
+        std::thread::spawn(move || {
             let (mut s, _) = listener.accept().expect("accept");
             let mut seen = Vec::new();
             let mut byte = [0u8; 1];
@@ -475,10 +705,8 @@ mod tests {
             }
             s.write_all(&answer(wire::parse(&call).expect("call").serial))
                 .expect("answer");
-            let _ = std::fs::remove_dir_all(&dir);
             seen
-        });
-        (path, server)
+        })
     }
 
     #[test]

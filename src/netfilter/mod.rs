@@ -37,16 +37,36 @@ impl Backend {
         }
     }
 
+    /// Whether rules can be written (and so may exist) here: iptables'
+    /// tools are installed, or nf_tables answers.
+    pub fn usable(self) -> bool {
+        match self {
+            Backend::Iptables => iptables::usable(Family::V4),
+            Backend::Nftables => crate::netlink::nfnl::available(),
+        }
+    }
+
     /// The reference's rule: iptables unless its tools are missing and nf_tables
     /// answers (which needs no userland here: rules go over netlink).
     pub fn detect() -> Result<Backend> {
-        if iptables::usable(Family::V4) {
-            return Ok(Backend::Iptables);
+        [Backend::Iptables, Backend::Nftables]
+            .into_iter()
+            .find(|b| b.usable())
+            .ok_or(Error::NoBackend)
+    }
+
+    /// The backends a DEL removes rules from: the configured one; without
+    /// one, each usable here. Detection at ADD may have chosen the other (its
+    /// tools installed or removed since, or the key dropped from the config),
+    /// and re-detecting one would leave that one's rules while DEL succeeds.
+    pub fn for_del(configured: Option<Backend>) -> Vec<Backend> {
+        match configured {
+            Some(b) => vec![b],
+            None => [Backend::Iptables, Backend::Nftables]
+                .into_iter()
+                .filter(|b| b.usable())
+                .collect(),
         }
-        if crate::netlink::nfnl::available() {
-            return Ok(Backend::Nftables);
-        }
-        Err(Error::NoBackend)
     }
 
     /// The configured backend, else the detected one.

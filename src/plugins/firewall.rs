@@ -181,42 +181,48 @@ impl Plugin for Firewall {
         Ok(prev)
     }
 
+    /// With `backend` set, DEL undoes that backend's work. Unset, it undoes
+    /// whatever detection could have chosen at ADD: firewalld's sources when
+    /// it runs, and the rules of each backend usable here.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let Some(conf) = del_conf(inv)? else {
             return Ok(());
         };
-        match conf.target() {
-            Ok(Target::Rules(Backend::Iptables)) => {
-                // The iptables rules carry only addresses: they need prevResult.
-                match inv.conf.container_prev_result()? {
-                    Some(prev) => Ok(rules::del(&addresses(&prev), &conf.admin_chain)?),
-                    None => Ok(()),
-                }
+        let (zone_sources, backends) = match conf.target {
+            Some(Target::Firewalld) => (true, Vec::new()),
+            Some(Target::Rules(b)) => (false, Backend::for_del(Some(b))),
+            None => (firewalld::running(), Backend::for_del(None)),
+        };
+        // Only the nftables rules are found without prevResult's addresses.
+        let ips = if zone_sources || backends.contains(&Backend::Iptables) {
+            inv.conf
+                .container_prev_result()?
+                .map(|prev| addresses(&prev))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        if zone_sources && !ips.is_empty() {
+            // Sources are runtime state of firewalld: gone with it.
+            if let Some(gone) = firewalld::del(&conf.zone, &ips)? {
+                eprintln!(
+                    "firewall: firewalld is not running ({gone}); no zone {} sources to remove",
+                    conf.zone
+                );
             }
-            Ok(Target::Rules(Backend::Nftables)) => {
-                let _lock = crate::netfilter::lock()?;
-                Ok(rules::nftables::del(&inv.env.container_id)?)
-            }
-            Ok(Target::Firewalld) => {
-                let ips = match inv.conf.container_prev_result()? {
-                    Some(prev) => addresses(&prev),
-                    None => return Ok(()),
-                };
-                if ips.is_empty() {
-                    return Ok(());
-                }
-                // Sources are runtime state of firewalld: gone with it.
-                if let Some(gone) = firewalld::del(&conf.zone, &ips)? {
-                    eprintln!(
-                        "firewall: firewalld is not running ({gone}); no zone {} sources to remove",
-                        conf.zone
-                    );
-                }
-                Ok(())
-            }
-            // No usable backend: no rules of ours can exist.
-            Err(_) => Ok(()),
         }
+        for backend in backends {
+            match backend {
+                // The iptables rules carry only addresses: they need prevResult.
+                Backend::Iptables if ips.is_empty() => {}
+                Backend::Iptables => rules::del(&ips, &conf.admin_chain)?,
+                Backend::Nftables => {
+                    let _lock = crate::netfilter::lock()?;
+                    rules::nftables::del(&inv.env.container_id)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

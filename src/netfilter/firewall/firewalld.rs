@@ -16,6 +16,23 @@ const ZONE_INTERFACE: &str = "org.fedoraproject.FirewallD1.zone";
 pub const DEFAULT_ZONE: &str = "trusted";
 /// firewalld's answer to adding a source the zone already has.
 const ZONE_ALREADY_SET: &str = "ZONE_ALREADY_SET";
+/// The error name of firewalld's own refusals; the message starts with its code.
+const EXCEPTION: &str = "org.fedoraproject.FirewallD1.Exception";
+/// firewalld's codes for removeSource of a source that is not in the zone:
+/// in no zone at all, in another zone (1.x), not in this one (0.x), or a
+/// zone that does not exist.
+const NOT_IN_ZONE: [&str; 4] = [
+    "UNKNOWN_SOURCE",
+    "ZONE_CONFLICT",
+    "NOT_ENABLED",
+    "INVALID_ZONE",
+];
+/// The bus's answers to a call for a name nobody owns (firewalld stopped
+/// between our question and the call).
+const NO_OWNER: [&str; 2] = [
+    "org.freedesktop.DBus.Error.ServiceUnknown",
+    "org.freedesktop.DBus.Error.NameHasNoOwner",
+];
 
 /// `ip/32` or `ip/128`, as the reference names a source.
 pub fn source(ip: &IpNet) -> String {
@@ -81,10 +98,22 @@ impl fmt::Display for Gone {
     }
 }
 
-/// DEL: each address out of `zone`. firewalld's own refusals (the address
-/// is not in the zone, no such zone) are ignored as the reference does.
-/// When firewalld is gone, its runtime sources went with it: nothing to do,
-/// and the caller learns why (`Some`).
+/// Whether a removeSource error says the source is not in the zone.
+fn not_in_zone(e: &dbus::Error) -> bool {
+    match e {
+        dbus::Error::Remote { name, message } if name == EXCEPTION => {
+            let code = message.split(':').next().unwrap_or_default().trim();
+            NOT_IN_ZONE.contains(&code)
+        }
+        _ => false,
+    }
+}
+
+/// DEL: each address out of `zone`. firewalld's answers that the address is
+/// not in the zone are success; any other error fails DEL, as the source may
+/// still be there (the reference ignores every error here). When firewalld
+/// is gone, its runtime sources went with it: nothing to do, and the caller
+/// learns why (`Some`).
 pub fn del(zone: &str, ips: &[IpNet]) -> Result<Option<Gone>> {
     let mut conn = match Conn::system() {
         Ok(c) => c,
@@ -100,7 +129,11 @@ pub fn del(zone: &str, ips: &[IpNet]) -> Result<Option<Gone>> {
     for ip in ips {
         let src = source(ip);
         match conn.call_string(&zone_call("removeSource", &[zone, &src])) {
-            Ok(_) | Err(dbus::Error::Remote { .. }) => {}
+            Ok(_) => {}
+            Err(e) if not_in_zone(&e) => {}
+            Err(e) if NO_OWNER.iter().any(|n| e.is_remote(n)) => {
+                return Ok(Some(Gone::NotRunning));
+            }
             Err(e) => {
                 return Err(failed(format!(
                     "failed to remove the address {src} from {zone} zone"
@@ -133,6 +166,32 @@ pub fn check(zone: &str, ips: &[IpNet]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only firewalld's "not in this zone" codes count as already removed.
+    #[test]
+    fn only_not_in_zone_answers_are_success_for_del() {
+        let remote = |name: &str, message: &str| dbus::Error::Remote {
+            name: name.into(),
+            message: message.into(),
+        };
+        for message in [
+            "UNKNOWN_SOURCE: '10.0.0.5/32' is not in any zone",
+            "ZONE_CONFLICT: remove_source(trusted, 10.0.0.5/32): zos='internal'",
+            "NOT_ENABLED: '10.0.0.5/32' is not in 'trusted'",
+            "INVALID_ZONE: nosuch",
+        ] {
+            assert!(not_in_zone(&remote(EXCEPTION, message)), "{message}");
+        }
+        for e in [
+            remote(EXCEPTION, "COMMAND_FAILED: nft"),
+            remote(EXCEPTION, "RUNNING_BUT_FAILED"),
+            remote("org.freedesktop.DBus.Error.AccessDenied", "UNKNOWN_SOURCE"),
+            remote("org.fedoraproject.FirewallD1.NotAuthorizedException", ""),
+            dbus::Error::Closed,
+        ] {
+            assert!(!not_in_zone(&e), "{e:?}");
+        }
+    }
 
     #[test]
     fn sources_are_host_prefixes() {

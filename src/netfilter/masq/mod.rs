@@ -27,8 +27,8 @@ impl IpMasq {
         self.enabled
     }
 
-    /// For DEL, which takes what ADD refuses: an unknown backend is detected
-    /// (the reference's DEL tears down both backends whatever the key says).
+    /// For DEL, which takes what ADD refuses: an unknown backend counts as
+    /// unset (the reference's DEL tears down both backends whatever the key says).
     pub fn for_del(enabled: bool, backend: Option<String>) -> IpMasq {
         IpMasq::new(enabled, backend.clone()).unwrap_or(IpMasq {
             enabled,
@@ -55,19 +55,25 @@ impl IpMasq {
         }
     }
 
-    /// Always attempted when enabled, even without the container's addresses.
+    /// Always attempted when enabled, even without the container's addresses;
+    /// without `ipMasqBackend`, in every backend usable here.
     pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
         if !self.enabled {
             return Ok(());
         }
-        match Backend::choose(self.backend.as_deref()) {
-            Ok(Backend::Iptables) => iptables::teardown(network, container_id),
-            Ok(Backend::Nftables) => {
-                let _lock = lock()?;
-                nftables::teardown(network, container_id, ifname)
+        let configured = match self.backend.as_deref().filter(|b| !b.is_empty()) {
+            Some(b) => Some(Backend::parse(b)?),
+            None => None,
+        };
+        for backend in Backend::for_del(configured) {
+            match backend {
+                Backend::Iptables => iptables::teardown(network, container_id)?,
+                Backend::Nftables => {
+                    let _lock = lock()?;
+                    nftables::teardown(network, container_id, ifname)?;
+                }
             }
-            // No usable backend: no rules of ours can exist.
-            Err(_) => Ok(()),
         }
+        Ok(())
     }
 }
