@@ -349,6 +349,24 @@ fn snake_case(name: &str) -> String {
     out
 }
 
+/// `<stem>.rs` and every file of `<stem>/`.
+fn module_text(stem: &str) -> String {
+    let mut text = read(&format!("{stem}.rs"));
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(stem);
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    for f in files {
+        text.push_str(&std::fs::read_to_string(&f).unwrap_or_default());
+    }
+    text
+}
+
 /// The names a body calls: identifiers followed by `(`.
 fn called_names(body: &str) -> Vec<&str> {
     let mut out = Vec::new();
@@ -387,9 +405,10 @@ fn every_named_test_sets_its_key() {
         let Some(body) = fn_body(&text, name) else {
             continue; // every_named_test_exists_in_its_file says so
         };
-        // A unit-test file's helpers include the code it tests.
+        // A unit-test file's helpers include the code it tests (the module
+        // and its submodules).
         let text = match file.strip_suffix("_tests.rs") {
-            Some(stem) => text.clone() + &read(&format!("{stem}.rs")),
+            Some(stem) => text.clone() + &module_text(stem),
             None => text.clone(),
         };
         // The test's own text, and that of the helpers of its file it calls

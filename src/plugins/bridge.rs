@@ -1,8 +1,8 @@
 //! bridge: a veth pair per container, the host end enslaved to a Linux bridge
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
-use crate::cni::delegate::Delegate;
-use crate::cni::error::{Code, Context};
+use crate::cni::delegate::{Delegate, Rollback};
+use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
@@ -203,139 +203,48 @@ impl Plugin for Bridge {
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         attach_port(&mut host, &conf, &bridge, &veth.host)?;
         // As the reference: once the veth exists, before IPAM; undone if ADD fails.
-        let spoofchk = if conf.macspoofchk {
-            Some(macspoof_setup(inv, &veth.host, &veth.container)?)
-        } else {
-            None
+        let spoofchk = match conf.macspoofchk {
+            true => Some(macspoof_setup(inv, &veth.host, &veth.container)?),
+            false => None,
         };
-
         let mut result = NetResult::new();
         result.interfaces = vec![
             iface::result_interface(&bridge, None),
             iface::result_interface(&veth.host, None),
             iface::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
-        let ipam = match inv.conf.ipam_type() {
-            Some(_) => Some(Delegate::ipam(inv)?),
+        let ipam = inv
+            .conf
+            .ipam_type()
+            .map(|_| Delegate::ipam(inv))
+            .transpose()?;
+        let rollback = match &ipam {
+            Some(ipam) => Some(adopt_ipam(ipam, &mut result)?),
             None => None,
         };
-        let mut rollback = None;
-        if let Some(ipam) = &ipam {
-            let (ipam_result, guard) = ipam.add_guarded()?;
-            rollback = Some(guard);
-            iface::adopt_ipam_result(&mut result, ipam_result, 2)?;
-        }
-        let gateways = if conf.is_gateway {
-            assign_gateways(&mut result, conf.is_default_gateway)
-        } else {
-            Vec::new()
+        let gateways = match conf.is_gateway {
+            true => assign_gateways(&mut result, conf.is_default_gateway),
+            false => Vec::new(),
         };
-
-        // ipMasq's rules need only the addresses: their restore (an exec)
-        // runs on its own thread, in the host namespace, while the container
-        // side is configured; it is always joined, and undone if ADD fails.
+        // ipMasq's rules need only the addresses: they are written while the
+        // container side and the gateways are configured.
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
-        let (network, id) = (inv.conf.name(), inv.env.container_id.as_str());
-        let (configured_rest, masq_added) = std::thread::scope(|scope| {
-            let (masq, ips) = (&conf.masq, &ips);
-            // No thread when there is nothing to masquerade.
-            let masq = (masq.is_enabled() && !ips.is_empty())
-                .then(|| scope.spawn(move || masq.add(network, id, ifname, ips)));
-            let rest = (|| -> CniResult<()> {
-                let enable_dad = conf.enable_dad;
-                let disable = conf.disable_container_interface;
-                let layer3 = conf.layer3;
-                let configured = result.clone();
-                ns.run(|| -> CniResult<()> {
-                    let mut sock = Socket::open()?;
-                    if layer3 {
-                        let link = sock.link_by_name(ifname)?;
-                        iface::set_arp_notify(&mut sock, link.index);
-                        if enable_dad {
-                            iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
-                            iface::set_conf("ipv6", ifname, "accept_dad", "1");
-                        } else {
-                            iface::set_conf("ipv6", ifname, "accept_dad", "0");
-                        }
-                        iface::configure(&mut sock, ifname, &configured)
-                    } else if !disable {
-                        let link = sock.link_by_name(ifname)?;
-                        sock.set_link(link.index, Change::Up(true))?;
-                        Ok(())
-                    } else {
-                        Ok(())
-                    }
-                })??;
-
-                // A gateway bridge whose MAC is pinned keeps it: no refetch.
-                let mut mac_settled = false;
-                if !gateways.is_empty() && conf.vlan != 0 {
-                    // With a VLAN the gateway is the `<bridge>.<vlan>` veth, a port of
-                    // that VLAN; the bridge itself gets no address (and no pinned MAC).
-                    let gateway = ensure_vlan_gateway(&mut host, &conf, &bridge)?;
-                    result
-                        .interfaces
-                        .push(iface::result_interface(&gateway, None));
-                    for gw in &gateways {
-                        ensure_address(&mut host, &gateway, *gw, conf.force_address)?;
-                    }
-                    iface::enable_forwarding(&mut host, &result.ips)?;
-                } else if !gateways.is_empty() {
-                    let mut added = false;
-                    for gw in &gateways {
-                        added |= ensure_address(&mut host, &bridge, *gw, conf.force_address)?;
-                    }
-                    // Once set the MAC stays (the kernel keeps a user-set bridge
-                    // address), so only the ADD that made the bridge or gave it its
-                    // gateway pays for it: with many ports the kernel's cost of this
-                    // grows with each one.
-                    if (created || added)
-                        && let Some(mac) = pin_mac(&mut host, &bridge)?
-                    {
-                        result.interfaces[0].mac = format_mac(&mac);
-                    }
-                    iface::enable_forwarding(&mut host, &result.ips)?;
-                    mac_settled = true;
-                }
-                if !mac_settled {
-                    // Unpinned, a bridge takes the lowest port MAC: read what it is now.
-                    let bridge_now = host.link_by_index(bridge.index)?;
-                    result.interfaces[0].mac = bridge_now.mac_string();
-                }
-                // The container end's MAC was fixed when the veth was made (it is in
-                // interfaces[2] already); configuring addresses does not change it.
+        let id = inv.env.container_id.as_str();
+        conf.masq
+            .add_during(inv.conf.name(), id, ifname, &ips, || {
+                configure_container(&ns, &conf, ifname, &result)?;
+                configure_gateways(&mut host, &conf, &bridge, created, &gateways, &mut result)?;
                 if !conf.disable_container_interface {
                     wait_oper_up(&mut host, veth.host.index)?;
                 }
-                if let Some(dns) = conf.dns.clone() {
-                    result.dns = dns;
-                }
-                Ok(())
-            })();
-            let added = match masq.map(|thread| thread.join()) {
-                None | Some(Ok(Ok(()))) => Ok(()),
-                Some(Ok(Err(e))) => Err(Error::from(e)),
-                Some(Err(_)) => Err(Error::new(Code::Internal, "ipMasq: its thread panicked")),
-            };
-            (rest, added)
-        });
-        match (configured_rest, masq_added) {
-            (Ok(()), Ok(())) => {}
-            (Ok(()), Err(e)) => return Err(e),
-            (Err(e), added) => {
-                if added.is_ok() {
-                    let _ = conf.masq.del(network, id, ifname);
-                }
-                return Err(e);
-            }
+                Ok::<(), Error>(())
+            })?;
+        if let Some(dns) = conf.dns.clone() {
+            result.dns = dns;
         }
         cleanup.keep();
-        if let Some(guard) = rollback {
-            guard.keep();
-        }
-        if let Some(guard) = spoofchk {
-            guard.keep();
-        }
+        rollback.map(Rollback::keep);
+        spoofchk.map(|guard| guard.keep());
         Ok(result)
     }
 
@@ -672,6 +581,87 @@ fn wait_oper_up(sock: &mut Socket, index: u32) -> CniResult<()> {
         "bridge port in error state: {}",
         link.oper_state
     )))
+}
+
+/// IPAM's ADD, its result taken into `result` (the container's interface is
+/// the third); the guard gives the addresses back unless kept.
+fn adopt_ipam<'d, 'a>(
+    ipam: &'d Delegate<'a>,
+    result: &mut NetResult,
+) -> CniResult<Rollback<'d, 'a>> {
+    let (ipam_result, guard) = ipam.add_guarded()?;
+    iface::adopt_ipam_result(result, ipam_result, 2)?;
+    Ok(guard)
+}
+
+/// The container's interface: up, or (layer 3) its addresses and routes,
+/// with ARP notification and DAD as the reference sets them.
+fn configure_container(ns: &NetNs, conf: &Conf, ifname: &str, result: &NetResult) -> CniResult<()> {
+    let (layer3, enable_dad) = (conf.layer3, conf.enable_dad);
+    let disabled = conf.disable_container_interface;
+    ns.run(|| -> CniResult<()> {
+        let mut sock = Socket::open()?;
+        if layer3 {
+            let link = sock.link_by_name(ifname)?;
+            iface::set_arp_notify(&mut sock, link.index);
+            if enable_dad {
+                iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
+                iface::set_conf("ipv6", ifname, "accept_dad", "1");
+            } else {
+                iface::set_conf("ipv6", ifname, "accept_dad", "0");
+            }
+            iface::configure(&mut sock, ifname, result)
+        } else if !disabled {
+            let link = sock.link_by_name(ifname)?;
+            Ok(sock.set_link(link.index, Change::Up(true))?)
+        } else {
+            Ok(())
+        }
+    })?
+}
+
+/// The gateway addresses on the bridge (or, with a VLAN, on its
+/// `<bridge>.<vlan>` veth), forwarding on, and the bridge's MAC in the result.
+fn configure_gateways(
+    host: &mut Socket,
+    conf: &Conf,
+    bridge: &Link,
+    created: bool,
+    gateways: &[IpNet],
+    result: &mut NetResult,
+) -> CniResult<()> {
+    if !gateways.is_empty() && conf.vlan == 0 {
+        let mut added = false;
+        for gw in gateways {
+            added |= ensure_address(host, bridge, *gw, conf.force_address)?;
+        }
+        // Once set the MAC stays (the kernel keeps a user-set bridge address),
+        // so only the ADD that made the bridge or gave it its gateway pays for
+        // it: with many ports the kernel's cost of this grows with each one.
+        // A pinned MAC is the one read when the bridge was found: no refetch.
+        if (created || added)
+            && let Some(mac) = pin_mac(host, bridge)?
+        {
+            result.interfaces[0].mac = format_mac(&mac);
+        }
+        iface::enable_forwarding(host, &result.ips)?;
+        return Ok(());
+    }
+    if !gateways.is_empty() {
+        // With a VLAN the gateway is the `<bridge>.<vlan>` veth, a port of
+        // that VLAN; the bridge itself gets no address (and no pinned MAC).
+        let gateway = ensure_vlan_gateway(host, conf, bridge)?;
+        result
+            .interfaces
+            .push(iface::result_interface(&gateway, None));
+        for gw in gateways {
+            ensure_address(host, &gateway, *gw, conf.force_address)?;
+        }
+        iface::enable_forwarding(host, &result.ips)?;
+    }
+    // Unpinned, a bridge takes the lowest port MAC: read what it is now.
+    result.interfaces[0].mac = host.link_by_index(bridge.index)?.mac_string();
+    Ok(())
 }
 
 #[cfg(test)]

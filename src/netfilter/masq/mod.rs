@@ -55,6 +55,42 @@ impl IpMasq {
         }
     }
 
+    /// Runs `work` while this attachment's rules are added on a thread of
+    /// their own, in this thread's namespace (their restore, an exec, mostly
+    /// waits on the kernel); both have ended when this returns. When `work`
+    /// fails, rules that were added are removed again; when only the rules
+    /// fail, theirs is the error.
+    pub fn add_during<E: From<super::Error>>(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+        work: impl FnOnce() -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        // No thread when there is nothing to masquerade.
+        if !self.enabled || ips.is_empty() {
+            return work();
+        }
+        let (worked, added) = std::thread::scope(|scope| {
+            let adding = scope.spawn(|| self.add(network, container_id, ifname, ips));
+            let worked = work();
+            // A panic stays a panic, as if the rules had been added here.
+            let added = adding
+                .join()
+                .unwrap_or_else(|payload| std::panic::resume_unwind(payload));
+            (worked, added)
+        });
+        match (worked, added) {
+            (Ok(()), added) => added.map_err(E::from),
+            (Err(e), Ok(())) => {
+                let _ = self.del(network, container_id, ifname);
+                Err(e)
+            }
+            (Err(e), Err(_)) => Err(e),
+        }
+    }
+
     /// Always attempted when enabled, even without the container's addresses;
     /// without `ipMasqBackend`, in every backend usable here.
     pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
