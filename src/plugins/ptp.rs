@@ -9,6 +9,7 @@ use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
+use crate::netlink::link::Link;
 use crate::netlink::route::{RT_SCOPE_HOST, RT_SCOPE_LINK, Route};
 use ipnet::IpNet;
 use nix::libc;
@@ -72,52 +73,9 @@ impl Plugin for Ptp {
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
             iface::configure(&mut sock, ifname, &configured)?;
-            let link = sock.link_by_name(ifname)?;
-            for ip in &configured.ips {
-                let Some(gw) = ip.gateway else { continue };
-                // Replace the connected route with "gw is on the link, the rest via gw".
-                let mut connected = Route::new(ip.address.trunc());
-                connected.oif = Some(link.index);
-                connected.scope = RT_SCOPE_LINK;
-                match sock.del_route(&connected) {
-                    Ok(()) => {}
-                    Err(e) if e.is_not_found() => {}
-                    Err(e) => {
-                        return Err(e)
-                            .with_context(|| format!("failed to delete route {}", connected.dst));
-                    }
-                }
-                let mut to_gw = Route::new(IpNet::from(gw));
-                to_gw.oif = Some(link.index);
-                to_gw.scope = RT_SCOPE_LINK;
-                to_gw.src = Some(ip.address.addr());
-                add_tolerating_exists(&mut sock, &to_gw)?;
-                let mut via_gw = Route::new(ip.address.trunc());
-                via_gw.oif = Some(link.index);
-                via_gw.gw = Some(gw);
-                via_gw.src = Some(ip.address.addr());
-                add_tolerating_exists(&mut sock, &via_gw)?;
-            }
-            Ok(())
+            route_via_gateways(&mut sock, ifname, &configured)
         })??;
-
-        for ip in &result.ips {
-            let Some(gw) = ip.gateway else { continue };
-            match host.add_address(veth.host.index, IpNet::from(gw), 0) {
-                Ok(()) => {}
-                Err(e) if e.is(libc::EEXIST) => {}
-                Err(e) => {
-                    return Err(e).with_context(|| {
-                        format!("failed to add gateway address {gw} to {}", veth.host.name)
-                    });
-                }
-            }
-            let mut to_container = Route::new(IpNet::from(ip.address.addr()));
-            to_container.oif = Some(veth.host.index);
-            to_container.scope = RT_SCOPE_HOST;
-            add_tolerating_exists(&mut host, &to_container)?;
-        }
-
+        host_side(&mut host, &veth.host, &result)?;
         let container_now =
             ns.run(|| Socket::open().and_then(|mut s| s.link_by_name(ifname)))??;
         result.interfaces[1].mac = container_now.mac_string();
@@ -173,4 +131,56 @@ fn add_tolerating_exists(sock: &mut Socket, route: &Route) -> CniResult<()> {
         Err(e) if e.is(libc::EEXIST) => Ok(()),
         Err(e) => Err(e).with_context(|| format!("failed to add route {}", route.dst)),
     }
+}
+
+/// In the container: the connected route of each address replaced by "the
+/// gateway is on the link, the rest of the subnet via the gateway".
+fn route_via_gateways(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResult<()> {
+    let link = sock.link_by_name(ifname)?;
+    for ip in &result.ips {
+        let Some(gw) = ip.gateway else { continue };
+        let mut connected = Route::new(ip.address.trunc());
+        connected.oif = Some(link.index);
+        connected.scope = RT_SCOPE_LINK;
+        match sock.del_route(&connected) {
+            Ok(()) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("failed to delete route {}", connected.dst));
+            }
+        }
+        let mut to_gw = Route::new(IpNet::from(gw));
+        to_gw.oif = Some(link.index);
+        to_gw.scope = RT_SCOPE_LINK;
+        to_gw.src = Some(ip.address.addr());
+        add_tolerating_exists(sock, &to_gw)?;
+        let mut via_gw = Route::new(ip.address.trunc());
+        via_gw.oif = Some(link.index);
+        via_gw.gw = Some(gw);
+        via_gw.src = Some(ip.address.addr());
+        add_tolerating_exists(sock, &via_gw)?;
+    }
+    Ok(())
+}
+
+/// On the host: each gateway address on the host end, and a host route to
+/// each container address through it.
+fn host_side(host: &mut Socket, host_end: &Link, result: &NetResult) -> CniResult<()> {
+    for ip in &result.ips {
+        let Some(gw) = ip.gateway else { continue };
+        match host.add_address(host_end.index, IpNet::from(gw), 0) {
+            Ok(()) => {}
+            Err(e) if e.is(libc::EEXIST) => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("failed to add gateway address {gw} to {}", host_end.name)
+                });
+            }
+        }
+        let mut to_container = Route::new(IpNet::from(ip.address.addr()));
+        to_container.oif = Some(host_end.index);
+        to_container.scope = RT_SCOPE_HOST;
+        add_tolerating_exists(host, &to_container)?;
+    }
+    Ok(())
 }
