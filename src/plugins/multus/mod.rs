@@ -104,7 +104,21 @@ impl<'a> Call<'a> {
     }
 
     fn add(&self) -> CniResult<NetResult> {
-        let inv = self.inv;
+        self.ready_for_add()?;
+        let (delegates, ifnames) = self.plan()?;
+        let container_id = &self.inv.env.container_id;
+        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
+        delegates::save(&cache_file, &delegates)
+            .map_err(self.cmd_err("error saving the delegates"))?;
+        let (result, statuses) = self.attach_all(&delegates, &ifnames, &cache_file)?;
+        status::write(&self.s.cni_dir, container_id, &statuses)?;
+        // No delegate printed a result: an empty one of the current version.
+        Ok(result.unwrap_or_else(NetResult::new))
+    }
+
+    /// The readiness indicator file is there, and no key asks for what is
+    /// not supported.
+    fn ready_for_add(&self) -> CniResult<()> {
         if !self.s.ready()? {
             return Err(self.cmd_err(&self.readiness_message())(Error::new(
                 Code::TryAgainLater,
@@ -116,6 +130,14 @@ impl<'a> Call<'a> {
                 "auxiliaryCNIChainName is not supported: it needs the passthru plugin",
             ));
         }
+        Ok(())
+    }
+
+    /// The pod's attachments, in order, with their interface names: the
+    /// default networks, then its selections, each with its device if it
+    /// comes from a device-plugin pool. Nothing is attached yet.
+    fn plan(&self) -> CniResult<(Vec<Delegate>, Vec<String>)> {
+        let inv = self.inv;
         let pod = annotations::load_pod(&self.s, &self.k8s, Verb::Add)
             .map_err(self.cmd_err("error reading the pod"))?;
         let mut delegates = self
@@ -129,39 +151,42 @@ impl<'a> Call<'a> {
         gateway::check(&mut delegates).map_err(self.cmd_err("error loading k8s delegates"))?;
         let ifnames = ifnames(&delegates, &inv.env.ifname)
             .map_err(self.cmd_err("error loading k8s delegates"))?;
-        devices::assign(
-            &self.s,
-            &self.k8s.uid,
-            &inv.env.container_id,
-            &mut delegates,
-            &ifnames,
-        );
+        let (uid, id) = (&self.k8s.uid, &inv.env.container_id);
+        devices::assign(&self.s, uid, id, &mut delegates, &ifnames);
         // DEL and GC find the default network's interface name in the cache.
         if let (Some(first), Some(name)) = (delegates.first_mut(), ifnames.first()) {
             first.ifname_request.clone_from(name);
         }
-        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
-        delegates::save(&cache_file, &delegates)
-            .map_err(self.cmd_err("error saving the delegates"))?;
+        Ok((delegates, ifnames))
+    }
 
+    /// Every attachment's ADD, in order; the first failure takes down what
+    /// was attempted, in reverse. The result to print (the default
+    /// network's; without one, the first) and every attachment's status.
+    fn attach_all(
+        &self,
+        delegates: &[Delegate],
+        ifnames: &[String],
+        cache_file: &Path,
+    ) -> CniResult<(Option<NetResult>, Vec<status::NetworkStatus>)> {
         let mut result: Option<NetResult> = None;
         let mut statuses = Vec::new();
-        for (idx, d) in delegates.iter().enumerate() {
+        for (idx, (d, ifname)) in delegates.iter().zip(ifnames).enumerate() {
             // An interface name the pod already has fails this attachment
             // before it runs; unlike Multus, its rollback then leaves that
             // interface alone (it is not this attachment's).
-            let outcome = match self.ifname_free(d, &ifnames[idx]) {
-                Ok(()) => self.add_one(d, &ifnames[idx]).map_err(|e| (e, idx + 1)),
+            let outcome = match self.ifname_free(d, ifname) {
+                Ok(()) => self.add_one(d, ifname).map_err(|e| (e, idx + 1)),
                 Err(e) => Err((e, idx)),
             };
             let added = match outcome {
                 Ok(added) => added,
                 Err((e, attempted)) => {
-                    // Tear down what was attempted, in reverse; errors are
-                    // ignored (DEL is idempotent), but a clean teardown also
-                    // drops the cached list, so no later DEL repeats it.
-                    if self.del_range(&delegates, &ifnames, attempted).is_empty() {
-                        let _ = std::fs::remove_file(&cache_file);
+                    // Errors of the teardown are ignored (DEL is idempotent),
+                    // but a clean one also drops the cached list, so no later
+                    // DEL repeats it.
+                    if self.del_range(delegates, ifnames, attempted).is_empty() {
+                        let _ = std::fs::remove_file(cache_file);
                     }
                     let net = &d.list.name;
                     return Err(e.context(format!(
@@ -170,31 +195,25 @@ impl<'a> Call<'a> {
                     )));
                 }
             };
-            let merged = d.merged_runtime_config(&self.s.runtime_config);
-            let info = status::read_device_info(&d.device_info_file(
-                &merged,
-                &inv.env.container_id,
-                &ifnames[idx],
-            ));
-            statuses.extend(status::statuses(
-                added.as_ref(),
-                &d.name,
-                d.master,
-                &ifnames[idx],
-                info,
-            ));
-            // The default network's result is printed; a default network
-            // without one lets the first result through (as Multus).
+            statuses.extend(self.statuses(d, ifname, added.as_ref()));
             if d.master || result.is_none() {
                 result = added.or(result);
             }
         }
-        status::write(&self.s.cni_dir, &inv.env.container_id, &statuses)?;
-        match result {
-            Some(r) => Ok(r),
-            // No delegate printed a result: an empty one of the current version.
-            None => Ok(NetResult::new()),
-        }
+        Ok((result, statuses))
+    }
+
+    /// An attachment's network-status entries, with its device's info.
+    fn statuses(
+        &self,
+        d: &Delegate,
+        ifname: &str,
+        added: Option<&NetResult>,
+    ) -> Vec<status::NetworkStatus> {
+        let merged = d.merged_runtime_config(&self.s.runtime_config);
+        let info_file = d.device_info_file(&merged, &self.inv.env.container_id, ifname);
+        let info = status::read_device_info(&info_file);
+        status::statuses(added, &d.name, d.master, ifname, info)
     }
 
     /// Multus's `validateIfName`: the pod must not have the name yet.
@@ -262,59 +281,28 @@ impl<'a> Call<'a> {
     }
 
     fn del(&self) -> CniResult<()> {
-        let inv = self.inv;
-        if !self.s.ready()? {
-            self.s.log.verbose(&format!(
-                "warning: readinessindicatorfile @ {} does not exist on CNI DEL",
-                self.s
-                    .readiness_file
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
+        self.warn_unready_on_del()?;
+        let container_id = &self.inv.env.container_id;
+        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
+        let status_file = status::status_path(&self.s.cni_dir, container_id);
+        let Some((delegates, from_cache)) = self.delegates_to_delete(&cache_file)? else {
+            // Nothing cached and no pod to read: nothing is known to delete,
+            // and failing would block the pod forever.
+            self.s.log.error(&format!(
+                "Multus: failed to get the cached delegates file {}, cannot properly delete",
+                cache_file.display()
             ));
-        }
-        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
-        let status_file = status::status_path(&self.s.cni_dir, &inv.env.container_id);
-        let (delegates, from_cache) = match delegates::load(&cache_file, &self.s.cni_version) {
-            Ok(Some(d)) => (d, true),
-            Err(LoadError::Read(e)) => return Err(e),
-            missing_or_bad => {
-                let bad = match missing_or_bad {
-                    Err(LoadError::Parse(e)) => {
-                        self.s
-                            .log
-                            .error(&format!("Multus: failed to load netconf: {e}"));
-                        Some(e)
-                    }
-                    _ => None,
-                };
-                match self.rebuild()? {
-                    Some(d) => (d, false),
-                    None => {
-                        if let Some(e) = bad {
-                            return Err(e);
-                        }
-                        // Nothing cached and no pod to read: nothing is known
-                        // to delete, and failing would block the pod forever.
-                        self.s.log.error(&format!(
-                            "Multus: failed to get the cached delegates file {}, cannot properly delete",
-                            cache_file.display()
-                        ));
-                        let _ = std::fs::remove_file(&status_file);
-                        return Ok(());
-                    }
-                }
-            }
+            let _ = std::fs::remove_file(&status_file);
+            return Ok(());
         };
         let ifnames: Vec<String> = delegates
             .iter()
             .enumerate()
-            .map(|(i, d)| d.ifname(&inv.env.ifname, i))
+            .map(|(i, d)| d.ifname(&self.inv.env.ifname, i))
             .collect();
-        let mut errors = self.del_range(&delegates, &ifnames, delegates.len());
-        let failed = !errors.is_empty();
+        let errors = self.del_range(&delegates, &ifnames, delegates.len());
         let remove = !self.s.retry_delete_on_error
-            || !failed
+            || errors.is_empty()
             || errors
                 .iter()
                 .any(|e| e.msg.contains("no such file or directory"));
@@ -324,17 +312,44 @@ impl<'a> Call<'a> {
         if remove {
             let _ = std::fs::remove_file(&status_file);
         }
-        if errors.is_empty() {
-            return Ok(());
+        joined(errors)
+    }
+
+    /// DEL goes on without the readiness indicator file, and says so.
+    fn warn_unready_on_del(&self) -> CniResult<()> {
+        if !self.s.ready()? {
+            let path = self
+                .s
+                .readiness_file
+                .as_ref()
+                .map(|p| p.display().to_string());
+            self.s.log.verbose(&format!(
+                "warning: readinessindicatorfile @ {} does not exist on CNI DEL",
+                path.unwrap_or_default()
+            ));
         }
-        // Every delegate was tried; the first error keeps its code, the
-        // message lists them all (Multus's "errors: a / b").
-        let msgs: Vec<String> = errors.iter().map(|e| e.msg.clone()).collect();
-        let mut first = errors.remove(0);
-        if msgs.len() > 1 {
-            first.msg = format!("errors: {}", msgs.join(" / "));
+        Ok(())
+    }
+
+    /// The delegates DEL runs and whether they came from the cache: the
+    /// cached list, else the pod's annotations as at ADD. None: neither.
+    fn delegates_to_delete(&self, cache_file: &Path) -> CniResult<Option<(Vec<Delegate>, bool)>> {
+        let bad = match delegates::load(cache_file, &self.s.cni_version) {
+            Ok(Some(d)) => return Ok(Some((d, true))),
+            Err(LoadError::Read(e)) => return Err(e),
+            Ok(None) => None,
+            Err(LoadError::Parse(e)) => {
+                self.s
+                    .log
+                    .error(&format!("Multus: failed to load netconf: {e}"));
+                Some(e)
+            }
+        };
+        match (self.rebuild()?, bad) {
+            (Some(d), _) => Ok(Some((d, false))),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
         }
-        Err(first)
     }
 
     /// The delegates of a pod whose list was not cached, from its annotations
@@ -541,6 +556,20 @@ fn link_exists(netns: &str, ifname: &str) -> CniResult<bool> {
             Err(e) => Err(e.into()),
         }
     })?
+}
+
+/// Every delegate was tried: no error is success; else the first error keeps
+/// its code and the message lists them all (Multus's "errors: a / b").
+fn joined(mut errors: Vec<Error>) -> CniResult<()> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let msgs: Vec<String> = errors.iter().map(|e| e.msg.clone()).collect();
+    let mut first = errors.remove(0);
+    if msgs.len() > 1 {
+        first.msg = format!("errors: {}", msgs.join(" / "));
+    }
+    Err(first)
 }
 
 /// A delegate's DEL error as Multus words it.
