@@ -340,6 +340,69 @@ fn clear_host_qdiscs(sock: &mut Socket, host: &Link) {
     }
 }
 
+/// Egress: the IFB (`bwp` + hash) that the host veth's ingress redirects to,
+/// shaped; removed again if any step fails.
+fn add_egress_ifb(
+    sock: &mut Socket,
+    inv: &Invocation,
+    host: &Link,
+    l: &Limits,
+    scope: &Scope,
+) -> CniResult<Link> {
+    let name = ifb_name(inv.conf.name(), &inv.env.container_id);
+    let mut spec = NewLink::new(&name, Kind::Ifb);
+    spec.mtu = Some(host.mtu);
+    // tbf has its own limit; htb leaf classes queue up to txqueuelen.
+    spec.txqlen = Some(if *scope == Scope::All { 0 } else { 1000 });
+    sock.create_link(&spec).context("adding link")?;
+    let ifb = sock.link_by_name(&name)?;
+    let setup = (|| -> CniResult<()> {
+        let alias = alias(inv.conf.name(), &inv.env.container_id);
+        sock.set_link(ifb.index, Change::Alias(&alias))?;
+        sock.set_link(ifb.index, Change::Up(true))?;
+        sock.add_ingress(host.index)?;
+        sock.add_redirect(host.index, ifb.index)?;
+        // Traffic from the container: the remote end is the destination.
+        shape(sock, ifb.index, l.egress_rate, l.egress_burst, scope, false)?;
+        Ok(())
+    })();
+    if let Err(e) = setup {
+        let _ = sock.delete_link(ifb.index);
+        return Err(e.context("create egress qdisc"));
+    }
+    Ok(ifb)
+}
+
+/// CHECK of one shaped device: with subnets, that its htb qdisc is there;
+/// else that its tbf has exactly the parameters ADD would give it.
+fn check_shaped(
+    sock: &mut Socket,
+    index: u32,
+    rate: u64,
+    burst: u64,
+    scope: &Scope,
+    what: &str,
+) -> CniResult<()> {
+    let qdiscs = sock.qdiscs(index)?;
+    if *scope != Scope::All {
+        return match qdiscs.iter().any(|q| q.kind == "htb") {
+            true => Ok(()),
+            false => Err(Error::internal(format!("{what}: no htb qdisc"))),
+        };
+    }
+    let want = tbf_params(rate, burst);
+    let found = qdiscs
+        .into_iter()
+        .find_map(|q| q.tbf)
+        .ok_or_else(|| Error::internal(format!("{what}: no tbf qdisc")))?;
+    if found != want {
+        return Err(Error::internal(format!(
+            "{what}: tbf is {found:?}, expected {want:?}"
+        )));
+    }
+    Ok(())
+}
+
 impl Plugin for Bandwidth {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let (l, capability) = limits(inv)?;
@@ -378,39 +441,10 @@ impl Plugin for Bandwidth {
             .map_err(|e| e.context("create ingress qdisc"))?;
         }
         if l.egress_rate > 0 {
-            let name = ifb_name(inv.conf.name(), &inv.env.container_id);
-            let mut spec = NewLink::new(&name, Kind::Ifb);
-            spec.mtu = Some(host.mtu);
-            // tbf has its own limit; htb leaf classes queue up to txqueuelen.
-            spec.txqlen = Some(if scope == Scope::All { 0 } else { 1000 });
-            sock.create_link(&spec).context("adding link")?;
-            let ifb = sock.link_by_name(&name)?;
-            let setup = (|| -> CniResult<()> {
-                sock.set_link(
-                    ifb.index,
-                    Change::Alias(&alias(inv.conf.name(), &inv.env.container_id)),
-                )?;
-                sock.set_link(ifb.index, Change::Up(true))?;
-                sock.add_ingress(host.index)?;
-                sock.add_redirect(host.index, ifb.index)?;
-                // Traffic from the container: the remote end is the destination.
-                shape(
-                    &mut sock,
-                    ifb.index,
-                    l.egress_rate,
-                    l.egress_burst,
-                    &scope,
-                    false,
-                )?;
-                Ok(())
-            })();
-            if let Err(e) = setup {
-                let _ = sock.delete_link(ifb.index);
-                return Err(e.context("create egress qdisc"));
-            }
+            let ifb = add_egress_ifb(&mut sock, inv, &host, &l, &scope)?;
             result.interfaces.push(Interface {
-                name,
                 mac: ifb.mac_string(),
+                name: ifb.name,
                 ..Interface::default()
             });
         }
@@ -455,53 +489,25 @@ impl Plugin for Bandwidth {
         let scope = scope(inv)?;
         let mut sock = Socket::open()?;
         let host = host_interface(&mut sock, inv, &prev)?;
-        if scope != Scope::All {
-            // htb shaping: the qdisc is there on each shaped device.
-            let has_htb = |sock: &mut Socket, index: u32| -> CniResult<bool> {
-                Ok(sock.qdiscs(index)?.iter().any(|q| q.kind == "htb"))
-            };
-            if l.ingress_rate > 0 && !has_htb(&mut sock, host.index)? {
-                return Err(Error::internal("ingress: no htb qdisc"));
-            }
-            if l.egress_rate > 0 {
-                let ifb = sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id))?;
-                if !has_htb(&mut sock, ifb.index)? {
-                    return Err(Error::internal("egress: no htb qdisc"));
-                }
-            }
-            return Ok(());
-        }
-        let check_tbf =
-            |sock: &mut Socket, index: u32, rate: u64, burst: u64, what: &str| -> CniResult<()> {
-                let want = tbf_params(rate, burst);
-                let found = sock
-                    .qdiscs(index)?
-                    .into_iter()
-                    .find_map(|q| q.tbf)
-                    .ok_or_else(|| Error::internal(format!("{what}: no tbf qdisc")))?;
-                if found != want {
-                    return Err(Error::internal(format!(
-                        "{what}: tbf is {found:?}, expected {want:?}"
-                    )));
-                }
-                Ok(())
-            };
+        let ifb_name = ifb_name(inv.conf.name(), &inv.env.container_id);
         if l.ingress_rate > 0 {
-            check_tbf(
+            check_shaped(
                 &mut sock,
                 host.index,
                 l.ingress_rate,
                 l.ingress_burst,
+                &scope,
                 "ingress",
             )?;
         }
         if l.egress_rate > 0 {
-            let ifb = sock.link_by_name(&ifb_name(inv.conf.name(), &inv.env.container_id))?;
-            check_tbf(
+            let ifb = sock.link_by_name(&ifb_name)?;
+            check_shaped(
                 &mut sock,
                 ifb.index,
                 l.egress_rate,
                 l.egress_burst,
+                &scope,
                 "egress",
             )?;
         }
