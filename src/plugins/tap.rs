@@ -120,6 +120,47 @@ fn go_errno(e: &std::io::Error) -> String {
         .unwrap_or_default()
 }
 
+/// In the container: the tap made under a temporary name, then configured
+/// and renamed to `ifname` (and enslaved to `bridge`); removed if a step fails.
+fn make_tap(
+    spec: &TapSpec,
+    ifname: &str,
+    mtu: Option<u32>,
+    mac: Option<[u8; 6]>,
+    bridge: &str,
+) -> CniResult<Link> {
+    let mut sock = Socket::open()?;
+    if sock.link_by_name(ifname).is_ok() {
+        return Err(Error::internal(format!(
+            "container interface name provided ({ifname}) already exists"
+        )));
+    }
+    create_tap(spec).context("failed to create tap")?;
+    let link = sock.link_by_name(&spec.name)?;
+    let configured = (|| -> CniResult<()> {
+        if let Some(mtu) = mtu {
+            sock.set_link(link.index, Change::Mtu(mtu))?;
+        }
+        if let Some(mac) = mac {
+            sock.set_link(link.index, Change::Mac(mac))?;
+        }
+        sock.set_link(link.index, Change::Name(ifname))?;
+        if !bridge.is_empty() {
+            let br = sock
+                .link_by_name(bridge)
+                .with_context(|| format!("failed to find bridge {bridge:?}"))?;
+            sock.set_link(link.index, Change::Master(Some(br.index)))?;
+        }
+        iface::set_arp_notify(&mut sock, link.index);
+        Ok(())
+    })();
+    if let Err(e) = configured {
+        let _ = sock.delete_link(link.index);
+        return Err(e);
+    }
+    Ok(sock.link_by_index(link.index)?)
+}
+
 impl Plugin for Tap {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
@@ -143,39 +184,7 @@ impl Plugin for Tap {
             owner: k.owner,
             group: k.group,
         };
-        let bridge = k.bridge.clone();
-        let link = ns.run(|| -> CniResult<Link> {
-            let mut sock = Socket::open()?;
-            if sock.link_by_name(ifname).is_ok() {
-                return Err(Error::internal(format!(
-                    "container interface name provided ({ifname}) already exists"
-                )));
-            }
-            create_tap(&spec).context("failed to create tap")?;
-            let link = sock.link_by_name(&tmp)?;
-            let configured = (|| -> CniResult<()> {
-                if let Some(mtu) = mtu {
-                    sock.set_link(link.index, Change::Mtu(mtu))?;
-                }
-                if let Some(mac) = mac {
-                    sock.set_link(link.index, Change::Mac(mac))?;
-                }
-                sock.set_link(link.index, Change::Name(ifname))?;
-                if !bridge.is_empty() {
-                    let br = sock
-                        .link_by_name(&bridge)
-                        .with_context(|| format!("failed to find bridge {bridge:?}"))?;
-                    sock.set_link(link.index, Change::Master(Some(br.index)))?;
-                }
-                iface::set_arp_notify(&mut sock, link.index);
-                Ok(())
-            })();
-            if let Err(e) = configured {
-                let _ = sock.delete_link(link.index);
-                return Err(e);
-            }
-            Ok(sock.link_by_index(link.index)?)
-        })??;
+        let link = ns.run(|| make_tap(&spec, ifname, mtu, mac, &k.bridge))??;
         let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
