@@ -339,6 +339,7 @@ mod tests {
             let p = unsafe { pool.alloc(l) };
             assert!(!p.is_null());
             assert_eq!(p as usize % l.align(), 0, "alignment of {l:?}");
+            // SAFETY: `p` is a live block of `l.size()` bytes, just allocated.
             unsafe { std::ptr::write_bytes(p, (i % 251) as u8, l.size()) };
             live.push((p, l, (i % 251) as u8));
         }
@@ -423,6 +424,7 @@ mod tests {
                                 // SAFETY: a fresh block, filled within its size.
                                 let p = unsafe { POOL.alloc(l) };
                                 assert!(!p.is_null());
+                                // SAFETY: `p` is this thread's live block of `l.size()` bytes.
                                 unsafe { std::ptr::write_bytes(p, t, l.size()) };
                                 (p, l)
                             })

@@ -243,8 +243,12 @@ impl Plugin for Bridge {
             result.dns = dns;
         }
         cleanup.keep();
-        rollback.map(Rollback::keep);
-        spoofchk.map(|guard| guard.keep());
+        if let Some(guard) = rollback {
+            guard.keep();
+        }
+        if let Some(guard) = spoofchk {
+            guard.keep();
+        }
         Ok(result)
     }
 

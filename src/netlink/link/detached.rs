@@ -120,6 +120,8 @@ pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
     // prepared before the fork, then _exit()s.
     match unsafe { libc::fork() } {
         -1 => Err(std::io::Error::last_os_error()),
+        // SAFETY: in the forked child, with both descriptors open and the
+        // request built before the fork; `child` never returns.
         0 => unsafe { child(ns.as_raw_fd(), write.as_raw_fd(), &request) },
         pid => Ok(Child { report: read, pid }),
     }
@@ -148,6 +150,10 @@ unsafe fn close_all_but(keep: [RawFd; 2]) {
     }
 }
 
+/// The forked child's whole life: enter `ns`, send `request`, report, `_exit`.
+///
+/// # Safety
+/// Only in the child of a fork: it makes async-signal-safe calls alone.
 unsafe fn child(ns: RawFd, report: RawFd, request: &[u8]) -> ! {
     // SAFETY: every call below is a raw syscall on our own descriptors and
     // stack or pre-fork memory.
