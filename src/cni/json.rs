@@ -18,7 +18,6 @@ use serde::de::{
 };
 use serde::{Deserialize, forward_to_deserialize_any};
 use serde_json::{Map, Number, Value};
-use std::collections::HashMap;
 use std::fmt;
 
 pub type Error = serde_json::Error;
@@ -110,9 +109,10 @@ impl Json {
         }
     }
 
-    /// Decodes this value into `T` with Go's rules.
+    /// Decodes this value into `T` with Go's rules. A struct copies only the
+    /// entries that name its fields, not the whole document.
     pub fn decode<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        T::deserialize(self.clone())
+        T::deserialize(Borrowed(self))
     }
 
     /// The value as `serde_json` holds it: exact duplicates resolved last-wins.
@@ -204,35 +204,51 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// An object's entries as a struct with `fields` sees them: each key renamed to
-/// the field it matches (exact name first, then folded), nulls dropped, and of
-/// several entries for one field only the last, in document order.
-///
-/// Linear in the number of entries: each key is looked up in a hash index of
-/// the entries kept so far (a document of 100k junk keys is input like any other).
-fn struct_entries(entries: Vec<(String, Json)>, fields: &[&str]) -> Vec<(String, Json)> {
-    let mut out: Vec<(String, Json)> = Vec::with_capacity(entries.len().min(fields.len() + 16));
-    let mut slots: HashMap<String, usize> = HashMap::new();
-    for (key, value) in entries {
-        if value.is_null() {
-            continue;
-        }
-        let key = if fields.contains(&key.as_str()) {
-            key
-        } else if let Some(f) = fields.iter().find(|f| fold_eq(f, &key)) {
-            (*f).to_string()
-        } else {
-            key
-        };
-        match slots.get(&key) {
-            Some(&i) => out[i].1 = value,
-            None => {
-                slots.insert(key.clone(), out.len());
-                out.push((key, value));
-            }
-        }
+/// The field of `fields` a key names: itself, else the one it folds to.
+fn field_of(key: &str, fields: &[&'static str]) -> Option<&'static str> {
+    if let Some(f) = fields.iter().find(|f| **f == key) {
+        return Some(f);
     }
-    out
+    // An ASCII key folds as ASCII does (the fields are ASCII); others may
+    // fold onto ASCII (the Kelvin sign, the long s).
+    if key.is_ascii() {
+        fields.iter().find(|f| f.eq_ignore_ascii_case(key)).copied()
+    } else {
+        fields.iter().find(|f| fold_eq(f, key)).copied()
+    }
+}
+
+/// An object's entries as a struct with `fields` sees them: each key renamed to
+/// the field it matches (exact name first, then folded), nulls and keys that
+/// name no field dropped (the struct would ignore them), and of several entries
+/// for one field only the last, in document order. `take` gives a kept value.
+///
+/// Linear in the number of entries, and nothing of a key that names no field
+/// is copied: a document of 100k junk keys is input like any other.
+fn struct_entries<K: AsRef<str>, V>(
+    entries: impl Iterator<Item = (K, V)>,
+    fields: &[&'static str],
+    take: impl Fn(V) -> Option<Json>,
+) -> Vec<(String, Json)> {
+    let mut slots: Vec<Option<Json>> = vec![None; fields.len()];
+    let mut order: Vec<usize> = Vec::new();
+    for (key, value) in entries {
+        let Some(field) = field_of(key.as_ref(), fields) else {
+            continue;
+        };
+        let Some(value) = take(value) else { continue };
+        let Some(i) = fields.iter().position(|f| *f == field) else {
+            continue;
+        };
+        if slots[i].is_none() {
+            order.push(i);
+        }
+        slots[i] = Some(value);
+    }
+    order
+        .into_iter()
+        .filter_map(|i| Some((fields[i].to_string(), slots[i].take()?)))
+        .collect()
 }
 
 impl<'de> Deserializer<'de> for Json {
@@ -282,7 +298,11 @@ impl<'de> Deserializer<'de> for Json {
         v: V,
     ) -> Result<V::Value, Error> {
         match self {
-            Json::Object(o) => v.visit_map(Entries::new(struct_entries(o, fields))),
+            Json::Object(o) => v.visit_map(Entries::new(struct_entries(
+                o.into_iter(),
+                fields,
+                |v: Json| (!v.is_null()).then_some(v),
+            ))),
             other => other.deserialize_any(v),
         }
     }
@@ -301,6 +321,64 @@ impl<'de> Deserializer<'de> for Json {
             },
             other => other.deserialize_any(v),
         }
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier
+        ignored_any
+    }
+}
+
+/// A document decoded in place: a struct takes copies of the entries that
+/// name its fields; anything else decodes from a copy of the value.
+struct Borrowed<'a>(&'a Json);
+
+impl<'de> Deserializer<'de> for Borrowed<'_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        self.0.clone().deserialize_any(v)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        match self.0 {
+            Json::Null => v.visit_none(),
+            _ => v.visit_some(self),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        v: V,
+    ) -> Result<V::Value, Error> {
+        v.visit_newtype_struct(self)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Error> {
+        match self.0 {
+            Json::Object(o) => v.visit_map(Entries::new(struct_entries(
+                o.iter().map(|(k, v)| (k.as_str(), v)),
+                fields,
+                |v: &Json| (!v.is_null()).then(|| v.clone()),
+            ))),
+            other => other.clone().deserialize_struct(name, fields, v),
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Error> {
+        self.0.clone().deserialize_enum(name, variants, v)
     }
 
     forward_to_deserialize_any! {
