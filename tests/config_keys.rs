@@ -41,6 +41,7 @@ const PLUGINS: &[&str] = &[
     "sbr",
     "vrf",
     "flannel",
+    "multus",
 ];
 
 const BRIDGE: &str = "tests/bridge.rs";
@@ -56,6 +57,7 @@ const BANDWIDTH: &str = "tests/bandwidth.rs";
 const TUNING: &str = "tests/tuning.rs";
 const FIREWALL: &str = "tests/firewall.rs";
 const KEYS_FX: &str = "tests/keys_effects.rs";
+const MULTUS: &str = "tests/multus.rs";
 
 #[rustfmt::skip]
 const KEYS: &[(&str, &str, Covered)] = &[
@@ -226,6 +228,39 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("flannel", "delegate", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
     ("flannel", "ipam", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
     ("flannel", "runtimeConfig", Test(KEYS_FX, "flannel_runtime_config_reaches_the_delegate")),
+    // Multus's thin-plugin NetConf (k8snetworkplumbingwg/multus-cni), plus ours.
+    ("multus", "confDir", Test(MULTUS, "selection_edge_cases_follow_the_spec")),
+    ("multus", "cniDir", Test(MULTUS, "a_pod_gets_the_default_network_and_two_nads_and_del_needs_no_files")),
+    ("multus", "binDir", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "delegates", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "clusterNetwork", Test(MULTUS, "cluster_network_names_resolve_in_the_multus_namespace")),
+    ("multus", "defaultNetworks", Test(MULTUS, "default_networks_skip_the_system_namespaces")),
+    ("multus", "kubeconfig", Test(MULTUS, "log_file_level_and_to_stderr_and_the_kubeconfig_note")),
+    ("multus", "logFile", Test(MULTUS, "log_file_level_and_to_stderr_and_the_kubeconfig_note")),
+    ("multus", "logLevel", Test(MULTUS, "log_file_level_and_to_stderr_and_the_kubeconfig_note")),
+    ("multus", "logToStderr", Test(MULTUS, "log_file_level_and_to_stderr_and_the_kubeconfig_note")),
+    ("multus", "readinessindicatorfile", Test(MULTUS, "status_waits_for_the_readiness_file_and_gc_deletes_stale_pods")),
+    ("multus", "namespaceIsolation", Test(MULTUS, "selection_edge_cases_follow_the_spec")),
+    ("multus", "globalNamespaces", Test(MULTUS, "selection_edge_cases_follow_the_spec")),
+    ("multus", "systemNamespaces", Test(MULTUS, "default_networks_skip_the_system_namespaces")),
+    ("multus", "multusNamespace", Test(MULTUS, "cluster_network_names_resolve_in_the_multus_namespace")),
+    ("multus", "retryDeleteOnError", Test(MULTUS, "retry_delete_on_error_keeps_the_cache_when_a_delegate_del_fails")),
+    ("multus", "auxiliaryCNIChainName", Test(MULTUS, "auxiliary_cni_chain_name_is_refused_with_7")),
+    ("multus", "runtimeConfig.portMappings", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.bandwidth", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.ips", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.mac", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.infinibandGUID", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.deviceID", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.CNIDeviceInfoFile", Test(MULTUS, "inline_delegates_run_from_bin_dir_with_the_runtime_config")),
+    ("multus", "runtimeConfig.io.kubernetes.cri.pod-annotations", Test(MULTUS, "the_json_selection_honours_ips_mac_interface_and_default_route")),
+    ("multus", "podDir", Test(MULTUS, "a_pod_gets_the_default_network_and_two_nads_and_del_needs_no_files")),
+    ("multus", "netAttachDefDir", Test(MULTUS, "a_pod_gets_the_default_network_and_two_nads_and_del_needs_no_files")),
+    ("multus", "annotationPortMappings", Test(MULTUS, "annotation_port_mappings_of_the_nodes_ports_can_be_refused")),
+    ("multus", "maxAttachments", Test(MULTUS, "a_pod_asking_for_300_networks_is_refused_before_anything_is_attached")),
+    ("multus", "kubeletCheckpointFile", Test(MULTUS, "pool_attachments_get_the_devices_the_kubelet_allocated_to_the_pod")),
+    ("multus", "k8s.v1.cni.cncf.io/networks", Test(MULTUS, "the_json_selection_honours_ips_mac_interface_and_default_route")),
+    ("multus", "v1.multus-cni.io/default-network", Test(MULTUS, "the_default_network_override_obeys_namespace_isolation")),
 ];
 
 fn read(path: &str) -> String {
@@ -320,6 +355,10 @@ fn spellings(key: &str) -> Vec<String> {
         format!("{leaf}:"),
         format!("{leaf} ="),
     ];
+    // A runtimeConfig key may itself hold dots (`io.kubernetes.cri.pod-annotations`).
+    if let Some(whole) = word.strip_prefix("runtimeConfig.") {
+        out.push(format!("\"{whole}\""));
+    }
     // A unit test sets the field of the plugin's config struct.
     let field = snake_case(leaf);
     if field != leaf {

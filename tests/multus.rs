@@ -701,6 +701,11 @@ fn add_nad_annotated(s: &Setup, namespace: &str, name: &str, annotations: Value,
 
 /// A plugin that keeps the stdin of its last ADD in `<dir>/<name>.<CNI_IFNAME>.stdin`.
 fn stdin_recorder(s: &Setup, name: &str, dir: &Path) {
+    stdin_recorder_in(&s.bin.0, name, dir);
+}
+
+/// `stdin_recorder`, installed in `bin`.
+fn stdin_recorder_in(bin: &Path, name: &str, dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let script = format!(
         "#!/bin/sh\n\
@@ -709,7 +714,7 @@ fn stdin_recorder(s: &Setup, name: &str, dir: &Path) {
          exit 0\n",
         dir = dir.display()
     );
-    let path = s.bin.0.join(name);
+    let path = bin.join(name);
     std::fs::write(&path, script).expect("script");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
@@ -976,4 +981,226 @@ fn del_without_the_cache_deletes_every_selection_despite_the_policies() {
         .ok();
     assert!(s.held("data-net").is_empty(), "{:?}", s.held("data-net"));
     assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+}
+
+/// Inline `delegates` (no `clusterNetwork`) are the default network; its
+/// plugin is found in `binDir` (not on CNI_PATH) and gets multus's
+/// `runtimeConfig` as its capability args.
+#[test]
+fn inline_delegates_run_from_bin_dir_with_the_runtime_config() {
+    enter_test_host();
+    let s = Setup::new();
+    let (bin, log) = (TempDir::new("multus-bindir"), TempDir::new("multus-rec"));
+    stdin_recorder_in(&bin.0, "rec", &log.0);
+    let caps = [
+        "portMappings",
+        "bandwidth",
+        "ips",
+        "mac",
+        "infinibandGUID",
+        "deviceID",
+        "CNIDeviceInfoFile",
+    ];
+    let caps: serde_json::Map<String, Value> =
+        caps.iter().map(|c| (c.to_string(), json!(true))).collect();
+    let delegate =
+        json!({"cniVersion": "1.0.0", "name": "inline-net", "type": "rec", "capabilities": caps});
+    let runtime_config = json!({
+        "portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}],
+        "bandwidth": {"ingressRate": 1000, "ingressBurst": 100, "egressRate": 2000, "egressBurst": 200},
+        "ips": ["10.1.2.3/24"], "mac": "02:00:00:00:12:34",
+        "infinibandGUID": "c2:11:22:33:44:55:66:77", "CNIDeviceInfoFile": "/run/dev-info.json"});
+    let mut conf = s.conf(json!({"clusterNetwork": "", "delegates": [delegate], "binDir": bin.0}));
+    conf["runtimeConfig"] = runtime_config.clone();
+    s.call("ADD", &Netns::new(), "inl-1", &conf, ("default", "p"))
+        .run()
+        .ok();
+    let stdin = read_json(&log.0.join("rec.eth0.stdin"));
+    assert_eq!(stdin["name"], "inline-net", "{stdin}");
+    assert_eq!(stdin["runtimeConfig"], runtime_config, "{stdin}");
+    // A `deviceID` makes the device-info file the spec's path for the attachment.
+    conf["runtimeConfig"] = json!({"deviceID": "0000:af:00.4"});
+    s.call("ADD", &Netns::new(), "inl-2", &conf, ("default", "p"))
+        .run()
+        .ok();
+    let stdin = read_json(&log.0.join("rec.eth0.stdin"));
+    assert_eq!(
+        stdin["runtimeConfig"]["deviceID"], "0000:af:00.4",
+        "{stdin}"
+    );
+    let info = stdin["runtimeConfig"]["CNIDeviceInfoFile"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        info.starts_with("/var/run/k8s.cni.cncf.io/devinfo/cni/"),
+        "{stdin}"
+    );
+    assert!(info.ends_with("-inl-2_eth0"), "{stdin}");
+}
+
+/// `defaultNetworks` are attached after the default network (net1), but not
+/// for a pod of a `systemNamespaces` namespace.
+#[test]
+fn default_networks_skip_the_system_namespaces() {
+    enter_test_host();
+    let s = Setup::new();
+    let conf = s.conf(json!({"defaultNetworks": ["storage-net"], "systemNamespaces": ["infra"]}));
+    for (namespace, expected) in [
+        ("default", &["eth0", "net1"][..]),
+        ("infra", &["eth0"][..]),
+        // kube-system is no system namespace here: it gets them too.
+        ("kube-system", &["eth0", "net1"][..]),
+    ] {
+        let ns = Netns::new();
+        s.call("ADD", &ns, namespace, &conf, (namespace, "p"))
+            .run()
+            .ok();
+        assert_eq!(links(&ns), expected, "{namespace}");
+        s.call("DEL", &ns, namespace, &conf, (namespace, "p"))
+            .run()
+            .ok();
+    }
+    assert!(s.held("storage-net").is_empty());
+}
+
+/// A `clusterNetwork` name is a NAD of `multusNamespace` (kube-system unless set).
+#[test]
+fn cluster_network_names_resolve_in_the_multus_namespace() {
+    enter_test_host();
+    let s = Setup::new();
+    s.add_nad(
+        "infra",
+        "infra-net",
+        json!({"cniVersion": "1.0.0", "name": "infra-net", "type": "bridge", "bridge": "br-infra",
+               "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.44.0.0/24"}]]}}),
+    );
+    let ns = Netns::new();
+    let conf = s.conf(json!({"clusterNetwork": "infra-net"}));
+    let e = s
+        .call("ADD", &ns, "mn-1", &conf, ("default", "p"))
+        .run()
+        .err(7);
+    assert!(
+        msg(&e).contains("clusterNetwork infra-net in namespace kube-system"),
+        "{e}"
+    );
+    let conf = s.conf(json!({"clusterNetwork": "infra-net", "multusNamespace": "infra"}));
+    s.call("ADD", &ns, "mn-2", &conf, ("default", "p"))
+        .run()
+        .ok();
+    assert_eq!(iface(&ns, "eth0").0, ["10.44.0.2/24"]);
+    s.call("DEL", &ns, "mn-2", &conf, ("default", "p"))
+        .run()
+        .ok();
+}
+
+/// A delegate whose DEL fails: with `retryDeleteOnError` the cached delegate
+/// list stays for the runtime's retry; without it, it goes.
+#[test]
+fn retry_delete_on_error_keeps_the_cache_when_a_delegate_del_fails() {
+    use std::os::unix::fs::PermissionsExt;
+    enter_test_host();
+    let s = Setup::new();
+    let script = "#!/bin/sh\ncase \"$CNI_COMMAND\" in\n\
+        VERSION) printf '{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}';;\n\
+        ADD) printf '{\"cniVersion\":\"1.0.0\"}';;\n\
+        DEL) printf '{\"cniVersion\":\"1.0.0\",\"code\":11,\"msg\":\"busy\"}'; exit 1;;\n\
+        esac\n";
+    let path = s.bin.0.join("faildel");
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    s.add_nad(
+        "default",
+        "stuck-net",
+        json!({"cniVersion": "1.0.0", "name": "stuck-net", "type": "faildel"}),
+    );
+    for (retry, kept) in [(true, vec!["r-true"]), (false, vec![])] {
+        let id = format!("r-{retry}");
+        let ns = Netns::new();
+        let (out, conf) = add_selecting(
+            &s,
+            &ns,
+            &id,
+            ("default", "p"),
+            "stuck-net",
+            json!({"retryDeleteOnError": retry}),
+        );
+        out.ok();
+        let e = s
+            .call("DEL", &ns, &id, &conf, ("default", "p"))
+            .run()
+            .err(11);
+        assert!(msg(&e).contains("busy"), "{e}");
+        assert_eq!(
+            s.state()
+                .0
+                .into_iter()
+                .filter(|f| f == &id)
+                .collect::<Vec<_>>(),
+            kept
+        );
+    }
+}
+
+/// `logLevel` picks the lines, `logFile` and `logToStderr` where they go;
+/// `kubeconfig` is said on stderr to be unused.
+#[test]
+fn log_file_level_and_to_stderr_and_the_kubeconfig_note() {
+    enter_test_host();
+    let s = Setup::new();
+    let dir = TempDir::new("multus-log");
+    let file = dir.0.join("multus.log");
+    let extra = json!({"logFile": file, "logLevel": "debug", "logToStderr": false,
+                       "kubeconfig": "/etc/cni/net.d/multus.kubeconfig"});
+    let ns = Netns::new();
+    let conf = s.conf(extra);
+    let out = s.call("ADD", &ns, "log-1", &conf, ("default", "p")).run();
+    let log = std::fs::read_to_string(&file).expect("log file");
+    assert!(log.contains("[debug] DelegateAdd: "), "{log}");
+    assert!(!out.stderr.contains("[debug]"), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("kubeconfig \"/etc/cni/net.d/multus.kubeconfig\" is not used"),
+        "{out:?}"
+    );
+    out.ok();
+    // At "error", to stderr only: a DEL with nothing to go on says so, no debug line.
+    let conf = s.conf(json!({"logLevel": "error"}));
+    let out = s
+        .call("DEL", &ns, "nothing", &conf, ("default", "nobody"))
+        .run();
+    assert!(
+        out.stderr
+            .contains("[error] Multus: failed to get the cached delegates file"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("[debug]"), "{out:?}");
+    out.ok();
+    assert!(
+        !std::fs::read_to_string(&file)
+            .expect("log")
+            .contains("[error]")
+    );
+    s.call("DEL", &ns, "log-1", &conf, ("default", "p"))
+        .run()
+        .ok();
+}
+
+/// `auxiliaryCNIChainName` needs Multus's passthru plugin: refused, nothing attached.
+#[test]
+fn auxiliary_cni_chain_name_is_refused_with_7() {
+    enter_test_host();
+    let s = Setup::new();
+    let ns = Netns::new();
+    let conf = s.conf(json!({"auxiliaryCNIChainName": "aux-chain"}));
+    let e = s
+        .call("ADD", &ns, "aux", &conf, ("default", "p"))
+        .run()
+        .err(7);
+    assert!(
+        msg(&e).contains("auxiliaryCNIChainName is not supported"),
+        "{e}"
+    );
+    assert!(links(&ns).is_empty(), "{:?}", links(&ns));
+    assert_eq!(s.state(), (vec![], vec![]));
 }
