@@ -121,7 +121,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
     ("host-device", "kernelpath", Doc("`kernelpath` must lie under `/sys/devices/`")),
     ("host-device", "pciBusID", Test("src/plugins/host_device_tests.rs", "config_keys_pick_the_device_in_the_reference_order")),
-    ("host-device", "DPDKMode", Test("src/plugins/host_device_tests.rs", "userspace_drivers_mean_dpdk_mode")),
+    ("host-device", "DPDKMode", Test(HOST_DEVICE, "dpdk_mode_moves_nothing_and_reports_ipam_for_the_named_interface")),
     ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device_tests.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
     // plugins/main/loopback and dummy: types.NetConf only.
     ("loopback", "cniVersion", Test("tests/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
@@ -177,7 +177,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("portmap", "backend", Test(PORTMAP, "nftables_backend_reachability_rules_and_del_restore_the_ruleset")),
     ("portmap", "snat", Test(KEYS_FX, "portmap_snat_false_writes_no_setmark_or_masquerade_rules")),
     ("portmap", "conditionsV4", Test("tests/portmap.rs", "nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded")),
-    ("portmap", "conditionsV6", Test("src/netfilter/nft/tests.rs", "conditions_encode_as_nft_does")),
+    ("portmap", "conditionsV6", Test(PORTMAP, "nft_conditions_v6_gate_ipv6_traffic_to_the_mapping")),
     ("portmap", "masqAll", Test(KEYS_FX, "portmap_masq_all_marks_every_source")),
     ("portmap", "markMasqBit", Test(KEYS_FX, "portmap_mark_masq_bit_sets_and_matches_that_bit")),
     ("portmap", "externalSetMarkChain", Test(KEYS_FX, "portmap_external_set_mark_chain_is_jumped_to_instead_of_setmark")),
@@ -210,7 +210,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tuning", "args.cni.allmulti", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
     ("tuning", "args.cni.txQLen", Test(KEYS_FX, "tuning_args_cni_promisc_allmulti_and_txqlen_override_the_config")),
     ("tuning", "CNI_ARGS MAC", Test(KEYS_FX, "tuning_mac_from_runtime_config_and_from_cni_args_alone")),
-    ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Test("src/plugins/tuning/mod.rs", "allowlist_lines_are_tried_in_order_and_a_bad_one_names_its_line")),
+    ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Test(TUNING, "the_allowlist_refuses_a_sysctl_it_does_not_list_and_sets_nothing")),
     // plugins/meta/firewall FirewallNetConf.
     ("firewall", "backend", Test(FIREWALL, "nftables_backend_accepts_the_container_and_del_restores_the_ruleset")),
     ("firewall", "backend firewalld", Test("tests/firewalld.rs", "firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it")),
@@ -425,14 +425,7 @@ fn called_names(body: &str) -> Vec<&str> {
 /// Rows whose test does not yet set the key through the plugin (a unit test
 /// of the parser only, or no traffic of that family). Each must stay weak to
 /// stay listed, so the list only shrinks.
-const KNOWN_WEAK: &[(&str, &str)] = &[
-    ("host-device", "DPDKMode"),
-    ("portmap", "conditionsV6"),
-    (
-        "tuning",
-        "sysctl allowlist (/etc/cni/tuning/allowlist.conf)",
-    ),
-];
+const KNOWN_WEAK: &[(&str, &str)] = &[];
 
 #[test]
 fn every_named_test_sets_its_key() {

@@ -661,3 +661,63 @@ fn without_a_record_del_of_a_tap_succeeds_as_the_reference() {
     }
     assert!(!host_links().contains("hdtap0"), "{}", host_links());
 }
+
+/// A fake sysfs laid out as the kernel's: PCI device `addr`, listed under
+/// `bus/pci/devices`, its `driver` linking to `bus/pci/drivers/<driver>`.
+fn fake_sysfs(addr: &str, driver: &str) -> TempDir {
+    use std::os::unix::fs::symlink;
+    let sys = TempDir::new("hd-sys");
+    let dev = sys.0.join("devices/pci0000:00").join(addr);
+    std::fs::create_dir_all(&dev).expect("device dir");
+    std::fs::create_dir_all(sys.0.join("bus/pci/drivers").join(driver)).expect("driver dir");
+    std::fs::create_dir_all(sys.0.join("bus/pci/devices")).expect("bus dir");
+    let listed = sys.0.join("bus/pci/devices").join(addr);
+    symlink(format!("../../../devices/pci0000:00/{addr}"), listed).expect("bus link");
+    let bound = format!("../../../bus/pci/drivers/{driver}");
+    symlink(bound, dev.join("driver")).expect("driver link");
+    sys
+}
+
+/// DPDK mode, from a PCI device bound to a userspace driver (a config
+/// `DPDKMode` is overridden then) or from `DPDKMode` with no PCI address:
+/// ADD moves nothing and reports the interface by name with IPAM's
+/// addresses, configured nowhere; CHECK and DEL leave every link where it is.
+/// The plugin reads a fake sysfs bound over /sys in its own mount namespace.
+#[test]
+fn dpdk_mode_moves_nothing_and_reports_ipam_for_the_named_interface() {
+    enter_test_host();
+    make_device();
+    let bin = plugin_dir();
+    let sys = fake_sysfs("0000:01:00.0", "vfio-pci");
+    let ipam = json!({"type": "static", "addresses": [{"address": "10.22.0.2/24"}]});
+    for keys in [
+        json!({"pciBusID": "0000:01:00.0", "DPDKMode": false, "ipam": ipam}),
+        json!({"device": "hd-dev", "DPDKMode": true, "ipam": ipam,
+               "dns": {"nameservers": ["10.22.0.53"]}}),
+    ] {
+        let ns = Netns::new();
+        let state = TempDir::new("hd-state");
+        let c = conf(&state, keys.clone());
+        let run = |cmd: &str, c: &Value| call(cmd, &ns, c, &bin).run_with_bind(&sys.0, "/sys");
+        let out = run("ADD", &c).ok();
+        assert_eq!(
+            out["interfaces"],
+            json!([{"name": "eth0", "sandbox": ns.path()}]),
+            "{keys}"
+        );
+        assert_eq!(
+            out["ips"],
+            json!([{"address": "10.22.0.2/24", "interface": 0}])
+        );
+        assert_eq!(out["dns"], keys.get("dns").cloned().unwrap_or(json!(null)));
+        assert!(host_links().contains("hd-dev"), "the device stays home");
+        let inside = ns.sh("ip", &["-o", "link"]);
+        assert_eq!(inside.lines().count(), 1, "only lo: {inside}");
+        assert!(!ns.sh("ip", &["-o", "addr"]).contains("10.22.0.2"));
+        assert!(state_files(&state).is_empty(), "nothing to record");
+        run("CHECK", &merged(c.clone(), json!({"prevResult": out}))).ok();
+        run("DEL", &c).ok();
+        assert!(host_links().contains("hd-dev"));
+        assert_eq!(ns.sh("ip", &["-o", "link"]).lines().count(), 1);
+    }
+}

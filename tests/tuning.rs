@@ -171,6 +171,50 @@ fn sysctls_outside_net_are_refused() {
     .err(7);
 }
 
+/// With `/etc/cni/tuning/allowlist.conf`, ADD refuses a `sysctl` key no line
+/// allows, with the reference's error, before setting anything; keys it
+/// allows (IFNAME as written) are set.
+#[test]
+fn the_allowlist_refuses_a_sysctl_it_does_not_list_and_sets_nothing() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-allow");
+    let etc = TempDir::new("tuning-etc");
+    let dir = etc.0.join("cni/tuning");
+    std::fs::create_dir_all(&dir).expect("allowlist dir");
+    let lines = "^net\\.core\\.somaxconn$\n^net\\.ipv4\\.conf\\.IFNAME\\.arp_notify$\n";
+    std::fs::write(dir.join("allowlist.conf"), lines).expect("allowlist");
+    let (ns, prev) = setup();
+    let somaxconn = sysctl(&ns, "net.core.somaxconn");
+    assert_ne!(somaxconn, "600");
+    let arp_ignore = sysctl(&ns, "net.ipv4.conf.eth0.arp_ignore");
+    let call = |c: Value| Call::new("tuning", "ADD", ns.path(), &c.to_string()).path(&bin);
+
+    let refused = conf(
+        &prev,
+        &data,
+        json!({"sysctl": {"net.core.somaxconn": "600", "net.ipv4.conf.IFNAME.arp_ignore": "2"}}),
+    );
+    // The allowlist's path is fixed: the plugin sees `etc` as /etc.
+    let e = call(refused).run_with_bind(&etc.0, "/etc").err(999);
+    assert_eq!(
+        e["msg"],
+        "Sysctl net.ipv4.conf.IFNAME.arp_ignore is not allowed. Only the following sysctls are \
+         allowed: [^net\\.core\\.somaxconn$ ^net\\.ipv4\\.conf\\.IFNAME\\.arp_notify$]"
+    );
+    assert_eq!(sysctl(&ns, "net.core.somaxconn"), somaxconn, "nothing set");
+    assert_eq!(sysctl(&ns, "net.ipv4.conf.eth0.arp_ignore"), arp_ignore);
+
+    let allowed = conf(
+        &prev,
+        &data,
+        json!({"sysctl": {"net.core.somaxconn": "600", "net.ipv4.conf.IFNAME.arp_notify": "1"}}),
+    );
+    call(allowed).run_with_bind(&etc.0, "/etc").ok();
+    assert_eq!(sysctl(&ns, "net.core.somaxconn"), "600");
+    assert_eq!(sysctl(&ns, "net.ipv4.conf.eth0.arp_notify"), "1");
+}
+
 /// `dataDir` may be relative, as in the reference (Go's os functions): the
 /// backup lands under the plugin's working directory.
 #[test]

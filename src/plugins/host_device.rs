@@ -42,6 +42,10 @@ pub(crate) struct Keys {
     kernelpath: String,
     #[serde(rename = "pciBusID")]
     pci_bus_id: String,
+    /// The reference reads this untagged field from the config too; a PCI
+    /// address's driver overrides it.
+    #[serde(rename = "DPDKMode")]
+    dpdk_mode: bool,
     #[serde(rename = "dataDir")]
     data_dir: String,
 }

@@ -118,6 +118,20 @@ fn userspace_drivers_mean_dpdk_mode() {
     let t = resolve(named, "", &sys.0).expect("named");
     assert!(t.dpdk);
     assert_eq!(t.source, Source::Name("eth9".into()));
+    // The config's own flag counts only without a PCI address, as in the reference.
+    let flagged = |keys: Keys| {
+        let dpdk = Keys {
+            dpdk_mode: true,
+            ..keys
+        };
+        resolve(dpdk, "", &sys.0).expect("flagged").dpdk
+    };
+    let by_name = Keys {
+        device: "eth9".into(),
+        ..Default::default()
+    };
+    assert!(flagged(by_name));
+    assert!(!flagged(keys("0000:02:00.0")), "a kernel driver wins");
 }
 
 #[test]

@@ -225,6 +225,32 @@ impl Call {
     pub fn run(&self) -> Outcome {
         Outcome::of(self.spawn())
     }
+
+    /// Runs it with `source` bound over `target` in a private mount
+    /// namespace: a fixed path (sysfs, /etc) read from a fake tree, the
+    /// host's own left as it is.
+    pub fn run_with_bind(&self, source: &Path, target: &str) -> Outcome {
+        use nix::mount::{MsFlags, mount};
+        use std::ffi::{CStr, CString};
+        use std::os::unix::ffi::OsStrExt;
+        let source = CString::new(source.as_os_str().as_bytes()).expect("source path");
+        let target = CString::new(target).expect("target path");
+        let none: Option<&CStr> = None;
+        Outcome::of(self.spawn_with(move |cmd| {
+            // SAFETY: between fork and exec only unshare(2) and mount(2) run,
+            // on strings made before the fork; nothing allocates or locks.
+            unsafe {
+                cmd.pre_exec(move || {
+                    unshare(CloneFlags::CLONE_NEWNS)?;
+                    let private = MsFlags::MS_REC | MsFlags::MS_PRIVATE;
+                    mount(none, c"/", none, private, none)?;
+                    let bind = MsFlags::MS_BIND;
+                    mount(Some(source.as_c_str()), target.as_c_str(), none, bind, none)?;
+                    Ok(())
+                });
+            }
+        }))
+    }
 }
 
 impl Outcome {

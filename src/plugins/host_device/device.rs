@@ -47,7 +47,8 @@ pub(super) fn target(inv: &Invocation) -> CniResult<Target> {
 /// The reference's loadConf: `runtimeConfig.deviceID` (PCI, else auxiliary)
 /// overrides `pciBusID`; then the first of device, hwaddr, kernelpath, PCI,
 /// auxiliary names the device. A PCI address is always checked for a
-/// userspace driver, even when another key names the device.
+/// userspace driver, even when another key names the device; without one the
+/// config's `DPDKMode` stands.
 pub(super) fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target> {
     let mut pci = k.pci_bus_id;
     let mut aux = String::new();
@@ -65,7 +66,7 @@ pub(super) fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target>
         }
     }
     let dpdk = if pci.is_empty() {
-        false
+        k.dpdk_mode
     } else {
         checked_component(&pci)?;
         has_dpdk_driver(sys, &pci)?

@@ -171,8 +171,12 @@ fn check_allowlist(conf: &Conf, ifname: &str) -> CniResult<()> {
     };
     for (key, _, _) in &conf.sysctls {
         if !allowed(&lines, key, ifname)? {
-            return Err(Error::invalid_config(format!(
-                "sysctl {key:?} is not allowed by {ALLOWLIST}"
+            // The reference's words and code (a plain error, 999); Go's %+v
+            // of the lines is `[a b]`.
+            let listed: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+            return Err(Error::internal(format!(
+                "Sysctl {key} is not allowed. Only the following sysctls are allowed: [{}]",
+                listed.join(" ")
             )));
         }
     }
