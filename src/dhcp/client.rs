@@ -137,7 +137,7 @@ pub fn expire(req: &Request) -> Result<()> {
     ns.run(|| {
         let mut nl = Socket::open()?;
         match nl.link_by_name(&req.ifname) {
-            Ok(link) => Ok(nl.set_link(link.index, Change::Up(false))?),
+            Ok(link) => Ok(nl.set_link(&link, Change::Up(false))?),
             Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -255,7 +255,7 @@ fn ready(link: &Link) -> bool {
 /// Sets the link up if it is not, and polls until it is `ready`.
 fn bring_up(nl: &mut Socket, link: &Link, deadline: Instant) -> Result<Link> {
     if !link.is_up() {
-        nl.set_link(link.index, Change::Up(true))?;
+        nl.set_link(link, Change::Up(true))?;
     }
     let mut pause = Duration::from_millis(1);
     loop {

@@ -56,7 +56,7 @@ pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResu
         sock.add_address(link.index, ip.address, 0)
             .with_context(|| format!("failed to add IP addr {} to {ifname:?}", ip.address))?;
     }
-    sock.set_link(link.index, Change::Up(true))
+    sock.set_link(&link, Change::Up(true))
         .with_context(|| format!("failed to set {ifname:?} UP"))?;
     let (gw4, gw6) = first_gateways(&ips);
     if gw6.is_some() {

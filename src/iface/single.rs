@@ -42,7 +42,7 @@ pub fn create_in_container(
                 .with_context(|| format!("failed to create {kind}"))?;
         }
         let link = sock.link_by_name(&tmp)?;
-        if let Err(e) = sock.set_link(link.index, Change::Name(ifname)) {
+        if let Err(e) = sock.set_link(&link, Change::Name(ifname)) {
             let _ = sock.delete_link(link.index);
             return Err(e).with_context(|| format!("failed to rename {kind} to {ifname:?}"));
         }
@@ -68,7 +68,7 @@ pub fn configure_single(
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
             let link = sock.link_by_name(ifname)?;
-            Ok(sock.set_link(link.index, Change::Up(true))?)
+            Ok(sock.set_link(&link, Change::Up(true))?)
         })??;
         return Ok(result);
     }

@@ -67,7 +67,7 @@ pub fn setup_veth(
         ))
     })??;
     let host_end = host.link_by_name(&peer_name)?;
-    host.set_link(host_end.index, Change::Up(true))?;
+    host.set_link(&host_end, Change::Up(true))?;
     // IPv6 may be off on the node: then there is no accept_ra to clear.
     let _ = sysctl::set(&sysctl::conf_key("ipv6", &peer_name, "accept_ra"), "0");
     Ok(VethPair {

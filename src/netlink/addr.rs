@@ -8,6 +8,7 @@ use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::net::IpAddr;
 
+// linux/if_addr.h
 const IFA_ADDRESS: u16 = 1;
 const IFA_LOCAL: u16 = 2;
 const IFA_BROADCAST: u16 = 4;

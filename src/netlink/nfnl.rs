@@ -7,9 +7,11 @@ use super::{Channel, Error, Result, kernel_error};
 use neli::consts::socket::NlFamily;
 use nix::libc;
 
+// linux/netfilter/nfnetlink.h
 const NFNL_SUBSYS_NFTABLES: u16 = 10;
 const NFNL_MSG_BATCH_BEGIN: u16 = 0x10;
 const NFNL_MSG_BATCH_END: u16 = 0x11;
+// linux/netlink.h
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 pub const NLM_F_DUMP: u16 = 0x300;

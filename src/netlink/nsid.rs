@@ -8,6 +8,7 @@ use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::os::fd::RawFd;
 
+// linux/net_namespace.h
 const NETNSA_NSID: u16 = 1;
 const NETNSA_FD: u16 = 3;
 /// struct rtgenmsg (one byte, family) padded to the attribute alignment.

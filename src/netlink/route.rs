@@ -9,6 +9,7 @@ use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::net::IpAddr;
 
+// linux/rtnetlink.h
 const RTA_DST: u16 = 1;
 const RTA_OIF: u16 = 4;
 const RTA_GATEWAY: u16 = 5;

@@ -8,6 +8,7 @@ use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 
+// linux/fib_rules.h
 const FRA_SRC: u16 = 2;
 const FRA_PRIORITY: u16 = 6;
 const FRA_TABLE: u16 = 15;

@@ -12,7 +12,9 @@ use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::path::PathBuf;
 
+// linux/rtnetlink.h
 const RTM_GETNETCONF: u16 = 82;
+// linux/netconf.h
 const NETCONFA_IFINDEX: u16 = 1;
 const NETCONFA_FORWARDING: u16 = 2;
 /// NETCONFA_IFINDEX_ALL: the namespace-wide `all` settings.

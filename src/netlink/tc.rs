@@ -7,30 +7,38 @@ use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 
+// linux/rtnetlink.h
 const TCA_KIND: u16 = 1;
 const TCA_OPTIONS: u16 = 2;
+/// sizeof(struct tcmsg).
+const TCMSG_LEN: usize = 20;
+// linux/pkt_sched.h
 const TCA_TBF_PARMS: u16 = 1;
 const TCA_TBF_RATE64: u16 = 4;
-const TCA_U32_CLASSID: u16 = 1;
-const TCA_U32_SEL: u16 = 5;
-const TCA_U32_ACT: u16 = 7;
-const TCA_ACT_KIND: u16 = 1;
-const TCA_ACT_OPTIONS: u16 = 2;
-const TCA_MIRRED_PARMS: u16 = 2;
-const TC_U32_TERMINAL: u8 = 1;
 const TCA_HTB_PARMS: u16 = 1;
 const TCA_HTB_INIT: u16 = 2;
 const TCA_HTB_RATE64: u16 = 6;
 const TCA_HTB_CEIL64: u16 = 7;
+// linux/pkt_cls.h
+const TCA_U32_CLASSID: u16 = 1;
+const TCA_U32_SEL: u16 = 5;
+const TCA_U32_ACT: u16 = 7;
+const TC_U32_TERMINAL: u8 = 1;
+const TCA_ACT_KIND: u16 = 1;
+const TCA_ACT_OPTIONS: u16 = 2;
+const TC_ACT_STOLEN: i32 = 4;
+// linux/tc_act/tc_mirred.h
+const TCA_MIRRED_PARMS: u16 = 2;
+const TCA_EGRESS_REDIR: i32 = 1;
+// linux/if_ether.h
+const ETH_P_ALL: u16 = 0x0003;
 const ETH_P_IP: u16 = 0x0800;
 const ETH_P_IPV6: u16 = 0x86DD;
-const TC_ACT_STOLEN: i32 = 4;
-const TCA_EGRESS_REDIR: i32 = 1;
-const ETH_P_ALL: u16 = 0x0003;
-const TCMSG_LEN: usize = 20;
 
+// linux/pkt_sched.h: TC_H_ROOT, TC_H_INGRESS
 pub const HANDLE_ROOT: u32 = 0xFFFF_FFFF;
 pub const HANDLE_INGRESS: u32 = 0xFFFF_FFF1;
+/// iproute2's TIME_UNITS_PER_SEC (tc_core.h), not a kernel header.
 pub const TIME_UNITS_PER_SEC: f64 = 1_000_000.0;
 
 pub const fn make_handle(major: u16, minor: u16) -> u32 {

@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 
+// linux/netlink.h
 /// NLA_F_NESTED: set on nests the kernel parses strictly (e.g. IFLA_PROTINFO for AF_BRIDGE).
 pub const NESTED: u16 = 0x8000;
 const TYPE_MASK: u16 = 0x3fff;
@@ -118,6 +119,7 @@ pub fn as_ip(p: &[u8]) -> Option<IpAddr> {
     }
 }
 
+// linux/netlink.h
 /// `struct nlmsghdr` length.
 pub const HDR_LEN: usize = 16;
 pub const NLMSG_ERROR: u16 = 2;
@@ -198,6 +200,7 @@ pub fn ifinfomsg(family: u8, index: u32, flags: u32, change: u32) -> [u8; 16] {
     h
 }
 
+/// sizeof(struct ifinfomsg), linux/rtnetlink.h.
 pub const IFINFOMSG_LEN: usize = 16;
 
 /// `struct ifaddrmsg`.
@@ -211,6 +214,7 @@ pub fn ifaddrmsg(family: u8, prefix: u8, flags: u8, scope: u8, index: u32) -> [u
     h
 }
 
+/// sizeof(struct ifaddrmsg), linux/if_addr.h.
 pub const IFADDRMSG_LEN: usize = 8;
 
 /// `struct rtmsg` (also the layout of `struct fib_rule_hdr`).
@@ -238,6 +242,7 @@ pub fn rtmsg(
     h
 }
 
+/// sizeof(struct rtmsg), linux/rtnetlink.h.
 pub const RTMSG_LEN: usize = 12;
 
 #[cfg(test)]

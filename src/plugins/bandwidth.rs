@@ -358,8 +358,8 @@ fn add_egress_ifb(
     let ifb = sock.link_by_name(&name)?;
     let setup = (|| -> CniResult<()> {
         let alias = alias(inv.conf.name(), &inv.env.container_id);
-        sock.set_link(ifb.index, Change::Alias(&alias))?;
-        sock.set_link(ifb.index, Change::Up(true))?;
+        sock.set_link(&ifb, Change::Alias(&alias))?;
+        sock.set_link(&ifb, Change::Up(true))?;
         sock.add_ingress(host.index)?;
         sock.add_redirect(host.index, ifb.index)?;
         // Traffic from the container: the remote end is the destination.

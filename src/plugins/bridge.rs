@@ -9,7 +9,9 @@ use crate::iface;
 use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::addr::Family;
-use crate::netlink::link::{Change, Kind, Link, NewLink, OPER_UP, format_mac};
+use crate::netlink::link::{
+    Change, Kind, Link, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
+};
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
 use ipnet::IpNet;
@@ -360,10 +362,10 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
         let _ = sysctl::set(&accept_ra, "0");
     }
     if conf.promisc && !link.is_promisc() {
-        sock.set_link(link.index, Change::Promisc(true))?;
+        sock.set_link(&link, Change::Promisc(true))?;
     }
     if !link.is_up() {
-        sock.set_link(link.index, Change::Up(true))?;
+        sock.set_link(&link, Change::Up(true))?;
     }
     Ok((sock.link_by_index(link.index)?, created))
 }
@@ -383,7 +385,7 @@ fn pin_mac(sock: &mut Socket, bridge: &Link) -> CniResult<Option<[u8; 6]>> {
         None => usable(&sock.link_by_index(bridge.index)?.mac),
     };
     if let Some(mac) = mac {
-        sock.set_link(bridge.index, Change::Mac(mac))
+        sock.set_link(bridge, Change::Mac(mac))
             .with_context(|| format!("could not set bridge's mac on {:?}", bridge.name))?;
     }
     Ok(mac)
@@ -391,7 +393,7 @@ fn pin_mac(sock: &mut Socket, bridge: &Link) -> CniResult<Option<[u8; 6]>> {
 
 /// Enslaves the host end and sets its bridge-port options and VLANs.
 fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> CniResult<()> {
-    sock.set_link(host.index, Change::Master(Some(bridge.index)))
+    sock.set_link(host, Change::Master(Some(bridge.index)))
         .with_context(|| {
             format!(
                 "failed to connect {:?} to bridge {}",
@@ -399,7 +401,11 @@ fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> Cn
             )
         })?;
     if conf.hairpin || conf.port_isolation {
-        sock.set_bridge_port(host.index, conf.hairpin, conf.port_isolation)
+        let flags = PortFlags {
+            hairpin: conf.hairpin,
+            isolated: conf.port_isolation,
+        };
+        sock.set_bridge_port(host.index, flags)
             .with_context(|| format!("failed to setup hairpin mode for {}", host.name))?;
     }
     set_port_vlans(
@@ -427,16 +433,15 @@ fn set_port_vlans(
     }
     if !preserve_default {
         for vid in sock.bridge_port_vlans(port.index)? {
-            sock.bridge_vlan(port.index, vid, false, false, false)
-                .with_context(|| {
-                    format!("failed to remove default vlan on interface {:?}", port.name)
-                })?;
+            sock.delete_bridge_vlan(port.index, vid).with_context(|| {
+                format!("failed to remove default vlan on interface {:?}", port.name)
+            })?;
         }
     }
     let access = if vlan != 0 { vlan } else { 1 };
-    sock.bridge_vlan(port.index, access, true, true, true)?;
+    sock.add_bridge_vlan(port.index, access, VlanFlags::ACCESS)?;
     for vid in trunk.iter().filter(|v| **v != access) {
-        sock.bridge_vlan(port.index, *vid, false, false, true)?;
+        sock.add_bridge_vlan(port.index, *vid, VlanFlags::TAGGED)?;
     }
     Ok(())
 }
@@ -491,9 +496,9 @@ fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResu
     let pair = iface::setup_veth(host, &here, &name, Some(bridge.mtu), None)
         .with_context(|| format!("failed to create vlan gateway {name:?}"))?;
     let attach = |host: &mut Socket| -> CniResult<()> {
-        host.set_link(pair.host.index, Change::Master(Some(bridge.index)))?;
+        host.set_link(&pair.host, Change::Master(Some(bridge.index)))?;
         set_port_vlans(host, &pair.host, conf.vlan, &[], conf.preserve_default_vlan)?;
-        host.set_link(pair.container.index, Change::Up(true))?;
+        host.set_link(&pair.container, Change::Up(true))?;
         Ok(())
     };
     if let Err(e) = attach(host) {
@@ -617,7 +622,7 @@ fn configure_container(ns: &NetNs, conf: &Conf, ifname: &str, result: &NetResult
             iface::configure(&mut sock, ifname, result)
         } else if !disabled {
             let link = sock.link_by_name(ifname)?;
-            Ok(sock.set_link(link.index, Change::Up(true))?)
+            Ok(sock.set_link(&link, Change::Up(true))?)
         } else {
             Ok(())
         }

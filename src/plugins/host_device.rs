@@ -214,7 +214,7 @@ fn move_in_via(
     ifname: &str,
 ) -> CniResult<Link> {
     let name = device.name.as_str();
-    host.set_link(device.index, Change::Netns(temp.fd()))
+    host.set_link(device, Change::Netns(temp.fd()))
         .with_context(|| format!("failed to move {name:?} to tempNS"))?;
     let host_ns = NetNs::current()?;
     temp.run(|| -> CniResult<Link> {
@@ -260,7 +260,7 @@ fn rename_and_enter(
         let link = sock
             .link_by_name(ifname)
             .with_context(|| format!("failed to find {ifname:?} in container NS"))?;
-        if let Err(e) = sock.set_link(link.index, Change::Up(true)) {
+        if let Err(e) = sock.set_link(&link, Change::Up(true)) {
             let _ = sock.set_link(link.index, Change::Netns(temp.fd()));
             return Err(e).with_context(|| format!("failed to set {ifname:?} up"));
         }
@@ -628,7 +628,7 @@ fn move_out(
                     .with_context(|| format!("failed to find {pod_name:?} in containerNS"));
             }
         };
-        sock.set_link(link.index, Change::Netns(temp.fd()))
+        sock.set_link(&link, Change::Netns(temp.fd()))
             .with_context(|| format!("failed to move {pod_name:?} to tempNS"))?;
         Ok(Some(link.is_up()))
     })??;

@@ -44,7 +44,7 @@ impl Plugin for Loopback {
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
             let lo = sock.link_by_name(LO)?;
-            sock.set_link(lo.index, Change::Up(false))?;
+            sock.set_link(&lo, Change::Up(false))?;
             Ok(())
         })?
     }
@@ -68,7 +68,7 @@ type LoAddrs = (Option<ipnet::IpNet>, Option<ipnet::IpNet>);
 fn bring_up_lo() -> CniResult<LoAddrs> {
     let mut sock = Socket::open()?;
     let lo = sock.link_by_name(LO)?;
-    sock.set_link(lo.index, Change::Up(true))?;
+    sock.set_link(&lo, Change::Up(true))?;
     let mut first = [None, None];
     for (slot, family) in first.iter_mut().zip([Family::V4, Family::V6]) {
         let addrs = sock.addresses(lo.index, family)?;

@@ -139,12 +139,12 @@ fn make_tap(
     let link = sock.link_by_name(&spec.name)?;
     let configured = (|| -> CniResult<()> {
         if let Some(mtu) = mtu {
-            sock.set_link(link.index, Change::Mtu(mtu))?;
+            sock.set_link(&link, Change::Mtu(mtu))?;
         }
         if let Some(mac) = mac {
-            sock.set_link(link.index, Change::Mac(mac))?;
+            sock.set_link(&link, Change::Mac(mac))?;
         }
-        sock.set_link(link.index, Change::Name(ifname))?;
+        sock.set_link(&link, Change::Name(ifname))?;
         if !bridge.is_empty() {
             let br = sock
                 .link_by_name(bridge)

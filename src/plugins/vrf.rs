@@ -68,7 +68,7 @@ fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Li
     sock.create_link(&NewLink::new(name, Kind::Vrf { table }))
         .with_context(|| format!("could not add VRF {name}"))?;
     let vrf = sock.link_by_name(name)?;
-    sock.set_link(vrf.index, Change::Up(true))?;
+    sock.set_link(&vrf, Change::Up(true))?;
     Ok(vrf)
 }
 
@@ -88,7 +88,7 @@ fn enslave(sock: &mut Socket, ifname: &str, vrf: &Link) -> CniResult<()> {
         .collect();
     let mut routes = sock.routes(Family::V4, RT_TABLE_MAIN, Some(link.index))?;
     routes.extend(sock.routes(Family::V6, RT_TABLE_MAIN, Some(link.index))?);
-    sock.set_link(link.index, Change::Master(Some(vrf.index)))?;
+    sock.set_link(&link, Change::Master(Some(vrf.index)))?;
     let now: Vec<_> = sock
         .addresses(link.index, Family::V6)?
         .into_iter()
@@ -163,7 +163,7 @@ impl Plugin for Vrf {
             if let Ok(link) = sock.link_by_name(&ifname)
                 && link.master == Some(vrf.index)
             {
-                sock.set_link(link.index, Change::Master(None))?;
+                sock.set_link(&link, Change::Master(None))?;
             }
             let members = sock
                 .links()?

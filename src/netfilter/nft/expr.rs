@@ -165,6 +165,7 @@ pub fn match_ether_saddr(mac: [u8; 6]) -> Vec<Expr> {
 
 /// `ct state established,related`.
 pub fn match_ct_established_related() -> Vec<Expr> {
+    // linux/netfilter/nf_conntrack_common.h: NF_CT_STATE_BIT(IP_CT_*)
     const ESTABLISHED: u32 = 1 << 1;
     const RELATED: u32 = 1 << 2;
     vec![
@@ -234,6 +235,7 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
     ]
 }
 
+// linux/netfilter/nf_tables.h: NFT_META_*
 pub(super) const META_MARK: u32 = 3;
 pub(super) const META_OIFNAME: u32 = 7;
 pub(super) const META_L4PROTO: u32 = 16;

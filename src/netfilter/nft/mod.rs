@@ -22,6 +22,7 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 pub use tx::*;
 
+// linux/netfilter/nf_tables.h
 const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;
 const NFT_MSG_NEWCHAIN: u16 = 3;
@@ -31,6 +32,7 @@ const NFT_MSG_NEWRULE: u16 = 6;
 const NFT_MSG_GETRULE: u16 = 7;
 const NFT_MSG_DELRULE: u16 = 8;
 
+// linux/netfilter/nf_tables.h
 const NFTA_TABLE_NAME: u16 = 1;
 const NFTA_TABLE_FLAGS: u16 = 2;
 const NFTA_TABLE_USERDATA: u16 = 6;
@@ -53,20 +55,25 @@ const NFTA_DATA_VALUE: u16 = 1;
 const NFTA_DATA_VERDICT: u16 = 2;
 const NFTA_VERDICT_CODE: u16 = 1;
 const NFTA_VERDICT_CHAIN: u16 = 2;
+// libnftnl/udata.h (NFTNL_UDATA_*_COMMENT), not a kernel header.
 /// Comments live in userdata as TLV type 0 (tables and rules alike).
 const UDATA_COMMENT: u8 = 0;
 
+// linux/netfilter/nf_tables.h: NFT_REG_*
 const REG_VERDICT: u32 = 0;
 const REG_1: u32 = 1;
 const REG_2: u32 = 2;
 
+// linux/netfilter/nf_tables.h
 const NFT_META_IIFNAME: u32 = 6;
 const NFTA_META_DREG: u16 = 1;
 const NFTA_META_KEY: u16 = 2;
 const NFTA_CMP_DATA: u16 = 3;
+// linux/if.h
 /// Interface names are compared as the kernel stores them: NUL-padded to IFNAMSIZ.
 const IFNAMSIZ: usize = 16;
 
+// linux/netfilter.h
 pub const NFPROTO_INET: u8 = 1;
 pub const NFPROTO_IPV4: u8 = 2;
 pub const NFPROTO_BRIDGE: u8 = 7;
@@ -80,17 +87,22 @@ pub fn nfproto(family: crate::netlink::addr::Family) -> u8 {
     }
 }
 
+// linux/netfilter.h: NF_INET_*
 pub const HOOK_PREROUTING: u32 = 0;
 pub const HOOK_FORWARD: u32 = 2;
-pub const PRIO_FILTER: i32 = 0;
 pub const HOOK_OUTPUT: u32 = 3;
 pub const HOOK_POSTROUTING: u32 = 4;
+// linux/netfilter_ipv4.h: NF_IP_PRI_FILTER, NF_IP_PRI_NAT_DST, NF_IP_PRI_NAT_SRC
+pub const PRIO_FILTER: i32 = 0;
 pub const PRIO_DSTNAT: i32 = -100;
 pub const PRIO_SRCNAT: i32 = 100;
 
+// linux/rtnetlink.h
 const RTN_LOCAL: u32 = 2;
+// linux/netfilter.h
 const NF_DROP: i32 = 0;
 const NF_ACCEPT: i32 = 1;
+// linux/netfilter/nf_tables.h
 const NFT_JUMP: i32 = -3;
 const NFT_GOTO: i32 = -4;
 const NFT_RETURN: i32 = -5;

@@ -6,8 +6,10 @@ use nix::libc;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+// linux/sockios.h
 /// SIOCGSKNS: a descriptor of the namespace a socket lives in.
 const SIOCGSKNS: libc::c_ulong = 0x894c;
+// linux/rtnetlink.h
 const RTM_DELLINK: u16 = 17;
 const SEQ: u32 = 1;
 

@@ -15,6 +15,7 @@ mod detached;
 /// How often a detached delete checks whether the link is unlisted yet.
 const UNLIST_POLL: Duration = Duration::from_micros(250);
 
+// linux/if_link.h
 const IFLA_ADDRESS: u16 = 1;
 const IFLA_IFNAME: u16 = 3;
 const IFLA_MTU: u16 = 4;
@@ -35,26 +36,32 @@ const IFLA_PARENT_DEV_BUS_NAME: u16 = 57;
 const IFLA_INET_CONF: u16 = 1;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
-const VETH_INFO_PEER: u16 = 1;
 const IFLA_BR_VLAN_FILTERING: u16 = 7;
 const IFLA_BRPORT_MODE: u16 = 4;
 const IFLA_BRPORT_ISOLATED: u16 = 33;
-const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
-const BRIDGE_VLAN_INFO_PVID: u16 = 2;
-const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
-const BRIDGE_VLAN_INFO_RANGE_BEGIN: u16 = 8;
-const BRIDGE_VLAN_INFO_RANGE_END: u16 = 16;
-/// IFLA_EXT_MASK bit: bridge dumps carry each port's VLANs.
-const RTEXT_FILTER_BRVLAN: u32 = 2;
 const IFLA_MACVLAN_MODE: u16 = 1;
 const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
 const IFLA_IPVLAN_MODE: u16 = 1;
 const IFLA_VLAN_ID: u16 = 1;
 const IFLA_VRF_TABLE: u16 = 1;
+// linux/veth.h
+const VETH_INFO_PEER: u16 = 1;
+// linux/if_bridge.h
+const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
+const BRIDGE_VLAN_INFO_PVID: u16 = 2;
+const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
+const BRIDGE_VLAN_INFO_RANGE_BEGIN: u16 = 8;
+const BRIDGE_VLAN_INFO_RANGE_END: u16 = 16;
+// linux/rtnetlink.h
+/// IFLA_EXT_MASK bit: bridge dumps carry each port's VLANs.
+const RTEXT_FILTER_BRVLAN: u32 = 2;
+// sys/socket.h
 const AF_UNSPEC: u8 = 0;
 const AF_BRIDGE: u8 = 7;
+// linux/if.h: IF_OPER_UP
 /// RFC 2863 operational state "up".
 pub const OPER_UP: u8 = 6;
+// linux/ip.h
 /// IPv4 per-interface settings (`net.ipv4.conf.<if>.*`), by their devconf id.
 pub const IPV4_DEVCONF_ARP_NOTIFY: u16 = 22;
 pub const IPV4_DEVCONF_ROUTE_LOCALNET: u16 = 26;
@@ -308,6 +315,110 @@ pub enum Change<'a> {
     Ipv4Conf(u16, u32),
 }
 
+/// Bridge-port flags (IFLA_PROTINFO), each set on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortFlags {
+    /// Frames may leave through the port they came in on.
+    pub hairpin: bool,
+    /// The port talks only to non-isolated ports.
+    pub isolated: bool,
+}
+
+/// How a bridge port carries a VLAN (struct bridge_vlan_info's flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VlanFlags {
+    /// Untagged frames entering the port join this VLAN.
+    pub pvid: bool,
+    /// Frames of this VLAN leave the port untagged.
+    pub untagged: bool,
+}
+
+impl VlanFlags {
+    /// A trunk VLAN: tagged both ways.
+    pub const TAGGED: VlanFlags = VlanFlags {
+        pvid: false,
+        untagged: false,
+    };
+    /// An access VLAN: the port's untagged PVID.
+    pub const ACCESS: VlanFlags = VlanFlags {
+        pvid: true,
+        untagged: true,
+    };
+
+    fn bits(self) -> u16 {
+        let mut bits = 0;
+        if self.pvid {
+            bits |= BRIDGE_VLAN_INFO_PVID;
+        }
+        if self.untagged {
+            bits |= BRIDGE_VLAN_INFO_UNTAGGED;
+        }
+        bits
+    }
+}
+
+impl Change<'_> {
+    /// What the change does to `link`, as a sentence for error texts.
+    fn describe(&self, link: &str) -> String {
+        let on_off = |on: &bool| if *on { "on" } else { "off" };
+        match self {
+            Change::Master(Some(m)) => format!("set master of {link} to {m}"),
+            Change::Master(None) => format!("release {link} from its master"),
+            Change::Mtu(mtu) => format!("set mtu of {link} to {mtu}"),
+            Change::Mac(mac) => format!("set mac of {link} to {}", format_mac(mac)),
+            Change::Name(name) => format!("rename {link} to {name:?}"),
+            Change::Alias("") => format!("clear alias of {link}"),
+            Change::Alias(alias) => format!("set alias of {link} to {alias:?}"),
+            Change::Netns(fd) => format!("move {link} to the network namespace of fd {fd}"),
+            Change::TxQueueLen(q) => format!("set txqueuelen of {link} to {q}"),
+            Change::Up(true) => format!("set {link} up"),
+            Change::Up(false) => format!("set {link} down"),
+            Change::Promisc(on) => format!("turn {} promiscuous mode of {link}", on_off(on)),
+            Change::AllMulti(on) => format!("turn {} allmulticast of {link}", on_off(on)),
+            Change::Ipv4Conf(id, value) => {
+                let setting = match *id {
+                    IPV4_DEVCONF_ARP_NOTIFY => "arp_notify".to_string(),
+                    IPV4_DEVCONF_ROUTE_LOCALNET => "route_localnet".to_string(),
+                    id => format!("devconf {id}"),
+                };
+                format!("set ipv4 {setting} of {link} to {value}")
+            }
+        }
+    }
+}
+
+/// The link a change is for: its index, and its name where the caller has
+/// it (error texts then name it).
+#[derive(Debug, Clone, Copy)]
+pub struct LinkRef<'a> {
+    pub index: u32,
+    pub name: Option<&'a str>,
+}
+
+impl From<u32> for LinkRef<'_> {
+    fn from(index: u32) -> Self {
+        LinkRef { index, name: None }
+    }
+}
+
+impl<'a> From<&'a Link> for LinkRef<'a> {
+    fn from(link: &'a Link) -> Self {
+        LinkRef {
+            index: link.index,
+            name: Some(&link.name),
+        }
+    }
+}
+
+impl std::fmt::Display for LinkRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.name {
+            Some(name) => write!(f, "link {name:?} ({})", self.index),
+            None => write!(f, "link {}", self.index),
+        }
+    }
+}
+
 fn not_found(op: String) -> Error {
     Error {
         op,
@@ -461,9 +572,12 @@ impl Socket {
         }
     }
 
-    /// Applies one change to link `index`.
-    pub fn set_link(&mut self, index: u32, change: Change<'_>) -> Result<()> {
-        let op = format!("set link {index} {change:?}");
+    /// Applies one change to a link, given as its index or (for error texts
+    /// that name it) as a `&Link`.
+    pub fn set_link<'a>(&mut self, link: impl Into<LinkRef<'a>>, change: Change<'_>) -> Result<()> {
+        let link = link.into();
+        let index = link.index;
+        let op = change.describe(&link.to_string());
         let flag = |f: i32, on: bool| {
             let f = f as u32;
             wire::ifinfomsg(AF_UNSPEC, index, if on { f } else { 0 }, f)
@@ -499,13 +613,13 @@ impl Socket {
         )
     }
 
-    /// Bridge-port flags of an enslaved link (hairpin, isolated).
-    pub fn set_bridge_port(&mut self, index: u32, hairpin: bool, isolated: bool) -> Result<()> {
+    /// Sets the bridge-port flags of an enslaved link (each one on or off).
+    pub fn set_bridge_port(&mut self, index: u32, flags: PortFlags) -> Result<()> {
         let op = format!("set bridge port flags of link {index}");
         let body =
             Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0)).nest(IFLA_PROTINFO | NESTED, |p| {
-                p.u8(IFLA_BRPORT_MODE, u8::from(hairpin))
-                    .u8(IFLA_BRPORT_ISOLATED, u8::from(isolated))
+                p.u8(IFLA_BRPORT_MODE, u8::from(flags.hairpin))
+                    .u8(IFLA_BRPORT_ISOLATED, u8::from(flags.isolated))
             });
         self.change(
             &op,
@@ -515,32 +629,31 @@ impl Socket {
         )
     }
 
-    /// Adds (or removes) VLAN `vid` on a bridge port.
-    pub fn bridge_vlan(
+    /// Adds VLAN `vid` on a bridge port.
+    pub fn add_bridge_vlan(&mut self, index: u32, vid: u16, flags: VlanFlags) -> Result<()> {
+        let op = format!("add vlan {vid} on bridge port {index}");
+        self.change_bridge_vlan(&op, Rtm::Setlink, index, vid, flags.bits())
+    }
+
+    /// Removes VLAN `vid` from a bridge port.
+    pub fn delete_bridge_vlan(&mut self, index: u32, vid: u16) -> Result<()> {
+        let op = format!("delete vlan {vid} on bridge port {index}");
+        self.change_bridge_vlan(&op, Rtm::Dellink, index, vid, 0)
+    }
+
+    fn change_bridge_vlan(
         &mut self,
+        op: &str,
+        ty: Rtm,
         index: u32,
         vid: u16,
-        pvid: bool,
-        untagged: bool,
-        add: bool,
+        flags: u16,
     ) -> Result<()> {
-        let op = format!(
-            "{} vlan {vid} on bridge port {index}",
-            if add { "add" } else { "delete" }
-        );
-        let mut flags = 0u16;
-        if pvid {
-            flags |= BRIDGE_VLAN_INFO_PVID;
-        }
-        if untagged {
-            flags |= BRIDGE_VLAN_INFO_UNTAGGED;
-        }
         let mut info = flags.to_ne_bytes().to_vec();
         info.extend_from_slice(&vid.to_ne_bytes());
         let body = Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0))
             .nest(IFLA_AF_SPEC, |s| s.attr(IFLA_BRIDGE_VLAN_INFO, &info));
-        let ty = if add { Rtm::Setlink } else { Rtm::Dellink };
-        self.change(&op, ty, NlmF::empty(), Buffer::from(body.into_bytes()))
+        self.change(op, ty, NlmF::empty(), Buffer::from(body.into_bytes()))
     }
 
     /// The VLAN IDs on bridge port `index` (none when it is no port of a
@@ -608,6 +721,64 @@ mod tests {
         assert_eq!(parse_mac("0a:58:0a:f4:00:01:02"), None);
         assert_eq!(parse_mac("0a-58-0a-f4-00-01"), None);
         assert_eq!(format_mac(&[10, 0x58, 0, 1, 2, 255]), "0a:58:00:01:02:ff");
+    }
+
+    #[test]
+    fn describes_changes_as_sentences() {
+        let by_index = LinkRef::from(12).to_string();
+        let veth = Link {
+            index: 12,
+            name: "veth1".into(),
+            ..Link::default()
+        };
+        let named = LinkRef::from(&veth).to_string();
+        let cases = [
+            (
+                Change::Master(Some(3)),
+                &by_index,
+                "set master of link 12 to 3",
+            ),
+            (
+                Change::Master(None),
+                &named,
+                "release link \"veth1\" (12) from its master",
+            ),
+            (Change::Up(true), &named, "set link \"veth1\" (12) up"),
+            (Change::Mtu(1400), &by_index, "set mtu of link 12 to 1400"),
+            (
+                Change::Mac([10, 0x58, 0, 0, 0, 1]),
+                &by_index,
+                "set mac of link 12 to 0a:58:00:00:00:01",
+            ),
+            (
+                Change::Name("net1"),
+                &by_index,
+                "rename link 12 to \"net1\"",
+            ),
+            (Change::Alias(""), &by_index, "clear alias of link 12"),
+            (
+                Change::Promisc(true),
+                &by_index,
+                "turn on promiscuous mode of link 12",
+            ),
+            (
+                Change::Ipv4Conf(IPV4_DEVCONF_ARP_NOTIFY, 1),
+                &by_index,
+                "set ipv4 arp_notify of link 12 to 1",
+            ),
+        ];
+        for (change, link, want) in cases {
+            assert_eq!(change.describe(link), want);
+        }
+    }
+
+    #[test]
+    fn vlan_flags_are_bridge_vlan_info_bits() {
+        assert_eq!(VlanFlags::TAGGED.bits(), 0);
+        assert_eq!(
+            VlanFlags::ACCESS.bits(),
+            BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED
+        );
     }
 
     #[test]

@@ -373,25 +373,24 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
 
 fn apply(conf: &Conf, link: &Link) -> CniResult<()> {
     let mut sock = Socket::open()?;
-    let i = link.index;
     if let Some(mac) = conf.mac {
-        sock.set_link(i, Change::Mac(mac))
+        sock.set_link(link, Change::Mac(mac))
             .context("failed to set MAC")?;
     }
     if conf.promisc {
-        sock.set_link(i, Change::Promisc(true))
+        sock.set_link(link, Change::Promisc(true))
             .context("failed to set promiscuous mode")?;
     }
     if let Some(mtu) = conf.mtu {
-        sock.set_link(i, Change::Mtu(mtu))
+        sock.set_link(link, Change::Mtu(mtu))
             .context("failed to set MTU")?;
     }
     if let Some(on) = conf.allmulti {
-        sock.set_link(i, Change::AllMulti(on))
+        sock.set_link(link, Change::AllMulti(on))
             .context("failed to set allmulticast mode")?;
     }
     if let Some(q) = conf.tx_qlen {
-        sock.set_link(i, Change::TxQueueLen(q))
+        sock.set_link(link, Change::TxQueueLen(q))
             .context("failed to set transmit queue length")?;
     }
     Ok(())
@@ -427,7 +426,7 @@ fn restore(ifname: &str, b: &Backup) -> CniResult<()> {
     let mut failed = Vec::new();
     let mut first = None;
     for (what, change) in changes {
-        if let Err(e) = sock.set_link(link.index, change) {
+        if let Err(e) = sock.set_link(&link, change) {
             failed.push(format!("failed to restore {what}: {e}"));
             first.get_or_insert(e);
         }
