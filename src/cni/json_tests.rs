@@ -301,7 +301,7 @@ fn an_object_of_100k_keys_decodes_with_go_rules() {
         (p.host_port, p.container_port, p.protocol.as_str()),
         (4, 2, "udp")
     );
-    let corpus = include_bytes!("../../fuzz/corpus/netconf/object-with-100k-keys.json");
+    let corpus = include_bytes!("../../fuzz/corpus/json_object/object-with-100k-keys.json");
     let conf = NetConf::parse(corpus).expect("the corpus entry is a config");
     assert_eq!(conf.name(), "many-keys");
 }
