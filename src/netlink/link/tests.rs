@@ -1,0 +1,158 @@
+use super::*;
+
+#[test]
+fn macs() {
+    assert_eq!(
+        parse_mac("0A:58:0a:f4:00:01"),
+        Some([10, 0x58, 10, 0xf4, 0, 1])
+    );
+    assert_eq!(parse_mac("0a:58:0a:f4:00"), None);
+    assert_eq!(parse_mac("0a:58:0a:f4:00:01:02"), None);
+    assert_eq!(parse_mac("0a-58-0a-f4-00-01"), None);
+    assert_eq!(format_mac(&[10, 0x58, 0, 1, 2, 255]), "0a:58:00:01:02:ff");
+}
+
+#[test]
+fn describes_changes_as_sentences() {
+    let by_index = LinkRef::from(12).to_string();
+    let veth = Link {
+        index: 12,
+        name: "veth1".into(),
+        ..Link::default()
+    };
+    let named = LinkRef::from(&veth).to_string();
+    let cases = [
+        (
+            Change::Master(Some(3)),
+            &by_index,
+            "set master of link 12 to 3",
+        ),
+        (
+            Change::Master(None),
+            &named,
+            "release link \"veth1\" (12) from its master",
+        ),
+        (Change::Up(true), &named, "set link \"veth1\" (12) up"),
+        (Change::Mtu(1400), &by_index, "set mtu of link 12 to 1400"),
+        (
+            Change::Mac([10, 0x58, 0, 0, 0, 1]),
+            &by_index,
+            "set mac of link 12 to 0a:58:00:00:00:01",
+        ),
+        (
+            Change::Name("net1"),
+            &by_index,
+            "rename link 12 to \"net1\"",
+        ),
+        (Change::Alias(""), &by_index, "clear alias of link 12"),
+        (
+            Change::Promisc(true),
+            &by_index,
+            "turn on promiscuous mode of link 12",
+        ),
+        (
+            Change::Ipv4Conf(IPV4_DEVCONF_ARP_NOTIFY, 1),
+            &by_index,
+            "set ipv4 arp_notify of link 12 to 1",
+        ),
+    ];
+    for (change, link, want) in cases {
+        assert_eq!(change.describe(link), want);
+    }
+}
+
+#[test]
+fn vlan_flags_are_bridge_vlan_info_bits() {
+    assert_eq!(VlanFlags::TAGGED.bits(), 0);
+    assert_eq!(
+        VlanFlags::ACCESS.bits(),
+        BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED
+    );
+}
+
+#[test]
+fn parses_a_bridge_ports_vlans() {
+    let info = |flags: u16, vid: u16| {
+        let mut v = flags.to_ne_bytes().to_vec();
+        v.extend_from_slice(&vid.to_ne_bytes());
+        v
+    };
+    let msg = Body::new(&wire::ifinfomsg(AF_BRIDGE, 9, 0, 0))
+        .str(IFLA_IFNAME, "veth0")
+        .nest(IFLA_AF_SPEC, |s| {
+            s.u16(0, 0)
+                .attr(IFLA_BRIDGE_VLAN_INFO, &info(BRIDGE_VLAN_INFO_PVID, 5))
+                .attr(
+                    IFLA_BRIDGE_VLAN_INFO,
+                    &info(BRIDGE_VLAN_INFO_RANGE_BEGIN, 100),
+                )
+                .attr(
+                    IFLA_BRIDGE_VLAN_INFO,
+                    &info(BRIDGE_VLAN_INFO_RANGE_END, 102),
+                )
+        })
+        .into_bytes();
+    assert_eq!(port_vlans(&msg), Some((9, vec![5, 100, 101, 102])));
+    let bare = Body::new(&wire::ifinfomsg(AF_BRIDGE, 4, 0, 0)).into_bytes();
+    assert_eq!(port_vlans(&bare), Some((4, vec![])));
+    assert_eq!(port_vlans(&[1, 2, 3]), None);
+}
+
+#[test]
+fn parses_a_link_message() {
+    let msg = Body::new(&wire::ifinfomsg(0, 7, libc::IFF_UP as u32, 0))
+        .str(IFLA_IFNAME, "eth0")
+        .u32(IFLA_MTU, 1400)
+        .u32(IFLA_MASTER, 3)
+        .nest(IFLA_LINKINFO, |i| {
+            i.str(IFLA_INFO_KIND, "macvlan")
+                .nest(IFLA_INFO_DATA, |d| d.u32(IFLA_MACVLAN_MODE, 4))
+        })
+        .into_bytes();
+    let link = Link::parse(&msg).expect("parsed");
+    assert_eq!(
+        (
+            link.index,
+            link.name.as_str(),
+            link.mtu,
+            link.master,
+            link.kind.as_str()
+        ),
+        (7, "eth0", 1400, Some(3), "macvlan")
+    );
+    assert!(link.is_up());
+    assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
+    assert!(link.perm_addr.is_empty() && link.parent_dev.is_empty());
+    let nic = Body::new(&wire::ifinfomsg(0, 2, 0, 0))
+        .str(IFLA_IFNAME, "ens1f0")
+        .attr(IFLA_PERM_ADDRESS, &[0, 0x1b, 0x21, 1, 2, 3])
+        .str(IFLA_PARENT_DEV_NAME, "0000:01:00.0")
+        .str(IFLA_PARENT_DEV_BUS_NAME, "pci")
+        .into_bytes();
+    let nic = Link::parse(&nic).expect("parsed");
+    assert_eq!(nic.perm_addr, [0, 0x1b, 0x21, 1, 2, 3]);
+    assert_eq!(
+        (nic.parent_bus.as_str(), nic.parent_dev.as_str()),
+        ("pci", "0000:01:00.0")
+    );
+    assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), None);
+}
+
+#[test]
+fn reads_ipv4_devconf_from_af_spec() {
+    // The kernel sends the whole table: value of devconf id n at index n - 1.
+    let table: Vec<u8> = (1..=33u32).flat_map(|id| (id * 10).to_ne_bytes()).collect();
+    let msg = Body::new(&wire::ifinfomsg(0, 7, 0, 0))
+        .str(IFLA_IFNAME, "eth0")
+        .nest(IFLA_AF_SPEC, |spec| {
+            spec.nest(libc::AF_INET as u16, |inet| {
+                inet.attr(IFLA_INET_CONF, &table)
+            })
+        })
+        .into_bytes();
+    let link = Link::parse(&msg).expect("parsed");
+    assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), Some(220));
+    assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ROUTE_LOCALNET), Some(260));
+    assert_eq!(link.ipv4_conf(0), None);
+    assert_eq!(link.ipv4_conf(99), None);
+}
