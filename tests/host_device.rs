@@ -329,10 +329,18 @@ fn assert_device_home() {
     assert_eq!(alias(&back), "", "{back}");
 }
 
+/// A rename as a pod makes one: older kernels (before 6.2) refuse to rename
+/// a link that is up, so down first.
+fn rename_in(ns: &Netns, from: &str, to: &str) {
+    ns.sh("ip", &["link", "set", from, "down"]);
+    ns.sh("ip", &["link", "set", from, "name", to]);
+}
+
 /// What a rename or move of a host link would change: its index, name, MAC, addresses.
 fn host_link_identity(name: &str) -> (Value, Value, Value, String) {
     let link = link_json(None, name);
-    let addrs = run_in(None, "ip", &["-o", "addr", "show", "dev", name]);
+    // IPv4 only: an IPv6 link-local address changes state (DAD) by itself.
+    let addrs = run_in(None, "ip", &["-4", "-o", "addr", "show", "dev", name]);
     (
         link["ifindex"].clone(),
         link["ifname"].clone(),
@@ -359,7 +367,7 @@ fn a_container_swapping_in_its_own_veth_with_the_alias_cannot_fool_del() {
     assert_eq!(state_files(&state).len(), 1, "ADD recorded the device");
     // The container renames the real device away and dresses up a veth of
     // its own as CNI_IFNAME, alias and MAC included.
-    ns.sh("ip", &["link", "set", "eth0", "name", "real0"]);
+    rename_in(&ns, "eth0", "real0");
     fake_veth(&ns, "eth0", "hd-dev");
 
     let e = call("DEL", &ns, &c, &bin).run().err(8);
@@ -419,7 +427,7 @@ fn a_container_hiding_the_device_and_faking_it_gets_nothing_moved() {
     assert_eq!(link_json(Some(&ns), "eth0")["link"], "fake-peer");
     assert_eq!(state_files(&state).len(), 1, "state kept for the next DEL");
     // The device back in the pod: the next DEL returns it.
-    hideout.sh("ip", &["link", "set", "eth0", "name", "mine"]);
+    rename_in(&hideout, "eth0", "mine");
     let pod_tid = ns.path().rsplit('/').nth(2).unwrap_or_default().to_string();
     hideout.sh("ip", &["link", "set", "mine", "netns", &pod_tid]);
     let e = call("DEL", &ns, &c, &bin).run().err(8);
@@ -459,7 +467,7 @@ fn a_recorded_device_under_another_name_in_the_pod_comes_home() {
     let ns = Netns::new();
     let c = conf(&state, json!({"hwaddr": DEV_MAC}));
     call("ADD", &ns, &c, &bin).run().ok();
-    ns.sh("ip", &["link", "set", "eth0", "name", "moved0"]);
+    rename_in(&ns, "eth0", "moved0");
     ns.sh("ip", &["link", "set", "moved0", "alias", "elsewhere"]);
     call("DEL", &ns, &c, &bin).run().ok();
     assert_device_home();
@@ -501,7 +509,7 @@ fn without_state_del_never_moves_back_a_veth_the_container_made() {
     let ns = Netns::new();
     let c = conf(&state, json!({"device": "hd-dev"}));
     add_without_state(&ns, &c, &bin, &state);
-    ns.sh("ip", &["link", "set", "eth0", "name", "real0"]);
+    rename_in(&ns, "eth0", "real0");
     fake_veth(&ns, "eth0", "hd-dev");
     // Left in the container and said so; DEL succeeds, as the reference's would.
     let out = call("DEL", &ns, &c, &bin).run();
