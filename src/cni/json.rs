@@ -204,50 +204,44 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 }
 
-/// The field of `fields` a key names: itself, else the one it folds to.
-fn field_of(key: &str, fields: &[&'static str]) -> Option<&'static str> {
-    if let Some(f) = fields.iter().find(|f| **f == key) {
-        return Some(f);
-    }
-    // An ASCII key folds as ASCII does (the fields are ASCII); others may
-    // fold onto ASCII (the Kelvin sign, the long s).
-    if key.is_ascii() {
-        fields.iter().find(|f| f.eq_ignore_ascii_case(key)).copied()
-    } else {
-        fields.iter().find(|f| fold_eq(f, key)).copied()
-    }
+/// The index of the field of `fields` a key names: itself, else the one it
+/// folds to.
+fn field_index(key: &str, fields: &[&str]) -> Option<usize> {
+    fields.iter().position(|f| *f == key).or_else(|| {
+        // An ASCII key folds as ASCII does (the fields are ASCII); others may
+        // fold onto ASCII (the Kelvin sign, the long s).
+        if key.is_ascii() {
+            fields.iter().position(|f| f.eq_ignore_ascii_case(key))
+        } else {
+            fields.iter().position(|f| fold_eq(f, key))
+        }
+    })
 }
 
 /// An object's entries as a struct with `fields` sees them: each key renamed to
 /// the field it matches (exact name first, then folded), nulls and keys that
 /// name no field dropped (the struct would ignore them), and of several entries
-/// for one field only the last, in document order. `take` gives a kept value.
+/// for one field only the last, in document order.
 ///
-/// Linear in the number of entries, and nothing of a key that names no field
-/// is copied: a document of 100k junk keys is input like any other.
-fn struct_entries<K: AsRef<str>, V>(
-    entries: impl Iterator<Item = (K, V)>,
-    fields: &[&'static str],
-    take: impl Fn(V) -> Option<Json>,
-) -> Vec<(String, Json)> {
-    let mut slots: Vec<Option<Json>> = vec![None; fields.len()];
+/// Linear in the number of entries, and only the kept values are copied: a
+/// document of 100k junk keys is input like any other.
+fn struct_entries(entries: &[(String, Json)], fields: &[&'static str]) -> Vec<(String, Json)> {
+    let mut slots: Vec<Option<&Json>> = vec![None; fields.len()];
     let mut order: Vec<usize> = Vec::new();
     for (key, value) in entries {
-        let Some(field) = field_of(key.as_ref(), fields) else {
+        if value.is_null() {
+            continue;
+        }
+        let Some(i) = field_index(key, fields) else {
             continue;
         };
-        let Some(value) = take(value) else { continue };
-        let Some(i) = fields.iter().position(|f| *f == field) else {
-            continue;
-        };
-        if slots[i].is_none() {
+        if slots[i].replace(value).is_none() {
             order.push(i);
         }
-        slots[i] = Some(value);
     }
     order
         .into_iter()
-        .filter_map(|i| Some((fields[i].to_string(), slots[i].take()?)))
+        .filter_map(|i| Some((fields[i].to_string(), slots[i]?.clone())))
         .collect()
 }
 
@@ -298,11 +292,7 @@ impl<'de> Deserializer<'de> for Json {
         v: V,
     ) -> Result<V::Value, Error> {
         match self {
-            Json::Object(o) => v.visit_map(Entries::new(struct_entries(
-                o.into_iter(),
-                fields,
-                |v: Json| (!v.is_null()).then_some(v),
-            ))),
+            Json::Object(o) => v.visit_map(Entries::new(struct_entries(&o, fields))),
             other => other.deserialize_any(v),
         }
     }
@@ -363,11 +353,7 @@ impl<'de> Deserializer<'de> for Borrowed<'_> {
         v: V,
     ) -> Result<V::Value, Error> {
         match self.0 {
-            Json::Object(o) => v.visit_map(Entries::new(struct_entries(
-                o.iter().map(|(k, v)| (k.as_str(), v)),
-                fields,
-                |v: &Json| (!v.is_null()).then(|| v.clone()),
-            ))),
+            Json::Object(o) => v.visit_map(Entries::new(struct_entries(o, fields))),
             other => other.clone().deserialize_struct(name, fields, v),
         }
     }

@@ -90,15 +90,14 @@ pub fn assign(
         return;
     }
     let allocation = kubelet_allocation(&s.kubelet_checkpoint, pod_uid);
-    let mut taken: BTreeMap<&str, usize> = BTreeMap::new();
+    // How many devices of each pool the attachments before took.
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     for (d, ifname) in delegates.iter_mut().zip(ifnames) {
         if d.resource_name.is_empty() {
             continue;
         }
         let cni_info = d.device_info_path(container_id, ifname);
-        let next = taken
-            .entry(allocation_key(&allocation, &d.resource_name))
-            .or_default();
+        let next = taken.entry(d.resource_name.clone()).or_default();
         let allocated = allocation
             .get(&d.resource_name)
             .and_then(|ids| ids.get(*next))
@@ -133,14 +132,6 @@ pub fn assign(
             d.device_id = pci;
         }
     }
-}
-
-/// The allocation's own key for `resource` (so the counter borrows nothing
-/// of the delegate being changed).
-fn allocation_key<'a>(allocation: &'a BTreeMap<String, Vec<String>>, resource: &str) -> &'a str {
-    allocation
-        .get_key_value(resource)
-        .map_or("", |(k, _)| k.as_str())
 }
 
 /// As Multus: the device plugin's device-info file, when there is one, is
