@@ -705,7 +705,7 @@ fn twenty_containers_at_once_get_twenty_distinct_leases() {
 }
 
 #[test]
-fn the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast() {
+fn the_daemon_stays_flat_over_many_add_del_cycles() {
     enter_test_host();
     let cycles: usize = std::env::var("CNI_MULTI_DHCP_CYCLES")
         .ok()
@@ -751,7 +751,6 @@ fn the_daemon_stays_flat_over_many_add_del_cycles_and_add_is_fast() {
         "threads grew: {threads0} -> {threads1}"
     );
     assert!(rss1 <= rss0 + 2048, "RSS grew: {rss0} kB -> {rss1} kB");
-    assert!(median < Duration::from_secs(1), "median ADD {median:?}");
     assert!(lan.leases().is_empty(), "every lease released");
 }
 
@@ -1273,37 +1272,47 @@ fn a_client_dribbling_bytes_is_cut_off_at_the_call_deadline() {
     stream
         .set_read_timeout(Some(Duration::from_secs(2)))
         .expect("timeout");
+    // Only a guard against waiting forever: what is asserted is who ended
+    // the call and why, never how long it took.
     let start = Instant::now();
-    let limit = Duration::from_secs(25);
+    let guard = Duration::from_secs(60);
     let mut answer = Vec::new();
-    let cut = loop {
+    let mut sent = 0;
+    loop {
         assert!(
-            start.elapsed() < limit,
-            "a client sending one byte every 2 s still holds its call after {limit:?}"
+            start.elapsed() < guard,
+            "a client sending one byte every 2 s still holds its call after {guard:?}"
         );
         if stream.write_all(b" ").is_err() {
-            break start.elapsed();
+            break;
         }
+        sent += 1;
         let mut buf = [0u8; 4096];
         match stream.read(&mut buf) {
-            Ok(0) => break start.elapsed(),
+            Ok(0) => break,
             Ok(n) => answer.extend_from_slice(&buf[..n]),
             Err(e)
                 if matches!(
                     e.kind(),
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) => {}
-            Err(_) => break start.elapsed(),
+            Err(_) => break,
         }
-    };
-    assert!(
-        cut >= Duration::from_secs(8) && cut < Duration::from_secs(14),
-        "cut off after {cut:?}"
-    );
+    }
     let answer = String::from_utf8_lossy(&answer);
-    assert!(answer.contains("\"error\""), "{answer:?}");
+    // Every byte reset no per-read timeout: the call's own deadline ended it.
+    assert!(sent >= 3, "cut off after {sent} bytes: {answer:?}");
+    assert!(
+        answer.contains("\"error\"") && answer.contains("was not sent within 10 s"),
+        "{answer:?}"
+    );
+    assert!(
+        daemon.log().contains("cut off a connection"),
+        "{}",
+        daemon.log()
+    );
     eprintln!(
-        "dhcp: dribbling client cut off after {cut:?}: {}",
+        "dhcp: dribbling client cut off after {sent} bytes: {}",
         answer.trim()
     );
 }
