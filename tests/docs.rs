@@ -1,6 +1,7 @@
 //! The documentation tells the truth about the tree: every repository path it
 //! names in backticks, and every link between its files, exists; the README
-//! stays a front door (at most 12 KB); no issue numbers.
+//! stays a front door (at most 12 KB); no issue numbers; every difference from
+//! the reference cites the reference file it differs from.
 
 use std::path::{Path, PathBuf};
 
@@ -105,4 +106,108 @@ fn the_readme_is_a_front_door_and_no_doc_names_an_issue() {
             );
         }
     }
+}
+
+/// The bullets of each `## ` section of a markdown text, a bullet's
+/// continuation lines joined to it.
+fn sections_and_bullets(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut sections: Vec<(String, Vec<String>)> = Vec::new();
+    let mut open_bullet = false;
+    for line in text.lines() {
+        if let Some(title) = line.strip_prefix("## ") {
+            sections.push((title.trim().to_string(), Vec::new()));
+            open_bullet = false;
+        } else if let Some((_, bullets)) = sections.last_mut() {
+            if let Some(bullet) = line.strip_prefix("- ") {
+                bullets.push(bullet.to_string());
+                open_bullet = true;
+            } else if open_bullet
+                && line.starts_with(char::is_whitespace)
+                && !line.trim().is_empty()
+            {
+                if let Some(last) = bullets.last_mut() {
+                    last.push(' ');
+                    last.push_str(line.trim());
+                }
+            } else {
+                open_bullet = false;
+            }
+        }
+    }
+    sections
+}
+
+/// Whether a bullet cites a reference file: `(reference: ` then a backticked
+/// path ending in `.go`.
+fn cites_reference(bullet: &str) -> bool {
+    bullet.split("(reference: ").skip(1).any(|rest| {
+        rest.strip_prefix('`')
+            .and_then(|r| r.split('`').next())
+            .is_some_and(|path| path.ends_with(".go") && !path.contains(' '))
+    })
+}
+
+#[test]
+fn every_difference_cites_the_reference_it_differs_from() {
+    let text = std::fs::read_to_string(root().join("docs/differences.md")).expect("differences");
+    let sections = sections_and_bullets(&text);
+    let titles: Vec<&str> = sections.iter().map(|(t, _)| t.as_str()).collect();
+    for plugin in [
+        "bridge",
+        "ptp",
+        "macvlan",
+        "ipvlan",
+        "vlan",
+        "host-device",
+        "tap",
+        "loopback",
+        "dummy",
+        "host-local",
+        "static",
+        "dhcp",
+        "portmap",
+        "bandwidth",
+        "firewall",
+        "tuning",
+        "sbr",
+        "vrf",
+        "flannel",
+        "multus",
+        "cnitool",
+        "All plugins",
+    ] {
+        assert!(titles.contains(&plugin), "no `## {plugin}` section");
+    }
+    let mut uncited = Vec::new();
+    for (title, bullets) in &sections {
+        assert!(!bullets.is_empty(), "`## {title}` has no bullet");
+        if title == "All plugins" {
+            continue;
+        }
+        for bullet in bullets.iter().filter(|b| !cites_reference(b)) {
+            uncited.push(format!("{title}: {}", &bullet[..bullet.len().min(70)]));
+        }
+    }
+    assert!(
+        uncited.is_empty(),
+        "bullets without (reference: `….go` …):\n{}",
+        uncited.join("\n")
+    );
+}
+
+#[test]
+fn the_citation_check_needs_a_backticked_go_path() {
+    assert!(cites_reference(
+        "**x**: ours (reference: `plugins/main/bridge/bridge.go` `cmdDel`)."
+    ));
+    assert!(!cites_reference(
+        "**x**: ours (reference: bridge.go cmdDel)."
+    ));
+    assert!(!cites_reference("**x**: ours (reference: `README.md`)."));
+    let s = sections_and_bullets(
+        "# t\n\nintro\n\n## a\n\n- one\n  (reference: `a.go` `f`).\n- two\n\n## b\n",
+    );
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0].1, ["one (reference: `a.go` `f`).", "two"]);
+    assert!(s[1].1.is_empty());
 }
