@@ -119,7 +119,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/main/host-device NetConf.
     ("host-device", "device", Test(HOST_DEVICE, "device_moves_in_by_name_and_back_on_del")),
     ("host-device", "hwaddr", Test(HOST_DEVICE, "device_found_by_mac_and_missing_devices_fail")),
-    ("host-device", "kernelpath", Doc("`kernelpath` must lie under `/sys/devices/`")),
+    ("host-device", "kernelpath", Doc("**`kernelpath`**: must lie under `/sys/devices/` without `..`")),
     ("host-device", "pciBusID", Test("src/plugins/host_device_tests.rs", "config_keys_pick_the_device_in_the_reference_order")),
     ("host-device", "DPDKMode", Test(HOST_DEVICE, "dpdk_mode_moves_nothing_and_reports_ipam_for_the_named_interface")),
     ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device_tests.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
@@ -132,9 +132,9 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tap", "mac", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "owner", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
     ("tap", "group", Test(TAP, "tap_with_owner_group_mtu_mac_and_ipam")),
-    ("tap", "selinuxContext", Doc("without SELinux, ADD fails as the reference's does")),
+    ("tap", "selinuxContext", Doc("Without SELinux, ADD fails as the reference's does")),
     ("tap", "bridge", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
-    ("tap", "args", Doc("also take `args.cni.mac`")),
+    ("tap", "args", Doc("ours also takes `args.cni.mac` (the reference's tap has an empty `args`)")),
     ("tap", "runtimeConfig.mac", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
     ("tap", "CNI_ARGS MAC", Test(KEYS_FX, "tap_mac_from_cni_args_and_runtime_config_is_the_taps")),
     // plugins/ipam/host-local allocator.Net / IPAMConfig / Range.
