@@ -78,7 +78,7 @@ pub struct Plan {
 
 impl Plan {
     /// Mappings that apply to a container address of `family`.
-    fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
+    pub(crate) fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
         self.mappings
             .iter()
             .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
