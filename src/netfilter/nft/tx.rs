@@ -259,8 +259,18 @@ fn golden_attrs(out: &mut String, mut bytes: &[u8], depth: usize) {
         } else {
             let text = payload.strip_suffix(&[0]).unwrap_or(payload);
             let printable =
-                !text.is_empty() && text.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
-            if printable {
+                |t: &[u8]| !t.is_empty() && t.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+            // A userdata comment: TLV type 0, its length, the text with its NUL.
+            let comment = match payload {
+                [UDATA_COMMENT, len, rest @ ..] if usize::from(*len) == rest.len() => {
+                    rest.strip_suffix(&[0]).filter(|t| printable(t))
+                }
+                _ => None,
+            };
+            if let Some(c) = comment {
+                let c = String::from_utf8_lossy(c);
+                out.push_str(&format!("{pad}{number} = comment {c:?}\n"));
+            } else if printable(text) {
                 let s = String::from_utf8_lossy(text);
                 out.push_str(&format!("{pad}{number} = {s:?}\n"));
             } else {
