@@ -4,6 +4,8 @@
 
 mod error;
 pub mod firewall;
+#[cfg(test)]
+mod golden_tests;
 pub mod iptables;
 pub mod macspoof;
 pub mod masq;

@@ -6,7 +6,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::Backend;
-use crate::netfilter::firewall::{self as rules, IngressPolicy, firewalld};
+use crate::netfilter::firewall::{self as rules, IngressPolicy, Plan, Target, firewalld};
 use ipnet::IpNet;
 use serde::Deserialize;
 
@@ -22,15 +22,6 @@ pub(crate) struct Keys {
     firewalld_zone: String,
     #[serde(rename = "ingressPolicy")]
     ingress_policy: String,
-}
-
-/// Where the container's addresses go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// Our own rules, in iptables or nftables.
-    Rules(Backend),
-    /// Sources of a firewalld zone.
-    Firewalld,
 }
 
 struct Conf {
@@ -120,6 +111,18 @@ fn addresses(prev: &NetResult) -> Vec<IpNet> {
 }
 
 impl Conf {
+    /// What the rules of the container with `ips` depend on.
+    fn plan(&self, inv: &Invocation, ips: Vec<IpNet>, bridge: String) -> Plan {
+        Plan {
+            container_id: inv.env.container_id.clone(),
+            addresses: ips,
+            admin_chain: self.admin_chain.clone(),
+            policy: self.policy,
+            bridge,
+            zone: self.zone.clone(),
+        }
+    }
+
     /// The configured target, else the reference's choice: firewalld when it
     /// owns its name on the system bus, else our rules' detected backend.
     fn target(&self) -> CniResult<Target> {
@@ -160,24 +163,11 @@ impl Plugin for Firewall {
             return Ok(prev);
         }
         let bridge = host_bridge(&prev, conf.policy)?;
-        match conf.target()? {
-            Target::Rules(Backend::Iptables) => {
-                rules::add(&ips, &conf.admin_chain, conf.policy, &bridge)?;
-            }
-            Target::Rules(Backend::Nftables) if conf.policy != IngressPolicy::Open => {
-                return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
-            }
-            Target::Rules(Backend::Nftables) => {
-                let _lock = crate::netfilter::lock()?;
-                rules::nftables::add(&inv.env.container_id, &ips)?;
-            }
-            Target::Firewalld => {
-                firewalld::add(&conf.zone, &ips)?;
-                // As the reference: the isolation stages are iptables rules
-                // whatever the backend.
-                rules::iptables::isolate(&ips, conf.policy, &bridge)?;
-            }
+        let target = conf.target()?;
+        if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
+            return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
         }
+        rules::add(target, &conf.plan(inv, ips, bridge))?;
         Ok(prev)
     }
 
@@ -202,25 +192,12 @@ impl Plugin for Firewall {
         } else {
             Vec::new()
         };
-        if zone_sources && !ips.is_empty() {
-            // Sources are runtime state of firewalld: gone with it.
-            if let Some(gone) = firewalld::del(&conf.zone, &ips)? {
-                eprintln!(
-                    "firewall: firewalld is not running ({gone}); no zone {} sources to remove",
-                    conf.zone
-                );
-            }
+        let plan = conf.plan(inv, ips, String::new());
+        if zone_sources {
+            rules::del(Target::Firewalld, &plan)?;
         }
         for backend in backends {
-            match backend {
-                // The iptables rules carry only addresses: they need prevResult.
-                Backend::Iptables if ips.is_empty() => {}
-                Backend::Iptables => rules::del(&ips, &conf.admin_chain)?,
-                Backend::Nftables => {
-                    let _lock = crate::netfilter::lock()?;
-                    rules::nftables::del(&inv.env.container_id)?;
-                }
-            }
+            rules::del(Target::Rules(backend), &plan)?;
         }
         Ok(())
     }
@@ -228,13 +205,8 @@ impl Plugin for Firewall {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = load(inv)?;
         let ips = addresses(&prev(inv)?);
-        match conf.target()? {
-            Target::Rules(Backend::Iptables) => Ok(rules::check(&ips, &conf.admin_chain)?),
-            Target::Rules(Backend::Nftables) => {
-                Ok(rules::nftables::check(&inv.env.container_id, &ips)?)
-            }
-            Target::Firewalld => Ok(firewalld::check(&conf.zone, &ips)?),
-        }
+        let plan = conf.plan(inv, ips, String::new());
+        Ok(rules::check(conf.target()?, &plan)?)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

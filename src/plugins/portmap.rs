@@ -188,6 +188,7 @@ fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Optio
         external_mark_chain: k.external_set_mark_chain,
         conditions_v4,
         conditions_v6,
+        targets: Vec::new(),
     };
     Ok((plan, backend, configured))
 }
@@ -231,9 +232,10 @@ struct Validated {
 /// Every check ADD makes before it changes anything, in one place for ADD and
 /// CHECK: a CHECK must not pass a config its ADD would refuse.
 fn validated(inv: &Invocation) -> CniResult<Validated> {
-    let (plan, backend, _) = load(inv, Mappings::Required)?;
+    let (mut plan, backend, _) = load(inv, Mappings::Required)?;
     let prev = prev_result(inv)?;
     let targets = targets(&prev, &inv.env.ifname);
+    plan.targets = targets.clone();
     if targets.is_empty() && !plan.mappings.is_empty() {
         // The reference maps nothing and succeeds: the runtime would then
         // believe the ports published.
@@ -261,13 +263,7 @@ impl Plugin for Portmap {
         if plan.mappings.is_empty() {
             return Ok(prev);
         }
-        match backend {
-            Backend::Iptables => rules::add(&plan, &targets)?,
-            Backend::Nftables => {
-                let _lock = crate::netfilter::lock()?;
-                rules::nftables::add(&plan, &targets)?;
-            }
-        }
+        rules::add(backend, &plan)?;
         flush_udp_conntrack(&plan, &targets);
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
@@ -282,31 +278,21 @@ impl Plugin for Portmap {
     /// are (runtimes send them on DEL too), the entry rules are deleted by the
     /// specs ADD wrote, with no `iptables-save`.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let (plan, _, configured) =
+        let (mut plan, _, configured) =
             load(inv, Mappings::Required).or_else(|_| load(inv, Mappings::Ignored))?;
-        let known: Vec<Family> = match inv.conf.container_prev_result()? {
-            Some(prev) => targets(&prev, &inv.env.ifname)
-                .iter()
-                .map(|t| Family::of(t.address.addr()))
-                .collect(),
-            None => Vec::new(),
-        };
         // Without prevResult (or its addresses) both families are cleaned.
-        let families = if known.is_empty() {
-            vec![Family::V4, Family::V6]
-        } else {
-            known
-        };
+        if let Some(prev) = inv.conf.container_prev_result()? {
+            plan.targets = targets(&prev, &inv.env.ifname);
+        }
         // Without a configured backend both are cleaned: detection may have
         // chosen either at ADD time.
         let iptables = configured != Some(Backend::Nftables);
         let nftables = configured != Some(Backend::Iptables);
         if iptables && crate::netfilter::iptables::usable(Family::V4) {
-            rules::del(&plan, &families)?;
+            rules::del(Backend::Iptables, &plan)?;
         }
         if nftables && crate::netlink::nfnl::available() {
-            let _lock = crate::netfilter::lock()?;
-            rules::nftables::del(&plan.container_id, &families)?;
+            rules::del(Backend::Nftables, &plan)?;
         }
         Ok(())
     }
@@ -314,19 +300,11 @@ impl Plugin for Portmap {
     /// Refuses what ADD refuses, with the same error (`validated`), then
     /// looks for the rules ADD writes.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let Validated {
-            plan,
-            backend,
-            targets,
-            ..
-        } = validated(inv)?;
+        let Validated { plan, backend, .. } = validated(inv)?;
         if plan.mappings.is_empty() {
             return Ok(());
         }
-        match backend {
-            Backend::Iptables => Ok(rules::check(&plan, &targets)?),
-            Backend::Nftables => Ok(rules::nftables::check(&plan, &targets)?),
-        }
+        Ok(rules::check(backend, &plan)?)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
@@ -340,7 +318,7 @@ impl Plugin for Portmap {
         if !crate::netfilter::iptables::usable(Family::V4) {
             return Ok(());
         }
-        Ok(rules::gc(inv.conf.name(), &keep)?)
+        Ok(rules::gc(Backend::Iptables, inv.conf.name(), &keep)?)
     }
 
     fn status(&self, _inv: &Invocation) -> CniResult<()> {

@@ -2,9 +2,9 @@
 //! FORWARD, an admin chain for operators, per-address accept rules, and the
 //! optional bridge isolation stages; the reference's names, comments and order.
 
-use super::IngressPolicy;
+use super::{IngressPolicy, Plan};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
-use crate::netfilter::{Error, Result, by_family, lock};
+use crate::netfilter::{Error, Family, Result, by_family};
 use ipnet::IpNet;
 
 pub const FORWARD_CHAIN: &str = "CNI-FORWARD";
@@ -169,69 +169,87 @@ fn ensure_isolation(batch: &mut Batch, saved: &mut Saved, policy: IngressPolicy,
     }
 }
 
-/// ADD: accept the container's addresses in CNI-FORWARD (one restore per family).
-pub fn add(ips: &[IpNet], admin: &str, policy: IngressPolicy, bridge: &str) -> Result<()> {
-    let _lock = lock()?;
-    for (family, mine) in by_family(ips) {
-        let mut saved = iptables::save(family, "filter")?;
-        let mut batch = Batch::new(family, "filter");
-        ensure_base(&mut batch, &mut saved, admin);
-        ensure_isolation(&mut batch, &mut saved, policy, bridge);
-        for ip in mine {
-            for (rule, text) in address_rules(ip).iter().zip(printed(ip)) {
-                if saved
-                    .rules_in(FORWARD_CHAIN, |r| r == text)
-                    .next()
-                    .is_none()
-                {
-                    batch.append(FORWARD_CHAIN, rule);
-                }
+/// The ADD batch of one family, from its saved `filter` table.
+pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], saved: &Saved) -> Batch {
+    let mut saved = saved.clone();
+    let mut batch = Batch::new(family, "filter");
+    ensure_base(&mut batch, &mut saved, &plan.admin_chain);
+    ensure_isolation(&mut batch, &mut saved, plan.policy, &plan.bridge);
+    for ip in mine {
+        for (rule, text) in address_rules(ip).iter().zip(printed(ip)) {
+            if saved
+                .rules_in(FORWARD_CHAIN, |r| r == text)
+                .next()
+                .is_none()
+            {
+                batch.append(FORWARD_CHAIN, rule);
             }
         }
-        iptables::apply(&batch)?;
+    }
+    batch
+}
+
+/// ADD: accept the container's addresses in CNI-FORWARD (one restore per
+/// family). The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
+    for (family, mine) in by_family(&plan.addresses) {
+        let saved = iptables::save(family, "filter")?;
+        iptables::apply(&add_batch(plan, family, &mine, &saved))?;
     }
     Ok(())
 }
 
-/// The isolation stages alone, for the families of `ips`: what the reference
-/// writes with iptables whatever its backend (firewalld included).
-pub fn isolate(ips: &[IpNet], policy: IngressPolicy, bridge: &str) -> Result<()> {
-    if policy == IngressPolicy::Open {
+/// The isolation stages' batch of one family, from its saved `filter` table.
+pub fn isolate_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
+    let mut saved = saved.clone();
+    let mut batch = Batch::new(family, "filter");
+    ensure_isolation(&mut batch, &mut saved, plan.policy, &plan.bridge);
+    batch
+}
+
+/// The isolation stages alone, for the families of the plan's addresses:
+/// what the reference writes with iptables whatever its backend (firewalld
+/// included). The caller holds the lock.
+pub fn isolate(plan: &Plan) -> Result<()> {
+    if plan.policy == IngressPolicy::Open {
         return Ok(());
     }
-    let _lock = lock()?;
-    for (family, _) in by_family(ips) {
-        let mut saved = iptables::save(family, "filter")?;
-        let mut batch = Batch::new(family, "filter");
-        ensure_isolation(&mut batch, &mut saved, policy, bridge);
-        iptables::apply(&batch)?;
+    for (family, _) in by_family(&plan.addresses) {
+        let saved = iptables::save(family, "filter")?;
+        iptables::apply(&isolate_batch(plan, family, &saved))?;
     }
     Ok(())
+}
+
+/// The DEL batch of one family, from its saved `filter` table.
+pub fn del_batch(family: Family, mine: &[&IpNet], saved: &Saved) -> Batch {
+    let mut batch = Batch::new(family, "filter");
+    let ours: Vec<String> = mine.iter().flat_map(|ip| printed(ip)).collect();
+    for spec in saved.rules_in(FORWARD_CHAIN, |r| ours.iter().any(|o| o == r)) {
+        batch.delete_saved(FORWARD_CHAIN, spec);
+    }
+    batch
 }
 
 /// DEL: removes the address rules. CNI-FORWARD, the admin chain and their
 /// jumps stay, as the reference leaves them: another implementation's ADD
 /// (the reference's, one iptables call per rule) may be between creating
-/// CNI-FORWARD and appending to it, with no lock of ours to tell.
-pub fn del(ips: &[IpNet], _admin: &str) -> Result<()> {
-    let _lock = lock()?;
-    for (family, mine) in by_family(ips) {
+/// CNI-FORWARD and appending to it, with no lock of ours to tell. The caller
+/// holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    for (family, mine) in by_family(&plan.addresses) {
         let Some(saved) = iptables::save_existing(family, "filter")? else {
             continue;
         };
-        let mut batch = Batch::new(family, "filter");
-        let ours: Vec<String> = mine.iter().flat_map(|ip| printed(ip)).collect();
-        for spec in saved.rules_in(FORWARD_CHAIN, |r| ours.iter().any(|o| o == r)) {
-            batch.delete_saved(FORWARD_CHAIN, spec);
-        }
-        iptables::apply(&batch)?;
+        iptables::apply(&del_batch(family, &mine, &saved))?;
     }
     Ok(())
 }
 
 /// CHECK: the chains and each address's rules are there.
-pub fn check(ips: &[IpNet], admin: &str) -> Result<()> {
-    for (family, mine) in by_family(ips) {
+pub fn check(plan: &Plan) -> Result<()> {
+    let admin = plan.admin_chain.as_str();
+    for (family, mine) in by_family(&plan.addresses) {
         let saved = iptables::save(family, "filter")?;
         if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
             return Err(Error::Mismatch {

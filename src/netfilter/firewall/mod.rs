@@ -1,16 +1,97 @@
 //! The firewall plugin's rules: the `ingressPolicy` value, the iptables form
 //! (`iptables.rs`, the reference's), the firewalld form (`firewalld.rs`, the
-//! reference's, over D-Bus) and the nftables form (`nftables.rs`). The
-//! iptables form's add/del/check are the module's own; the others are under
-//! `firewalld::` and `nftables::`.
+//! reference's, over D-Bus) and the nftables form (`nftables.rs`). The verbs
+//! `add`, `del` and `check` of a [`Plan`] for a [`Target`] are here, and only
+//! here is the netfilter lock taken.
 
 pub mod firewalld;
 pub mod iptables;
 pub mod nftables;
 
-pub use iptables::{add, check, del};
+use crate::netfilter::{Backend, Error, Result, lock};
+use ipnet::IpNet;
 
-use crate::netfilter::{Error, Result};
+/// Where the container's addresses go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Our own rules, in iptables or nftables.
+    Rules(Backend),
+    /// Sources of a firewalld zone.
+    Firewalld,
+}
+
+/// Everything one container's rules depend on.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub container_id: String,
+    pub addresses: Vec<IpNet>,
+    /// iptables' admin chain (a valid chain name).
+    pub admin_chain: String,
+    pub policy: IngressPolicy,
+    /// The bridge the isolation stages name (empty with policy open).
+    pub bridge: String,
+    /// firewalld's zone.
+    pub zone: String,
+}
+
+/// ADD: the addresses let through. With firewalld, the isolation stages are
+/// iptables rules all the same (as the reference).
+pub fn add(target: Target, plan: &Plan) -> Result<()> {
+    match target {
+        Target::Rules(Backend::Iptables) => {
+            let _lock = lock()?;
+            iptables::add(plan)
+        }
+        Target::Rules(Backend::Nftables) => {
+            let _lock = lock()?;
+            nftables::add(plan)
+        }
+        Target::Firewalld => {
+            firewalld::add(&plan.zone, &plan.addresses)?;
+            if plan.policy == IngressPolicy::Open {
+                return Ok(());
+            }
+            let _lock = lock()?;
+            iptables::isolate(plan)
+        }
+    }
+}
+
+/// DEL: the addresses' rules (or zone sources) removed. The iptables rules
+/// and the zone sources carry only addresses: without them nothing is done.
+pub fn del(target: Target, plan: &Plan) -> Result<()> {
+    match target {
+        Target::Rules(Backend::Iptables) if plan.addresses.is_empty() => Ok(()),
+        Target::Rules(Backend::Iptables) => {
+            let _lock = lock()?;
+            iptables::del(plan)
+        }
+        Target::Rules(Backend::Nftables) => {
+            let _lock = lock()?;
+            nftables::del(plan)
+        }
+        Target::Firewalld if plan.addresses.is_empty() => Ok(()),
+        Target::Firewalld => {
+            // Sources are runtime state of firewalld: gone with it.
+            if let Some(gone) = firewalld::del(&plan.zone, &plan.addresses)? {
+                eprintln!(
+                    "firewall: firewalld is not running ({gone}); no zone {} sources to remove",
+                    plan.zone
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// CHECK: what ADD wrote is there (read only: no lock).
+pub fn check(target: Target, plan: &Plan) -> Result<()> {
+    match target {
+        Target::Rules(Backend::Iptables) => iptables::check(plan),
+        Target::Rules(Backend::Nftables) => nftables::check(plan),
+        Target::Firewalld => firewalld::check(&plan.zone, &plan.addresses),
+    }
+}
 
 /// `ingressPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +113,7 @@ impl IngressPolicy {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             IngressPolicy::Open => "open",
             IngressPolicy::SameBridge => "same-bridge",

@@ -2,8 +2,9 @@
 //! `inet cni_firewall`, a forward chain jumping to an admin chain first, then
 //! per-address accept rules commented with the container ID.
 
+use super::Plan;
 use crate::netfilter::nft::{
-    self, Field, HOOK_FORWARD, NFPROTO_INET, PRIO_FILTER, Tx, match_addr,
+    self, DumpedRule, Field, HOOK_FORWARD, NFPROTO_INET, PRIO_FILTER, Tx, match_addr,
     match_ct_established_related, match_nfproto,
 };
 use crate::netfilter::{Error, Result};
@@ -13,9 +14,9 @@ pub const TABLE: &str = "cni_firewall";
 const FORWARD: &str = "forward";
 const ADMIN: &str = "admin";
 
-pub fn add(container_id: &str, ips: &[IpNet]) -> Result<()> {
-    let mut sock = nft::open()?;
-    let stale = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
+/// The ADD transaction, given the rules now in the forward chain.
+pub fn add_tx(plan: &Plan, stale: &[DumpedRule]) -> Tx {
+    let container_id = plan.container_id.as_str();
     let mut tx = Tx::new();
     tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
     tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
@@ -31,7 +32,7 @@ pub fn add(container_id: &str, ips: &[IpNet]) -> Result<()> {
     for r in stale.iter().filter(|r| r.comment == container_id) {
         tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
     }
-    for ip in ips {
+    for ip in &plan.addresses {
         let v6 = ip.addr().is_ipv6();
         let host = IpNet::from(ip.addr());
         let mut to = match_nfproto(v6);
@@ -44,19 +45,27 @@ pub fn add(container_id: &str, ips: &[IpNet]) -> Result<()> {
         from.push(nft::accept());
         tx.rule(NFPROTO_INET, TABLE, FORWARD, &from, Some(container_id));
     }
-    tx.commit(&mut sock)
+    tx
 }
 
-/// Deletes the container's rules; the table goes when only the admin jump
-/// is left and the admin chain is empty.
-pub fn del(container_id: &str) -> Result<()> {
+/// The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
-    let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
-    let mine: Vec<_> = rules.iter().filter(|r| r.comment == container_id).collect();
+    let stale = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
+    add_tx(plan, &stale).commit(&mut sock)
+}
+
+/// The DEL transaction, given the forward chain's rules and whether the
+/// admin chain is empty: none when the container has no rules; the table
+/// goes when only the admin jump is left and the admin chain is empty.
+pub fn del_tx(plan: &Plan, rules: &[DumpedRule], admin_empty: bool) -> Option<Tx> {
+    let mine: Vec<_> = rules
+        .iter()
+        .filter(|r| r.comment == plan.container_id)
+        .collect();
     if mine.is_empty() {
-        return Ok(());
+        return None;
     }
-    let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)?.is_empty();
     let mut tx = Tx::new();
     if admin_empty && rules.len() == mine.len() + 1 {
         tx.delete_table(NFPROTO_INET, TABLE);
@@ -65,19 +74,34 @@ pub fn del(container_id: &str) -> Result<()> {
             tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
         }
     }
-    tx.commit(&mut sock)
+    Some(tx)
 }
 
-pub fn check(container_id: &str, ips: &[IpNet]) -> Result<()> {
+/// Deletes the container's rules. The caller holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    let mut sock = nft::open()?;
+    let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
+    if !rules.iter().any(|r| r.comment == plan.container_id) {
+        return Ok(());
+    }
+    let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)?.is_empty();
+    match del_tx(plan, &rules, admin_empty) {
+        Some(tx) => tx.commit(&mut sock),
+        None => Ok(()),
+    }
+}
+
+pub fn check(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
     let found = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?
         .iter()
-        .filter(|r| r.comment == container_id)
+        .filter(|r| r.comment == plan.container_id)
         .count();
-    if found != 2 * ips.len() {
+    let wanted = 2 * plan.addresses.len();
+    if found != wanted {
         return Err(Error::Mismatch {
             owner: "firewall",
-            detail: format!("{found} of {} rules found in table {TABLE}", 2 * ips.len()),
+            detail: format!("{found} of {wanted} rules found in table {TABLE}"),
         });
     }
     Ok(())

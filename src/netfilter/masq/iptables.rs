@@ -7,9 +7,10 @@
 //! reading the table) if it exists; with iptables-nft, the chain and its jumps
 //! are read over nf_tables netlink, so a repeated ADD and a DEL need no save either.
 
-use crate::netfilter::iptables::{self, Batch, jumps};
+use super::Plan;
+use crate::netfilter::iptables::{self, Batch, Saved, jumps};
 use crate::netfilter::{
-    Family, Result, attachment_comment, by_family, chain_name, each_parallel, lock, nft,
+    Family, Result, attachment_comment, by_family, chain_name, each_parallel, nft,
 };
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -26,7 +27,7 @@ fn strings(args: &[&str]) -> Vec<String> {
 }
 
 /// What is known of the container's chain without `iptables-save`.
-enum State {
+pub enum State {
     /// iptables-legacy, or netlink did not answer: nothing.
     Unread,
     /// nf_tables netlink says the chain does not exist (so no jump to it does).
@@ -141,59 +142,105 @@ fn quick_add(
     Some(batch)
 }
 
-/// Masquerades traffic of `ips` (the container's addresses as allocated).
-pub fn setup(network: &str, container_id: &str, ips: &[IpNet]) -> Result<()> {
-    let chain = chain_name("", network, container_id);
-    let comment = attachment_comment(network, container_id);
-    let _lock = lock()?;
-    each_parallel(&by_family(ips), |(family, mine)| {
+/// The chain and comment of the plan's attachment.
+fn names(plan: &Plan) -> (String, String) {
+    (
+        chain_name("", &plan.network, &plan.container_id),
+        attachment_comment(&plan.network, &plan.container_id),
+    )
+}
+
+fn of_family(plan: &Plan, family: Family) -> Vec<&IpNet> {
+    plan.addresses
+        .iter()
+        .filter(|ip| Family::of(ip.addr()) == family)
+        .collect()
+}
+
+/// The batch of an ADD from what nf_tables netlink showed, if that is enough.
+pub fn known_add_batch(plan: &Plan, family: Family, state: &State) -> Option<Batch> {
+    let (chain, comment) = names(plan);
+    quick_add(family, &chain, &of_family(plan, family), &comment, state)
+}
+
+/// The batch of an ADD from the family's saved `nat` table: the chain
+/// rewritten whole, a jump added for each address without one.
+pub fn add_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
+    let (chain, comment) = names(plan);
+    let mine = of_family(plan, family);
+    let mut batch = Batch::new(family, "nat");
+    batch.reset_chain(&chain);
+    chain_rules(&mut batch, family, &chain, &mine, &comment);
+    for ip in mine {
+        let host = ip.addr();
+        let bits = if family == Family::V4 { 32 } else { 128 };
+        // Append-unique: a repeated ADD adds no second jump.
+        let exists = saved
+            .rules_in("POSTROUTING", |s| {
+                jumps(s, &chain) && s.contains(&format!("-s {host}/{bits} "))
+            })
+            .next()
+            .is_some();
+        if !exists {
+            batch.append("POSTROUTING", &jump_rule(host, &chain, &comment));
+        }
+    }
+    batch
+}
+
+/// Masquerades traffic of the plan's addresses (as allocated). The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
+    let (chain, _) = names(plan);
+    each_parallel(&by_family(&plan.addresses), |(family, _)| {
         let family = *family;
         let state = state(family, &chain);
         // The restore is atomic: if the state was not as read, fall back.
-        if let Some(batch) = quick_add(family, &chain, mine, &comment, &state)
+        if let Some(batch) = known_add_batch(plan, family, &state)
             && iptables::apply(&batch).is_ok()
         {
             return Ok(());
         }
         let saved = iptables::save(family, "nat")?;
-        let mut batch = Batch::new(family, "nat");
-        batch.reset_chain(&chain);
-        chain_rules(&mut batch, family, &chain, mine, &comment);
-        for ip in mine {
-            let host = ip.addr();
-            let bits = if family == Family::V4 { 32 } else { 128 };
-            // Append-unique: a repeated ADD adds no second jump.
-            let exists = saved
-                .rules_in("POSTROUTING", |s| {
-                    jumps(s, &chain) && s.contains(&format!("-s {host}/{bits} "))
-                })
-                .next()
-                .is_some();
-            if !exists {
-                batch.append("POSTROUTING", &jump_rule(host, &chain, &comment));
-            }
-        }
-        iptables::apply(&batch)
+        iptables::apply(&add_batch(plan, family, &saved))
     })
 }
 
+/// The batch of a DEL when nf_tables netlink showed the chain and its jumps:
+/// each jump deleted by its spec (the restore fails, and the table is read,
+/// if one changed meanwhile).
+pub fn quick_del(plan: &Plan, family: Family, jumping: &[(IpAddr, String)]) -> Batch {
+    let (chain, _) = names(plan);
+    let mut batch = Batch::new(family, "nat");
+    for (host, comment) in jumping {
+        batch.delete("POSTROUTING", &jump_rule(*host, &chain, comment));
+    }
+    batch.flush_and_delete_chain(&chain);
+    batch
+}
+
+/// The batch of a DEL from the family's saved `nat` table.
+pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
+    let (chain, _) = names(plan);
+    let mut batch = Batch::new(family, "nat");
+    for spec in saved.rules_in("POSTROUTING", |s| jumps(s, &chain)) {
+        batch.delete_saved("POSTROUTING", spec);
+    }
+    if saved.has_chain(&chain) {
+        batch.flush_and_delete_chain(&chain);
+    }
+    batch
+}
+
 /// Removes the container's masquerading in every family, found by chain name,
-/// so it works without the container's addresses (netns already gone).
-pub fn teardown(network: &str, container_id: &str) -> Result<()> {
-    let chain = chain_name("", network, container_id);
-    let _lock = lock()?;
+/// so it works without the container's addresses (netns already gone). The
+/// caller holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    let (chain, _) = names(plan);
     each_parallel(&[Family::V4, Family::V6], |&family| {
         match state(family, &chain) {
             State::Absent => return Ok(()),
             State::Present(jumping) => {
-                // Each jump deleted by its spec: the restore fails (and we
-                // fall back) if one changed meanwhile.
-                let mut batch = Batch::new(family, "nat");
-                for (host, comment) in &jumping {
-                    batch.delete("POSTROUTING", &jump_rule(*host, &chain, comment));
-                }
-                batch.flush_and_delete_chain(&chain);
-                if iptables::apply(&batch).is_ok() {
+                if iptables::apply(&quick_del(plan, family, &jumping)).is_ok() {
                     return Ok(());
                 }
             }
@@ -203,14 +250,7 @@ pub fn teardown(network: &str, container_id: &str) -> Result<()> {
             // No ip6tables here: nothing of that family can exist.
             return Ok(());
         };
-        let mut batch = Batch::new(family, "nat");
-        for spec in saved.rules_in("POSTROUTING", |s| jumps(s, &chain)) {
-            batch.delete_saved("POSTROUTING", spec);
-        }
-        if saved.has_chain(&chain) {
-            batch.flush_and_delete_chain(&chain);
-        }
-        iptables::apply(&batch)
+        iptables::apply(&del_batch(plan, family, &saved))
     })
 }
 

@@ -1,12 +1,57 @@
 //! ipMasq for bridge and ptp: the `ipMasq` / `ipMasqBackend` keys and the
 //! backend choice here, the rules of each backend in `iptables.rs` (the
 //! reference's `CNI-<hash>` chains) and `nftables.rs`.
+//!
+//! The verbs are `add` and `del` of a [`Plan`], the netfilter lock taken
+//! here and nowhere below. There is no `check` (bridge's and ptp's CHECK do
+//! not look at ipMasq, as in the reference) and no `gc`: the iptables chains
+//! are named by a hash of network and container, so telling a network's
+//! stale chains apart would need the comments of every POSTROUTING jump.
 
 pub mod iptables;
 pub mod nftables;
 
 use crate::netfilter::{Backend, Result, lock};
 use ipnet::IpNet;
+
+/// Everything one attachment's masquerading depends on.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+    /// The container's addresses as allocated (empty for a DEL).
+    pub addresses: Vec<IpNet>,
+}
+
+impl Plan {
+    pub fn new(network: &str, container_id: &str, ifname: &str, addresses: &[IpNet]) -> Plan {
+        Plan {
+            network: network.to_string(),
+            container_id: container_id.to_string(),
+            ifname: ifname.to_string(),
+            addresses: addresses.to_vec(),
+        }
+    }
+}
+
+/// Masquerades traffic from the plan's addresses.
+pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
+    let _lock = lock()?;
+    match backend {
+        Backend::Iptables => iptables::add(plan),
+        Backend::Nftables => nftables::add(plan),
+    }
+}
+
+/// Removes the attachment's masquerading, found without its addresses.
+pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
+    let _lock = lock()?;
+    match backend {
+        Backend::Iptables => iptables::del(plan),
+        Backend::Nftables => nftables::del(plan),
+    }
+}
 
 /// The `ipMasq` / `ipMasqBackend` keys of bridge and ptp.
 #[derive(Debug, Clone, Default)]
@@ -46,13 +91,8 @@ impl IpMasq {
         if !self.enabled || ips.is_empty() {
             return Ok(());
         }
-        match Backend::choose(self.backend.as_deref())? {
-            Backend::Iptables => iptables::setup(network, container_id, ips),
-            Backend::Nftables => {
-                let _lock = lock()?;
-                nftables::setup(network, container_id, ifname, ips)
-            }
-        }
+        let backend = Backend::choose(self.backend.as_deref())?;
+        add(backend, &Plan::new(network, container_id, ifname, ips))
     }
 
     /// Runs `work` while this attachment's rules are added on a thread of
@@ -101,15 +141,9 @@ impl IpMasq {
             Some(b) => Some(Backend::parse(b)?),
             None => None,
         };
-        for backend in Backend::for_del(configured) {
-            match backend {
-                Backend::Iptables => iptables::teardown(network, container_id)?,
-                Backend::Nftables => {
-                    let _lock = lock()?;
-                    nftables::teardown(network, container_id, ifname)?;
-                }
-            }
-        }
-        Ok(())
+        let plan = Plan::new(network, container_id, ifname, &[]);
+        Backend::for_del(configured)
+            .into_iter()
+            .try_for_each(|backend| del(backend, &plan))
     }
 }

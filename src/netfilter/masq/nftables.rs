@@ -1,9 +1,11 @@
 //! The nftables form of ipMasq (`inet cni_plugins_masquerade`), as the reference.
 
+use super::Plan;
 use crate::digest::sha512_hex;
 use crate::netfilter::Result;
 use crate::netfilter::nft::{
-    self, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr, match_nfproto,
+    self, DumpedRule, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr,
+    match_nfproto,
 };
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -43,10 +45,11 @@ fn comment(network: &str, ifname: &str, container_id: &str) -> String {
     c.chars().take(128).collect()
 }
 
-pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> Result<()> {
-    let mut sock = nft::open()?;
+/// The ADD transaction, given the rules now in `masq_checks`: the skeleton
+/// ensured, the attachment's previous rules replaced.
+pub fn add_tx(plan: &Plan, existing: &[DumpedRule]) -> Tx {
+    let (network, ifname, container_id) = (&plan.network, &plan.ifname, &plan.container_id);
     let prefix = instance(network, ifname, container_id);
-    let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
     let mut tx = Tx::new();
     tx.table(NFPROTO_INET, TABLE, TABLE_COMMENT);
     tx.chain(NFPROTO_INET, TABLE, CHECKS, None);
@@ -68,7 +71,7 @@ pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> 
         tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, stale.handle);
     }
     let text = comment(network, ifname, container_id);
-    for ip in ips {
+    for ip in &plan.addresses {
         let v6 = ip.addr().is_ipv6();
         let host = IpNet::from(ip.addr());
         let mut exprs = match_nfproto(v6);
@@ -77,20 +80,26 @@ pub fn setup(network: &str, container_id: &str, ifname: &str, ips: &[IpNet]) -> 
         exprs.push(nft::masquerade());
         tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
     }
-    tx.commit(&mut sock)
+    tx
 }
 
-/// Deletes the attachment's rules; the table goes with the last of them.
-pub fn teardown(network: &str, container_id: &str, ifname: &str) -> Result<()> {
+/// The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
-    let prefix = instance(network, ifname, container_id);
     let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
+    add_tx(plan, &existing).commit(&mut sock)
+}
+
+/// The DEL transaction, given the rules now in `masq_checks`: none when the
+/// attachment has none; the table goes with the last of them.
+pub fn del_tx(plan: &Plan, existing: &[DumpedRule]) -> Option<Tx> {
+    let prefix = instance(&plan.network, &plan.ifname, &plan.container_id);
     let mine: Vec<_> = existing
         .iter()
         .filter(|r| r.comment.starts_with(&prefix))
         .collect();
     if mine.is_empty() {
-        return Ok(());
+        return None;
     }
     let mut tx = Tx::new();
     if mine.len() == existing.len() {
@@ -100,7 +109,17 @@ pub fn teardown(network: &str, container_id: &str, ifname: &str) -> Result<()> {
             tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
         }
     }
-    tx.commit(&mut sock)
+    Some(tx)
+}
+
+/// Deletes the attachment's rules. The caller holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    let mut sock = nft::open()?;
+    let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
+    match del_tx(plan, &existing) {
+        Some(tx) => tx.commit(&mut sock),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -209,7 +209,76 @@ impl Tx {
         );
     }
 
+    /// A stable text of the transaction for golden files: one block per
+    /// message (its description, kind, family and flags), its attributes as
+    /// an indented tree (nests by the NESTED bit), leaves as a printable
+    /// string or hex.
+    #[cfg(test)]
+    pub(crate) fn golden(&self) -> String {
+        let mut out = String::new();
+        for (i, m) in self.msgs.iter().enumerate() {
+            let kind = match m.kind {
+                NFT_MSG_NEWTABLE => "NEWTABLE",
+                NFT_MSG_DELTABLE => "DELTABLE",
+                NFT_MSG_NEWCHAIN => "NEWCHAIN",
+                NFT_MSG_DELCHAIN => "DELCHAIN",
+                NFT_MSG_NEWRULE => "NEWRULE",
+                NFT_MSG_DELRULE => "DELRULE",
+                _ => "?",
+            };
+            out.push_str(&format!(
+                "[{i}] {}\n  {kind} family {} flags {:#x}\n",
+                m.what, m.family, m.flags
+            ));
+            golden_attrs(&mut out, &m.attrs, 2);
+        }
+        out
+    }
+
     pub fn commit(self, sock: &mut NfSocket) -> Result<()> {
         Ok(sock.transaction(&self.msgs)?)
+    }
+}
+
+/// Appends `bytes`' attributes at `depth` (see `Tx::golden`).
+#[cfg(test)]
+fn golden_attrs(out: &mut String, mut bytes: &[u8], depth: usize) {
+    let pad = "  ".repeat(depth);
+    while bytes.len() >= 4 {
+        let len = usize::from(u16::from_ne_bytes([bytes[0], bytes[1]]));
+        let ty = u16::from_ne_bytes([bytes[2], bytes[3]]);
+        if len < 4 || len > bytes.len() {
+            out.push_str(&format!("{pad}! bad attribute length {len}\n"));
+            return;
+        }
+        let payload = &bytes[4..len];
+        let number = ty & !NESTED;
+        if ty & NESTED != 0 {
+            out.push_str(&format!("{pad}{number}:\n"));
+            golden_attrs(out, payload, depth + 1);
+        } else {
+            let text = payload.strip_suffix(&[0]).unwrap_or(payload);
+            let printable =
+                |t: &[u8]| !t.is_empty() && t.iter().all(|b| b.is_ascii_graphic() || *b == b' ');
+            // A userdata comment: TLV type 0, its length, the text with its NUL.
+            let comment = match payload {
+                [UDATA_COMMENT, len, rest @ ..] if usize::from(*len) == rest.len() => {
+                    rest.strip_suffix(&[0]).filter(|t| printable(t))
+                }
+                _ => None,
+            };
+            if let Some(c) = comment {
+                let c = String::from_utf8_lossy(c);
+                out.push_str(&format!("{pad}{number} = comment {c:?}\n"));
+            } else if printable(text) {
+                let s = String::from_utf8_lossy(text);
+                out.push_str(&format!("{pad}{number} = {s:?}\n"));
+            } else {
+                let hex: String = payload.iter().map(|b| format!("{b:02x}")).collect();
+                out.push_str(&format!("{pad}{number} = 0x{hex}\n"));
+            }
+        }
+        let padded = (len + 3) & !3;
+        bytes = &bytes[padded.min(bytes.len())..];
     }
 }

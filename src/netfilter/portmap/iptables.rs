@@ -4,7 +4,7 @@
 
 use super::{Plan, Target};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
-use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, lock, nft};
+use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, nft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -243,52 +243,69 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
     }
 }
 
-/// Adds (or rewrites) the container's mappings for each family it has an address of.
-pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
-    let _lock = lock()?;
+/// The ADD batch of one family when nf_tables netlink showed the state
+/// (`fresh`: nothing exists yet; else the shared chains are ready): no save.
+pub fn known_add_batch(plan: &Plan, family: Family, target: &Target, fresh: bool) -> Batch {
+    let mut batch = Batch::new(family, "nat");
+    if fresh {
+        // `-N` fails if another process made a chain meanwhile.
+        ensure_shared(&mut batch, &mut Saved::default(), plan);
+    }
+    let chain = plan.dnat_chain();
+    batch.reset_chain(&chain);
+    for rule in dnat_rules(plan, family, target) {
+        batch.append(&chain, &rule);
+    }
+    for rule in entry_rules(plan, family) {
+        batch.append(DNAT_CHAIN, &rule);
+    }
+    batch
+}
+
+/// The ADD batch of one family from its saved `nat` table.
+pub fn add_batch(plan: &Plan, family: Family, target: &Target, saved: &Saved) -> Batch {
+    let mut saved = saved.clone();
+    let mut batch = Batch::new(family, "nat");
+    ensure_shared(&mut batch, &mut saved, plan);
+    let chain = plan.dnat_chain();
+    // Rewritten whole: a repeated ADD replaces, never duplicates.
+    for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, &chain)) {
+        batch.delete_saved(DNAT_CHAIN, spec);
+    }
+    batch.reset_chain(&chain);
+    for rule in dnat_rules(plan, family, target) {
+        batch.append(&chain, &rule);
+    }
+    for rule in entry_rules(plan, family) {
+        batch.append(DNAT_CHAIN, &rule);
+    }
+    batch
+}
+
+/// Adds (or rewrites) the container's mappings for each family it has an
+/// address of. The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
     let add_one = |target: &Target| -> Result<()> {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             return Ok(());
         }
-        let state = shared_state(plan, family);
-        if !matches!(state, SharedState::Unknown) {
-            let mut batch = Batch::new(family, "nat");
-            if matches!(state, SharedState::Fresh) {
-                // `-N` fails if another process made a chain meanwhile.
-                ensure_shared(&mut batch, &mut Saved::default(), plan);
-            }
-            let chain = plan.dnat_chain();
-            batch.reset_chain(&chain);
-            for rule in dnat_rules(plan, family, target) {
-                batch.append(&chain, &rule);
-            }
-            for rule in entry_rules(plan, family) {
-                batch.append(DNAT_CHAIN, &rule);
-            }
-            // The restore is atomic: if the state changed meanwhile, fall back.
-            if iptables::apply(&batch).is_ok() {
-                return Ok(());
-            }
+        let fresh = match shared_state(plan, family) {
+            SharedState::Ready => Some(false),
+            SharedState::Fresh => Some(true),
+            SharedState::Unknown => None,
+        };
+        // The restore is atomic: if the state changed meanwhile, fall back.
+        if let Some(fresh) = fresh
+            && iptables::apply(&known_add_batch(plan, family, target, fresh)).is_ok()
+        {
+            return Ok(());
         }
-        let mut saved = iptables::save(family, "nat")?;
-        let mut batch = Batch::new(family, "nat");
-        ensure_shared(&mut batch, &mut saved, plan);
-        let chain = plan.dnat_chain();
-        // Rewritten whole: a repeated ADD replaces, never duplicates.
-        for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, &chain)) {
-            batch.delete_saved(DNAT_CHAIN, spec);
-        }
-        batch.reset_chain(&chain);
-        for rule in dnat_rules(plan, family, target) {
-            batch.append(&chain, &rule);
-        }
-        for rule in entry_rules(plan, family) {
-            batch.append(DNAT_CHAIN, &rule);
-        }
-        iptables::apply(&batch)
+        let saved = iptables::save(family, "nat")?;
+        iptables::apply(&add_batch(plan, family, target, &saved))
     };
     // Two addresses of one family write the same chain: one after the other.
+    let targets = &plan.targets;
     let families: Vec<Family> = targets
         .iter()
         .map(|t| Family::of(t.address.addr()))
@@ -352,29 +369,33 @@ fn known(plan: &Plan, family: Family) -> Known {
         return Known::Unknown;
     };
     let jumping = rules.iter().filter(|r| r.jumps.contains(&chain)).count();
-    let entries = entry_rules(plan, family);
-    if jumping != entries.len() {
+    if jumping != entry_rules(plan, family).len() {
         return Known::Unknown;
     }
-    let mut batch = Batch::new(family, "nat");
-    for rule in &entries {
-        batch.delete(DNAT_CHAIN, rule);
-    }
-    batch.flush_and_delete_chain(&chain);
-    Known::Quick(batch)
+    Known::Quick(known_del_batch(plan, family))
 }
 
-/// Removes the container's rules in `families`, found by name (no mappings
-/// needed). The shared chains stay (see `gc`).
-pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
-    let _lock = lock()?;
-    let mut distinct: Vec<Family> = Vec::new();
-    for f in families {
-        if !distinct.contains(f) {
-            distinct.push(*f);
-        }
+/// The DEL batch of one family when nf_tables netlink showed the container's
+/// chain and as many entry jumps as this plan's ADD writes: each entry
+/// deleted by its spec (the restore fails, and the table is read, if one differs).
+pub fn known_del_batch(plan: &Plan, family: Family) -> Batch {
+    let mut batch = Batch::new(family, "nat");
+    for rule in &entry_rules(plan, family) {
+        batch.delete(DNAT_CHAIN, rule);
     }
-    each_parallel(&distinct, |&family| {
+    batch.flush_and_delete_chain(&plan.dnat_chain());
+    batch
+}
+
+/// The DEL batch of one family from its saved `nat` table.
+pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
+    teardown_batch(saved, family, &plan.dnat_chain(), &plan.legacy_snat_chain())
+}
+
+/// Removes the container's rules in the plan's families, found by name (no
+/// mappings needed). The shared chains stay (see `gc`). The caller holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    each_parallel(&plan.del_families(), |&family| {
         match known(plan, family) {
             Known::Absent => return Ok(()),
             // The restore is atomic: a spec that differs fails it, and the table is read.
@@ -384,19 +405,13 @@ pub fn del(plan: &Plan, families: &[Family]) -> Result<()> {
         let Some(saved) = iptables::save_existing(family, "nat")? else {
             return Ok(());
         };
-        let batch = teardown_batch(
-            &saved,
-            family,
-            &plan.dnat_chain(),
-            &plan.legacy_snat_chain(),
-        );
-        iptables::apply(&batch)
+        iptables::apply(&del_batch(plan, family, &saved))
     })
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
-pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
-    for target in targets {
+pub fn check(plan: &Plan) -> Result<()> {
+    for target in &plan.targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
@@ -441,34 +456,40 @@ pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
     Ok(())
 }
 
-/// GC: removes the rules of attachments of `network` whose container is not in `keep`.
+/// The GC batch of one family from its saved `nat` table: the rules of
+/// `network`'s attachments whose container is not in `keep`.
+pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -> Batch {
+    let prefix = format!("dnat name: {} id: ", go_quote(network));
+    let mut stale: Vec<String> = Vec::new();
+    for (_, spec) in saved.rules.iter().filter(|(c, _)| c == DNAT_CHAIN) {
+        let Some(id) = comment_container(spec, &prefix) else {
+            continue;
+        };
+        if !keep.contains(&id) && !stale.contains(&id) {
+            stale.push(id);
+        }
+    }
+    let mut batch = Batch::new(family, "nat");
+    for id in &stale {
+        let dn = chain_name("DN-", network, id);
+        let sn = chain_name("SN-", network, id);
+        batch.extend(teardown_batch(saved, family, &dn, &sn));
+    }
+    // The shared chains and their jumps stay, as the reference leaves them:
+    // another implementation (the reference's one-iptables-call-per-rule ADD)
+    // may be between creating CNI-HOSTPORT-DNAT and appending to it, with no
+    // lock of ours to tell.
+    batch
+}
+
+/// GC: removes the rules of attachments of `network` whose container is not
+/// in `keep`. The caller holds the lock.
 pub fn gc(network: &str, keep: &[String]) -> Result<()> {
-    let _lock = lock()?;
     for family in [Family::V4, Family::V6] {
         let Some(saved) = iptables::save_existing(family, "nat")? else {
             continue;
         };
-        let prefix = format!("dnat name: {} id: ", go_quote(network));
-        let mut stale: Vec<String> = Vec::new();
-        for (_, spec) in saved.rules.iter().filter(|(c, _)| c == DNAT_CHAIN) {
-            let Some(id) = comment_container(spec, &prefix) else {
-                continue;
-            };
-            if !keep.contains(&id) && !stale.contains(&id) {
-                stale.push(id);
-            }
-        }
-        let mut batch = Batch::new(family, "nat");
-        for id in &stale {
-            let dn = chain_name("DN-", network, id);
-            let sn = chain_name("SN-", network, id);
-            batch.extend(teardown_batch(&saved, family, &dn, &sn));
-        }
-        // The shared chains and their jumps stay, as the reference leaves
-        // them: another implementation (the reference's one-iptables-call-
-        // per-rule ADD) may be between creating CNI-HOSTPORT-DNAT and
-        // appending to it, with no lock of ours to tell.
-        iptables::apply(&batch)?;
+        iptables::apply(&gc_batch(network, keep, family, &saved))?;
     }
     Ok(())
 }
@@ -525,6 +546,7 @@ mod tests {
             external_mark_chain: None,
             conditions_v4: vec!["-s".into(), "10.0.0.0/8".into()],
             conditions_v6: vec![],
+            targets: vec![],
         }
     }
 

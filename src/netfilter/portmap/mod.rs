@@ -1,16 +1,54 @@
 //! portmap's rules: the plan and targets both backends build from, the
 //! iptables form (the reference's `CNI-HOSTPORT-*` / `CNI-DN-<hash>` chains,
 //! `iptables.rs`) and the nftables form (`ip[6] cni_hostport`, `nftables.rs`).
-//! The iptables form is the reference's default: its add/del/check/gc are the
-//! module's own; the nftables ones are under `nftables::`.
+//! The verbs `add`, `del`, `check` and `gc` of a [`Plan`] for a [`Backend`]
+//! are here, and only here is the netfilter lock taken.
 
 pub mod iptables;
 pub mod nftables;
 
-pub use iptables::{add, check, del, gc};
-
-use crate::netfilter::Family;
+use crate::netfilter::{Backend, Family, Result, lock};
 use std::net::IpAddr;
+
+/// ADD: the plan's mappings to each of its targets.
+pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
+    let _lock = lock()?;
+    match backend {
+        Backend::Iptables => iptables::add(plan),
+        Backend::Nftables => nftables::add(plan),
+    }
+}
+
+/// DEL: the container's rules, found without the mappings, in the families
+/// of the plan's targets (both without targets).
+pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
+    let _lock = lock()?;
+    match backend {
+        Backend::Iptables => iptables::del(plan),
+        Backend::Nftables => nftables::del(plan),
+    }
+}
+
+/// CHECK: what ADD writes is there (read only: no lock).
+pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
+    match backend {
+        Backend::Iptables => iptables::check(plan),
+        Backend::Nftables => nftables::check(plan),
+    }
+}
+
+/// GC: the rules of `network`'s attachments whose container is not in
+/// `keep` removed. nftables rules carry only the container ID, not the
+/// network, so they cannot be told apart: there GC does nothing.
+pub fn gc(backend: Backend, network: &str, keep: &[String]) -> Result<()> {
+    match backend {
+        Backend::Iptables => {
+            let _lock = lock()?;
+            iptables::gc(network, keep)
+        }
+        Backend::Nftables => Ok(()),
+    }
+}
 
 /// One mapping, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,15 +71,33 @@ pub struct Plan {
     pub external_mark_chain: Option<String>,
     pub conditions_v4: Vec<String>,
     pub conditions_v6: Vec<String>,
+    /// The container addresses to map to (first of each family); may be
+    /// empty for a DEL.
+    pub targets: Vec<Target>,
 }
 
 impl Plan {
     /// Mappings that apply to a container address of `family`.
-    fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
+    pub(crate) fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
         self.mappings
             .iter()
             .filter(|m| m.host_ip.is_none_or(|ip| Family::of(ip) == family))
             .collect()
+    }
+
+    /// The families a DEL cleans: its targets', or both when it has none.
+    fn del_families(&self) -> Vec<Family> {
+        let mut families: Vec<Family> = Vec::new();
+        for t in &self.targets {
+            let f = Family::of(t.address.addr());
+            if !families.contains(&f) {
+                families.push(f);
+            }
+        }
+        if families.is_empty() {
+            families = vec![Family::V4, Family::V6];
+        }
+        families
     }
 
     /// The match conditions for a container address of `family`.

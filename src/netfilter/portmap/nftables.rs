@@ -56,125 +56,146 @@ fn existing(
 }
 
 /// One transaction per family: the skeleton ensured, the container's previous
-/// rules (a repeated ADD) replaced by its current ones.
-pub fn add(plan: &Plan, targets: &[Target]) -> Result<()> {
+/// rules (a repeated ADD) replaced by its current ones. The caller holds the lock.
+pub fn add(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
-    for target in targets {
+    for target in &plan.targets {
         let family = Family::of(target.address.addr());
-        let mappings = plan.mappings_for(family);
-        if mappings.is_empty() {
+        if plan.mappings_for(family).is_empty() {
             continue;
         }
-        // The configuration was validated at load; parsed again here so that a
-        // condition can never be dropped on the way to the kernel.
-        let conditions = nft::parse_conditions(plan.conditions(family), family == Family::V6)?;
-        let f = nfproto(family);
-        let have = nft::chains(&mut sock, f, TABLE)?;
+        let have = nft::chains(&mut sock, nfproto(family), TABLE)?;
         let (previous, _) = existing(&mut sock, family, &plan.container_id)?;
-        let mut tx = Tx::new();
-        // The skeleton (table, chains, jumps) is written once; rewriting base
-        // chains on every ADD would re-register their hooks each time.
-        if !have.iter().any(|c| c == HOSTPORTS_ALL) {
-            tx.table(f, TABLE, TABLE_COMMENT);
-            for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
-                tx.chain(f, TABLE, chain, None);
-            }
-            tx.chain(
-                f,
-                TABLE,
-                "prerouting",
-                Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
-            );
-            tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
-            tx.flush(f, TABLE, HOSTPORTS_ALL);
-            tx.rule(
-                f,
-                TABLE,
-                HOSTPORTS_ALL,
-                &[nft::jump(HOSTIP_HOSTPORTS)],
-                None,
-            );
-            tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
-            for base in ["prerouting", "output"] {
-                tx.flush(f, TABLE, base);
-                let mut exprs = match_fib_daddr_local();
-                exprs.push(nft::jump(HOSTPORTS_ALL));
-                tx.rule(f, TABLE, base, &exprs, None);
-            }
-        }
-        if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
-            tx.chain(
-                f,
-                TABLE,
-                MASQUERADING,
-                Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
-            );
-        }
-        // A second ADD of the same attachment leaves one set of rules.
-        for (chain, handle) in previous {
-            tx.delete_rule(f, TABLE, chain, handle);
-        }
-        let cip = target.address.addr();
-        for m in mappings {
-            // The conditions gate this container's mappings only (the reference
-            // puts them in the shared base chains, where the last ADD's win
-            // for every container).
-            let mut exprs = conditions.clone();
-            let host_ip = m.host_ip.filter(|ip| !ip.is_unspecified());
-            if let Some(ip) = host_ip {
-                exprs.extend(match_addr(Field::Daddr, host(ip), true));
-            }
-            exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
-            exprs.extend(nft::dnat(cip, m.container_port));
-            // hostIP mappings go to `hostip_hostports`, which `hostports_all`
-            // consults first: a wildcard mapping of the same port, in
-            // `hostports`, must not shadow them.
-            let chain = if host_ip.is_some() {
-                HOSTIP_HOSTPORTS
-            } else {
-                HOSTPORTS
-            };
-            tx.rule(f, TABLE, chain, &exprs, Some(&plan.container_id));
-        }
-        if plan.snat {
-            let mut hairpin = Vec::new();
-            if !plan.masq_all {
-                hairpin.extend(match_addr(Field::Saddr, host(cip), true));
-            }
-            hairpin.extend(match_addr(Field::Daddr, host(cip), true));
-            hairpin.push(nft::masquerade());
-            tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
-            if family == Family::V4 && !plan.masq_all {
-                let localhost: IpAddr = [127, 0, 0, 1].into();
-                let mut exprs = match_addr(Field::Saddr, host(localhost), true);
-                exprs.extend(match_addr(Field::Daddr, host(cip), true));
-                exprs.push(nft::masquerade());
-                tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
-            }
-        }
-        tx.commit(&mut sock)?;
+        add_tx(plan, target, &have, &previous)?.commit(&mut sock)?;
     }
     Ok(())
 }
 
-/// Deletes the container's rules per family; the table goes with the last rule.
-pub fn del(container_id: &str, families: &[Family]) -> Result<()> {
-    let mut sock = nft::open()?;
-    for family in families {
-        let (mine, total) = existing(&mut sock, *family, container_id)?;
-        if mine.is_empty() {
-            continue;
+/// The ADD transaction of the target's family, given the table's chains
+/// (`have`) and the container's rules now in it (`previous`, chain and handle).
+pub fn add_tx(
+    plan: &Plan,
+    target: &Target,
+    have: &[String],
+    previous: &[(&'static str, u64)],
+) -> Result<Tx> {
+    let family = Family::of(target.address.addr());
+    let mappings = plan.mappings_for(family);
+    // The configuration was validated at load; parsed again here so that a
+    // condition can never be dropped on the way to the kernel.
+    let conditions = nft::parse_conditions(plan.conditions(family), family == Family::V6)?;
+    let f = nfproto(family);
+    let mut tx = Tx::new();
+    // The skeleton (table, chains, jumps) is written once; rewriting base
+    // chains on every ADD would re-register their hooks each time.
+    if !have.iter().any(|c| c == HOSTPORTS_ALL) {
+        tx.table(f, TABLE, TABLE_COMMENT);
+        for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
+            tx.chain(f, TABLE, chain, None);
         }
-        let f = nfproto(*family);
-        let mut tx = Tx::new();
-        if mine.len() == total {
-            tx.delete_table(f, TABLE);
+        tx.chain(
+            f,
+            TABLE,
+            "prerouting",
+            Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
+        );
+        tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
+        tx.flush(f, TABLE, HOSTPORTS_ALL);
+        tx.rule(
+            f,
+            TABLE,
+            HOSTPORTS_ALL,
+            &[nft::jump(HOSTIP_HOSTPORTS)],
+            None,
+        );
+        tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
+        for base in ["prerouting", "output"] {
+            tx.flush(f, TABLE, base);
+            let mut exprs = match_fib_daddr_local();
+            exprs.push(nft::jump(HOSTPORTS_ALL));
+            tx.rule(f, TABLE, base, &exprs, None);
+        }
+    }
+    if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
+        tx.chain(
+            f,
+            TABLE,
+            MASQUERADING,
+            Some(("nat", HOOK_POSTROUTING, PRIO_SRCNAT)),
+        );
+    }
+    // A second ADD of the same attachment leaves one set of rules.
+    for &(chain, handle) in previous {
+        tx.delete_rule(f, TABLE, chain, handle);
+    }
+    let cip = target.address.addr();
+    for m in mappings {
+        // The conditions gate this container's mappings only (the reference
+        // puts them in the shared base chains, where the last ADD's win
+        // for every container).
+        let mut exprs = conditions.clone();
+        let host_ip = m.host_ip.filter(|ip| !ip.is_unspecified());
+        if let Some(ip) = host_ip {
+            exprs.extend(match_addr(Field::Daddr, host(ip), true));
+        }
+        exprs.extend(match_dport(protocol_number(&m.protocol), m.host_port));
+        exprs.extend(nft::dnat(cip, m.container_port));
+        // hostIP mappings go to `hostip_hostports`, which `hostports_all`
+        // consults first: a wildcard mapping of the same port, in
+        // `hostports`, must not shadow them.
+        let chain = if host_ip.is_some() {
+            HOSTIP_HOSTPORTS
         } else {
-            for (chain, handle) in mine {
-                tx.delete_rule(f, TABLE, chain, handle);
-            }
+            HOSTPORTS
+        };
+        tx.rule(f, TABLE, chain, &exprs, Some(&plan.container_id));
+    }
+    if plan.snat {
+        let mut hairpin = Vec::new();
+        if !plan.masq_all {
+            hairpin.extend(match_addr(Field::Saddr, host(cip), true));
         }
-        tx.commit(&mut sock)?;
+        hairpin.extend(match_addr(Field::Daddr, host(cip), true));
+        hairpin.push(nft::masquerade());
+        tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
+        if family == Family::V4 && !plan.masq_all {
+            let localhost: IpAddr = [127, 0, 0, 1].into();
+            let mut exprs = match_addr(Field::Saddr, host(localhost), true);
+            exprs.extend(match_addr(Field::Daddr, host(cip), true));
+            exprs.push(nft::masquerade());
+            tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
+        }
+    }
+    Ok(tx)
+}
+
+/// The DEL transaction of a family, given the container's rules (chain and
+/// handle) and how many rules the per-container chains hold: none without
+/// rules of the container; the table goes with the last rule.
+pub fn del_tx(family: Family, mine: &[(&'static str, u64)], total: usize) -> Option<Tx> {
+    if mine.is_empty() {
+        return None;
+    }
+    let f = nfproto(family);
+    let mut tx = Tx::new();
+    if mine.len() == total {
+        tx.delete_table(f, TABLE);
+    } else {
+        for &(chain, handle) in mine {
+            tx.delete_rule(f, TABLE, chain, handle);
+        }
+    }
+    Some(tx)
+}
+
+/// Deletes the container's rules per family. The caller holds the lock.
+pub fn del(plan: &Plan) -> Result<()> {
+    let mut sock = nft::open()?;
+    for family in plan.del_families() {
+        let (mine, total) = existing(&mut sock, family, &plan.container_id)?;
+        if let Some(tx) = del_tx(family, &mine, total) {
+            tx.commit(&mut sock)?;
+        }
     }
     Ok(())
 }
@@ -182,9 +203,9 @@ pub fn del(container_id: &str, families: &[Family]) -> Result<()> {
 /// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
 /// `hostip_hostports` for host-IP ones) and the
 /// masquerade rules, as the reference counts them.
-pub fn check(plan: &Plan, targets: &[Target]) -> Result<()> {
+pub fn check(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
-    for target in targets {
+    for target in &plan.targets {
         let family = Family::of(target.address.addr());
         let wanted = plan.mappings_for(family).len();
         if wanted == 0 {

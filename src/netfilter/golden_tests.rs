@@ -1,0 +1,403 @@
+//! Golden files of the rules each netfilter module builds, checked without
+//! root: the iptables-restore text and the nf_tables transactions of
+//! representative plans, built by the pure builders from a given state, in
+//! `testdata/netfilter/<case>.txt`. `UPDATE_GOLDEN=1 cargo test --lib golden`
+//! rewrites them.
+
+use super::iptables::{Batch, Saved};
+use super::nft::{DumpedRule, Tx};
+use super::{Family, firewall, masq, portmap};
+use ipnet::IpNet;
+use std::path::Path;
+
+fn golden(case: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/netfilter")
+        .join(format!("{case}.txt"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, got).expect("write golden");
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display()));
+    assert!(
+        got == want,
+        "{case} differs from {} (UPDATE_GOLDEN=1 rewrites it):\n{got}",
+        path.display()
+    );
+}
+
+fn label(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "iptables-restore (IPv4)",
+        Family::V6 => "ip6tables-restore (IPv6)",
+    }
+}
+
+/// The restore texts of one operation, a header per family.
+fn restores(batches: &[(Family, Batch)]) -> String {
+    batches
+        .iter()
+        .map(|(f, b)| format!("# {}\n{}", label(*f), b.render().expect("render")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn txs(txs: &[Tx]) -> String {
+    txs.iter()
+        .enumerate()
+        .map(|(i, tx)| format!("# transaction {i}\n{}", tx.golden()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn net(s: &str) -> IpNet {
+    s.parse().expect("net")
+}
+
+fn rule(handle: u64, comment: &str) -> DumpedRule {
+    DumpedRule {
+        handle,
+        comment: comment.into(),
+        jumps: Vec::new(),
+        iifname: None,
+        saddr: None,
+    }
+}
+
+mod portmap_cases {
+    use super::*;
+    use portmap::{Mapping, Plan, Target};
+    use portmap::{iptables as ipt, nftables as nft};
+
+    fn mapping(host_port: u16, container_port: u16, protocol: &str, host_ip: &str) -> Mapping {
+        Mapping {
+            host_port,
+            container_port,
+            protocol: protocol.into(),
+            host_ip: (!host_ip.is_empty()).then(|| host_ip.parse().expect("ip")),
+        }
+    }
+
+    fn plan(mappings: Vec<Mapping>) -> Plan {
+        Plan {
+            network: "mynet".into(),
+            container_id: "ctr1".into(),
+            mappings,
+            snat: true,
+            masq_all: false,
+            mark_bit: 13,
+            external_mark_chain: None,
+            conditions_v4: Vec::new(),
+            conditions_v6: Vec::new(),
+            targets: vec![
+                Target {
+                    address: net("10.88.0.5/16"),
+                },
+                Target {
+                    address: net("fd00:88::5/64"),
+                },
+            ],
+        }
+    }
+
+    fn tcp_udp() -> Plan {
+        plan(vec![
+            mapping(8080, 80, "tcp", ""),
+            mapping(5353, 53, "udp", ""),
+        ])
+    }
+
+    /// The iptables ADD of every target from an empty table (the save path),
+    /// and the nftables ADD into an empty ruleset.
+    fn adds(case: &str, p: &Plan) {
+        let mut batches = Vec::new();
+        let mut transactions = Vec::new();
+        for t in &p.targets {
+            let f = Family::of(t.address.addr());
+            if p.mappings_for(f).is_empty() {
+                continue;
+            }
+            batches.push((f, ipt::add_batch(p, f, t, &Saved::default())));
+            transactions.push(nft::add_tx(p, t, &[], &[]).expect("tx"));
+        }
+        golden(&format!("portmap-iptables-add-{case}"), &restores(&batches));
+        golden(&format!("portmap-nftables-add-{case}"), &txs(&transactions));
+    }
+
+    #[test]
+    fn golden_portmap_tcp_udp() {
+        adds("tcp-udp", &tcp_udp());
+    }
+
+    #[test]
+    fn golden_portmap_host_ips() {
+        adds(
+            "hostip-v4-v6",
+            &plan(vec![
+                mapping(8080, 80, "tcp", "192.0.2.1"),
+                mapping(8443, 443, "tcp", "2001:db8::1"),
+                mapping(9000, 90, "tcp", "0.0.0.0"),
+            ]),
+        );
+    }
+
+    #[test]
+    fn golden_portmap_snat_off() {
+        let mut p = tcp_udp();
+        p.snat = false;
+        adds("snat-off", &p);
+    }
+
+    #[test]
+    fn golden_portmap_masq_all() {
+        let mut p = tcp_udp();
+        p.masq_all = true;
+        adds("masq-all", &p);
+    }
+
+    #[test]
+    fn golden_portmap_conditions() {
+        let mut p = tcp_udp();
+        p.conditions_v4 = ["-s", "192.168.0.0/16"].map(String::from).to_vec();
+        p.conditions_v6 = ["-s", "fd00::/8"].map(String::from).to_vec();
+        let mut batches = Vec::new();
+        for t in &p.targets {
+            let f = Family::of(t.address.addr());
+            batches.push((f, ipt::add_batch(&p, f, t, &Saved::default())));
+        }
+        golden("portmap-iptables-add-conditions", &restores(&batches));
+        // nft takes the conditions in its own syntax.
+        p.conditions_v4 = vec!["ip saddr 192.168.0.0/16".into()];
+        p.conditions_v6 = vec!["ip6 saddr fd00::/8".into()];
+        let transactions: Vec<Tx> = p
+            .targets
+            .iter()
+            .map(|t| nft::add_tx(&p, t, &[], &[]).expect("tx"))
+            .collect();
+        golden("portmap-nftables-add-conditions", &txs(&transactions));
+    }
+
+    #[test]
+    fn golden_portmap_external_mark_chain() {
+        let mut p = tcp_udp();
+        p.external_mark_chain = Some("KUBE-MARK-MASQ".into());
+        let batches: Vec<(Family, Batch)> = p
+            .targets
+            .iter()
+            .map(|t| {
+                let f = Family::of(t.address.addr());
+                (f, ipt::add_batch(&p, f, t, &Saved::default()))
+            })
+            .collect();
+        golden(
+            "portmap-iptables-add-external-mark-chain",
+            &restores(&batches),
+        );
+    }
+
+    /// The fast paths (state read over nf_tables netlink, no save), a
+    /// repeated ADD over a saved table, and a repeated nftables ADD.
+    #[test]
+    fn golden_portmap_known_states_and_repeats() {
+        let p = tcp_udp();
+        let v4 = &p.targets[0];
+        golden(
+            "portmap-iptables-add-fresh",
+            &restores(&[(Family::V4, ipt::known_add_batch(&p, Family::V4, v4, true))]),
+        );
+        golden(
+            "portmap-iptables-add-ready",
+            &restores(&[(Family::V4, ipt::known_add_batch(&p, Family::V4, v4, false))]),
+        );
+        let chain = p.dnat_chain();
+        let old = super::super::chain_name("DN-", "mynet", "old");
+        let saved = Saved::parse(&format!(
+            "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n\
+             :CNI-HOSTPORT-DNAT - [0:0]\n:CNI-HOSTPORT-SETMARK - [0:0]\n:CNI-HOSTPORT-MASQ - [0:0]\n:{chain} - [0:0]\n:{old} - [0:0]\n\
+             -A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT\n\
+             -A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT\n\
+             -A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ\n\
+             -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"mynet\\\" id: \\\"ctr1\\\"\" -m multiport --dports 8080 -j {chain}\n\
+             -A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"mynet\\\" id: \\\"old\\\"\" -m multiport --dports 7070 -j {old}\n\
+             -A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000\n\
+             -A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE\n\
+             COMMIT\n"
+        ));
+        golden(
+            "portmap-iptables-add-repeat",
+            &restores(&[(Family::V4, ipt::add_batch(&p, Family::V4, v4, &saved))]),
+        );
+        golden(
+            "portmap-iptables-del",
+            &restores(&[
+                (Family::V4, ipt::known_del_batch(&p, Family::V4)),
+                (Family::V4, ipt::del_batch(&p, Family::V4, &saved)),
+            ]),
+        );
+        golden(
+            "portmap-iptables-gc",
+            &restores(&[(
+                Family::V4,
+                ipt::gc_batch("mynet", &["ctr1".into()], Family::V4, &saved),
+            )]),
+        );
+        let have: Vec<String> = [
+            "hostports",
+            "hostip_hostports",
+            "hostports_all",
+            "prerouting",
+            "output",
+            "masquerading",
+        ]
+        .map(String::from)
+        .to_vec();
+        let previous = [("hostports", 4), ("masquerading", 7)];
+        golden(
+            "portmap-nftables-add-repeat",
+            &txs(&[nft::add_tx(&p, v4, &have, &previous).expect("tx")]),
+        );
+        let some = nft::del_tx(Family::V4, &previous, 5).expect("some");
+        let last = nft::del_tx(Family::V6, &previous, 2).expect("last");
+        assert!(nft::del_tx(Family::V4, &[], 3).is_none());
+        golden("portmap-nftables-del", &txs(&[some, last]));
+    }
+}
+
+mod masq_cases {
+    use super::*;
+    use masq::Plan;
+    use masq::iptables::{self as ipt, State};
+    use masq::nftables as nft;
+
+    fn plan() -> Plan {
+        Plan::new(
+            "mynet",
+            "ctr1",
+            "eth0",
+            &[net("10.88.0.5/16"), net("fd00:88::5/64")],
+        )
+    }
+
+    #[test]
+    fn golden_masq_iptables() {
+        let p = plan();
+        let both = |f: &dyn Fn(Family) -> Batch| {
+            restores(&[(Family::V4, f(Family::V4)), (Family::V6, f(Family::V6))])
+        };
+        golden(
+            "masq-iptables-add-absent",
+            &both(&|f| ipt::known_add_batch(&p, f, &State::Absent).expect("known")),
+        );
+        golden(
+            "masq-iptables-add-saved",
+            &both(&|f| ipt::add_batch(&p, f, &Saved::default())),
+        );
+        golden(
+            "masq-iptables-del-known",
+            &both(&|f| {
+                let host = p
+                    .addresses
+                    .iter()
+                    .find(|a| Family::of(a.addr()) == f)
+                    .expect("address")
+                    .addr();
+                ipt::quick_del(&p, f, &[(host, "name: \"mynet\" id: \"ctr1\"".into())])
+            }),
+        );
+    }
+
+    #[test]
+    fn golden_masq_nftables() {
+        let p = plan();
+        let prefix = nft::instance(&p.network, &p.ifname, &p.container_id);
+        let existing = [rule(3, &format!("{prefix}, net: mynet")), rule(4, "other")];
+        golden(
+            "masq-nftables-add",
+            &txs(&[nft::add_tx(&p, &[]), nft::add_tx(&p, &existing)]),
+        );
+        let some = nft::del_tx(&p, &existing).expect("some");
+        let last = nft::del_tx(&p, &existing[..1]).expect("last");
+        assert!(nft::del_tx(&p, &existing[1..]).is_none());
+        golden("masq-nftables-del", &txs(&[some, last]));
+    }
+}
+
+mod firewall_cases {
+    use super::*;
+    use firewall::{IngressPolicy, Plan};
+    use firewall::{iptables as ipt, nftables as nft};
+
+    fn plan(policy: IngressPolicy) -> Plan {
+        Plan {
+            container_id: "ctr1".into(),
+            addresses: vec![net("10.88.0.5/16"), net("fd00:88::5/64")],
+            admin_chain: "CNI-ADMIN".into(),
+            policy,
+            bridge: "cni0".into(),
+            zone: "trusted".into(),
+        }
+    }
+
+    #[test]
+    fn golden_firewall_iptables_per_policy() {
+        for (name, policy) in [
+            ("open", IngressPolicy::Open),
+            ("same-bridge", IngressPolicy::SameBridge),
+            ("isolated", IngressPolicy::Isolated),
+        ] {
+            let p = plan(policy);
+            let batches: Vec<(Family, Batch)> = super::super::by_family(&p.addresses)
+                .into_iter()
+                .map(|(f, mine)| (f, ipt::add_batch(&p, f, &mine, &Saved::default())))
+                .collect();
+            golden(
+                &format!("firewall-iptables-add-{name}"),
+                &restores(&batches),
+            );
+            let isolate = ipt::isolate_batch(&p, Family::V4, &Saved::default());
+            golden(
+                &format!("firewall-iptables-isolate-{name}"),
+                &restores(&[(Family::V4, isolate)]),
+            );
+        }
+    }
+
+    #[test]
+    fn golden_firewall_iptables_del_and_nftables() {
+        let p = plan(IngressPolicy::Open);
+        let saved = Saved::parse(
+            "*filter\n:FORWARD ACCEPT [0:0]\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n\
+             -A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD\n\
+             -A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN\n\
+             -A CNI-FORWARD -d 10.88.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
+             -A CNI-FORWARD -s 10.88.0.5/32 -j ACCEPT\n\
+             -A CNI-FORWARD -s 10.88.0.9/32 -j ACCEPT\nCOMMIT\n",
+        );
+        let v4: Vec<&IpNet> = p.addresses.iter().take(1).collect();
+        golden(
+            "firewall-iptables-del",
+            &restores(&[(Family::V4, ipt::del_batch(Family::V4, &v4, &saved))]),
+        );
+        golden(
+            "firewall-iptables-add-repeat",
+            &restores(&[(Family::V4, ipt::add_batch(&p, Family::V4, &v4, &saved))]),
+        );
+        let forward = [
+            rule(2, ""),
+            rule(5, "ctr1"),
+            rule(6, "ctr1"),
+            rule(7, "other"),
+        ];
+        golden(
+            "firewall-nftables-add",
+            &txs(&[nft::add_tx(&p, &[]), nft::add_tx(&p, &forward)]),
+        );
+        let some = nft::del_tx(&p, &forward, true).expect("some");
+        let last = nft::del_tx(&p, &forward[..3], true).expect("last");
+        let admin_kept = nft::del_tx(&p, &forward[..3], false).expect("admin");
+        assert!(nft::del_tx(&p, &forward[3..], true).is_none());
+        golden("firewall-nftables-del", &txs(&[some, last, admin_kept]));
+    }
+}
