@@ -169,6 +169,9 @@ pub fn gc_ipam(inv: &Invocation) -> CniResult<()> {
 /// network's attachments not in `cni.dev/valid-attachments`; without that
 /// list nothing is known to be stale.
 pub fn gc_masq(inv: &Invocation, masq: &IpMasq) -> CniResult<()> {
+    if !masq.is_enabled() {
+        return Ok(());
+    }
     let Some(valid) = inv.conf.valid_attachments()? else {
         return Ok(());
     };

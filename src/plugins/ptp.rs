@@ -117,8 +117,8 @@ impl Plugin for Ptp {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        let k: Keys = inv.conf.plugin_keys()?;
         Delegate::ipam(inv)?.gc()?;
+        let k: Keys = inv.conf.plugin_keys()?;
         iface::gc_masq(inv, &IpMasq::for_del(k.ip_masq, k.ip_masq_backend))
     }
 
