@@ -252,3 +252,85 @@ fn del_without_a_backend_removes_the_rules_of_either_backend() {
         assert!(!ruleset().contains(masq_table));
     }
 }
+
+/// GC (the reference has none), for bridge and ptp and each backend: two
+/// attachments of one network and one of another; GC of the first network
+/// listing one of its two in `cni.dev/valid-attachments` removes the other's
+/// masquerading (chain and jump; nftables rules) and leaves the listed one's
+/// and the other network's.
+#[test]
+fn gc_removes_the_masquerading_of_this_networks_unlisted_attachments() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq-gc"));
+    let ruleset = || run_in(None, "nft", &["list", "ruleset"]);
+    let before = nat();
+    for plugin in ["bridge", "ptp"] {
+        for backend in ["iptables", "nftables"] {
+            let mine = harness::merged(conf(plugin, &store), json!({"ipMasqBackend": backend}));
+            let other = harness::merged(
+                mine.clone(),
+                json!({"name": "masq-other", "bridge": "cni-masq2",
+                       "ipam": {"type": "host-local", "subnet": "10.32.0.0/24",
+                                "dataDir": store.0, "routes": [{"dst": "0.0.0.0/0"}]}}),
+            );
+            let tag = format!("{plugin}-{backend}");
+            let (keep, gone, theirs) = (
+                format!("gc-keep-{tag}"),
+                format!("gc-gone-{tag}"),
+                format!("gc-theirs-{tag}"),
+            );
+            let attachments = [(&keep, &mine), (&gone, &mine), (&theirs, &other)];
+            let namespaces: Vec<Netns> = attachments.iter().map(|_| Netns::new()).collect();
+            for ((id, c), ns) in attachments.iter().zip(&namespaces) {
+                call(plugin, "ADD", ns.path(), id, c, &bin).run().ok();
+            }
+            let list = harness::merged(
+                mine.clone(),
+                json!({"cniVersion": "1.1.0",
+                       "cni.dev/valid-attachments": [{"containerID": keep, "ifname": "eth0"}]}),
+            );
+            Call::new(plugin, "GC", "", &list.to_string())
+                .unset("CNI_CONTAINERID")
+                .unset("CNI_IFNAME")
+                .unset("CNI_NETNS")
+                .path(&bin)
+                .run()
+                .ok();
+            let chain =
+                |net: &str, id: &str| format!("CNI-{}", sha512_prefix(&format!("{net}{id}"), 24));
+            if backend == "iptables" {
+                let rules = nat();
+                for (net, id, stays) in [
+                    ("masq-net", &keep, true),
+                    ("masq-net", &gone, false),
+                    ("masq-other", &theirs, true),
+                ] {
+                    let chain = chain(net, id);
+                    assert_eq!(
+                        rules.contains(&format!(":{chain} ")),
+                        stays,
+                        "{tag} {id}: {rules}"
+                    );
+                    let jumps = rules.lines().any(|l| {
+                        l.starts_with("-A POSTROUTING ") && l.ends_with(&format!("-j {chain}"))
+                    });
+                    assert_eq!(jumps, stays, "{tag} {id}: {rules}");
+                }
+            } else {
+                let rules = ruleset();
+                assert!(rules.contains(&format!("id: {keep}\"")), "{tag}: {rules}");
+                assert!(!rules.contains(&format!("id: {gone}\"")), "{tag}: {rules}");
+                assert!(rules.contains(&format!("id: {theirs}\"")), "{tag}: {rules}");
+            }
+            for ((id, c), ns) in attachments.iter().zip(&namespaces) {
+                call(plugin, "DEL", ns.path(), id, c, &bin).run().ok();
+            }
+            assert_eq!(
+                nat(),
+                before,
+                "{tag}: DEL after GC leaves the nat table as it was"
+            );
+            assert!(!ruleset().contains("table inet cni_plugins_masquerade"));
+        }
+    }
+}

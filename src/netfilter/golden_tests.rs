@@ -322,6 +322,51 @@ mod masq_cases {
         assert!(nft::del_tx(&p, &existing[1..]).is_none());
         golden("masq-nftables-del", &txs(&[some, last]));
     }
+
+    /// The `nat` table of three attachments as iptables-save prints it: two
+    /// of `mynet` (`ctr1` kept, `old` not) and one of `other`.
+    fn three_attachments() -> Saved {
+        let mut text = String::from("*nat\n:POSTROUTING ACCEPT [0:0]\n");
+        let mut rules = String::new();
+        for (network, cid, ip) in [
+            ("mynet", "ctr1", "10.88.0.5"),
+            ("mynet", "old", "10.88.0.6"),
+            ("other", "old", "10.99.0.6"),
+        ] {
+            let chain = super::super::chain_name("", network, cid);
+            let comment = format!("--comment \"name: \\\"{network}\\\" id: \\\"{cid}\\\"\"");
+            text.push_str(&format!(":{chain} - [0:0]\n"));
+            rules.push_str(&format!(
+                "-A POSTROUTING -s {ip}/32 -m comment {comment} -j {chain}\n\
+                 -A {chain} -d {}/16 -m comment {comment} -j ACCEPT\n\
+                 -A {chain} ! -d 224.0.0.0/4 -m comment {comment} -j MASQUERADE\n",
+                net(&format!("{ip}/16")).trunc().addr()
+            ));
+        }
+        Saved::parse(&format!("{text}{rules}COMMIT\n"))
+    }
+
+    #[test]
+    fn golden_masq_gc() {
+        let keep = ["ctr1".to_string()];
+        golden(
+            "masq-iptables-gc",
+            &restores(&[(
+                Family::V4,
+                ipt::gc_batch("mynet", &keep, Family::V4, &three_attachments()),
+            )]),
+        );
+        let existing = [
+            rule(1, &nft::comment("mynet", "eth0", "ctr1")),
+            rule(2, &nft::comment("mynet", "eth0", "old")),
+            rule(3, &nft::comment("mynet", "eth0", "old")),
+            rule(4, &nft::comment("other", "eth0", "old")),
+        ];
+        assert!(nft::gc_tx("mynet", &["ctr1".into(), "old".into()], &existing).is_none());
+        let some = nft::gc_tx("mynet", &keep, &existing).expect("some");
+        let last = nft::gc_tx("mynet", &keep, &existing[1..3]).expect("last");
+        golden("masq-nftables-gc", &txs(&[some, last]));
+    }
 }
 
 mod firewall_cases {

@@ -62,6 +62,18 @@ pub fn jumps(spec: &str, target: &str) -> bool {
     spec.ends_with(&needle) || spec.contains(&format!("{needle} "))
 }
 
+/// The container ID from a saved rule's comment that starts with `prefix`
+/// (`name: "<net>" id: `, with the rest `"<cid>"`).
+pub fn comment_container(spec: &str, prefix: &str) -> Option<String> {
+    // iptables-save prints the comment quoted with escaped inner quotes.
+    let printed = quote(prefix);
+    let start = spec.find(printed.trim_end_matches('"'))? + printed.len() - 1;
+    let rest = &spec[start..];
+    let rest = rest.strip_prefix("\\\"")?;
+    let end = rest.find("\\\"")?;
+    Some(rest[..end].to_string())
+}
+
 /// Quotes one argument for iptables-restore's tokenizer (as iptables-save does).
 /// Control characters cannot be quoted: `render` refuses lines that hold one.
 pub fn quote(arg: &str) -> String {

@@ -311,7 +311,8 @@ impl Plugin for Bridge {
         if conf.macspoofchk {
             macspoof_gc(inv, &conf)?;
         }
-        iface::gc_ipam(inv)
+        iface::gc_ipam(inv)?;
+        iface::gc_masq(inv, &conf.masq)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

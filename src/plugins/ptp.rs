@@ -117,7 +117,9 @@ impl Plugin for Ptp {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        Delegate::ipam(inv)?.gc()
+        Delegate::ipam(inv)?.gc()?;
+        let k: Keys = inv.conf.plugin_keys()?;
+        iface::gc_masq(inv, &IpMasq::for_del(k.ip_masq, k.ip_masq_backend))
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

@@ -8,9 +8,9 @@
 //! are read over nf_tables netlink, so a repeated ADD and a DEL need no save either.
 
 use super::Plan;
-use crate::netfilter::iptables::{self, Batch, Saved, jumps};
+use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
 use crate::netfilter::{
-    Family, Result, attachment_comment, by_family, chain_name, each_parallel, nft,
+    Error, Family, Result, attachment_comment, by_family, chain_name, each_parallel, go_quote, nft,
 };
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -254,6 +254,128 @@ pub fn del(plan: &Plan) -> Result<()> {
     })
 }
 
+/// The value of `flag` in a printed rule spec, and whether `!` negates it.
+fn option<'a>(spec: &'a str, flag: &str) -> Option<(bool, &'a str)> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == flag)?;
+    let negated = at > 0 && words[at - 1] == "!";
+    words.get(at + 1).map(|v| (negated, *v))
+}
+
+fn mismatch(detail: String) -> Error {
+    Error::Mismatch {
+        owner: "ipMasq",
+        detail,
+    }
+}
+
+/// An address option's value as a network, whether printed by iptables-save
+/// (`10.0.0.5/32`, `10.0.0.0/16`) or as ADD wrote it (`10.0.0.5`, `10.0.0.5/16`).
+fn net_value(spec: &str, flag: &str) -> Option<(bool, IpNet)> {
+    let (negated, v) = option(spec, flag)?;
+    let net = v
+        .parse::<IpNet>()
+        .ok()
+        .or_else(|| v.parse::<IpAddr>().ok().map(IpNet::from))?;
+    Some((negated, net.trunc()))
+}
+
+/// CHECK over the family's saved `nat` table: the attachment's chain accepts
+/// each own network and masquerades the rest, and POSTROUTING jumps to it
+/// from each of the plan's addresses.
+pub fn check_saved(plan: &Plan, family: Family, saved: &Saved) -> Result<()> {
+    let (chain, _) = names(plan);
+    if !saved.has_chain(&chain) {
+        return Err(mismatch(format!("chain {chain} is missing")));
+    }
+    let has =
+        |chain: &str, pred: &dyn Fn(&str) -> bool| saved.rules_in(chain, pred).next().is_some();
+    let target = |s: &str, t: &str| option(s, "-j") == Some((false, t));
+    for ip in of_family(plan, family) {
+        let own = ip.trunc();
+        if !has(&chain, &|s| {
+            net_value(s, "-d") == Some((false, own)) && target(s, "ACCEPT")
+        }) {
+            return Err(mismatch(format!("chain {chain} does not accept {own}")));
+        }
+        let host = IpNet::from(ip.addr());
+        if !has("POSTROUTING", &|s| {
+            jumps(s, &chain) && net_value(s, "-s") == Some((false, host))
+        }) {
+            return Err(mismatch(format!(
+                "no POSTROUTING jump from {} to {chain}",
+                ip.addr()
+            )));
+        }
+    }
+    let multicast: Option<IpNet> = multicast(family).parse().ok();
+    if !has(&chain, &|s| {
+        net_value(s, "-d").map(|(n, v)| (n, Some(v))) == Some((true, multicast))
+            && target(s, "MASQUERADE")
+    }) {
+        return Err(mismatch(format!("chain {chain} has no MASQUERADE rule")));
+    }
+    Ok(())
+}
+
+/// CHECK: what ADD wrote, in each family of the plan's addresses (read only).
+pub fn check(plan: &Plan) -> Result<()> {
+    for (family, _) in by_family(&plan.addresses) {
+        check_saved(plan, family, &iptables::save(family, "nat")?)?;
+    }
+    Ok(())
+}
+
+/// Whether `chain` has the form of the reference's ipMasq chains: `CNI-` and 24 hex digits.
+fn masq_chain(chain: &str) -> bool {
+    chain.strip_prefix("CNI-").is_some_and(|hash| {
+        hash.len() == 24
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    })
+}
+
+/// The GC batch of one family from its saved `nat` table: the chains and
+/// POSTROUTING jumps of `network`'s attachments whose container is not in
+/// `keep`, found by the `name: "<net>" id: "<cid>"` comment of a rule in (or
+/// jumping to) a chain that is the one the reference names for them.
+pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -> Batch {
+    let prefix = format!("name: {} id: ", go_quote(network));
+    let mut stale: Vec<String> = Vec::new();
+    for (chain, spec) in &saved.rules {
+        let target = match chain.as_str() {
+            "POSTROUTING" => option(spec, "-j").map_or("", |(_, t)| t),
+            other => other,
+        };
+        if !masq_chain(target) {
+            continue;
+        }
+        let Some(id) = comment_container(spec, &prefix) else {
+            continue;
+        };
+        if chain_name("", network, &id) == target && !keep.contains(&id) && !stale.contains(&id) {
+            stale.push(id);
+        }
+    }
+    let mut batch = Batch::new(family, "nat");
+    for id in stale {
+        batch.extend(del_batch(&Plan::new(network, &id, "", &[]), family, saved));
+    }
+    batch
+}
+
+/// GC: removes the masquerading of `network`'s attachments whose container
+/// is not in `keep`, one restore per family. The caller holds the lock.
+pub fn gc(network: &str, keep: &[String]) -> Result<()> {
+    each_parallel(&[Family::V4, Family::V6], |&family| {
+        let Some(saved) = iptables::save_existing(family, "nat")? else {
+            return Ok(());
+        };
+        iptables::apply(&gc_batch(network, keep, family, &saved))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +411,100 @@ mod tests {
             Some(format!("*nat\n:CNI-abc - [0:0]\n{rules}{jump}COMMIT\n").as_str())
         );
         assert_eq!(render(&State::Unclear), None);
+    }
+
+    fn plan() -> Plan {
+        Plan::new(
+            "mynet",
+            "ctr1",
+            "eth0",
+            &["10.88.0.5/16".parse().expect("net")],
+        )
+    }
+
+    /// What ADD writes passes, as ADD wrote it and as iptables-save prints it.
+    #[test]
+    fn check_passes_on_what_add_writes() {
+        let p = plan();
+        let written = add_batch(&p, Family::V4, &Saved::default());
+        let saved = Saved::parse(&written.render().expect("render"));
+        check_saved(&p, Family::V4, &saved).expect("as written");
+        let (chain, _) = names(&p);
+        let printed = Saved::parse(&format!(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:{chain} - [0:0]\n\
+             -A POSTROUTING -s 10.88.0.5/32 -m comment --comment \"name: \\\"mynet\\\" id: \\\"ctr1\\\"\" -j {chain}\n\
+             -A {chain} -d 10.88.0.0/16 -m comment --comment \"name: \\\"mynet\\\" id: \\\"ctr1\\\"\" -j ACCEPT\n\
+             -A {chain} ! -d 224.0.0.0/4 -m comment --comment \"name: \\\"mynet\\\" id: \\\"ctr1\\\"\" -j MASQUERADE\n\
+             COMMIT\n"
+        ));
+        check_saved(&p, Family::V4, &printed).expect("as printed");
+    }
+
+    /// A missing chain, jump or rule fails, naming what is missing.
+    #[test]
+    fn check_names_what_is_missing() {
+        let p = plan();
+        let (chain, _) = names(&p);
+        let full = Saved::parse(
+            &add_batch(&p, Family::V4, &Saved::default())
+                .render()
+                .expect("render"),
+        );
+        let without = |drop: &dyn Fn(&(String, String)) -> bool| {
+            let mut s = full.clone();
+            s.rules.retain(|r| !drop(r));
+            check_saved(&p, Family::V4, &s)
+                .expect_err("missing")
+                .to_string()
+        };
+        let e = without(&|(c, _)| c == "POSTROUTING");
+        assert!(
+            e.contains(&format!("no POSTROUTING jump from 10.88.0.5 to {chain}")),
+            "{e}"
+        );
+        let e = without(&|(_, r)| r.contains("MASQUERADE"));
+        assert!(e.contains("no MASQUERADE rule"), "{e}");
+        let e = without(&|(_, r)| r.contains("ACCEPT"));
+        assert!(e.contains("does not accept 10.88.0.0/16"), "{e}");
+        let mut s = full.clone();
+        s.chains.clear();
+        let e = check_saved(&p, Family::V4, &s)
+            .expect_err("no chain")
+            .to_string();
+        assert!(e.contains(&format!("chain {chain} is missing")), "{e}");
+        // Another attachment's chain is not this one's.
+        let other = Plan::new("mynet", "ctr2", "eth0", &p.addresses);
+        assert!(check_saved(&other, Family::V4, &full).is_err());
+    }
+
+    /// GC reads back only chains of the reference's form named for the
+    /// commented network and container.
+    #[test]
+    fn gc_takes_only_this_networks_stale_chains() {
+        let mut text = String::from("*nat\n:POSTROUTING ACCEPT [0:0]\n");
+        for (net, cid) in [("mynet", "ctr1"), ("mynet", "old"), ("other", "old")] {
+            let p = Plan::new(net, cid, "eth0", &["10.88.0.5/16".parse().expect("net")]);
+            let (chain, _) = names(&p);
+            text.push_str(&format!(":{chain} - [0:0]\n"));
+            let b = add_batch(&p, Family::V4, &Saved::default())
+                .render()
+                .expect("r");
+            text.extend(
+                b.lines()
+                    .filter(|l| l.starts_with("-A"))
+                    .map(|l| format!("{l}\n")),
+            );
+        }
+        // A rule commented for mynet/old in a chain not named for it is left.
+        text.push_str("-A CNI-0123456789abcdef01234567 -m comment --comment \"name: \\\"mynet\\\" id: \\\"old\\\"\" -j ACCEPT\n");
+        let saved = Saved::parse(&text);
+        let out = gc_batch("mynet", &["ctr1".into()], Family::V4, &saved)
+            .render()
+            .expect("render");
+        let old = chain_name("", "mynet", "old");
+        assert!(out.contains(&format!("-X {old}")), "{out}");
+        assert_eq!(out.matches("-X ").count(), 1, "{out}");
+        assert_eq!(out.matches("-D POSTROUTING").count(), 1, "{out}");
+        assert!(gc_batch("mynet", &["ctr1".into(), "old".into()], Family::V4, &saved).is_empty());
     }
 }

@@ -2,11 +2,14 @@
 //! backend choice here, the rules of each backend in `iptables.rs` (the
 //! reference's `CNI-<hash>` chains) and `nftables.rs`.
 //!
-//! The verbs are `add` and `del` of a [`Plan`], the netfilter lock taken
-//! here and nowhere below. There is no `check` (bridge's and ptp's CHECK do
-//! not look at ipMasq, as in the reference) and no `gc`: the iptables chains
-//! are named by a hash of network and container, so telling a network's
-//! stale chains apart would need the comments of every POSTROUTING jump.
+//! The verbs are `add`, `del`, `check` and `gc` of a [`Plan`] (`gc` of a
+//! network and the containers to keep), the netfilter lock taken here and
+//! nowhere below (`check` only reads: no lock). bridge's and ptp's CHECK do
+//! not look at ipMasq, as in the reference; their GC (the reference has
+//! none) removes a network's stale attachments: iptables chains are named by
+//! a hash of network and container, so they are told apart by the
+//! `name: "<net>" id: "<cid>"` comment of their rules and jumps, nftables
+//! rules by the network and interface their comment names.
 
 pub mod iptables;
 pub mod nftables;
@@ -50,6 +53,23 @@ pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
     match backend {
         Backend::Iptables => iptables::del(plan),
         Backend::Nftables => nftables::del(plan),
+    }
+}
+
+/// Whether the attachment's masquerading is as its ADD wrote it (read only: no lock).
+pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
+    match backend {
+        Backend::Iptables => iptables::check(plan),
+        Backend::Nftables => nftables::check(plan),
+    }
+}
+
+/// Removes the masquerading of `network`'s attachments whose container is not in `keep`.
+pub fn gc(backend: Backend, network: &str, keep: &[String]) -> Result<()> {
+    let _lock = lock()?;
+    match backend {
+        Backend::Iptables => iptables::gc(network, keep),
+        Backend::Nftables => nftables::gc(network, keep),
     }
 }
 
@@ -131,18 +151,33 @@ impl IpMasq {
         }
     }
 
+    /// GC when enabled: as DEL, in the configured backend or else in every
+    /// one usable here (ADD may have detected either).
+    pub fn gc(&self, network: &str, keep: &[String]) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        Backend::for_del(self.configured()?)
+            .into_iter()
+            .try_for_each(|backend| gc(backend, network, keep))
+    }
+
+    fn configured(&self) -> Result<Option<Backend>> {
+        self.backend
+            .as_deref()
+            .filter(|b| !b.is_empty())
+            .map(Backend::parse)
+            .transpose()
+    }
+
     /// Always attempted when enabled, even without the container's addresses;
     /// without `ipMasqBackend`, in every backend usable here.
     pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
         if !self.enabled {
             return Ok(());
         }
-        let configured = match self.backend.as_deref().filter(|b| !b.is_empty()) {
-            Some(b) => Some(Backend::parse(b)?),
-            None => None,
-        };
         let plan = Plan::new(network, container_id, ifname, &[]);
-        Backend::for_del(configured)
+        Backend::for_del(self.configured()?)
             .into_iter()
             .try_for_each(|backend| del(backend, &plan))
     }

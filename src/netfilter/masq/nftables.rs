@@ -2,11 +2,11 @@
 
 use super::Plan;
 use crate::digest::sha512_hex;
-use crate::netfilter::Result;
 use crate::netfilter::nft::{
     self, DumpedRule, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr,
     match_nfproto,
 };
+use crate::netfilter::{Error, Result};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -36,7 +36,7 @@ pub fn instance(network: &str, ifname: &str, container_id: &str) -> String {
     format!("{}-{}", h(network), h(&format!("{ifname}:{container_id}")))
 }
 
-fn comment(network: &str, ifname: &str, container_id: &str) -> String {
+pub fn comment(network: &str, ifname: &str, container_id: &str) -> String {
     let c = format!(
         "{}, net: {network}, if: {ifname}, id: {container_id}",
         instance(network, ifname, container_id)
@@ -122,6 +122,85 @@ pub fn del(plan: &Plan) -> Result<()> {
     }
 }
 
+/// CHECK over the rules now in `masq_checks`: one of the attachment's per
+/// address of the plan, as ADD writes them.
+pub fn check_rules(plan: &Plan, existing: &[DumpedRule]) -> Result<()> {
+    let prefix = instance(&plan.network, &plan.ifname, &plan.container_id);
+    let found = existing
+        .iter()
+        .filter(|r| r.comment.starts_with(&prefix))
+        .count();
+    let wanted = plan.addresses.len();
+    if found < wanted {
+        return Err(Error::Mismatch {
+            owner: "ipMasq",
+            detail: format!("{found} of {wanted} rules found in table {TABLE}"),
+        });
+    }
+    Ok(())
+}
+
+/// CHECK: read only, no lock.
+pub fn check(plan: &Plan) -> Result<()> {
+    let mut sock = nft::open()?;
+    check_rules(plan, &nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?)
+}
+
+/// Whether a rule's comment is of an attachment of `network` that no
+/// container of `keep` has. Its instance is `<h(net)>-<h(ifname:cid)>`; the
+/// ifname is read from the comment, so a container ID cut off at 128
+/// characters still matches. A comment that cannot be read is never stale.
+fn stale(comment: &str, network: &str, keep: &[String]) -> bool {
+    let net = network.replace('"', "");
+    let Some(rest) = comment.strip_prefix(&format!("{}-", h(network))) else {
+        return false;
+    };
+    let Some((attachment, rest)) = rest.split_at_checked(16) else {
+        return false;
+    };
+    let Some(rest) = rest.strip_prefix(&format!(", net: {net}, if: ")) else {
+        return false;
+    };
+    let Some((ifname, _)) = rest.split_once(", id: ") else {
+        return false;
+    };
+    !keep
+        .iter()
+        .any(|cid| h(&format!("{ifname}:{cid}")) == attachment)
+}
+
+/// The GC transaction, given the rules now in `masq_checks`: the rules of
+/// `network`'s attachments whose container is not in `keep`; none when there
+/// are none, and the table goes with the last of them (as a DEL).
+pub fn gc_tx(network: &str, keep: &[String], existing: &[DumpedRule]) -> Option<Tx> {
+    let gone: Vec<_> = existing
+        .iter()
+        .filter(|r| stale(&r.comment, network, keep))
+        .collect();
+    if gone.is_empty() {
+        return None;
+    }
+    let mut tx = Tx::new();
+    if gone.len() == existing.len() {
+        tx.delete_table(NFPROTO_INET, TABLE);
+    } else {
+        for r in gone {
+            tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
+        }
+    }
+    Some(tx)
+}
+
+/// GC: removes the rules of `network`'s attachments not in `keep`. The caller holds the lock.
+pub fn gc(network: &str, keep: &[String]) -> Result<()> {
+    let mut sock = nft::open()?;
+    let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
+    match gc_tx(network, keep, &existing) {
+        Some(tx) => tx.commit(&mut sock),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,5 +215,55 @@ mod tests {
             nets,
             [(false, "224.0.0.0/4".into()), (true, "ff00::/8".into())]
         );
+    }
+
+    fn rule(handle: u64, comment: String) -> DumpedRule {
+        DumpedRule {
+            handle,
+            comment,
+            jumps: Vec::new(),
+            iifname: None,
+            saddr: None,
+        }
+    }
+
+    #[test]
+    fn check_counts_the_attachments_rules() {
+        let p = Plan::new(
+            "mynet",
+            "ctr1",
+            "eth0",
+            &[
+                "10.88.0.5/16".parse().expect("net"),
+                "fd00::5/64".parse().expect("net"),
+            ],
+        );
+        let mine = |h| rule(h, comment("mynet", "eth0", "ctr1"));
+        check_rules(&p, &[mine(1), mine(2)]).expect("both");
+        let e = check_rules(&p, &[mine(1), rule(2, comment("mynet", "eth0", "ctr2"))])
+            .expect_err("one missing")
+            .to_string();
+        assert!(
+            e.contains("1 of 2 rules found in table cni_plugins_masquerade"),
+            "{e}"
+        );
+    }
+
+    /// Stale: this network, a container not kept, even with its ID cut off.
+    #[test]
+    fn gc_tells_attachments_apart_by_comment() {
+        let keep = ["ctr1".to_string()];
+        assert!(!stale(&comment("mynet", "eth0", "ctr1"), "mynet", &keep));
+        assert!(stale(&comment("mynet", "eth0", "old"), "mynet", &keep));
+        // A kept container's every interface is kept (as in iptables, where
+        // the chain names no interface).
+        assert!(!stale(&comment("mynet", "eth1", "ctr1"), "mynet", &keep));
+        assert!(!stale(&comment("other", "eth0", "old"), "mynet", &keep));
+        let long = "c".repeat(200);
+        let cut = comment("mynet", "eth0", &long);
+        assert_eq!(cut.chars().count(), 128);
+        assert!(!stale(&cut, "mynet", std::slice::from_ref(&long)));
+        assert!(stale(&cut, "mynet", &keep));
+        assert!(!stale("unreadable", "mynet", &keep));
     }
 }

@@ -3,7 +3,7 @@
 //! chain per container, all of one ADD in one restore per family.
 
 use super::{Plan, Target};
-use crate::netfilter::iptables::{self, Batch, Saved, jumps};
+use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
 use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, nft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -492,17 +492,6 @@ pub fn gc(network: &str, keep: &[String]) -> Result<()> {
         iptables::apply(&gc_batch(network, keep, family, &saved))?;
     }
     Ok(())
-}
-
-/// The container ID from a saved rule's `dnat name: "<net>" id: "<cid>"` comment.
-fn comment_container(spec: &str, prefix: &str) -> Option<String> {
-    // iptables-save prints the comment quoted with escaped inner quotes.
-    let printed = iptables::quote(prefix);
-    let start = spec.find(printed.trim_end_matches('"'))? + printed.len() - 1;
-    let rest = &spec[start..];
-    let rest = rest.strip_prefix("\\\"")?;
-    let end = rest.find("\\\"")?;
-    Some(rest[..end].to_string())
 }
 
 #[cfg(test)]
