@@ -11,12 +11,11 @@ use serde::Deserialize;
 pub struct Ipvlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
 }
 

@@ -10,13 +10,12 @@ use serde::Deserialize;
 pub struct Macvlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,
     mac: Option<String>,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
     bcqueuelen: Option<u32>,
 }

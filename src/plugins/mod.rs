@@ -173,7 +173,7 @@ pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
 pub fn decode_every_plugins_keys(conf: &crate::cni::NetConf) -> usize {
     let ok = |r: crate::cni::CniResult<()>| usize::from(r.is_ok());
     ok(conf.plugin_keys::<bandwidth::SubnetKeys>().map(drop))
-        + ok(conf.plugin_keys::<bandwidth::TopLevel>().map(drop))
+        + ok(conf.plugin_keys::<bandwidth::Keys>().map(drop))
         + ok(conf.plugin_keys::<bandwidth::StateKeys>().map(drop))
         + ok(conf.plugin_keys::<bridge::Keys>().map(drop))
         + ok(conf.plugin_keys::<dhcp::Keys>().map(drop))

@@ -18,11 +18,9 @@ use serde::Deserialize;
 pub struct Ptp;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
-    #[serde(rename = "ipMasq")]
     ip_masq: bool,
-    #[serde(rename = "ipMasqBackend")]
     ip_masq_backend: Option<String>,
     mtu: i64,
 }

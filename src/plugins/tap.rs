@@ -13,15 +13,13 @@ use serde::Deserialize;
 pub struct Tap;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     mac: Option<String>,
     mtu: i64,
-    #[serde(rename = "multiQueue")]
     multi_queue: bool,
     owner: Option<u32>,
     group: Option<u32>,
-    #[serde(rename = "selinuxContext")]
     selinux_context: String,
     bridge: String,
 }

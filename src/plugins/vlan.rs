@@ -9,13 +9,11 @@ use serde::Deserialize;
 pub struct Vlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
-    #[serde(rename = "vlanId")]
     vlan_id: i64,
     mtu: i64,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
 }
 
