@@ -167,6 +167,21 @@ pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
     PLUGINS.iter().find(|p| p.name == name)
 }
 
+/// DEL's masquerade cleanup for bridge and ptp: found by chain name, so it
+/// works when the netns (and its addresses) are gone.
+fn del_ip_masq(
+    inv: &crate::cni::Invocation,
+    enabled: bool,
+    backend: Option<String>,
+) -> crate::cni::CniResult<()> {
+    crate::netfilter::masq::IpMasq::for_del(enabled, backend).del(
+        inv.conf.name(),
+        &inv.env.container_id,
+        &inv.env.ifname,
+    )?;
+    Ok(())
+}
+
 /// Decodes a config into every plugin's own key struct, as each plugin's
 /// `plugin_keys` does first: no kernel or disk work. For the `netconf` fuzz target.
 #[doc(hidden)]
