@@ -1,10 +1,11 @@
 //! Plugins with one container interface (macvlan, ipvlan, vlan, dummy, tap,
-//! host-device): creating it under a temporary name, ADD's IPAM and configure
-//! step, DEL, CHECK, GC and STATUS, the master lookup, MTU and MAC settings.
+//! host-device): creating it under a temporary name, ADD's tail (addresses
+//! from IPAM or prevResult, the config's DNS), DEL, CHECK, GC and STATUS, the
+//! master lookup, MTU and MAC settings.
 
-use super::address::{check_addresses, check_routes, configure};
-use super::container::{delete_for_del, open_netns};
-use super::result::adopt_ipam_result;
+use super::address::{announce_on_up, check_addresses, check_routes, configure};
+use super::container::{ContainerLinkGuard, delete_for_del, open_netns};
+use super::result::{adopt_ipam_result, result_interface};
 use super::veth::random_name;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
@@ -76,12 +77,60 @@ pub fn configure_single(
     let ipam = Delegate::ipam(inv)?;
     let (ipam_result, rollback) = ipam.add_guarded()?;
     adopt_ipam_result(&mut result, ipam_result, 0)?;
-    let configured = result.clone();
+    configure_in(ns, ifname, &result)?;
+    rollback.keep();
+    Ok(result)
+}
+
+/// ConfigureIface for `ifname` inside `ns`.
+fn configure_in(ns: &NetNs, ifname: &str, result: &NetResult) -> CniResult<()> {
     ns.run(|| -> CniResult<()> {
         let mut sock = Socket::open()?;
-        configure(&mut sock, ifname, &configured)
-    })??;
-    rollback.keep();
+        configure(&mut sock, ifname, result)
+    })?
+}
+
+/// Where ADD's addresses for the one container link come from.
+pub enum Addressing {
+    /// IPAM; `required` makes a missing `ipam.type` a config error, else the
+    /// link is only brought up.
+    Ipam { required: bool },
+    /// prevResult's IPs and routes (ipvlan chained with no IPAM of its own).
+    Prev(NetResult),
+}
+
+/// ADD's tail for plugins with one container link, `link` just created as
+/// CNI_IFNAME: deleted again if a later step fails; neighbour announcements on
+/// up when `announce`; addresses; the config's DNS, whatever IPAM said (as the
+/// reference's macvlan, ipvlan, vlan and tap do).
+pub fn finish_single(
+    inv: &Invocation,
+    ns: &NetNs,
+    link: &Link,
+    announce: bool,
+    addressing: Addressing,
+) -> CniResult<NetResult> {
+    let ifname = inv.env.ifname.as_str();
+    let cleanup = ContainerLinkGuard::new(ns, ifname);
+    if announce {
+        announce_on_up(ns, ifname, link.index)?;
+    }
+    let mut result = NetResult::new();
+    result.interfaces = vec![result_interface(link, Some(&inv.env.netns))];
+    let mut result = match addressing {
+        Addressing::Ipam { required } => configure_single(inv, ns, ifname, result, required)?,
+        Addressing::Prev(prev) => {
+            result.ips = prev.ips;
+            result.routes = prev.routes;
+            for ip in &mut result.ips {
+                ip.interface = Some(0);
+            }
+            configure_in(ns, ifname, &result)?;
+            result
+        }
+    };
+    result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+    cleanup.keep();
     Ok(result)
 }
 

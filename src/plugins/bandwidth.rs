@@ -34,7 +34,7 @@ const MAX_STATE: u64 = 64 * 1024;
 type Limits = crate::cni::capabilities::Bandwidth;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct SubnetKeys {
     #[serde(rename = "shapedSubnets")]
     shaped: Vec<String>,
@@ -104,9 +104,8 @@ fn shape(
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct StateKeys {
-    #[serde(rename = "dataDir")]
     data_dir: String,
 }
 
@@ -182,22 +181,18 @@ fn peer_is_in(sock: &mut Socket, host: &Link, ns: &NetNs) -> CniResult<bool> {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct TopLevel {
-    #[serde(rename = "ingressRate")]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct Keys {
     ingress_rate: Option<u64>,
-    #[serde(rename = "ingressBurst")]
     ingress_burst: Option<u64>,
-    #[serde(rename = "egressRate")]
     egress_rate: Option<u64>,
-    #[serde(rename = "egressBurst")]
     egress_burst: Option<u64>,
 }
 
 /// Top-level keys when any is present, else the `bandwidth` capability (and
 /// whether the runtime passed that capability at all).
 fn limits(inv: &Invocation) -> CniResult<(Limits, bool)> {
-    let top: TopLevel = inv.conf.plugin_keys()?;
+    let top: Keys = inv.conf.plugin_keys()?;
     let any_top = top.ingress_rate.is_some()
         || top.ingress_burst.is_some()
         || top.egress_rate.is_some()

@@ -24,44 +24,34 @@ pub struct Bridge;
 const DEFAULT_BRIDGE: &str = "cni0";
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct TrunkKeys {
-    #[serde(rename = "minID", default)]
+    #[serde(default)]
     min_id: Option<i64>,
-    #[serde(rename = "maxID", default)]
+    #[serde(default)]
     max_id: Option<i64>,
     #[serde(default)]
     id: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     bridge: String,
-    #[serde(rename = "isGateway")]
     is_gateway: bool,
-    #[serde(rename = "isDefaultGateway")]
     is_default_gateway: bool,
-    #[serde(rename = "forceAddress")]
     force_address: bool,
-    #[serde(rename = "ipMasq")]
     ip_masq: bool,
-    #[serde(rename = "ipMasqBackend")]
     ip_masq_backend: Option<String>,
     mtu: i64,
-    #[serde(rename = "hairpinMode")]
     hairpin_mode: bool,
-    #[serde(rename = "promiscMode")]
     promisc_mode: bool,
     vlan: i64,
-    #[serde(rename = "vlanTrunk")]
     vlan_trunk: Option<Vec<TrunkKeys>>,
-    #[serde(rename = "preserveDefaultVlan")]
     preserve_default_vlan: bool,
     macspoofchk: bool,
     enabledad: bool,
-    #[serde(rename = "disableContainerInterface")]
     disable_container_interface: bool,
-    #[serde(rename = "portIsolation")]
     port_isolation: bool,
     mac: Option<String>,
 }
@@ -263,13 +253,7 @@ impl Plugin for Bridge {
         if k.macspoofchk {
             macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
         }
-        // Found by chain name: works when the netns (and its addresses) are gone.
-        IpMasq::for_del(k.ip_masq, k.ip_masq_backend).del(
-            inv.conf.name(),
-            &inv.env.container_id,
-            &inv.env.ifname,
-        )?;
-        Ok(())
+        super::del_ip_masq(inv, k.ip_masq, k.ip_masq_backend)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -3,7 +3,7 @@ use super::*;
 #[test]
 fn trunk_ranges() {
     let t = |v: serde_json::Value| {
-        let keys: Vec<TrunkKeys> = serde_json::from_value(v).expect("keys");
+        let keys: Vec<TrunkKeys> = crate::cni::json::from_value(v).expect("keys");
         trunk_ids(&keys).map_err(|e| e.code)
     };
     assert_eq!(

@@ -24,7 +24,7 @@ pub struct Dhcp;
 
 impl Plugin for Dhcp {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let request = conf.request(inv)?;
         let call = Call::Allocate {
             attachment: attachment(inv),
@@ -35,7 +35,7 @@ impl Plugin for Dhcp {
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let a = attachment(inv);
         // The daemon releases what it keeps, with the request it kept: option
         // lists are not needed (nor checked) to let go.
@@ -51,7 +51,7 @@ impl Plugin for Dhcp {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         // The daemon checks the lease it keeps: options are not sent again.
         let call = Call::Check {
             attachment: attachment(inv),
@@ -86,7 +86,7 @@ impl Plugin for Dhcp {
         let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let call = Call::Gc {
             network: inv.conf.name().to_string(),
             valid: valid
@@ -105,7 +105,7 @@ impl Plugin for Dhcp {
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         conf.exchange(&Call::Status, Command::Status)
             .map(drop)
             .map_err(|e| e.into_error(Command::Status, None))
@@ -114,8 +114,9 @@ impl Plugin for Dhcp {
 
 /// The `ipam` keys of the reference's dhcp plugin.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct IpamKeys {
-    #[serde(rename = "daemonSocketPath", default)]
+    #[serde(default)]
     daemon_socket_path: Option<String>,
     #[serde(default)]
     provide: Option<Vec<Provide>>,
@@ -126,6 +127,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Keys {
     #[serde(default)]
     ipam: Option<IpamKeys>,
@@ -133,7 +135,7 @@ pub(crate) struct Keys {
 
 /// The config, checked.
 #[derive(Debug)]
-struct Settings {
+struct Conf {
     socket: PathBuf,
     provide: Vec<Provide>,
     request: Vec<RequestOption>,
@@ -142,8 +144,8 @@ struct Settings {
     priority: CniResult<Option<u32>>,
 }
 
-impl Settings {
-    fn load(inv: &Invocation) -> CniResult<Settings> {
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
         let keys: Keys = inv.conf.plugin_keys()?;
         let ipam = keys.ipam.unwrap_or_default();
         let priority = match ipam.priority.unwrap_or(0) {
@@ -155,7 +157,7 @@ impl Settings {
                 ))
             }),
         };
-        Ok(Settings {
+        Ok(Conf {
             socket: PathBuf::from(
                 ipam.daemon_socket_path
                     .filter(|p| !p.is_empty())
@@ -368,7 +370,7 @@ mod tests {
                 "request":[{"option":"121"}]}"#,
             "IgnoreUnknown=1;K8S_POD_NAME=web-1;junk",
         );
-        let conf = Settings::load(&inv).expect("settings");
+        let conf = Conf::load(&inv).expect("conf");
         assert_eq!(conf.socket, Path::new("/tmp/d.sock"));
         assert_eq!(conf.priority, Ok(Some(5)));
         let r = conf.request(&inv).expect("request");
@@ -382,27 +384,26 @@ mod tests {
     #[test]
     fn defaults_and_bad_values() {
         let inv = invocation(Command::Add, r#"{"type":"dhcp"}"#, "");
-        let conf = Settings::load(&inv).expect("settings");
+        let conf = Conf::load(&inv).expect("conf");
         assert_eq!(conf.socket, Path::new(DEFAULT_SOCKET));
         assert_eq!(conf.priority, Ok(None));
         // A bad metric is ADD's refusal only (DEL, the reference's too, ignores it).
-        let conf =
-            Settings::load(&invocation(Command::Add, r#"{"priority":-1}"#, "")).expect("settings");
+        let conf = Conf::load(&invocation(Command::Add, r#"{"priority":-1}"#, "")).expect("conf");
         assert_eq!(conf.priority.map_err(|e| e.code), Err(7));
         let bad = invocation(
             Command::Add,
             r#"{"provide":[{"option":"no-such-option","value":"x"}]}"#,
             "",
         );
-        let conf = Settings::load(&bad).expect("settings");
+        let conf = Conf::load(&bad).expect("conf");
         assert_eq!(conf.request(&bad).expect_err("bad name").code, 7);
         let bad = invocation(Command::Add, r#"{"request":[{"option":"300"}]}"#, "");
-        let conf = Settings::load(&bad).expect("settings");
+        let conf = Conf::load(&bad).expect("conf");
         assert_eq!(conf.request(&bad).expect_err("bad code").code, 7);
         // A relative netns is made absolute against the working directory.
         let mut rel = invocation(Command::Add, r#"{}"#, "");
         rel.env.netns = "ns/x".into();
-        let r = Settings::load(&rel)
+        let r = Conf::load(&rel)
             .and_then(|c| c.bare_request(&rel))
             .expect("request");
         assert!(r.netns.is_absolute() && r.netns.ends_with("ns/x"), "{r:?}");

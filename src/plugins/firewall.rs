@@ -13,14 +13,12 @@ use serde::Deserialize;
 pub struct Firewall;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     backend: String,
     #[serde(rename = "iptablesAdminChainName")]
     admin_chain: String,
-    #[serde(rename = "firewalldZone")]
     firewalld_zone: String,
-    #[serde(rename = "ingressPolicy")]
     ingress_policy: String,
 }
 
@@ -35,61 +33,63 @@ struct Conf {
 const POLICY_NEEDS_IPTABLES: &str =
     "ingressPolicy other than \"open\" needs iptables (the iptables or firewalld backend)";
 
-fn load(inv: &Invocation) -> CniResult<Conf> {
-    let k: Keys = inv.conf.plugin_keys()?;
-    let target = match k.backend.as_str() {
-        "" => None,
-        "iptables" => Some(Target::Rules(Backend::Iptables)),
-        "nftables" => Some(Target::Rules(Backend::Nftables)),
-        "firewalld" => Some(Target::Firewalld),
-        other => {
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let target = match k.backend.as_str() {
+            "" => None,
+            "iptables" => Some(Target::Rules(Backend::Iptables)),
+            "nftables" => Some(Target::Rules(Backend::Nftables)),
+            "firewalld" => Some(Target::Firewalld),
+            other => {
+                return Err(Error::invalid_config(format!(
+                    "unknown firewall backend {other:?}"
+                )));
+            }
+        };
+        let zone = if k.firewalld_zone.is_empty() {
+            firewalld::DEFAULT_ZONE.to_string()
+        } else {
+            k.firewalld_zone
+        };
+        // firewalld judges zone names; only text it could log garbled stays out.
+        if zone.chars().any(char::is_control) {
             return Err(Error::invalid_config(format!(
-                "unknown firewall backend {other:?}"
+                "invalid firewalldZone {zone:?}"
             )));
         }
-    };
-    let zone = if k.firewalld_zone.is_empty() {
-        firewalld::DEFAULT_ZONE.to_string()
-    } else {
-        k.firewalld_zone
-    };
-    // firewalld judges zone names; only text it could log garbled stays out.
-    if zone.chars().any(char::is_control) {
-        return Err(Error::invalid_config(format!(
-            "invalid firewalldZone {zone:?}"
-        )));
+        let admin_chain = if k.admin_chain.is_empty() {
+            "CNI-ADMIN".to_string()
+        } else {
+            k.admin_chain
+        };
+        let valid = admin_chain.len() <= 28
+            && admin_chain
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid {
+            return Err(Error::invalid_config(format!(
+                "invalid iptablesAdminChainName {admin_chain:?}"
+            )));
+        }
+        let policy = IngressPolicy::parse(&k.ingress_policy)?;
+        if policy != IngressPolicy::Open && target == Some(Target::Rules(Backend::Nftables)) {
+            return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
+        }
+        Ok(Conf {
+            admin_chain,
+            zone,
+            policy,
+            target,
+        })
     }
-    let admin_chain = if k.admin_chain.is_empty() {
-        "CNI-ADMIN".to_string()
-    } else {
-        k.admin_chain
-    };
-    let valid = admin_chain.len() <= 28
-        && admin_chain
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if !valid {
-        return Err(Error::invalid_config(format!(
-            "invalid iptablesAdminChainName {admin_chain:?}"
-        )));
-    }
-    let policy = IngressPolicy::parse(&k.ingress_policy)?;
-    if policy != IngressPolicy::Open && target == Some(Target::Rules(Backend::Nftables)) {
-        return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
-    }
-    Ok(Conf {
-        admin_chain,
-        zone,
-        policy,
-        target,
-    })
 }
 
 /// DEL's reading of the config. The reference's DEL refuses only an unknown
 /// ingressPolicy; any other config ADD refuses (a backend or admin chain name
 /// it does not take) made no rules, so there is nothing to delete (said on stderr).
 fn del_conf(inv: &Invocation) -> CniResult<Option<Conf>> {
-    match load(inv) {
+    match Conf::load(inv) {
         Ok(conf) => Ok(Some(conf)),
         Err(e) => {
             let k: Keys = inv.conf.plugin_keys()?;
@@ -156,7 +156,7 @@ fn host_bridge(prev: &NetResult, policy: IngressPolicy) -> CniResult<String> {
 
 impl Plugin for Firewall {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = load(inv)?;
+        let conf = Conf::load(inv)?;
         let prev = prev(inv)?;
         let ips = addresses(&prev);
         if ips.is_empty() {
@@ -203,14 +203,14 @@ impl Plugin for Firewall {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = load(inv)?;
+        let conf = Conf::load(inv)?;
         let ips = addresses(&prev(inv)?);
         let plan = conf.plan(inv, ips, String::new());
         Ok(rules::check(conf.target()?, &plan)?)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = load(inv)?;
+        let conf = Conf::load(inv)?;
         let usable = match conf.target {
             Some(Target::Rules(Backend::Iptables)) => {
                 crate::netfilter::iptables::usable(crate::netfilter::Family::V4)

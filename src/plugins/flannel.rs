@@ -19,11 +19,9 @@ const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
 const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
-    #[serde(rename = "subnetFile")]
     subnet_file: String,
-    #[serde(rename = "dataDir")]
     data_dir: String,
     delegate: Option<Map<String, Value>>,
 }

@@ -35,18 +35,15 @@ const DEFAULT_DATA_DIR: &str = "/run/cni/host-device";
 const MAX_STATE: u64 = 64 << 10;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     device: String,
     hwaddr: String,
     kernelpath: String,
-    #[serde(rename = "pciBusID")]
     pci_bus_id: String,
     /// The reference reads this untagged field from the config too; a PCI
     /// address's driver overrides it.
-    #[serde(rename = "DPDKMode")]
     dpdk_mode: bool,
-    #[serde(rename = "dataDir")]
     data_dir: String,
 }
 

@@ -17,7 +17,7 @@ pub struct HostLocal;
 
 impl Plugin for HostLocal {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let mut result = NetResult::new();
         if let Some(path) = &conf.resolv_conf {
             result.dns = parse_resolv_conf(path)?;
@@ -65,7 +65,7 @@ impl Plugin for HostLocal {
 
     /// A `dataDir` ADD refuses (`..`) holds nothing of ours: success, said on stderr.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         if let Err(e) = &conf.data_dir {
             eprintln!("host-local: nothing to release: {e}");
             return Ok(());
@@ -76,7 +76,7 @@ impl Plugin for HostLocal {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let store = conf.open_store()?;
         let held = store.get_by_id(&inv.env.container_id, &inv.env.ifname)?;
         if held.is_empty() {
@@ -95,7 +95,7 @@ impl Plugin for HostLocal {
         let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let store = conf.open_store()?;
         let mut errors = Vec::new();
         for r in store.reservations()? {
@@ -114,7 +114,7 @@ impl Plugin for HostLocal {
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         conf.open_store()
             .map(drop)
             .map_err(|e| Error::caused_by(Code::NotAvailable, "host-local store is not usable", e))
@@ -123,12 +123,13 @@ impl Plugin for HostLocal {
 
 /// The `ipam` section as the reference reads it.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct IpamKeys {
     #[serde(default)]
     subnet: Option<IpNet>,
-    #[serde(rename = "rangeStart", default)]
+    #[serde(default)]
     range_start: Option<IpAddr>,
-    #[serde(rename = "rangeEnd", default)]
+    #[serde(default)]
     range_end: Option<IpAddr>,
     #[serde(default)]
     gateway: Option<IpAddr>,
@@ -136,20 +137,21 @@ struct IpamKeys {
     ranges: Option<Vec<Vec<Range>>>,
     #[serde(default)]
     routes: Option<Vec<Route>>,
-    #[serde(rename = "dataDir", default)]
+    #[serde(default)]
     data_dir: Option<String>,
-    #[serde(rename = "resolvConf", default)]
+    #[serde(default)]
     resolv_conf: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }
 
 /// Everything an operation needs, validated.
 #[derive(Debug)]
-struct Settings {
+struct Conf {
     network: String,
     /// Refused when used (DEL of a refused dataDir succeeds, see `del`).
     data_dir: CniResult<PathBuf>,
@@ -159,8 +161,8 @@ struct Settings {
     requested: Vec<IpAddr>,
 }
 
-impl Settings {
-    fn load(inv: &Invocation) -> CniResult<Settings> {
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
         let keys: Keys = inv.conf.plugin_keys()?;
         let ipam = keys
             .ipam
@@ -206,7 +208,7 @@ impl Settings {
                 )));
             }
         }
-        Ok(Settings {
+        Ok(Conf {
             network: inv.conf.name().to_string(),
             data_dir: crate::cni::config::path_setting(
                 ipam.data_dir.as_deref(),

@@ -3,20 +3,18 @@
 
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
-use crate::netlink::Socket;
+use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
 pub struct Ipvlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
 }
 
@@ -71,6 +69,11 @@ impl Plugin for Ipvlan {
         let conf = Conf::load(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
+        // Chained with no IPAM of its own: prevResult's addresses.
+        let addressing = match (inv.conf.ipam_type(), inv.conf.prev_result()?) {
+            (None, Some(prev)) if !prev.ips.is_empty() => Addressing::Prev(prev),
+            _ => Addressing::Ipam { required: true },
+        };
         let mut spec = NewLink::new(
             "",
             Kind::Ipvlan {
@@ -80,33 +83,7 @@ impl Plugin for Ipvlan {
         );
         spec.mtu = conf.mtu;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        iface::announce_on_up(&ns, ifname, link.index)?;
-        let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
-        let chained_ips = match (inv.conf.ipam_type(), inv.conf.prev_result()?) {
-            (None, Some(prev)) if !prev.ips.is_empty() => Some(prev),
-            _ => None,
-        };
-        let mut result = match chained_ips {
-            Some(prev) => {
-                result.ips = prev.ips;
-                result.routes = prev.routes;
-                for ip in &mut result.ips {
-                    ip.interface = Some(0);
-                }
-                let configured = result.clone();
-                ns.run(|| -> CniResult<()> {
-                    let mut sock = Socket::open()?;
-                    iface::configure(&mut sock, ifname, &configured)
-                })??;
-                result
-            }
-            None => iface::configure_single(inv, &ns, ifname, result, true)?,
-        };
-        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
-        cleanup.keep();
-        Ok(result)
+        iface::finish_single(inv, &ns, &link, true, addressing)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {

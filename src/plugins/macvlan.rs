@@ -3,20 +3,19 @@
 
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
+use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
 pub struct Macvlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     mode: String,
     mtu: i64,
     mac: Option<String>,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
     bcqueuelen: Option<u32>,
 }
@@ -75,19 +74,16 @@ impl Plugin for Macvlan {
         spec.mtu = conf.mtu;
         spec.mac = conf.mac;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
         // Announcements only for addresses: an L2-only link keeps the kernel's
         // defaults (as the reference).
-        if inv.conf.ipam_type().is_some() {
-            iface::announce_on_up(&ns, ifname, link.index)?;
-        }
-        let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
-        let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;
-        // macvlan reports the config's DNS, whatever IPAM said (reference behaviour).
-        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
-        cleanup.keep();
-        Ok(result)
+        let announce = inv.conf.ipam_type().is_some();
+        iface::finish_single(
+            inv,
+            &ns,
+            &link,
+            announce,
+            Addressing::Ipam { required: false },
+        )
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {

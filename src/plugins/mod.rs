@@ -167,13 +167,28 @@ pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
     PLUGINS.iter().find(|p| p.name == name)
 }
 
+/// DEL's masquerade cleanup for bridge and ptp: found by chain name, so it
+/// works when the netns (and its addresses) are gone.
+fn del_ip_masq(
+    inv: &crate::cni::Invocation,
+    enabled: bool,
+    backend: Option<String>,
+) -> crate::cni::CniResult<()> {
+    crate::netfilter::masq::IpMasq::for_del(enabled, backend).del(
+        inv.conf.name(),
+        &inv.env.container_id,
+        &inv.env.ifname,
+    )?;
+    Ok(())
+}
+
 /// Decodes a config into every plugin's own key struct, as each plugin's
 /// `plugin_keys` does first: no kernel or disk work. For the `netconf` fuzz target.
 #[doc(hidden)]
 pub fn decode_every_plugins_keys(conf: &crate::cni::NetConf) -> usize {
     let ok = |r: crate::cni::CniResult<()>| usize::from(r.is_ok());
     ok(conf.plugin_keys::<bandwidth::SubnetKeys>().map(drop))
-        + ok(conf.plugin_keys::<bandwidth::TopLevel>().map(drop))
+        + ok(conf.plugin_keys::<bandwidth::Keys>().map(drop))
         + ok(conf.plugin_keys::<bandwidth::StateKeys>().map(drop))
         + ok(conf.plugin_keys::<bridge::Keys>().map(drop))
         + ok(conf.plugin_keys::<dhcp::Keys>().map(drop))

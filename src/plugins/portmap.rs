@@ -16,18 +16,13 @@ use std::net::IpAddr;
 pub struct Portmap;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     snat: Option<bool>,
-    #[serde(rename = "masqAll")]
     masq_all: bool,
-    #[serde(rename = "markMasqBit")]
     mark_masq_bit: Option<i64>,
-    #[serde(rename = "externalSetMarkChain")]
     external_set_mark_chain: Option<String>,
-    #[serde(rename = "conditionsV4")]
     conditions_v4: Option<Vec<String>>,
-    #[serde(rename = "conditionsV6")]
     conditions_v6: Option<Vec<String>>,
     backend: Option<String>,
 }
@@ -39,7 +34,7 @@ fn is_iptables_syntax(conditions: &[String]) -> bool {
         .is_some_and(|t| t.starts_with('-') || t.starts_with('!'))
 }
 
-/// What `load` does with `runtimeConfig.portMappings`.
+/// What `Conf::load` does with `runtimeConfig.portMappings`.
 #[derive(Clone, Copy, PartialEq)]
 enum Mappings {
     /// ADD and CHECK: every entry must be a usable mapping.
@@ -49,10 +44,23 @@ enum Mappings {
     Ignored,
 }
 
-/// The plan, the backend to use for ADD/CHECK, and the backend the config names
-/// (explicitly or through its conditions' syntax), if any.
-fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Option<Backend>)> {
-    let k: Keys = inv.conf.plugin_keys()?;
+/// The validated config.
+struct Conf {
+    plan: Plan,
+    /// The backend to use for ADD/CHECK.
+    backend: Backend,
+    /// The backend the config names (explicitly or through its conditions'
+    /// syntax), if any.
+    configured: Option<Backend>,
+}
+
+impl Conf {
+    fn load(inv: &Invocation, mappings: Mappings) -> CniResult<Conf> {
+        validate(inv, inv.conf.plugin_keys()?, mappings)
+    }
+}
+
+fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
     let mark_bit = k.mark_masq_bit.unwrap_or(13);
     if !(0..=31).contains(&mark_bit) {
         return Err(Error::invalid_config(format!(
@@ -190,7 +198,11 @@ fn load(inv: &Invocation, mappings: Mappings) -> CniResult<(Plan, Backend, Optio
         conditions_v6,
         targets: Vec::new(),
     };
-    Ok((plan, backend, configured))
+    Ok(Conf {
+        plan,
+        backend,
+        configured,
+    })
 }
 
 /// The container's first IPv4 and first IPv6 address of CNI_IFNAME in prevResult.
@@ -232,7 +244,9 @@ struct Validated {
 /// Every check ADD makes before it changes anything, in one place for ADD and
 /// CHECK: a CHECK must not pass a config its ADD would refuse.
 fn validated(inv: &Invocation) -> CniResult<Validated> {
-    let (mut plan, backend, _) = load(inv, Mappings::Required)?;
+    let Conf {
+        mut plan, backend, ..
+    } = Conf::load(inv, Mappings::Required)?;
     let prev = prev_result(inv)?;
     let targets = targets(&prev, &inv.env.ifname);
     plan.targets = targets.clone();
@@ -278,8 +292,11 @@ impl Plugin for Portmap {
     /// are (runtimes send them on DEL too), the entry rules are deleted by the
     /// specs ADD wrote, with no `iptables-save`.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let (mut plan, _, configured) =
-            load(inv, Mappings::Required).or_else(|_| load(inv, Mappings::Ignored))?;
+        let Conf {
+            mut plan,
+            configured,
+            ..
+        } = Conf::load(inv, Mappings::Required).or_else(|_| Conf::load(inv, Mappings::Ignored))?;
         // Without prevResult (or its addresses) both families are cleaned.
         if let Some(prev) = inv.conf.container_prev_result()? {
             plan.targets = targets(&prev, &inv.env.ifname);

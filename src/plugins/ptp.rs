@@ -18,11 +18,9 @@ use serde::Deserialize;
 pub struct Ptp;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
-    #[serde(rename = "ipMasq")]
     ip_masq: bool,
-    #[serde(rename = "ipMasqBackend")]
     ip_masq_backend: Option<String>,
     mtu: i64,
 }
@@ -100,13 +98,7 @@ impl Plugin for Ptp {
         let k: Keys = inv.conf.plugin_keys()?;
         Delegate::ipam(inv)?.del()?;
         iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
-        // Found by chain name: works when the netns (and its addresses) are gone.
-        IpMasq::for_del(k.ip_masq, k.ip_masq_backend).del(
-            inv.conf.name(),
-            &inv.env.container_id,
-            &inv.env.ifname,
-        )?;
-        Ok(())
+        super::del_ip_masq(inv, k.ip_masq, k.ip_masq_backend)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {

@@ -22,7 +22,7 @@ pub struct Sbr;
 const FIRST_TABLE: u32 = 100;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     table: Option<u32>,
 }

@@ -13,7 +13,7 @@ pub struct Static;
 
 impl Plugin for Static {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let mut result = NetResult::new();
         result.ips = conf
             .addresses
@@ -36,7 +36,7 @@ impl Plugin for Static {
 
     /// Every configured address must be in prevResult, with its gateway if one is set.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Settings::load(inv)?;
+        let conf = Conf::load(inv)?;
         let prev = inv
             .conf
             .prev_result()?
@@ -68,6 +68,7 @@ impl Plugin for Static {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct AddressKeys {
     #[serde(default)]
     address: Option<String>,
@@ -76,6 +77,7 @@ struct AddressKeys {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct IpamKeys {
     #[serde(default)]
     addresses: Option<Vec<AddressKeys>>,
@@ -86,6 +88,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }
@@ -97,17 +100,17 @@ struct Address {
 }
 
 #[derive(Debug)]
-struct Settings {
+struct Conf {
     addresses: Vec<Address>,
     routes: Vec<Route>,
     dns: Dns,
 }
 
-impl Settings {
+impl Conf {
     /// Address sources in increasing priority, as the reference: the config, CNI_ARGS
     /// `IP` (appended) and `GATEWAY` (set on the address whose subnet holds it),
     /// `args.cni.ips` (replaces), `runtimeConfig.ips` (replaces).
-    fn load(inv: &Invocation) -> CniResult<Settings> {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
         let keys: Keys = inv.conf.plugin_keys()?;
         let ipam = keys
             .ipam
@@ -184,7 +187,7 @@ impl Settings {
             inv.conf.cni_version(),
             addresses.iter().map(|a| a.address.addr()),
         )?;
-        Ok(Settings {
+        Ok(Conf {
             addresses,
             routes: ipam.routes.unwrap_or_default(),
             dns: ipam.dns.unwrap_or_default(),

@@ -4,7 +4,7 @@
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::iface;
+use crate::iface::{self, Addressing};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link};
 use crate::netlink::tun::{TapSpec, create_tap};
@@ -13,15 +13,13 @@ use serde::Deserialize;
 pub struct Tap;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     mac: Option<String>,
     mtu: i64,
-    #[serde(rename = "multiQueue")]
     multi_queue: bool,
     owner: Option<u32>,
     group: Option<u32>,
-    #[serde(rename = "selinuxContext")]
     selinux_context: String,
     bridge: String,
 }
@@ -185,13 +183,7 @@ impl Plugin for Tap {
             group: k.group,
         };
         let link = ns.run(|| make_tap(&spec, ifname, mtu, mac, &k.bridge))??;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
-        let mut result = iface::configure_single(inv, &ns, ifname, result, false)?;
-        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
-        cleanup.keep();
-        Ok(result)
+        iface::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: false })
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {

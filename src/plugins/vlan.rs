@@ -2,20 +2,18 @@
 
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
+use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, NewLink};
 use serde::Deserialize;
 
 pub struct Vlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
-    #[serde(rename = "vlanId")]
     vlan_id: i64,
     mtu: i64,
-    #[serde(rename = "linkInContainer")]
     link_in_container: bool,
 }
 
@@ -70,13 +68,7 @@ impl Plugin for Vlan {
         );
         spec.mtu = conf.mtu;
         let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
-        let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
-        let mut result = iface::configure_single(inv, &ns, ifname, result, true)?;
-        result.dns = inv.conf.common.dns.clone().unwrap_or_default();
-        cleanup.keep();
-        Ok(result)
+        iface::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: true })
     }
 
     /// Unlike the reference, DEL does not need the master to exist.

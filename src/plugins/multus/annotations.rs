@@ -3,7 +3,7 @@
 //! `k8s.v1.cni.cncf.io/networks` annotation in both of the spec's formats,
 //! validated as the spec and Multus do (a bad entry fails, naming it).
 
-use super::config::{BandwidthEntry, K8sArgs, PortMapEntry, Settings};
+use super::config::{BandwidthEntry, Conf, K8sArgs, PortMapEntry};
 use crate::cni::{CniResult, Code, Error};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -40,13 +40,13 @@ pub fn pod_namespace(k8s: &K8sArgs) -> String {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct PodFile {
     metadata: PodMeta,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct PodMeta {
     uid: String,
     annotations: BTreeMap<String, String>,
@@ -55,7 +55,7 @@ struct PodMeta {
 /// The pod's annotations: the runtime's `io.kubernetes.cri.pod-annotations`
 /// capability first, else `<podDir>/<namespace>/<name>.json` (a pod object as
 /// `kubectl get pod -o json` prints it). None: no source, so no selections.
-pub fn load_pod(settings: &Settings, k8s: &K8sArgs, verb: Verb) -> CniResult<Option<Pod>> {
+pub fn load_pod(settings: &Conf, k8s: &K8sArgs, verb: Verb) -> CniResult<Option<Pod>> {
     if let Some(annotations) = &settings.runtime_config.pod_annotations {
         return Ok(Some(Pod {
             namespace: pod_namespace(k8s),
@@ -148,7 +148,7 @@ impl Selection {
 
 /// An element of the JSON list format, as Multus decodes it.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct RawSelection {
     name: String,
     namespace: String,
@@ -158,12 +158,9 @@ struct RawSelection {
     infiniband_guid: String,
     interface: String,
     /// Before Multus 3.2.
-    #[serde(rename = "interfaceRequest")]
     interface_request: String,
-    #[serde(rename = "portMappings")]
     port_mappings: Option<Vec<PortMapEntry>>,
     bandwidth: Option<BandwidthEntry>,
-    #[serde(rename = "deviceID")]
     device_id: String,
     #[serde(rename = "cni-args")]
     cni_args: Option<Map<String, Value>>,
@@ -333,7 +330,7 @@ fn validate(i: usize, s: &Selection) -> CniResult<()> {
 
 /// Namespace isolation: a selection may name another namespace only when it
 /// is one of `globalNamespaces`.
-pub fn check_isolation(settings: &Settings, pod_namespace: &str, s: &Selection) -> CniResult<()> {
+pub fn check_isolation(settings: &Conf, pod_namespace: &str, s: &Selection) -> CniResult<()> {
     if settings.namespace_isolation
         && s.namespace != pod_namespace
         && !settings.global_namespaces.contains(&s.namespace)

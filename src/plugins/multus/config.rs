@@ -19,51 +19,30 @@ pub const DEFAULT_POD_DIR: &str = "/etc/cni/multus/pods";
 pub const DEFAULT_NAD_DIR: &str = "/etc/cni/multus/net-attach-defs";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
-    #[serde(rename = "confDir")]
     conf_dir: String,
-    #[serde(rename = "cniDir")]
     cni_dir: String,
-    #[serde(rename = "binDir")]
     bin_dir: String,
     delegates: Option<Vec<Map<String, Value>>>,
-    #[serde(rename = "clusterNetwork")]
     cluster_network: String,
-    #[serde(rename = "defaultNetworks")]
     default_networks: Vec<String>,
     kubeconfig: String,
-    #[serde(rename = "logFile")]
     log_file: String,
-    #[serde(rename = "logLevel")]
     log_level: String,
-    #[serde(rename = "logToStderr")]
     log_to_stderr: Option<bool>,
-    #[serde(rename = "readinessindicatorfile")]
     readiness_indicator_file: String,
-    #[serde(rename = "namespaceIsolation")]
     namespace_isolation: bool,
-    #[serde(rename = "globalNamespaces")]
     global_namespaces: String,
-    #[serde(rename = "systemNamespaces")]
     system_namespaces: Option<Vec<String>>,
-    #[serde(rename = "multusNamespace")]
     multus_namespace: String,
-    #[serde(rename = "retryDeleteOnError")]
     retry_delete_on_error: bool,
-    #[serde(rename = "auxiliaryCNIChainName")]
     auxiliary_cni_chain_name: String,
-    #[serde(rename = "podDir")]
     pod_dir: String,
-    #[serde(rename = "netAttachDefDir")]
     net_attach_def_dir: String,
-    #[serde(rename = "runtimeConfig")]
     runtime_config: Option<RuntimeConfig>,
-    #[serde(rename = "annotationPortMappings")]
     annotation_port_mappings: Option<bool>,
-    #[serde(rename = "maxAttachments")]
     max_attachments: Option<u64>,
-    #[serde(rename = "kubeletCheckpointFile")]
     kubelet_checkpoint_file: String,
 }
 
@@ -103,16 +82,13 @@ pub struct BandwidthEntry {
 
 /// What the runtime passed multus in `runtimeConfig`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub struct RuntimeConfig {
-    #[serde(rename = "portMappings")]
     pub port_mappings: Option<Vec<PortMapEntry>>,
     pub bandwidth: Option<BandwidthEntry>,
     pub ips: Option<Vec<String>>,
     pub mac: String,
-    #[serde(rename = "infinibandGUID")]
     pub infiniband_guid: String,
-    #[serde(rename = "deviceID")]
     pub device_id: String,
     #[serde(rename = "CNIDeviceInfoFile")]
     pub device_info_file: String,
@@ -148,7 +124,7 @@ impl K8sArgs {
 
 /// Everything a verb needs from the config, validated.
 #[derive(Debug)]
-pub struct Settings {
+pub struct Conf {
     pub conf_dir: PathBuf,
     pub cni_dir: PathBuf,
     pub bin_dir: PathBuf,
@@ -175,8 +151,8 @@ pub struct Settings {
     pub log: Logger,
 }
 
-impl Settings {
-    pub fn load(inv: &Invocation) -> CniResult<Settings> {
+impl Conf {
+    pub fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         let delegates = k.delegates.unwrap_or_default();
         if delegates.is_empty() && k.cluster_network.is_empty() {
@@ -228,7 +204,7 @@ impl Settings {
         } else {
             k.multus_namespace
         };
-        Ok(Settings {
+        Ok(Conf {
             conf_dir: absolute_path(Some(&k.conf_dir), DEFAULT_CONF_DIR, "confDir")?,
             cni_dir: absolute_path(Some(&k.cni_dir), DEFAULT_CNI_DIR, "cniDir")?,
             bin_dir: absolute_path(Some(&k.bin_dir), DEFAULT_BIN_DIR, "binDir")?,

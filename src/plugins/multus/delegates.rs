@@ -419,17 +419,13 @@ struct CachedDelegate {
 
 /// What DEL reads back (Multus's file or ours).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct CachedIn {
-    #[serde(rename = "Name")]
     name: String,
-    #[serde(rename = "ifnameRequest")]
     ifname_request: String,
-    #[serde(rename = "macRequest")]
     mac_request: String,
     #[serde(rename = "infinibandGUIDRequest")]
     infiniband_guid: String,
-    #[serde(rename = "ipRequest")]
     ip_request: Option<Vec<String>>,
     #[serde(rename = "default-route")]
     gateway_request: Option<Vec<String>>,
@@ -437,11 +433,8 @@ struct CachedIn {
     filter_v4: bool,
     #[serde(rename = "IsFilterV6Gateway")]
     filter_v6: bool,
-    #[serde(rename = "deviceID")]
     device_id: String,
-    #[serde(rename = "resourceName")]
     resource_name: String,
-    #[serde(rename = "Bytes")]
     bytes: String,
 }
 

@@ -8,7 +8,7 @@
 //! Failing that, a device-info file of the NPWG Device Information spec that
 //! already exists for the pod and network names the device.
 
-use super::config::Settings;
+use super::config::Conf;
 use super::delegates::Delegate;
 use super::status;
 use serde_json::Value;
@@ -80,7 +80,7 @@ fn dp_device_info_path(resource: &str, device: &str) -> String {
 /// Gives each pool attachment its device; `ifnames` are the attachments'
 /// interface names, in order.
 pub fn assign(
-    s: &Settings,
+    s: &Conf,
     pod_uid: &str,
     container_id: &str,
     delegates: &mut [Delegate],

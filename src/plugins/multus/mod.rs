@@ -30,7 +30,7 @@ use crate::netns::NetNs;
 use crate::runtime::cache::Cached;
 use crate::runtime::{Attachment, Runtime, RuntimeConf};
 use annotations::Verb;
-use config::{K8sArgs, Settings};
+use config::{Conf, K8sArgs};
 use delegates::{Delegate, LoadError};
 use nad::NadIndex;
 use serde_json::Value;
@@ -65,7 +65,7 @@ impl Plugin for Multus {
 /// delegate runs through, and the NAD manifests once read.
 struct Call<'a> {
     inv: &'a Invocation,
-    s: Settings,
+    s: Conf,
     k8s: K8sArgs,
     runtime: Runtime,
     nads: OnceCell<NadIndex>,
@@ -73,7 +73,7 @@ struct Call<'a> {
 
 impl<'a> Call<'a> {
     fn new(inv: &'a Invocation) -> CniResult<Call<'a>> {
-        let s = Settings::load(inv)?;
+        let s = Conf::load(inv)?;
         s.report_unused();
         Ok(Call {
             k8s: K8sArgs::of(inv),
@@ -583,7 +583,7 @@ fn del_error(d: &Delegate, e: Error) -> Error {
 }
 
 /// The device-info file of an attachment with a `deviceID` goes with it.
-fn remove_device_info(d: &Delegate, s: &Settings, rt: &RuntimeConf) {
+fn remove_device_info(d: &Delegate, s: &Conf, rt: &RuntimeConf) {
     let merged = d.merged_runtime_config(&s.runtime_config);
     if !merged.device_id.is_empty() {
         let _ = std::fs::remove_file(d.device_info_file(&merged, &rt.container_id, &rt.ifname));

@@ -28,7 +28,7 @@ pub struct Nad {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct Object {
     kind: String,
     metadata: Meta,
@@ -37,7 +37,7 @@ struct Object {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct Meta {
     name: String,
     namespace: String,
@@ -45,7 +45,7 @@ struct Meta {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 struct Spec {
     config: String,
 }

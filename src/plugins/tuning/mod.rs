@@ -22,29 +22,26 @@ const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
 const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     sysctl: BTreeMap<String, String>,
     mac: String,
     promisc: bool,
     mtu: i64,
     allmulti: Option<bool>,
-    #[serde(rename = "txQLen")]
     tx_qlen: Option<i64>,
-    #[serde(rename = "dataDir")]
     data_dir: String,
 }
 
 /// `args.cni` overrides (sysctl merged, the rest replacing).
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(rename_all = "camelCase", default)]
 pub(crate) struct ArgsKeys {
     sysctl: Option<BTreeMap<String, String>>,
     mac: Option<String>,
     promisc: Option<bool>,
     mtu: Option<i64>,
     allmulti: Option<bool>,
-    #[serde(rename = "txQLen")]
     tx_qlen: Option<i64>,
 }
 
@@ -106,56 +103,60 @@ fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
     Ok(path)
 }
 
-fn load(inv: &Invocation) -> CniResult<Conf> {
-    let k: Keys = inv.conf.plugin_keys()?;
-    let args: ArgsKeys = inv.conf.args_cni_all()?;
-    let mut sysctls = k.sysctl;
-    sysctls.extend(args.sysctl.unwrap_or_default());
-    // MAC: config, then CNI_ARGS MAC, runtimeConfig.mac, args.cni.mac (last wins).
-    let mut mac = k.mac;
-    if let Some(m) = inv.cni_args.get("MAC") {
-        mac = m.to_string();
-    }
-    if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
-        mac = m;
-    }
-    if let Some(m) = args.mac {
-        mac = m;
-    }
-    let mac_bytes = if mac.is_empty() {
-        None
-    } else {
-        Some(
-            parse_mac(&mac)
-                .ok_or_else(|| Error::invalid_config(format!("invalid MAC address {mac:?}")))?,
-        )
-    };
-    let mtu = args.mtu.unwrap_or(k.mtu);
-    let mtu =
-        u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
-    let tx_qlen = args
-        .tx_qlen
-        .or(k.tx_qlen)
-        .map(|q| u32::try_from(q).map_err(|_| Error::invalid_config(format!("invalid txQLen {q}"))))
-        .transpose()?;
-    let ifname = inv.env.ifname.as_str();
-    let sysctls = sysctls
-        .into_iter()
-        .map(|(key, value)| {
-            let path = sysctl_key(&key, ifname)?;
-            Ok((key, path, value))
+impl Conf {
+    fn load(inv: &Invocation) -> CniResult<Conf> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        let args: ArgsKeys = inv.conf.args_cni_all()?;
+        let mut sysctls = k.sysctl;
+        sysctls.extend(args.sysctl.unwrap_or_default());
+        // MAC: config, then CNI_ARGS MAC, runtimeConfig.mac, args.cni.mac (last wins).
+        let mut mac = k.mac;
+        if let Some(m) = inv.cni_args.get("MAC") {
+            mac = m.to_string();
+        }
+        if let Some(m) = inv.conf.runtime_config::<String>("mac")? {
+            mac = m;
+        }
+        if let Some(m) = args.mac {
+            mac = m;
+        }
+        let mac_bytes = if mac.is_empty() {
+            None
+        } else {
+            Some(
+                parse_mac(&mac)
+                    .ok_or_else(|| Error::invalid_config(format!("invalid MAC address {mac:?}")))?,
+            )
+        };
+        let mtu = args.mtu.unwrap_or(k.mtu);
+        let mtu =
+            u32::try_from(mtu).map_err(|_| Error::invalid_config(format!("invalid MTU {mtu}")))?;
+        let tx_qlen = args
+            .tx_qlen
+            .or(k.tx_qlen)
+            .map(|q| {
+                u32::try_from(q).map_err(|_| Error::invalid_config(format!("invalid txQLen {q}")))
+            })
+            .transpose()?;
+        let ifname = inv.env.ifname.as_str();
+        let sysctls = sysctls
+            .into_iter()
+            .map(|(key, value)| {
+                let path = sysctl_key(&key, ifname)?;
+                Ok((key, path, value))
+            })
+            .collect::<CniResult<Vec<_>>>()?;
+        Ok(Conf {
+            sysctls,
+            mac: mac_bytes,
+            mac_text: mac,
+            promisc: args.promisc.unwrap_or(k.promisc),
+            mtu: (mtu > 0).then_some(mtu),
+            allmulti: args.allmulti.or(k.allmulti),
+            tx_qlen,
+            data_dir: data_dir(&k.data_dir)?,
         })
-        .collect::<CniResult<Vec<_>>>()?;
-    Ok(Conf {
-        sysctls,
-        mac: mac_bytes,
-        mac_text: mac,
-        promisc: args.promisc.unwrap_or(k.promisc),
-        mtu: (mtu > 0).then_some(mtu),
-        allmulti: args.allmulti.or(k.allmulti),
-        tx_qlen,
-        data_dir: data_dir(&k.data_dir)?,
-    })
+    }
 }
 
 fn data_dir(value: &str) -> CniResult<PathBuf> {
@@ -231,7 +232,7 @@ fn prev(inv: &Invocation) -> CniResult<NetResult> {
 
 impl Plugin for Tuning {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = load(inv)?;
+        let conf = Conf::load(inv)?;
         check_allowlist(&conf, &inv.env.ifname)?;
         let mut result = prev(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
@@ -303,7 +304,7 @@ impl Plugin for Tuning {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = load(inv)?;
+        let conf = Conf::load(inv)?;
         prev(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();
