@@ -251,14 +251,7 @@ pub fn known_add_batch(plan: &Plan, family: Family, target: &Target, fresh: bool
         // `-N` fails if another process made a chain meanwhile.
         ensure_shared(&mut batch, &mut Saved::default(), plan);
     }
-    let chain = plan.dnat_chain();
-    batch.reset_chain(&chain);
-    for rule in dnat_rules(plan, family, target) {
-        batch.append(&chain, &rule);
-    }
-    for rule in entry_rules(plan, family) {
-        batch.append(DNAT_CHAIN, &rule);
-    }
+    write_container_rules(&mut batch, plan, family, target);
     batch
 }
 
@@ -272,6 +265,13 @@ pub fn add_batch(plan: &Plan, family: Family, target: &Target, saved: &Saved) ->
     for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, &chain)) {
         batch.delete_saved(DNAT_CHAIN, spec);
     }
+    write_container_rules(&mut batch, plan, family, target);
+    batch
+}
+
+/// The container's DNAT chain written afresh, and its entry rules.
+fn write_container_rules(batch: &mut Batch, plan: &Plan, family: Family, target: &Target) {
+    let chain = plan.dnat_chain();
     batch.reset_chain(&chain);
     for rule in dnat_rules(plan, family, target) {
         batch.append(&chain, &rule);
@@ -279,7 +279,6 @@ pub fn add_batch(plan: &Plan, family: Family, target: &Target, saved: &Saved) ->
     for rule in entry_rules(plan, family) {
         batch.append(DNAT_CHAIN, &rule);
     }
-    batch
 }
 
 /// Adds (or rewrites) the container's mappings for each family it has an
