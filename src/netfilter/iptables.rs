@@ -74,6 +74,16 @@ pub fn comment_container(spec: &str, prefix: &str) -> Option<String> {
     Some(rest[..end].to_string())
 }
 
+/// Whether `name` may name a chain the config chooses: at most 28 ASCII
+/// letters, digits, `-` or `_` (the kernel's limit, and nothing to quote).
+pub fn valid_chain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 28
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
 /// Quotes one argument for iptables-restore's tokenizer (as iptables-save does).
 /// Control characters cannot be quoted: `render` refuses lines that hold one.
 pub fn quote(arg: &str) -> String {

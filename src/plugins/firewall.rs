@@ -63,11 +63,7 @@ impl Conf {
         } else {
             k.admin_chain
         };
-        let valid = admin_chain.len() <= 28
-            && admin_chain
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid {
+        if !crate::netfilter::iptables::valid_chain_name(&admin_chain) {
             return Err(Error::invalid_config(format!(
                 "invalid iptablesAdminChainName {admin_chain:?}"
             )));

@@ -76,17 +76,11 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
     let writes_rules = mappings == Mappings::Required;
     if let Some(chain) = &k.external_set_mark_chain
         && writes_rules
+        && !crate::netfilter::iptables::valid_chain_name(chain)
     {
-        let valid = !chain.is_empty()
-            && chain.len() <= 28
-            && chain
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid {
-            return Err(Error::invalid_config(format!(
-                "invalid externalSetMarkChain {chain:?}"
-            )));
-        }
+        return Err(Error::invalid_config(format!(
+            "invalid externalSetMarkChain {chain:?}"
+        )));
     }
     let conditions_v4 = k.conditions_v4.unwrap_or_default();
     let conditions_v6 = k.conditions_v6.unwrap_or_default();

@@ -94,18 +94,21 @@ pub fn add(plan: &Plan) -> Result<()> {
 /// attachment has none; the table goes with the last of them.
 pub fn del_tx(plan: &Plan, existing: &[DumpedRule]) -> Option<Tx> {
     let prefix = instance(&plan.network, &plan.ifname, &plan.container_id);
-    let mine: Vec<_> = existing
-        .iter()
-        .filter(|r| r.comment.starts_with(&prefix))
-        .collect();
-    if mine.is_empty() {
+    removal(existing, |r| r.comment.starts_with(&prefix))
+}
+
+/// The transaction removing the rules of `existing` that `gone` picks: none
+/// when it picks none, the whole table when it picks them all.
+fn removal(existing: &[DumpedRule], gone: impl Fn(&DumpedRule) -> bool) -> Option<Tx> {
+    let gone: Vec<_> = existing.iter().filter(|r| gone(r)).collect();
+    if gone.is_empty() {
         return None;
     }
     let mut tx = Tx::new();
-    if mine.len() == existing.len() {
+    if gone.len() == existing.len() {
         tx.delete_table(NFPROTO_INET, TABLE);
     } else {
-        for r in mine {
+        for r in gone {
             tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
         }
     }
@@ -173,22 +176,7 @@ fn stale(comment: &str, network: &str, keep: &[String]) -> bool {
 /// `network`'s attachments whose container is not in `keep`; none when there
 /// are none, and the table goes with the last of them (as a DEL).
 pub fn gc_tx(network: &str, keep: &[String], existing: &[DumpedRule]) -> Option<Tx> {
-    let gone: Vec<_> = existing
-        .iter()
-        .filter(|r| stale(&r.comment, network, keep))
-        .collect();
-    if gone.is_empty() {
-        return None;
-    }
-    let mut tx = Tx::new();
-    if gone.len() == existing.len() {
-        tx.delete_table(NFPROTO_INET, TABLE);
-    } else {
-        for r in gone {
-            tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, r.handle);
-        }
-    }
-    Some(tx)
+    removal(existing, |r| stale(&r.comment, network, keep))
 }
 
 /// GC: removes the rules of `network`'s attachments not in `keep`. The caller holds the lock.
