@@ -1776,6 +1776,36 @@ fn a_udp_mapping_removes_exactly_the_conntrack_entries_of_its_host_port() {
     );
 }
 
+/// DEL drops the UDP conntrack entries to its mappings' host ports (as the
+/// reference's DEL): a host port a new pod takes over would otherwise keep
+/// sending to the old pod until the entries expire. TCP, and other ports, stay.
+#[test]
+fn del_removes_the_conntrack_entries_of_its_udp_host_ports() {
+    enter_test_host();
+    let net = network(json!({}));
+    let ns = Netns::new();
+    let caps = maps(&[(5455, 53, "udp", ""), (5456, 80, "tcp", "")]);
+    net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    // Flows to the mapped ports, loaded after ADD (whose flush would take them).
+    let mut entries: Vec<String> = (1..=3)
+        .map(|i| ct_entry("ipv4", "udp", &format!("10.77.202.{i}"), 40000 + i, 5455))
+        .collect();
+    entries.push(ct_entry("ipv4", "tcp", "10.77.203.1", 40000, 5456));
+    entries.push(ct_entry("ipv4", "udp", "10.77.203.2", 40000, 5457));
+    conntrack_load(&entries);
+    let before = test_conntrack_tuples();
+    assert_eq!(before.len(), 5, "entries loaded: {before:#?}");
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    let after = test_conntrack_tuples();
+    let gone: Vec<&String> = before.difference(&after).collect();
+    assert_eq!(gone.len(), 3, "removed: {gone:#?}");
+    assert!(
+        gone.iter()
+            .all(|t| t.starts_with("udp src=10.77.202.") && t.ends_with("dport=5455")),
+        "removed: {gone:#?}"
+    );
+}
+
 /// A namespace without conntrack entries is not dumped (each dump walks the
 /// host's whole hash table); one with entries is.
 #[test]

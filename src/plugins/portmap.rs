@@ -278,7 +278,7 @@ impl Plugin for Portmap {
             return Ok(prev);
         }
         rules::add(backend, &plan)?;
-        flush_udp_conntrack(&plan, &targets);
+        let _ = flush_udp_conntrack(&plan, &targets);
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
             for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
@@ -310,6 +310,12 @@ impl Plugin for Portmap {
         }
         if nftables && crate::netlink::nfnl::available() {
             rules::del(Backend::Nftables, &plan)?;
+        }
+        // After the rules: a packet in between would make a new entry with the
+        // old translation. A host port taken over by a new pod would keep
+        // sending to this one until the entries expire.
+        if let Err(e) = flush_udp_conntrack(&plan, &plan.targets) {
+            eprintln!("portmap: stale UDP conntrack entries may remain: {e}");
         }
         Ok(())
     }
@@ -346,8 +352,11 @@ impl Plugin for Portmap {
 }
 
 /// UDP flows to a newly mapped port that started before the mapping keep their
-/// old translation until they expire; drop them (best effort, as the reference).
-fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
+/// old translation until they expire; drop them (best effort, as the reference:
+/// every family is tried, the last failure returned). DEL drops those of its
+/// mappings the same way.
+fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) -> crate::netlink::Result<()> {
+    let mut outcome = Ok(());
     for t in targets {
         let family = Family::of(t.address.addr());
         let ports: Vec<u16> = plan
@@ -358,8 +367,11 @@ fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
             .map(|m| m.host_port)
             .collect();
         let nfproto = crate::netfilter::nft::nfproto(family);
-        let _ = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports);
+        if let Err(e) = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports) {
+            outcome = Err(e);
+        }
     }
+    outcome
 }
 
 /// `net.ipv4.conf.<interface towards ip>.route_localnet=1` in the host namespace.
