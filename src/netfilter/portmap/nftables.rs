@@ -200,6 +200,21 @@ pub fn del(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// GC: each of the `stale` containers' rules deleted as DEL deletes them, in
+/// both families. The caller holds the lock.
+pub fn gc(stale: &[String]) -> Result<()> {
+    let mut sock = nft::open()?;
+    for family in [Family::V4, Family::V6] {
+        for id in stale {
+            let (mine, total) = existing(&mut sock, family, id)?;
+            if let Some(tx) = del_tx(family, &mine, total) {
+                tx.commit(&mut sock)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
 /// `hostip_hostports` for host-IP ones) and the
 /// masquerade rules, as the reference counts them.
