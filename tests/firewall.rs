@@ -414,9 +414,10 @@ fn del_without_a_backend_removes_the_rules_of_either_backend() {
     }
 }
 
-/// GC with a backend: two attachments of `fw-gc` and one of `fw-other`, each
+/// GC with a backend: three attachments of `fw-gc` and one of `fw-other`, each
 /// recorded at ADD in `dataDir`. GC without a valid list changes nothing; GC
-/// keeping ctr-a removes ctr-b's rules and record only; DEL after GC succeeds.
+/// keeping ctr-a removes ctr-b's and ctr-d's rules and records only; DEL after
+/// GC succeeds.
 fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> String) {
     let bin = plugin_dir();
     let data = harness::TempDir::new("fw-gc");
@@ -430,6 +431,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
         ("fw-gc", "ctr-a", "10.56.0.2"),
         ("fw-gc", "ctr-b", "10.56.0.3"),
         ("fw-other", "ctr-c", "10.56.0.4"),
+        ("fw-gc", "ctr-d", "10.56.0.5"),
     ];
     let attach = |cmd: &str, (net, id, ip): (&str, &str, &str)| {
         harness::Call::new(
@@ -467,7 +469,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
     gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
     let after = rules();
     for (_, id, ip) in attachments {
-        let kept = id != "ctr-b";
+        let kept = !["ctr-b", "ctr-d"].contains(&id);
         assert_eq!(after.contains(ip), kept, "{id}\n{after}");
         assert_eq!(record(id).exists(), kept, "{id}'s record");
     }

@@ -1876,9 +1876,9 @@ fn check_refuses_every_config_add_refuses_with_the_same_error() {
     call("DEL", "ctr-1", &good, &bin).ok();
 }
 
-/// GC of one backend: two attachments of `pm-gc` and one of `pm-other`. GC
-/// without a valid list changes nothing; GC keeping ctr-a removes ctr-b's
-/// rules (and with nftables its record) only; DEL after GC succeeds.
+/// GC of one backend: three attachments of `pm-gc` and one of `pm-other`. GC
+/// without a valid list changes nothing; GC keeping ctr-a removes ctr-b's and
+/// ctr-d's rules (and with nftables their records) only; DEL after GC succeeds.
 fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> String) {
     let bin = plugin_dir();
     let data = TempDir::new("pm-gc");
@@ -1886,6 +1886,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
         ("pm-gc", "ctr-a", "10.41.0.2", 7101),
         ("pm-gc", "ctr-b", "10.41.0.3", 7102),
         ("pm-other", "ctr-c", "10.41.0.4", 7103),
+        ("pm-gc", "ctr-d", "10.41.0.5", 7104),
     ];
     let conf = |net: &str, ip: &str, port: u16| {
         direct(
@@ -1918,7 +1919,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
     gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
     let after = rules();
     for (_, id, ip, port) in attachments {
-        let kept = id != "ctr-b";
+        let kept = !["ctr-b", "ctr-d"].contains(&id);
         assert_eq!(after.contains(ip), kept, "{id}\n{after}");
         assert_eq!(after.contains(&port.to_string()), kept, "{id}\n{after}");
         if backend == "nftables" {

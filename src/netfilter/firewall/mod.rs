@@ -90,11 +90,12 @@ pub fn del(target: Target, plan: &Plan) -> Result<()> {
 pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
     match target {
         Target::Rules(Backend::Iptables) => {
-            let _lock = lock()?;
-            for plan in stale.iter().filter(|p| !p.addresses.is_empty()) {
-                iptables::del(plan)?;
+            let addresses: Vec<IpNet> = stale.iter().flat_map(|p| p.addresses.clone()).collect();
+            if addresses.is_empty() {
+                return Ok(());
             }
-            Ok(())
+            let _lock = lock()?;
+            iptables::del_addresses(&addresses)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
