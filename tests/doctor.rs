@@ -184,7 +184,7 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
 }
 
 #[test]
-fn an_uninspectable_node_exits_2_and_an_unjudgeable_entry_is_no_finding() {
+fn unjudgeable_entries_pass_failed_fixes_stay_findings_and_an_unreadable_cache_exits_2() {
     enter_test_host();
     let s = Setup::new();
     // An entry without netns cannot be judged.
@@ -198,6 +198,26 @@ fn an_uninspectable_node_exits_2_and_an_unjudgeable_entry_is_no_finding() {
     )
     .expect("entry");
     assert_eq!(doctor(&s, &["--min-age", "0"], 0), json!({"findings": []}));
+    // A dead entry whose DEL fails stays a finding, not fixed, and says why.
+    let config =
+        json!({"cniVersion": "1.0.0", "name": "gone-net", "plugins": [{"type": "nosuchplugin"}]});
+    let entry = results.join("gone-net-c2-eth0");
+    std::fs::write(
+        &entry,
+        json!({"kind": "cniCacheV1", "containerId": "c2", "ifName": "eth0",
+               "networkName": "gone-net", "netns": "/proc/0/ns/net",
+               "config": base64(&config.to_string())})
+        .to_string(),
+    )
+    .expect("entry");
+    let out = s.run(&["doctor", "--json", "--fix", "--min-age", "0"]);
+    assert_eq!(out.status, 1, "{out:?}");
+    let found = out.json();
+    assert_eq!(found["findings"][0]["kind"], "cache");
+    assert_eq!(found["findings"][0]["fixed"], false);
+    assert!(out.stderr.contains("failed to fix cache"), "{out:?}");
+    assert!(out.stderr.contains("nosuchplugin"), "{out:?}");
+    assert!(entry.exists());
     // A cache dir that is a file cannot be read.
     let file = TempDir::new("notadir");
     let path = file.0.join("cache");
@@ -213,4 +233,13 @@ fn an_uninspectable_node_exits_2_and_an_unjudgeable_entry_is_no_finding() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot inspect the node"), "{err}");
+}
+
+fn base64(text: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf %s '{text}' | base64 -w0"))
+        .output()
+        .expect("base64");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
