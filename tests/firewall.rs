@@ -450,15 +450,9 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
     }
     let record = |id: &str| data.0.join(format!("{id}@eth0.json"));
     let gc = |valid: Option<Value>| {
-        let mut c = json!({"cniVersion": "1.1.0", "name": "fw-gc", "type": "firewall",
-                           "backend": backend, "dataDir": data.0});
-        if let Some(v) = valid {
-            c["cni.dev/valid-attachments"] = v;
-        }
-        harness::Call::new("firewall", "GC", "", &c.to_string())
-            .unset("CNI_CONTAINERID")
-            .unset("CNI_IFNAME")
-            .unset("CNI_NETNS")
+        let c = json!({"cniVersion": "1.1.0", "name": "fw-gc", "type": "firewall",
+                       "backend": backend, "dataDir": data.0});
+        harness::Call::gc("firewall", &c, valid)
             .path(&bin)
             .run()
             .ok();

@@ -312,17 +312,7 @@ fn fix_cache(s: &Settings, f: &mut Finding) -> Result<()> {
         return Ok(());
     };
     let list = conf::list_from_bytes(&entry.config, Path::new(&f.object))?;
-    let rt = RuntimeConf {
-        container_id: entry.container_id.clone(),
-        netns: String::new(),
-        ifname: entry.ifname.clone(),
-        args: entry
-            .cni_args
-            .iter()
-            .map(|[k, v]| (k.clone(), v.clone()))
-            .collect(),
-        capability_args: entry.capability_args.clone(),
-    };
+    let rt = RuntimeConf::of_cached(entry, "");
     s.runtime.del(&list, &rt)?;
     f.fixed = true;
     Ok(())

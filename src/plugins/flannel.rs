@@ -217,15 +217,22 @@ fn gc_delegate(inv: &Invocation, mut delegate: Map<String, Value>) -> CniResult<
     if let Some(valid) = map_field(&inv.conf.raw, "cni.dev/valid-attachments") {
         delegate.insert("cni.dev/valid-attachments".into(), valid.clone());
     }
+    let (plugin_type, bytes) = delegate_bytes(delegate);
+    Delegate::new(&plugin_type, &inv.env, &bytes)?
+        .in_process(inv.plugins)
+        .gc()
+}
+
+/// The delegate's plugin type (bridge unless it names one) and its config
+/// as Go marshals it.
+fn delegate_bytes(delegate: Map<String, Value>) -> (String, Vec<u8>) {
     let plugin_type = delegate
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or("bridge")
         .to_string();
     let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
-    Delegate::new(&plugin_type, &inv.env, &bytes)?
-        .in_process(inv.plugins)
-        .gc()
+    (plugin_type, bytes)
 }
 
 impl Plugin for Flannel {
@@ -249,13 +256,7 @@ impl Plugin for Flannel {
                 err
             })?;
         let env = parse_subnet_env(&text, &subnet_file.display().to_string())?;
-        let delegate = delegate_config(&inv.conf.raw, &env)?;
-        let plugin_type = delegate
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("bridge")
-            .to_string();
-        let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
+        let (plugin_type, bytes) = delegate_bytes(delegate_config(&inv.conf.raw, &env)?);
         save(&data_dir, &inv.env.container_id, &bytes)?;
         Delegate::new(&plugin_type, &inv.env, &bytes)?
             .in_process(inv.plugins)
