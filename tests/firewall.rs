@@ -150,6 +150,10 @@ fn same_bridge_policy_isolates_bridges() {
         1,
         "{rules}"
     );
+    // DEL also drops the attachments' records (kept on the host, not in the netns).
+    s.run(&["del", "net-a", a1.path()], &json!({})).ok();
+    s.run(&["del", "net-a", a2.path()], &json!({})).ok();
+    s.run(&["del", "net-b", b1.path()], &json!({})).ok();
 }
 
 #[test]
@@ -408,4 +412,79 @@ fn del_without_a_backend_removes_the_rules_of_either_backend() {
             "{table}"
         );
     }
+}
+
+/// GC with a backend: three attachments of `fw-gc` and one of `fw-other`, each
+/// recorded at ADD in `dataDir`. GC without a valid list changes nothing; GC
+/// keeping ctr-a removes ctr-b's and ctr-d's rules and records only; DEL after
+/// GC succeeds.
+fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> String) {
+    let bin = plugin_dir();
+    let data = harness::TempDir::new("fw-gc");
+    let conf = |net: &str, ip: &str| {
+        json!({"cniVersion": "1.1.0", "name": net, "type": "firewall", "backend": backend,
+               "dataDir": data.0,
+               "prevResult": {"cniVersion": "1.1.0", "ips": [{"address": ip}]}})
+        .to_string()
+    };
+    let attachments = [
+        ("fw-gc", "ctr-a", "10.56.0.2"),
+        ("fw-gc", "ctr-b", "10.56.0.3"),
+        ("fw-other", "ctr-c", "10.56.0.4"),
+        ("fw-gc", "ctr-d", "10.56.0.5"),
+    ];
+    let attach = |cmd: &str, (net, id, ip): (&str, &str, &str)| {
+        harness::Call::new(
+            "firewall",
+            cmd,
+            "/run/netns/fw-none",
+            &conf(net, &format!("{ip}/24")),
+        )
+        .set("CNI_CONTAINERID", id)
+        .path(&bin)
+        .run()
+        .ok();
+    };
+    for a in attachments {
+        attach("ADD", a);
+    }
+    let record = |id: &str| data.0.join(format!("{id}@eth0.json"));
+    let gc = |valid: Option<Value>| {
+        let c = json!({"cniVersion": "1.1.0", "name": "fw-gc", "type": "firewall",
+                       "backend": backend, "dataDir": data.0});
+        harness::Call::gc("firewall", &c, valid)
+            .path(&bin)
+            .run()
+            .ok();
+    };
+    let before = rules();
+    gc(None);
+    assert_eq!(rules(), before, "GC without a valid list changes nothing");
+    gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
+    let after = rules();
+    for (_, id, ip) in attachments {
+        let kept = !["ctr-b", "ctr-d"].contains(&id);
+        assert_eq!(after.contains(ip), kept, "{id}\n{after}");
+        assert_eq!(record(id).exists(), kept, "{id}'s record");
+    }
+    for a in attachments {
+        attach("DEL", a);
+    }
+    let left = rules();
+    assert!(!left.contains("10.56.0."), "{left}");
+    for (_, id, _) in attachments {
+        assert!(!record(id).exists(), "{id}'s record");
+    }
+}
+
+#[test]
+fn gc_removes_the_rules_of_unkept_attachments_iptables() {
+    enter_test_host();
+    gc_removes_only_the_unkept_attachment("iptables", filter);
+}
+
+#[test]
+fn gc_removes_the_rules_of_unkept_attachments_nftables() {
+    enter_test_host();
+    gc_removes_only_the_unkept_attachment("nftables", || run_in(None, "nft", &["list", "ruleset"]));
 }

@@ -559,3 +559,69 @@ fn the_bus_is_reached_at_an_abstract_address_and_in_an_address_list() {
         );
     }
 }
+
+/// GC with firewalld: two recorded attachments of `fwd` and one of
+/// `fwd-other`; GC without a valid list changes nothing, GC keeping ctr-a
+/// removes ctr-b's source and record only; DEL after GC succeeds.
+#[test]
+fn gc_removes_the_sources_of_unkept_attachments() {
+    let test = "gc_removes_the_sources_of_unkept_attachments";
+    if tools_missing(test) {
+        return;
+    }
+    enter_test_host();
+    let bus = Bus::start();
+    let _fw = Firewalld::start(&bus);
+    let data = TempDir::new("fwd-gc");
+    let ns = Netns::new();
+    let attachments = [
+        ("fwd", "ctr-a", "10.71.0.2"),
+        ("fwd", "ctr-b", "10.71.0.3"),
+        ("fwd-other", "ctr-c", "10.71.0.4"),
+    ];
+    let run = |command: &str, net: &str, id: &str, ip: &str| {
+        let conf = json!({"cniVersion": "1.1.0", "name": net, "type": "firewall",
+                          "backend": "firewalld", "dataDir": data.0,
+                          "prevResult": {"cniVersion": "1.1.0",
+                                         "ips": [{"address": format!("{ip}/24")}]}});
+        Call::new("firewall", command, ns.path(), &conf.to_string())
+            .set("CNI_CONTAINERID", id)
+            .set("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+            .run()
+            .ok();
+    };
+    for (net, id, ip) in attachments {
+        run("ADD", net, id, ip);
+    }
+    let gc = |valid: Option<Value>| {
+        let mut c = json!({"cniVersion": "1.1.0", "name": "fwd", "type": "firewall",
+                           "backend": "firewalld", "dataDir": data.0});
+        if let Some(v) = valid {
+            c["cni.dev/valid-attachments"] = v;
+        }
+        Call::new("firewall", "GC", "", &c.to_string())
+            .unset("CNI_CONTAINERID")
+            .unset("CNI_IFNAME")
+            .unset("CNI_NETNS")
+            .set("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+            .run()
+            .ok();
+    };
+    let sources = || {
+        let mut s = bus.sources("trusted");
+        s.sort();
+        s
+    };
+    let all: Vec<String> = attachments.iter().map(|a| format!("{}/32", a.2)).collect();
+    assert_eq!(sources(), all);
+    gc(None);
+    assert_eq!(sources(), all, "GC without a valid list changes nothing");
+    gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
+    assert_eq!(sources(), vec![all[0].clone(), all[2].clone()]);
+    assert!(!data.0.join("ctr-b@eth0.json").exists());
+    assert!(data.0.join("ctr-a@eth0.json").exists() && data.0.join("ctr-c@eth0.json").exists());
+    for (net, id, ip) in attachments {
+        run("DEL", net, id, ip);
+    }
+    assert!(sources().is_empty());
+}

@@ -162,3 +162,76 @@ fn check_succeeds_and_changes_nothing() {
     assert!(!data.exists(), "no data dir made");
     assert!(!dir.0.join("subnet.env").exists());
 }
+
+/// GC (1.1.0; flannel-io's plugin has none) removes the saved delegate configs
+/// of this network's containers not in `cni.dev/valid-attachments` and passes
+/// GC on to the delegate ADD would build, so host-local frees their addresses.
+/// Another network's saved config stays; without the list nothing changes;
+/// without subnet.env the saved configs still go and the delegate's GC is
+/// skipped, said on stderr.
+#[test]
+fn gc_removes_stale_saved_configs_and_collects_through_the_delegate() {
+    enter_test_host();
+    let (bin, state, store, etc) = (
+        plugin_dir(),
+        TempDir::new("flannel-gc-data"),
+        TempDir::new("flannel-gc-store"),
+        TempDir::new("flannel-gc-run"),
+    );
+    let subnet_env = etc.0.join("subnet.env");
+    std::fs::copy("testdata/flannel/subnet.env", &subnet_env).expect("subnet.env");
+    let conf = json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "flannel",
+        "subnetFile": subnet_env, "dataDir": state.0,
+        "ipam": {"dataDir": store.0}
+    });
+    let (ns1, ns2) = (Netns::new(), Netns::new());
+    for (id, ns) in [("pod-1", &ns1), ("pod-2", &ns2)] {
+        Call::new("flannel", "ADD", ns.path(), &conf.to_string())
+            .set("CNI_CONTAINERID", id)
+            .path(&bin)
+            .run()
+            .ok();
+    }
+    std::fs::write(state.0.join("pod-9"), r#"{"name":"other","type":"bridge"}"#).expect("other");
+    let saved = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&state.0)
+            .expect("data dir")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let held = |ip: &str| store.0.join("cbr0").join(ip).exists();
+    let gc = |valid: Option<serde_json::Value>| {
+        let mut c = conf.clone();
+        if let Some(v) = valid {
+            c["cni.dev/valid-attachments"] = v;
+        }
+        Call::new("flannel", "GC", "", &c.to_string())
+            .unset("CNI_CONTAINERID")
+            .unset("CNI_NETNS")
+            .unset("CNI_IFNAME")
+            .path(&bin)
+            .run()
+    };
+    gc(None).ok();
+    assert_eq!(saved(), ["pod-1", "pod-2", "pod-9"]);
+    assert!(held("10.244.1.2") && held("10.244.1.3"));
+
+    gc(Some(json!([{"containerID": "pod-1", "ifname": "eth0"}]))).ok();
+    assert_eq!(saved(), ["pod-1", "pod-9"]);
+    assert!(held("10.244.1.2"), "pod-1's address stays");
+    assert!(
+        !held("10.244.1.3"),
+        "pod-2's address is freed by host-local"
+    );
+
+    std::fs::remove_file(&subnet_env).expect("remove subnet.env");
+    let out = gc(Some(json!([])));
+    out.ok();
+    assert!(out.stderr.contains("skipped"), "{}", out.stderr);
+    assert_eq!(saved(), ["pod-9"]);
+    assert!(held("10.244.1.2"), "no delegate GC without subnet.env");
+}

@@ -284,18 +284,9 @@ fn gc_removes_the_masquerading_of_this_networks_unlisted_attachments() {
             for ((id, c), ns) in attachments.iter().zip(&namespaces) {
                 call(plugin, "ADD", ns.path(), id, c, &bin).run().ok();
             }
-            let list = harness::merged(
-                mine.clone(),
-                json!({"cniVersion": "1.1.0",
-                       "cni.dev/valid-attachments": [{"containerID": keep, "ifname": "eth0"}]}),
-            );
-            Call::new(plugin, "GC", "", &list.to_string())
-                .unset("CNI_CONTAINERID")
-                .unset("CNI_IFNAME")
-                .unset("CNI_NETNS")
-                .path(&bin)
-                .run()
-                .ok();
+            let list = harness::merged(mine.clone(), json!({"cniVersion": "1.1.0"}));
+            let valid = json!([{"containerID": keep, "ifname": "eth0"}]);
+            Call::gc(plugin, &list, Some(valid)).path(&bin).run().ok();
             let chain =
                 |net: &str, id: &str| format!("CNI-{}", sha512_prefix(&format!("{net}{id}"), 24));
             if backend == "iptables" {

@@ -1776,6 +1776,36 @@ fn a_udp_mapping_removes_exactly_the_conntrack_entries_of_its_host_port() {
     );
 }
 
+/// DEL drops the UDP conntrack entries to its mappings' host ports (as the
+/// reference's DEL): a host port a new pod takes over would otherwise keep
+/// sending to the old pod until the entries expire. TCP, and other ports, stay.
+#[test]
+fn del_removes_the_conntrack_entries_of_its_udp_host_ports() {
+    enter_test_host();
+    let net = network(json!({}));
+    let ns = Netns::new();
+    let caps = maps(&[(5455, 53, "udp", ""), (5456, 80, "tcp", "")]);
+    net.run(&["add", "pm-net", ns.path()], &caps).ok();
+    // Flows to the mapped ports, loaded after ADD (whose flush would take them).
+    let mut entries: Vec<String> = (1..=3)
+        .map(|i| ct_entry("ipv4", "udp", &format!("10.77.202.{i}"), 40000 + i, 5455))
+        .collect();
+    entries.push(ct_entry("ipv4", "tcp", "10.77.203.1", 40000, 5456));
+    entries.push(ct_entry("ipv4", "udp", "10.77.203.2", 40000, 5457));
+    conntrack_load(&entries);
+    let before = test_conntrack_tuples();
+    assert_eq!(before.len(), 5, "entries loaded: {before:#?}");
+    net.run(&["del", "pm-net", ns.path()], &caps).ok();
+    let after = test_conntrack_tuples();
+    let gone: Vec<&String> = before.difference(&after).collect();
+    assert_eq!(gone.len(), 3, "removed: {gone:#?}");
+    assert!(
+        gone.iter()
+            .all(|t| t.starts_with("udp src=10.77.202.") && t.ends_with("dport=5455")),
+        "removed: {gone:#?}"
+    );
+}
+
 /// A namespace without conntrack entries is not dumped (each dump walks the
 /// host's whole hash table); one with entries is.
 #[test]
@@ -1874,4 +1904,70 @@ fn check_refuses_every_config_add_refuses_with_the_same_error() {
         assert_eq!(check.json(), refused, "{extra}");
     }
     call("DEL", "ctr-1", &good, &bin).ok();
+}
+
+/// GC of one backend: three attachments of `pm-gc` and one of `pm-other`. GC
+/// without a valid list changes nothing; GC keeping ctr-a removes ctr-b's and
+/// ctr-d's rules (and with nftables their records) only; DEL after GC succeeds.
+fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> String) {
+    let bin = plugin_dir();
+    let data = TempDir::new("pm-gc");
+    let attachments = [
+        ("pm-gc", "ctr-a", "10.41.0.2", 7101),
+        ("pm-gc", "ctr-b", "10.41.0.3", 7102),
+        ("pm-other", "ctr-c", "10.41.0.4", 7103),
+        ("pm-gc", "ctr-d", "10.41.0.5", 7104),
+    ];
+    let conf = |net: &str, ip: &str, port: u16| {
+        direct(
+            json!({"name": net, "cniVersion": "1.1.0", "backend": backend, "dataDir": data.0}),
+            &[&format!("{ip}/24")],
+            maps(&[(port, 80, "tcp", "")]),
+        )
+    };
+    for (net, id, ip, port) in attachments {
+        call("ADD", id, &conf(net, ip, port), &bin).ok();
+    }
+    let record = |id: &str| data.0.join(format!("{id}@eth0.json"));
+    let gc = |valid: Option<Value>| {
+        let c = json!({"cniVersion": "1.1.0", "name": "pm-gc", "type": "portmap",
+                       "backend": backend, "dataDir": data.0});
+        harness::Call::gc("portmap", &c, valid)
+            .path(&bin)
+            .run()
+            .ok();
+    };
+    let before = rules();
+    gc(None);
+    assert_eq!(rules(), before, "GC without a valid list changes nothing");
+    gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
+    let after = rules();
+    for (_, id, ip, port) in attachments {
+        let kept = !["ctr-b", "ctr-d"].contains(&id);
+        assert_eq!(after.contains(ip), kept, "{id}\n{after}");
+        assert_eq!(after.contains(&port.to_string()), kept, "{id}\n{after}");
+        if backend == "nftables" {
+            assert_eq!(record(id).exists(), kept, "{id}'s record");
+        }
+    }
+    for (net, id, ip, port) in attachments {
+        call("DEL", id, &conf(net, ip, port), &bin).ok();
+    }
+    let left = rules();
+    assert!(!left.contains("10.41.0."), "{left}");
+    for (_, id, ..) in attachments {
+        assert!(!record(id).exists(), "{id}'s record");
+    }
+}
+
+#[test]
+fn gc_removes_the_rules_of_unkept_attachments_iptables() {
+    enter_test_host();
+    gc_removes_only_the_unkept_attachment("iptables", nat);
+}
+
+#[test]
+fn gc_removes_the_rules_of_unkept_attachments_nftables() {
+    enter_test_host();
+    gc_removes_only_the_unkept_attachment("nftables", ruleset);
 }

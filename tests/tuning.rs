@@ -89,7 +89,7 @@ fn every_key_is_applied_backed_up_and_restored() {
     assert_eq!(
         backup,
         format!(
-            "{{\n \"mac\": \"0a:58:00:00:00:01\",\n \"promisc\": false,\n \"mtu\": {},\n \"allmulti\": false,\n \"txQLen\": {}\n}}",
+            "{{\n \"mac\": \"0a:58:00:00:00:01\",\n \"promisc\": false,\n \"mtu\": {},\n \"allmulti\": false,\n \"txQLen\": {},\n \"network\": \"tune\"\n}}",
             before["mtu"], before["txqlen"]
         )
     );
@@ -353,4 +353,67 @@ fn a_failed_restore_keeps_the_backup_and_restores_the_rest() {
     assert_eq!(link(&ns)["mtu"], 1500);
     assert!(!backup.exists());
     call("DEL").ok();
+}
+
+/// GC removes this network's backups of attachments not in
+/// `cni.dev/valid-attachments`, and nothing else: not a valid attachment's,
+/// not another network's in the same `dataDir`, not one naming no network (as
+/// the reference writes), never through a symlink. Without the list it
+/// changes nothing.
+#[test]
+fn gc_removes_only_this_networks_backups_of_gone_attachments() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = TempDir::new("tuning-gc");
+    let add = |id: &str, name: &str| {
+        let (ns, prev) = setup();
+        let mut c = conf(&prev, &data, json!({"mtu": 1400}));
+        c["name"] = json!(name);
+        Call::new("tuning", "ADD", ns.path(), &c.to_string())
+            .set("CNI_CONTAINERID", id)
+            .path(&bin)
+            .run()
+            .ok();
+        ns
+    };
+    let _a = add("ctr-a", "tune");
+    let _b = add("ctr-b", "tune");
+    let _c = add("ctr-c", "other");
+    let file = |id: &str| data.0.join(format!("{id}_eth0.json"));
+    std::fs::write(file("ctr-d"), "{\n \"mtu\": 1500\n}").expect("reference backup");
+    let outside = TempDir::new("tuning-gc-outside");
+    let target = outside.0.join("backup.json");
+    std::fs::write(&target, "{\"mtu\": 1500, \"network\": \"tune\"}").expect("target");
+    std::os::unix::fs::symlink(&target, file("ctr-e")).expect("symlink");
+    let all = ["ctr-a", "ctr-b", "ctr-c", "ctr-d", "ctr-e"];
+    let present = || -> Vec<&str> {
+        all.iter()
+            .copied()
+            .filter(|id| std::fs::symlink_metadata(file(id)).is_ok())
+            .collect()
+    };
+    assert_eq!(present(), all);
+    let gc = |valid: Option<Value>| {
+        let mut c =
+            json!({"cniVersion": "1.1.0", "name": "tune", "type": "tuning", "dataDir": data.0});
+        if let Some(v) = valid {
+            c["cni.dev/valid-attachments"] = v;
+        }
+        Call::new("tuning", "GC", "", &c.to_string())
+            .unset("CNI_CONTAINERID")
+            .unset("CNI_NETNS")
+            .unset("CNI_IFNAME")
+            .path(&bin)
+            .run()
+            .ok();
+    };
+    gc(None);
+    assert_eq!(
+        present(),
+        all,
+        "no valid list: nothing is known to be stale"
+    );
+    gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
+    assert_eq!(present(), ["ctr-a", "ctr-c", "ctr-d", "ctr-e"]);
+    assert!(target.exists(), "a symlink's target is never touched");
 }

@@ -10,6 +10,7 @@ use super::veth::random_name;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::{CniResult, Error, Invocation, NetResult};
+use crate::netfilter::Kept;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
@@ -224,7 +225,13 @@ pub fn gc_masq(inv: &Invocation, masq: &IpMasq) -> CniResult<()> {
     let Some(valid) = inv.conf.valid_attachments()? else {
         return Ok(());
     };
-    let keep: Vec<String> = valid.into_iter().map(|a| a.container_id).collect();
+    let keep: Vec<Kept> = valid
+        .into_iter()
+        .map(|a| Kept {
+            container_id: a.container_id,
+            ifname: a.ifname,
+        })
+        .collect();
     Ok(masq.gc(inv.conf.name(), &keep)?)
 }
 

@@ -348,12 +348,16 @@ mod masq_cases {
 
     #[test]
     fn golden_masq_gc() {
-        let keep = ["ctr1".to_string()];
+        let kept = |cid: &str| crate::netfilter::Kept {
+            container_id: cid.into(),
+            ifname: "eth0".into(),
+        };
+        let keep = [kept("ctr1")];
         golden(
             "masq-iptables-gc",
             &restores(&[(
                 Family::V4,
-                ipt::gc_batch("mynet", &keep, Family::V4, &three_attachments()),
+                ipt::gc_batch("mynet", &["ctr1".into()], Family::V4, &three_attachments()),
             )]),
         );
         let existing = [
@@ -362,7 +366,7 @@ mod masq_cases {
             rule(3, &nft::comment("mynet", "eth0", "old")),
             rule(4, &nft::comment("other", "eth0", "old")),
         ];
-        assert!(nft::gc_tx("mynet", &["ctr1".into(), "old".into()], &existing).is_none());
+        assert!(nft::gc_tx("mynet", &[kept("ctr1"), kept("old")], &existing).is_none());
         let some = nft::gc_tx("mynet", &keep, &existing).expect("some");
         let last = nft::gc_tx("mynet", &keep, &existing[1..3]).expect("last");
         golden("masq-nftables-gc", &txs(&[some, last]));

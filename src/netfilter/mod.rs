@@ -122,6 +122,20 @@ pub fn each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) 
     })
 }
 
+/// An attachment GC keeps, as the runtime lists it in `cni.dev/valid-attachments`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub container_id: String,
+    pub ifname: String,
+}
+
+impl Kept {
+    /// The containers of `keep`, for rules that name no interface.
+    pub fn containers(keep: &[Kept]) -> Vec<String> {
+        keep.iter().map(|k| k.container_id.clone()).collect()
+    }
+}
+
 /// `CNI-` + `prefix` + the SHA-512 hex of `network + container_id`, cut to the
 /// reference's 28 characters (`CNI-` 24 hex, `CNI-DN-` 21 hex).
 pub fn chain_name(prefix: &str, network: &str, container_id: &str) -> String {

@@ -3,6 +3,7 @@
 //! isolation; or, with firewalld (chosen, or found running), makes them
 //! sources of a firewalld zone. Its output is prevResult, unchanged.
 
+use super::attachments::{self, Split};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::Backend;
@@ -11,6 +12,9 @@ use ipnet::IpNet;
 use serde::Deserialize;
 
 pub struct Firewall;
+
+/// Where ADD records each attachment's addresses for GC (`dataDir`).
+const DEFAULT_DATA_DIR: &str = "/run/cni/firewall";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -109,8 +113,12 @@ fn addresses(prev: &NetResult) -> Vec<IpNet> {
 impl Conf {
     /// What the rules of the container with `ips` depend on.
     fn plan(&self, inv: &Invocation, ips: Vec<IpNet>, bridge: String) -> Plan {
+        self.plan_of(&inv.env.container_id, ips, bridge)
+    }
+
+    fn plan_of(&self, container_id: &str, ips: Vec<IpNet>, bridge: String) -> Plan {
         Plan {
-            container_id: inv.env.container_id.clone(),
+            container_id: container_id.to_string(),
             addresses: ips,
             admin_chain: self.admin_chain.clone(),
             policy: self.policy,
@@ -126,6 +134,17 @@ impl Conf {
             Some(t) => Ok(t),
             None if firewalld::running() => Ok(Target::Firewalld),
             None => Ok(Target::Rules(Backend::detect()?)),
+        }
+    }
+
+    /// What DEL (and GC) cleans: with `backend` set, that backend's work;
+    /// unset, whatever detection could have chosen at ADD: firewalld's sources
+    /// when it runs, and the rules of each backend usable here.
+    fn del_targets(&self) -> (bool, Vec<Backend>) {
+        match self.target {
+            Some(Target::Firewalld) => (true, Vec::new()),
+            Some(Target::Rules(b)) => (false, Backend::for_del(Some(b))),
+            None => (firewalld::running(), Backend::for_del(None)),
         }
     }
 }
@@ -150,6 +169,20 @@ fn host_bridge(prev: &NetResult, policy: IngressPolicy) -> CniResult<String> {
     }
 }
 
+/// The plans of the stale attachments for one target. Rules that name an
+/// address (iptables, zone sources) keep those a live record names; rules that
+/// name the container (`by_container`) stay while another attachment of it is
+/// recorded.
+fn gc_plans(conf: &Conf, split: &Split, by_container: bool) -> Vec<Plan> {
+    split
+        .stale
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| !by_container || !split.container_live(&r.container_id))
+        .map(|r| conf.plan_of(&r.container_id, split.not_live(&r.addresses), String::new()))
+        .collect()
+}
+
 impl Plugin for Firewall {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
@@ -163,22 +196,19 @@ impl Plugin for Firewall {
         if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
             return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
         }
+        // Before any rule, so that GC finds what a failed ADD left.
+        attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
         rules::add(target, &conf.plan(inv, ips, bridge))?;
         Ok(prev)
     }
 
-    /// With `backend` set, DEL undoes that backend's work. Unset, it undoes
-    /// whatever detection could have chosen at ADD: firewalld's sources when
-    /// it runs, and the rules of each backend usable here.
+    /// Undoes ADD in each target `Conf::del_targets` names, then drops the
+    /// attachment's record.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let Some(conf) = del_conf(inv)? else {
             return Ok(());
         };
-        let (zone_sources, backends) = match conf.target {
-            Some(Target::Firewalld) => (true, Vec::new()),
-            Some(Target::Rules(b)) => (false, Backend::for_del(Some(b))),
-            None => (firewalld::running(), Backend::for_del(None)),
-        };
+        let (zone_sources, backends) = conf.del_targets();
         // Only the nftables rules are found without prevResult's addresses.
         let ips = if zone_sources || backends.contains(&Backend::Iptables) {
             inv.conf
@@ -195,6 +225,41 @@ impl Plugin for Firewall {
         for backend in backends {
             rules::del(Target::Rules(backend), &plan)?;
         }
+        // A dataDir ADD would refuse means ADD recorded nothing.
+        if let Ok(dir) = attachments::data_dir(inv, DEFAULT_DATA_DIR) {
+            attachments::remove(&dir, inv)?;
+        }
+        Ok(())
+    }
+
+    /// Removes, as DEL does in the same targets, the rules of this network's
+    /// recorded attachments not in the valid list, then their records.
+    /// Attachments ADD did not record (the reference's) are left alone.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = inv.conf.valid_attachments()? else {
+            return Ok(());
+        };
+        let Some(conf) = del_conf(inv)? else {
+            return Ok(());
+        };
+        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        let split = Split::read(&dir, "firewall", inv.conf.name(), &valid)?;
+        if split.stale.is_empty() {
+            return Ok(());
+        }
+        let (zone_sources, backends) = conf.del_targets();
+        if zone_sources {
+            rules::gc(Target::Firewalld, &gc_plans(&conf, &split, false))?;
+        }
+        for backend in backends {
+            // nftables rules name the container, not the attachment.
+            let by_container = backend == Backend::Nftables;
+            rules::gc(
+                Target::Rules(backend),
+                &gc_plans(&conf, &split, by_container),
+            )?;
+        }
+        split.remove_stale()?;
         Ok(())
     }
 

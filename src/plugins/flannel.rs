@@ -182,6 +182,59 @@ fn save(dir: &Path, container_id: &str, bytes: &[u8]) -> CniResult<()> {
     crate::files::write_private_atomic(&dir.join(container_id), bytes).map_err(Error::from)
 }
 
+/// Removes the saved delegate configs in `dir` of `network` (their `name`)
+/// whose container is not in `keep`; another network's, or what is not a
+/// saved config of ours (unreadable, a symlink, a directory), stays.
+fn remove_stale_saved(dir: &Path, network: &str, keep: &[&str]) -> CniResult<()> {
+    let entries = match fs_err::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // Temporary files of a write in progress start with a dot.
+        if name.starts_with('.')
+            || keep.contains(&name.as_str())
+            || !entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            continue;
+        }
+        let path = entry.path();
+        let saved = crate::files::read_state_limited(&path, crate::files::MAX_FILE)
+            .ok()
+            .and_then(|b| crate::cni::json::from_slice::<Map<String, Value>>(&b).ok());
+        if saved.is_some_and(|s| map_field(&s, "name").and_then(Value::as_str) == Some(network)) {
+            crate::files::remove_state(&path)
+                .with_context(|| format!("failed to remove {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// GC of the delegate config `delegate`, given the runtime's valid list.
+fn gc_delegate(inv: &Invocation, mut delegate: Map<String, Value>) -> CniResult<()> {
+    if let Some(valid) = map_field(&inv.conf.raw, "cni.dev/valid-attachments") {
+        delegate.insert("cni.dev/valid-attachments".into(), valid.clone());
+    }
+    let (plugin_type, bytes) = delegate_bytes(delegate);
+    Delegate::new(&plugin_type, &inv.env, &bytes)?
+        .in_process(inv.plugins)
+        .gc()
+}
+
+/// The delegate's plugin type (bridge unless it names one) and its config
+/// as Go marshals it.
+fn delegate_bytes(delegate: Map<String, Value>) -> (String, Vec<u8>) {
+    let plugin_type = delegate
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("bridge")
+        .to_string();
+    let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
+    (plugin_type, bytes)
+}
+
 impl Plugin for Flannel {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
@@ -203,13 +256,7 @@ impl Plugin for Flannel {
                 err
             })?;
         let env = parse_subnet_env(&text, &subnet_file.display().to_string())?;
-        let delegate = delegate_config(&inv.conf.raw, &env)?;
-        let plugin_type = delegate
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("bridge")
-            .to_string();
-        let bytes = go_escape(&Value::Object(delegate).to_string()).into_bytes();
+        let (plugin_type, bytes) = delegate_bytes(delegate_config(&inv.conf.raw, &env)?);
         save(&data_dir, &inv.env.container_id, &bytes)?;
         Delegate::new(&plugin_type, &inv.env, &bytes)?
             .in_process(inv.plugins)
@@ -250,6 +297,32 @@ impl Plugin for Flannel {
             .del()?;
         let _ = fs_err::remove_file(&path);
         Ok(())
+    }
+
+    /// (flannel-io's plugin has no GC.) Removes the saved delegate configs of
+    /// this network's containers not in the valid list, then passes GC on to
+    /// the delegate ADD would build, so its IPAM and ipMasq collect too.
+    /// Without subnet.env that delegate cannot be built: the cleanup stands
+    /// and the delegate's GC is skipped, said on stderr.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = inv.conf.valid_attachments()? else {
+            return Ok(());
+        };
+        let k: Keys = inv.conf.plugin_keys()?;
+        let data_dir = path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
+        let keep: Vec<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
+        remove_stale_saved(&data_dir, inv.conf.name(), &keep)?;
+        let subnet_file = path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
+        let text = match crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!("flannel: GC of the delegate skipped: {e}");
+                return Ok(());
+            }
+            Err(e) => return Err(e).context("failed to load flannel 'subnet.env' file"),
+        };
+        let env = parse_subnet_env(&text, &subnet_file.display().to_string())?;
+        gc_delegate(inv, delegate_config(&inv.conf.raw, &env)?)
     }
 
     /// Does nothing and succeeds, as the reference's CHECK: it reads no

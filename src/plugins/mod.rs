@@ -1,6 +1,7 @@
 //! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
+mod attachments;
 mod bandwidth;
 mod bridge;
 mod dhcp;

@@ -2,6 +2,7 @@
 //! masquerading for hairpin and localhost, in the reference's iptables chains
 //! or nftables table. Its output is prevResult, unchanged.
 
+use super::attachments::{self, Split};
 use crate::cni::capabilities::PortMapping;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
@@ -14,6 +15,9 @@ use serde::Deserialize;
 use std::net::IpAddr;
 
 pub struct Portmap;
+
+/// Where ADD with nftables records each attachment for GC (`dataDir`).
+const DEFAULT_DATA_DIR: &str = "/run/cni/portmap";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -271,8 +275,13 @@ impl Plugin for Portmap {
         if plan.mappings.is_empty() {
             return Ok(prev);
         }
+        if backend == Backend::Nftables {
+            // Before any rule, so that GC finds what a failed ADD left.
+            let ips: Vec<_> = targets.iter().map(|t| t.address).collect();
+            attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
+        }
         rules::add(backend, &plan)?;
-        flush_udp_conntrack(&plan, &targets);
+        let _ = flush_udp_conntrack(&plan, &targets);
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
             for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
@@ -305,6 +314,16 @@ impl Plugin for Portmap {
         if nftables && crate::netlink::nfnl::available() {
             rules::del(Backend::Nftables, &plan)?;
         }
+        // After the rules: a packet in between would make a new entry with the
+        // old translation. A host port taken over by a new pod would keep
+        // sending to this one until the entries expire.
+        if let Err(e) = flush_udp_conntrack(&plan, &plan.targets) {
+            eprintln!("portmap: stale UDP conntrack entries may remain: {e}");
+        }
+        // A dataDir ADD would refuse means ADD recorded nothing.
+        if let Ok(dir) = attachments::data_dir(inv, DEFAULT_DATA_DIR) {
+            attachments::remove(&dir, inv)?;
+        }
         Ok(())
     }
 
@@ -318,18 +337,34 @@ impl Plugin for Portmap {
         Ok(rules::check(backend, &plan)?)
     }
 
+    /// iptables rules name their network and container: GC finds this
+    /// network's there. nftables rules name only the container (as the
+    /// reference's): GC removes those of the attachments ADD recorded for this
+    /// network, then the records.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
         // Without a valid list nothing is known to be stale.
         let Some(valid) = inv.conf.valid_attachments()? else {
             return Ok(());
         };
-        let keep: Vec<String> = valid.into_iter().map(|a| a.container_id).collect();
-        // nftables rules carry only the container ID, not the network: GC there
-        // could not tell this network's rules from another's, so it only runs on iptables.
-        if !crate::netfilter::iptables::usable(Family::V4) {
+        let keep: Vec<String> = valid.iter().map(|a| a.container_id.clone()).collect();
+        if crate::netfilter::iptables::usable(Family::V4) {
+            rules::gc(Backend::Iptables, inv.conf.name(), &keep, &[])?;
+        }
+        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        let split = Split::read(&dir, "portmap", inv.conf.name(), &valid)?;
+        if split.stale.is_empty() || !crate::netlink::nfnl::available() {
             return Ok(());
         }
-        Ok(rules::gc(Backend::Iptables, inv.conf.name(), &keep)?)
+        // The container's rules stay while another attachment of it is recorded.
+        let stale: Vec<String> = split
+            .stale
+            .iter()
+            .map(|(_, r)| r.container_id.clone())
+            .filter(|id| !split.container_live(id))
+            .collect();
+        rules::gc(Backend::Nftables, inv.conf.name(), &keep, &stale)?;
+        split.remove_stale()?;
+        Ok(())
     }
 
     fn status(&self, _inv: &Invocation) -> CniResult<()> {
@@ -340,8 +375,11 @@ impl Plugin for Portmap {
 }
 
 /// UDP flows to a newly mapped port that started before the mapping keep their
-/// old translation until they expire; drop them (best effort, as the reference).
-fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
+/// old translation until they expire; drop them (best effort, as the reference:
+/// every family is tried, the last failure returned). DEL drops those of its
+/// mappings the same way.
+fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) -> crate::netlink::Result<()> {
+    let mut outcome = Ok(());
     for t in targets {
         let family = Family::of(t.address.addr());
         let ports: Vec<u16> = plan
@@ -352,8 +390,11 @@ fn flush_udp_conntrack(plan: &Plan, targets: &[Target]) {
             .map(|m| m.host_port)
             .collect();
         let nfproto = crate::netfilter::nft::nfproto(family);
-        let _ = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports);
+        if let Err(e) = crate::netlink::conntrack::delete_by_dport(nfproto, 17, &ports) {
+            outcome = Err(e);
+        }
     }
+    outcome
 }
 
 /// `net.ipv4.conf.<interface towards ip>.route_localnet=1` in the host namespace.

@@ -129,6 +129,12 @@ impl Cache {
 
     /// Every cniCacheV1 entry that names an interface, sorted by file name.
     pub fn entries(&self) -> CniResult<Vec<Entry>> {
+        Ok(self.files()?.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// As `entries`, each with its file. Unreadable or foreign files are
+    /// skipped; an unreadable directory is an error.
+    pub fn files(&self) -> CniResult<Vec<(PathBuf, Entry)>> {
         let results = self.dir.join("results");
         let dir = match std::fs::read_dir(&results) {
             Ok(d) => d,
@@ -145,7 +151,7 @@ impl Cache {
             if let Ok(Cached::Entry(e)) = parse(&bytes)
                 && !e.ifname.is_empty()
             {
-                out.push(*e);
+                out.push((path, *e));
             }
         }
         Ok(out)

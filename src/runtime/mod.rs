@@ -41,6 +41,22 @@ pub struct RuntimeConf {
 pub use crate::cni::config::Attachment;
 
 impl RuntimeConf {
+    /// The attachment a cache entry names, in `netns` (empty when it is gone):
+    /// what a DEL of that entry is run with.
+    pub fn of_cached(entry: &Entry, netns: &str) -> RuntimeConf {
+        RuntimeConf {
+            container_id: entry.container_id.clone(),
+            netns: netns.to_string(),
+            ifname: entry.ifname.clone(),
+            args: entry
+                .cni_args
+                .iter()
+                .map(|[k, v]| (k.clone(), v.clone()))
+                .collect(),
+            capability_args: entry.capability_args.clone(),
+        }
+    }
+
     fn cmd_args(&self, cni_path: &[PathBuf]) -> CmdArgs {
         CmdArgs {
             container_id: self.container_id.clone(),
@@ -295,17 +311,7 @@ impl Runtime {
             if keep {
                 continue;
             }
-            let rt = RuntimeConf {
-                container_id: entry.container_id.clone(),
-                netns: entry.netns.clone(),
-                ifname: entry.ifname.clone(),
-                args: entry
-                    .cni_args
-                    .iter()
-                    .map(|[k, v]| (k.clone(), v.clone()))
-                    .collect(),
-                capability_args: entry.capability_args.clone(),
-            };
+            let rt = RuntimeConf::of_cached(&entry, &entry.netns);
             if let Err(e) = self.del(list, &rt) {
                 errors.push(e.msg);
             }

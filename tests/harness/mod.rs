@@ -179,6 +179,19 @@ impl Call {
         }
     }
 
+    /// GC of `conf` (a network config of cniVersion 1.1.0) as a runtime sends
+    /// it: no attachment env, `valid` as `cni.dev/valid-attachments` when given.
+    pub fn gc(plugin: &str, conf: &serde_json::Value, valid: Option<serde_json::Value>) -> Call {
+        let mut conf = conf.clone();
+        if let Some(v) = valid {
+            conf["cni.dev/valid-attachments"] = v;
+        }
+        Call::new(plugin, "GC", "", &conf.to_string())
+            .unset("CNI_CONTAINERID")
+            .unset("CNI_IFNAME")
+            .unset("CNI_NETNS")
+    }
+
     pub fn set(mut self, key: &str, value: &str) -> Call {
         self.env.insert(key.into(), value.into());
         self

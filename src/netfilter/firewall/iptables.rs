@@ -237,7 +237,13 @@ pub fn del_batch(family: Family, mine: &[&IpNet], saved: &Saved) -> Batch {
 /// CNI-FORWARD and appending to it, with no lock of ours to tell. The caller
 /// holds the lock.
 pub fn del(plan: &Plan) -> Result<()> {
-    for (family, mine) in by_family(&plan.addresses) {
+    del_addresses(&plan.addresses)
+}
+
+/// The address rules of `addresses` removed, one restore per family (DEL's
+/// of one container, GC's of every stale one). The caller holds the lock.
+pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
+    for (family, mine) in by_family(addresses) {
         let Some(saved) = iptables::save_existing(family, "filter")? else {
             continue;
         };

@@ -1,8 +1,8 @@
 //! The firewall plugin's rules: the `ingressPolicy` value, the iptables form
 //! (`iptables.rs`, the reference's), the firewalld form (`firewalld.rs`, the
 //! reference's, over D-Bus) and the nftables form (`nftables.rs`). The verbs
-//! `add`, `del` and `check` of a [`Plan`] for a [`Target`] are here, and only
-//! here is the netfilter lock taken.
+//! `add`, `del`, `check` and `gc` of a [`Plan`] for a [`Target`] are here, and
+//! only here is the netfilter lock taken.
 
 pub mod firewalld;
 pub mod iptables;
@@ -81,6 +81,30 @@ pub fn del(target: Target, plan: &Plan) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// GC: the rules (or zone sources) of each of the `stale` plans removed, as
+/// DEL removes them, under one lock. The rules name no network: the caller
+/// picks the plans (the plugin's records of its attachments).
+pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
+    match target {
+        Target::Rules(Backend::Iptables) => {
+            let addresses: Vec<IpNet> = stale.iter().flat_map(|p| p.addresses.clone()).collect();
+            if addresses.is_empty() {
+                return Ok(());
+            }
+            let _lock = lock()?;
+            iptables::del_addresses(&addresses)
+        }
+        Target::Rules(Backend::Nftables) => {
+            let _lock = lock()?;
+            for plan in stale {
+                nftables::del(plan)?;
+            }
+            Ok(())
+        }
+        Target::Firewalld => stale.iter().try_for_each(|plan| del(target, plan)),
     }
 }
 

@@ -360,9 +360,23 @@ pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -
     }
     let mut batch = Batch::new(family, "nat");
     for id in stale {
+        if shared(saved, &chain_name("", network, &id), &prefix, &id) {
+            continue;
+        }
         batch.extend(del_batch(&Plan::new(network, &id, "", &[]), family, saved));
     }
     batch
+}
+
+/// Whether a rule in `chain`, or a POSTROUTING jump to it, is of another
+/// attachment: network and container names run together in the hash, so
+/// network `a` with container `bc` shares its chain with `ab` and `c`.
+/// GC leaves such a chain alone (a DEL removes it, as the reference's).
+fn shared(saved: &Saved, chain: &str, prefix: &str, id: &str) -> bool {
+    saved.rules.iter().any(|(c, spec)| {
+        let about = c == chain || (c == "POSTROUTING" && jumps(spec, chain));
+        about && comment_container(spec, prefix).as_deref() != Some(id)
+    })
 }
 
 /// GC: removes the masquerading of `network`'s attachments whose container
@@ -506,5 +520,26 @@ mod tests {
         assert_eq!(out.matches("-X ").count(), 1, "{out}");
         assert_eq!(out.matches("-D POSTROUTING").count(), 1, "{out}");
         assert!(gc_batch("mynet", &["ctr1".into(), "old".into()], Family::V4, &saved).is_empty());
+    }
+
+    /// Network `a` with container `bc` and `ab` with `c` hash to one chain:
+    /// GC of `a` leaves it to the live attachment of `ab`.
+    #[test]
+    fn gc_leaves_a_chain_another_attachment_shares() {
+        assert_eq!(chain_name("", "a", "bc"), chain_name("", "ab", "c"));
+        let mut text = String::from("*nat\n:POSTROUTING ACCEPT [0:0]\n");
+        for (net, cid, ip) in [("a", "bc", "10.88.0.5/16"), ("ab", "c", "10.89.0.5/16")] {
+            let p = Plan::new(net, cid, "eth0", &[ip.parse().expect("net")]);
+            let b = add_batch(&p, Family::V4, &Saved::default())
+                .render()
+                .expect("r");
+            text.extend(
+                b.lines()
+                    .filter(|l| l.starts_with("-A"))
+                    .map(|l| format!("{l}\n")),
+            );
+        }
+        let saved = Saved::parse(&text);
+        assert!(gc_batch("a", &[], Family::V4, &saved).is_empty());
     }
 }

@@ -8,13 +8,15 @@
 //! not look at ipMasq, as in the reference; their GC (the reference has
 //! none) removes a network's stale attachments: iptables chains are named by
 //! a hash of network and container, so they are told apart by the
-//! `name: "<net>" id: "<cid>"` comment of their rules and jumps, nftables
-//! rules by the network and interface their comment names.
+//! `name: "<net>" id: "<cid>"` comment of their rules and jumps (a kept
+//! container keeps its chain); nftables rules start with a hash of the
+//! network and one of the interface and container, so exactly the listed
+//! attachments are kept.
 
 pub mod iptables;
 pub mod nftables;
 
-use crate::netfilter::{Backend, Result, lock};
+use crate::netfilter::{Backend, Kept, Result, lock};
 use ipnet::IpNet;
 
 /// Everything one attachment's masquerading depends on.
@@ -64,11 +66,11 @@ pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
     }
 }
 
-/// Removes the masquerading of `network`'s attachments whose container is not in `keep`.
-pub fn gc(backend: Backend, network: &str, keep: &[String]) -> Result<()> {
+/// Removes the masquerading of `network`'s attachments not in `keep`.
+pub fn gc(backend: Backend, network: &str, keep: &[Kept]) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::gc(network, keep),
+        Backend::Iptables => iptables::gc(network, &Kept::containers(keep)),
         Backend::Nftables => nftables::gc(network, keep),
     }
 }
@@ -153,7 +155,7 @@ impl IpMasq {
 
     /// GC when enabled: as DEL, in the configured backend or else in every
     /// one usable here (ADD may have detected either).
-    pub fn gc(&self, network: &str, keep: &[String]) -> Result<()> {
+    pub fn gc(&self, network: &str, keep: &[Kept]) -> Result<()> {
         if !self.enabled {
             return Ok(());
         }

@@ -6,7 +6,7 @@ use crate::netfilter::nft::{
     self, DumpedRule, Field, HOOK_POSTROUTING, NFPROTO_INET, PRIO_SRCNAT, Tx, match_addr,
     match_nfproto,
 };
-use crate::netfilter::{Error, Result};
+use crate::netfilter::{Error, Kept, Result};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -149,38 +149,31 @@ pub fn check(plan: &Plan) -> Result<()> {
     check_rules(plan, &nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?)
 }
 
-/// Whether a rule's comment is of an attachment of `network` that no
-/// container of `keep` has. Its instance is `<h(net)>-<h(ifname:cid)>`; the
-/// ifname is read from the comment, so a container ID cut off at 128
-/// characters still matches. A comment that cannot be read is never stale.
-fn stale(comment: &str, network: &str, keep: &[String]) -> bool {
-    let net = network.replace('"', "");
+/// Whether a rule's comment is of an attachment of `network` not in `keep`.
+/// Only the instance it starts with, `<h(net)>-<h(ifname:cid)>`, is read:
+/// the comment is cut at 128 characters, and a long network name or
+/// container ID would cut the rest. A comment of another form is never stale.
+fn stale(comment: &str, network: &str, keep: &[Kept]) -> bool {
     let Some(rest) = comment.strip_prefix(&format!("{}-", h(network))) else {
         return false;
     };
-    let Some((attachment, rest)) = rest.split_at_checked(16) else {
-        return false;
-    };
-    let Some(rest) = rest.strip_prefix(&format!(", net: {net}, if: ")) else {
-        return false;
-    };
-    let Some((ifname, _)) = rest.split_once(", id: ") else {
+    let Some(attachment) = rest.get(..16) else {
         return false;
     };
     !keep
         .iter()
-        .any(|cid| h(&format!("{ifname}:{cid}")) == attachment)
+        .any(|k| h(&format!("{}:{}", k.ifname, k.container_id)) == attachment)
 }
 
 /// The GC transaction, given the rules now in `masq_checks`: the rules of
-/// `network`'s attachments whose container is not in `keep`; none when there
+/// `network`'s attachments not in `keep`; none when there
 /// are none, and the table goes with the last of them (as a DEL).
-pub fn gc_tx(network: &str, keep: &[String], existing: &[DumpedRule]) -> Option<Tx> {
+pub fn gc_tx(network: &str, keep: &[Kept], existing: &[DumpedRule]) -> Option<Tx> {
     removal(existing, |r| stale(&r.comment, network, keep))
 }
 
 /// GC: removes the rules of `network`'s attachments not in `keep`. The caller holds the lock.
-pub fn gc(network: &str, keep: &[String]) -> Result<()> {
+pub fn gc(network: &str, keep: &[Kept]) -> Result<()> {
     let mut sock = nft::open()?;
     let existing = nft::rules(&mut sock, NFPROTO_INET, TABLE, CHECKS)?;
     match gc_tx(network, keep, &existing) {
@@ -237,21 +230,34 @@ mod tests {
         );
     }
 
-    /// Stale: this network, a container not kept, even with its ID cut off.
+    fn kept(cid: &str, ifname: &str) -> Kept {
+        Kept {
+            container_id: cid.into(),
+            ifname: ifname.into(),
+        }
+    }
+
+    /// Stale: this network, an attachment not kept, whatever the comment's cut.
     #[test]
-    fn gc_tells_attachments_apart_by_comment() {
-        let keep = ["ctr1".to_string()];
+    fn gc_tells_attachments_apart_by_their_instance() {
+        let keep = [kept("ctr1", "eth0")];
         assert!(!stale(&comment("mynet", "eth0", "ctr1"), "mynet", &keep));
         assert!(stale(&comment("mynet", "eth0", "old"), "mynet", &keep));
-        // A kept container's every interface is kept (as in iptables, where
-        // the chain names no interface).
-        assert!(!stale(&comment("mynet", "eth1", "ctr1"), "mynet", &keep));
+        // The runtime lists every attachment it keeps: an unlisted interface
+        // of a kept container is stale.
+        assert!(stale(&comment("mynet", "eth1", "ctr1"), "mynet", &keep));
         assert!(!stale(&comment("other", "eth0", "old"), "mynet", &keep));
         let long = "c".repeat(200);
         let cut = comment("mynet", "eth0", &long);
         assert_eq!(cut.chars().count(), 128);
-        assert!(!stale(&cut, "mynet", std::slice::from_ref(&long)));
+        assert!(!stale(&cut, "mynet", &[kept(&long, "eth0")]));
         assert!(stale(&cut, "mynet", &keep));
+        // A network name long enough to cut off the interface and ID.
+        let net = "n".repeat(100);
+        let cut = comment(&net, "eth0", "old");
+        assert!(!cut.contains(", id: "));
+        assert!(stale(&cut, &net, &keep));
+        assert!(!stale(&cut, &net, &[kept("old", "eth0")]));
         assert!(!stale("unreadable", "mynet", &keep));
     }
 }

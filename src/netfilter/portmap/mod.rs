@@ -38,15 +38,15 @@ pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
 }
 
 /// GC: the rules of `network`'s attachments whose container is not in
-/// `keep` removed. nftables rules carry only the container ID, not the
-/// network, so they cannot be told apart: there GC does nothing.
-pub fn gc(backend: Backend, network: &str, keep: &[String]) -> Result<()> {
+/// `keep` removed. iptables rules name their network: they are found there.
+/// nftables rules carry only the container ID (as the reference's): there the
+/// rules of the `stale` containers go, those the caller knows to be this
+/// network's (the plugin's records), as DEL removes them.
+pub fn gc(backend: Backend, network: &str, keep: &[String], stale: &[String]) -> Result<()> {
+    let _lock = lock()?;
     match backend {
-        Backend::Iptables => {
-            let _lock = lock()?;
-            iptables::gc(network, keep)
-        }
-        Backend::Nftables => Ok(()),
+        Backend::Iptables => iptables::gc(network, keep),
+        Backend::Nftables => nftables::gc(stale),
     }
 }
 

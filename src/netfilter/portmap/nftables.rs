@@ -200,6 +200,28 @@ pub fn del(plan: &Plan) -> Result<()> {
     Ok(())
 }
 
+/// GC: the `stale` containers' rules deleted as DEL deletes one's, in one
+/// transaction per family. The caller holds the lock.
+pub fn gc(stale: &[String]) -> Result<()> {
+    if stale.is_empty() {
+        return Ok(());
+    }
+    let mut sock = nft::open()?;
+    for family in [Family::V4, Family::V6] {
+        let mut all = Vec::new();
+        let mut total = 0;
+        for id in stale {
+            let (mine, in_chains) = existing(&mut sock, family, id)?;
+            all.extend(mine);
+            total = in_chains;
+        }
+        if let Some(tx) = del_tx(family, &all, total) {
+            tx.commit(&mut sock)?;
+        }
+    }
+    Ok(())
+}
+
 /// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
 /// `hostip_hostports` for host-IP ones) and the
 /// masquerade rules, as the reference counts them.

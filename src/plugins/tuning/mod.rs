@@ -4,6 +4,7 @@
 
 pub mod pattern;
 
+use crate::cni::config::Attachment;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
@@ -14,7 +15,7 @@ use crate::netns::NetNs;
 use pattern::Pattern;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub struct Tuning;
 
@@ -45,7 +46,10 @@ pub(crate) struct ArgsKeys {
     tx_qlen: Option<i64>,
 }
 
-/// The original attributes, in the reference's backup format.
+/// The original attributes, in the reference's backup format, plus the
+/// network's name (which the reference's decoder ignores): the file name holds
+/// only the container ID and interface, and GC must tell its network's backups
+/// from another network's sharing the directory.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 struct Backup {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -58,6 +62,8 @@ struct Backup {
     allmulti: Option<bool>,
     #[serde(rename = "txQLen", default, skip_serializing_if = "Option::is_none")]
     tx_qlen: Option<u32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    network: String,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -221,7 +227,51 @@ fn allowed(lines: &[(usize, String)], key: &str, ifname: &str) -> CniResult<bool
 }
 
 fn backup_name(inv: &Invocation) -> String {
-    format!("{}_{}.json", inv.env.container_id, inv.env.ifname)
+    backup_file(&inv.env.container_id, &inv.env.ifname)
+}
+
+fn backup_file(container_id: &str, ifname: &str) -> String {
+    format!("{container_id}_{ifname}.json")
+}
+
+/// The backups in `dir` that GC removes: written for `network` (said in the
+/// backup; one without a network, as the reference writes, is never taken)
+/// and whose file name is no valid attachment's. An attachment without an
+/// interface keeps every backup of its container. A `_` in an ID can make two
+/// attachments' names alike: such a backup is kept, never wrongly taken.
+/// Stale backups cannot be restored (their link went with its namespace).
+fn stale_backups(dir: &Path, network: &str, valid: &[Attachment]) -> Vec<PathBuf> {
+    let names = crate::files::files_with(dir, &["json"]).unwrap_or_default();
+    names
+        .into_iter()
+        .filter(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
+            !valid.iter().any(|a| match a.ifname.as_str() {
+                "" => name.starts_with(&format!("{}_", a.container_id)),
+                ifname => name == backup_file(&a.container_id, ifname),
+            })
+        })
+        .filter(|path| backup_network(path).as_deref() == Some(network))
+        .collect()
+}
+
+/// The network a backup names; None when it names none or cannot be read
+/// (a symlink is never followed).
+fn backup_network(path: &Path) -> Option<String> {
+    let bytes = match crate::files::read_state_limited(path, crate::files::MAX_FILE) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("tuning: GC leaves {}: {e}", path.display());
+            }
+            return None;
+        }
+    };
+    let backup = crate::cni::json::from_slice::<Backup>(&bytes).ok()?;
+    (!backup.network.is_empty()).then_some(backup.network)
 }
 
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
@@ -303,6 +353,20 @@ impl Plugin for Tuning {
             .with_context(|| format!("failed to remove {}", path.display()))
     }
 
+    /// Removes this network's backups of attachments not in the valid list
+    /// (the reference has no GC); without that list nothing is known to be stale.
+    fn gc(&self, inv: &Invocation) -> CniResult<()> {
+        let Some(valid) = inv.conf.valid_attachments()? else {
+            return Ok(());
+        };
+        let dir = data_dir(&inv.conf.plugin_keys::<Keys>()?.data_dir)?;
+        for path in stale_backups(&dir, inv.conf.name(), &valid) {
+            crate::files::remove_state(&path)
+                .with_context(|| format!("failed to remove {}", path.display()))?;
+        }
+        Ok(())
+    }
+
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         prev(inv)?;
@@ -357,6 +421,7 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
         mtu: if conf.mtu.is_some() { original.mtu } else { 0 },
         allmulti: conf.allmulti.map(|_| original.is_allmulti()),
         tx_qlen: conf.tx_qlen.map(|_| original.txqlen),
+        network: inv.conf.name().to_string(),
     };
     let path = conf.data_dir.join(backup_name(inv));
     // An earlier ADD's backup holds the true originals: keep it.
@@ -507,6 +572,7 @@ mod tests {
             mtu: 1500,
             allmulti: None,
             tx_qlen: Some(1000),
+            network: "net".into(),
         };
         let mut text = Vec::new();
         let mut ser = serde_json::Serializer::with_formatter(
@@ -516,7 +582,7 @@ mod tests {
         b.serialize(&mut ser).expect("encode");
         assert_eq!(
             String::from_utf8_lossy(&text),
-            "{\n \"mac\": \"aa:bb:cc:dd:ee:ff\",\n \"promisc\": false,\n \"mtu\": 1500,\n \"txQLen\": 1000\n}"
+            "{\n \"mac\": \"aa:bb:cc:dd:ee:ff\",\n \"promisc\": false,\n \"mtu\": 1500,\n \"txQLen\": 1000,\n \"network\": \"net\"\n}"
         );
     }
 }

@@ -1,7 +1,9 @@
 //! `cni-multi cnitool`: the reference's cnitool (add, check, del, gc, status
 //! with its env variables and container IDs) plus `list`, `validate`,
-//! `status-of` (multus's network-status of a pod) and `netns`, as a thin clap
-//! front end over `runtime`.
+//! `status-of` (multus's network-status of a pod), `netns` and `doctor`
+//! (stale CNI state of the node), as a thin clap front end over `runtime`.
+
+mod doctor;
 
 use crate::cni::version;
 use crate::netns::named;
@@ -84,6 +86,9 @@ enum Cmd {
     List,
     /// Check that every plugin of NET is on CNI_PATH and supports its version
     Validate { net: String },
+    /// List (and with --fix clean up) CNI state of no live attachment; exit
+    /// 0 clean, 1 findings remain, 2 the node could not be inspected
+    Doctor(doctor::DoctorArgs),
     /// Named network namespaces under /run/netns, without the ip binary
     Netns {
         #[command(subcommand)]
@@ -122,6 +127,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     };
     let getenv = |k: &str| std::env::var(k).ok();
+    if let Cmd::Doctor(args) = &cli.command {
+        return doctor::main(settings(&cli.opts, &getenv), args);
+    }
     match run(cli, &getenv) {
         Ok(output) => {
             if !output.is_empty() {
@@ -328,7 +336,7 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
                 .join("\n"))
         }
         Cmd::Validate { net } => validate(&s, net),
-        Cmd::Netns { .. } | Cmd::StatusOf { .. } => Ok(String::new()),
+        Cmd::Netns { .. } | Cmd::StatusOf { .. } | Cmd::Doctor(_) => Ok(String::new()),
     }
 }
 

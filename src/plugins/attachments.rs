@@ -1,0 +1,190 @@
+//! What a chained netfilter plugin (firewall, portmap) records of each
+//! attachment at ADD, so that GC, whose input names only (containerID,
+//! ifname), can find that attachment's rules: one root-only file per
+//! attachment, `files::attachment_record` of the plugin's `dataDir`, holding
+//! the network (GC tells its own files apart by it) and the addresses the
+//! rules name. DEL removes the file.
+
+use crate::cni::config::Attachment;
+use crate::cni::{CniResult, Error, Invocation};
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Largest record read.
+const MAX_RECORD: u64 = 64 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    pub network: String,
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    pub ifname: String,
+    #[serde(default)]
+    pub addresses: Vec<IpNet>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct Keys {
+    data_dir: String,
+}
+
+/// The plugin's `dataDir` (`default` when unset).
+pub fn data_dir(inv: &Invocation, default: &str) -> CniResult<PathBuf> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    crate::cni::config::absolute_path(Some(&k.data_dir), default, "dataDir")
+}
+
+fn path(dir: &Path, inv: &Invocation) -> PathBuf {
+    crate::files::attachment_record(dir, &inv.env.container_id, &inv.env.ifname)
+}
+
+/// Records this invocation's attachment with `addresses`.
+pub fn write(dir: &Path, inv: &Invocation, addresses: &[IpNet]) -> CniResult<()> {
+    let record = Record {
+        network: inv.conf.name().to_string(),
+        container_id: inv.env.container_id.clone(),
+        ifname: inv.env.ifname.clone(),
+        addresses: addresses.to_vec(),
+    };
+    let bytes = serde_json::to_vec(&record).map_err(|e| {
+        Error::caused_by(crate::cni::Code::Internal, "failed to encode the record", e)
+    })?;
+    crate::files::write_private_atomic(&path(dir, inv), &bytes)
+        .map_err(|e| Error::from(e).context("failed to record the attachment"))
+}
+
+/// Removes this invocation's record; none is fine.
+pub fn remove(dir: &Path, inv: &Invocation) -> CniResult<()> {
+    Ok(crate::files::remove_state(&path(dir, inv))?)
+}
+
+/// Every readable record of `dir` with its path. One that cannot be read or
+/// decoded is skipped, said on stderr: it names no attachment GC could act on.
+fn all(dir: &Path, plugin: &str) -> CniResult<Vec<(PathBuf, Record)>> {
+    let mut out = Vec::new();
+    for path in crate::files::files_with(dir, &["json"])? {
+        let text = match crate::files::read_state_string_limited(&path, MAX_RECORD) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{plugin}: ignoring unreadable record: {e}");
+                continue;
+            }
+        };
+        match crate::cni::json::from_str::<Record>(&text) {
+            Ok(r) => out.push((path, r)),
+            Err(e) => eprintln!(
+                "{plugin}: ignoring malformed record {}: {e}",
+                path.display()
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// The records of a GC: `stale`, this network's attachments not in `valid`
+/// (an entry without ifname keeps all of its container's), and `live`, every
+/// other record (of any network).
+pub struct Split {
+    pub stale: Vec<(PathBuf, Record)>,
+    pub live: Vec<Record>,
+}
+
+impl Split {
+    pub fn read(dir: &Path, plugin: &str, network: &str, valid: &[Attachment]) -> CniResult<Split> {
+        let mut split = Split {
+            stale: Vec::new(),
+            live: Vec::new(),
+        };
+        for (path, r) in all(dir, plugin)? {
+            let kept = valid.iter().any(|a| {
+                a.container_id == r.container_id && (a.ifname.is_empty() || a.ifname == r.ifname)
+            });
+            if r.network == network && !kept {
+                split.stale.push((path, r));
+            } else {
+                split.live.push(r);
+            }
+        }
+        Ok(split)
+    }
+
+    /// Whether a live record shares `container_id` (rules that name only the
+    /// container could be that attachment's too).
+    pub fn container_live(&self, container_id: &str) -> bool {
+        self.live.iter().any(|r| r.container_id == container_id)
+    }
+
+    /// `addresses` without those a live record names (an address freed and
+    /// given to another attachment has that attachment's rules now).
+    pub fn not_live(&self, addresses: &[IpNet]) -> Vec<IpNet> {
+        addresses
+            .iter()
+            .filter(|a| {
+                !self
+                    .live
+                    .iter()
+                    .any(|r| r.addresses.iter().any(|l| l.addr() == a.addr()))
+            })
+            .copied()
+            .collect()
+    }
+
+    /// Removes the stale records (after their rules).
+    pub fn remove_stale(&self) -> CniResult<()> {
+        for (path, _) in &self.stale {
+            crate::files::remove_state(path)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(network: &str, id: &str, ifname: &str, ip: &str) -> Record {
+        Record {
+            network: network.into(),
+            container_id: id.into(),
+            ifname: ifname.into(),
+            addresses: vec![ip.parse().expect("ip")],
+        }
+    }
+
+    #[test]
+    fn gc_splits_this_networks_unkept_attachments_from_the_rest() {
+        let dir = std::env::temp_dir().join(format!("cni-multi-att-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let records = [
+            rec("net", "a", "eth0", "10.0.0.2/24"),
+            rec("net", "b", "eth0", "10.0.0.3/24"),
+            rec("net", "c", "eth1", "10.0.0.4/24"),
+            rec("other", "b", "eth1", "10.1.0.3/24"),
+        ];
+        for r in &records {
+            let p = crate::files::attachment_record(&dir, &r.container_id, &r.ifname);
+            crate::files::write_private_atomic(&p, &serde_json::to_vec(r).expect("json"))
+                .expect("write");
+        }
+        std::fs::write(dir.join("junk.json"), b"{").expect("junk");
+        let valid: Vec<Attachment> = crate::cni::json::from_str(
+            r#"[{"containerID":"a","ifname":"eth0"},{"containerID":"c"}]"#,
+        )
+        .expect("valid");
+        let split = Split::read(&dir, "test", "net", &valid).expect("read");
+        let stale: Vec<_> = split.stale.iter().map(|(_, r)| r.clone()).collect();
+        assert_eq!(stale, vec![records[1].clone()]);
+        assert_eq!(split.live.len(), 3);
+        assert!(split.container_live("b"));
+        let ips: Vec<IpNet> = vec![
+            "10.0.0.2/24".parse().expect("ip"),
+            "10.0.0.9/24".parse().expect("ip"),
+        ];
+        assert_eq!(split.not_live(&ips), vec![ips[1]]);
+        split.remove_stale().expect("remove");
+        assert!(!split.stale[0].0.exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
