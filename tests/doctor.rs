@@ -4,7 +4,8 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, TempDir, enter_test_host, iptables_table, plugin_dir, sha512_prefix,
+    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, iptables_table, plugin_dir,
+    sha512_prefix,
 };
 use serde_json::{Value, json};
 use std::path::Path;
@@ -100,17 +101,13 @@ fn doctor(s: &Setup, args: &[&str], status: i32) -> Value {
 fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     enter_test_host();
     let s = Setup::new();
-    let pods: Vec<Netns> = (0..3).map(|_| Netns::new()).collect();
-    let ids: Vec<String> = pods.iter().map(|p| container_id(p.path())).collect();
-    for p in &pods {
-        s.run(&["add", "bridge-net", p.path()]).ok();
+    // Pinned as runtimes pin sandboxes: the path goes with the namespace.
+    let (gone, forgotten, live) = (PinnedNetns::new(), Netns::new(), Netns::new());
+    let paths = [gone.path(), forgotten.path(), live.path()];
+    let ids: Vec<String> = paths.iter().map(|p| container_id(p)).collect();
+    for p in paths {
+        s.run(&["add", "bridge-net", p]).ok();
     }
-    let mut pods = pods.into_iter();
-    let (gone, forgotten, live) = (
-        pods.next().expect("pod"),
-        pods.next().expect("pod"),
-        pods.next().expect("pod"),
-    );
     let held = s.reservations();
     assert_eq!(held.len(), 3, "{held:?}");
     let held_by = |id: &str| -> Vec<String> {
@@ -127,9 +124,17 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     }
 
     // The first pod's runtime crashed: its netns is gone, no DEL ran. The
-    // second pod's runtime lost its cache file (its IP stays reserved).
+    // second pod's runtime lost its cache file, then the pod went (its IP
+    // stays reserved, and nothing names its owner).
+    let gone_ip = held_by(&ids[0]);
     gone.destroy();
     std::fs::remove_file(s.cache_file(&ids[1])).expect("rm cache file");
+    // While its pod lives, the address in its namespace keeps the reservation
+    // (a runtime whose cache the doctor does not read).
+    let while_alive = doctor(&s, &["--min-age", "0"], 1);
+    let kept = while_alive["findings"].as_array().expect("findings");
+    assert!(kept.iter().all(|f| f["containerId"] == ids[0]), "{kept:?}");
+    forgotten.destroy();
 
     // Fresh state is left alone.
     assert_eq!(doctor(&s, &[], 0), json!({"findings": []}));
@@ -144,6 +149,11 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
                 "action": "DEL with the cached config", "fixed": false
             },
             {
+                "kind": "ipam", "network": "bridge-net", "containerId": ids[0],
+                "ifname": "eth0", "object": gone_ip[0],
+                "action": "released by the DEL of its dead attachment", "fixed": false
+            },
+            {
                 "kind": "ipam", "network": "bridge-net", "containerId": ids[1],
                 "ifname": "eth0", "object": forgotten_ip[0],
                 "action": "remove reservation", "fixed": false
@@ -154,11 +164,11 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     let table = s.run(&["doctor", "--min-age", "0"]);
     assert_eq!(table.status, 1, "{table:?}");
     assert!(table.stdout.starts_with("KIND"), "{table:?}");
-    assert_eq!(table.stdout.lines().count(), 3, "{table:?}");
+    assert_eq!(table.stdout.lines().count(), 4, "{table:?}");
 
     let fixed = doctor(&s, &["--fix", "--min-age", "0"], 0);
     let fixed = fixed["findings"].as_array().expect("findings").clone();
-    assert_eq!(fixed.len(), 2);
+    assert_eq!(fixed.len(), 3);
     assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
 
     // First pod: no cache entry, no reservation, no masquerading chain.
@@ -180,7 +190,6 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     assert_eq!(clean.status, 0, "{clean:?}");
 
     s.run(&["del", "bridge-net", live.path()]).ok();
-    drop(forgotten);
 }
 
 #[test]
@@ -197,6 +206,14 @@ fn unjudgeable_entries_pass_failed_fixes_stay_findings_and_an_unreadable_cache_e
         .to_string(),
     )
     .expect("entry");
+    // Nor can one under /proc whose process is gone: the namespace may live on.
+    std::fs::write(
+        results.join("bridge-net-c3-eth0"),
+        json!({"kind": "cniCacheV1", "containerId": "c3", "ifName": "eth0",
+               "networkName": "bridge-net", "netns": "/proc/0/ns/net", "config": ""})
+        .to_string(),
+    )
+    .expect("entry");
     assert_eq!(doctor(&s, &["--min-age", "0"], 0), json!({"findings": []}));
     // A dead entry whose DEL fails stays a finding, not fixed, and says why.
     let config =
@@ -205,7 +222,7 @@ fn unjudgeable_entries_pass_failed_fixes_stay_findings_and_an_unreadable_cache_e
     std::fs::write(
         &entry,
         json!({"kind": "cniCacheV1", "containerId": "c2", "ifName": "eth0",
-               "networkName": "gone-net", "netns": "/proc/0/ns/net",
+               "networkName": "gone-net", "netns": "/nonexistent/netns/c2",
                "config": base64(&config.to_string())})
         .to_string(),
     )

@@ -183,6 +183,23 @@ impl DiskStore {
         Ok(picked)
     }
 
+    /// Removes the reservation of `ip` only while its file, read again under
+    /// the store's lock, still names this owner; a file gone meanwhile or
+    /// taken by another owner is left as it is.
+    pub fn release_if_owned(&self, ip: IpAddr, id: &str, ifname: &str) -> io::Result<()> {
+        let name = ip.to_string();
+        let h = Held {
+            ip,
+            ino: 0,
+            container_id: id.trim().to_string(),
+            ifname: ifname.to_string(),
+        };
+        if self.still_owned(&name, &h) {
+            self.release_name(&name)?;
+        }
+        Ok(())
+    }
+
     fn still_owned(&self, name: &str, h: &Held) -> bool {
         let Ok(dir) = File::open(&self.dir) else {
             return false;

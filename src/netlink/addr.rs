@@ -90,6 +90,21 @@ impl Socket {
             .collect())
     }
 
+    /// Every address of one family on every link of the namespace.
+    pub fn all_addresses(&mut self, family: Family) -> Result<Vec<Address>> {
+        let body = Body::new(&wire::ifaddrmsg(family.af(), 0, 0, 0, 0));
+        let replies: Vec<Buffer> = self.get(
+            "list addresses",
+            Rtm::Getaddr,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .filter_map(|b| Address::parse(b.as_ref()))
+            .collect())
+    }
+
     /// `ip addr add`; IPv4 gets the broadcast address as iproute2 and Go netlink set it.
     pub fn add_address(&mut self, index: u32, addr: IpNet, flags: u32) -> Result<()> {
         let op = format!("add address {addr} to link {index}");

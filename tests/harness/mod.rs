@@ -87,6 +87,58 @@ impl Drop for Netns {
     }
 }
 
+/// A namespace bind-mounted at a path, as containerd and CRI-O pin theirs
+/// (`cnitool netns add` in a private directory): `destroy` unmounts and
+/// removes it, so the path is gone as after a runtime deleted the sandbox.
+pub struct PinnedNetns {
+    dir: TempDir,
+    path: PathBuf,
+}
+
+impl PinnedNetns {
+    pub fn new() -> PinnedNetns {
+        let dir = TempDir::new("pinned");
+        let out = Command::new(BIN)
+            .args(["cnitool", "netns", "--dir"])
+            .arg(&dir.0)
+            .args(["add", "pod"])
+            .output()
+            .expect("cnitool netns add");
+        assert!(out.status.success(), "{out:?}");
+        let path = dir.0.join("pod");
+        PinnedNetns { dir, path }
+    }
+
+    pub fn path(&self) -> &str {
+        self.path.to_str().unwrap_or_default()
+    }
+
+    pub fn sh(&self, program: &str, args: &[&str]) -> String {
+        run_in(Some(&self.path), program, args)
+    }
+
+    /// Unmounts and removes the namespace's file (the namespace ends).
+    pub fn destroy(self) {
+        self.delete();
+    }
+
+    fn delete(&self) {
+        if self.path.exists() {
+            let _ = Command::new(BIN)
+                .args(["cnitool", "netns", "--dir"])
+                .arg(&self.dir.0)
+                .args(["del", "pod"])
+                .output();
+        }
+    }
+}
+
+impl Drop for PinnedNetns {
+    fn drop(&mut self) {
+        self.delete();
+    }
+}
+
 /// Runs a command in the host namespace (or in `netns`) and returns its stdout;
 /// panics on failure, so a test never asserts on an empty string by accident.
 pub fn run_in(netns: Option<&Path>, program: &str, args: &[&str]) -> String {

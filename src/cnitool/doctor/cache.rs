@@ -1,0 +1,37 @@
+//! `cache`: result-cache entries whose netns is gone (the runtime crashed, or
+//! forgot the DEL). The fix is libcni's DEL from the entry without the netns:
+//! every plugin of the cached config releases what it holds (multus its
+//! delegates, dhcp its lease, host-local its addresses), then the entry goes.
+
+use super::Finding;
+use super::node::{Node, State};
+use anyhow::Result;
+
+pub const KIND: &str = "cache";
+pub const ACTION: &str = "DEL with the cached config";
+
+pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    for (i, a) in node.attachments.iter().enumerate() {
+        if a.state != State::Dead {
+            continue;
+        }
+        let e = &a.entry;
+        let object = a.path.display().to_string();
+        out.push(
+            Finding::new(
+                KIND,
+                &e.network_name,
+                &e.container_id,
+                &e.ifname,
+                &object,
+                ACTION,
+            )
+            .fix(move |node| {
+                let a = &node.attachments[i];
+                a.del(&node.runtime)?;
+                Ok(!a.path.exists())
+            }),
+        );
+    }
+    Ok(())
+}

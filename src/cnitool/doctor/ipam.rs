@@ -1,0 +1,84 @@
+//! `ipam`: host-local reservations (`<dataDir>/<network>/<ip>`) of every
+//! configured host-local network that no live attachment holds. The owner is
+//! gone when its cache entry is dead (that DEL releases it) or when no cache
+//! entry names it at all and no namespace on the node holds the address.
+
+use super::Finding;
+use super::node::Node;
+use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+pub const KIND: &str = "ipam";
+pub const ACTION: &str = "remove reservation";
+pub const BY_DEL: &str = "released by the DEL of its dead attachment";
+
+pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    for (data_dir, network) in stores(node) {
+        let dir = data_dir.join(&network);
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let held = DiskStore::open(&data_dir, &network)
+            .and_then(|s| s.reservations())
+            .with_context(|| format!("failed to read host-local store {}", dir.display()))?;
+        for r in held {
+            let file = dir.join(r.ip.to_string());
+            if node.keeps(&network, &r.container_id, &r.ifname) || !node.old_file(&file)? {
+                continue;
+            }
+            let dead = node.dead_owner(&network, &r.container_id, &r.ifname);
+            if dead.is_none() && node.ip_in_use(r.ip) {
+                continue;
+            }
+            let action = if dead.is_some() { BY_DEL } else { ACTION };
+            let object = file.display().to_string();
+            let (data_dir, network2, ip) = (data_dir.clone(), network.clone(), r.ip);
+            let (id, ifname) = (r.container_id.clone(), r.ifname.clone());
+            out.push(
+                Finding::new(KIND, &network, &r.container_id, &r.ifname, &object, action).fix(
+                    move |node| {
+                        let store = DiskStore::open(&data_dir, &network2)?;
+                        // Judged again under the store's lock: an ADD that
+                        // finished meanwhile has a cache entry by now.
+                        if node.named_now(&network2, &id, &ifname)? {
+                            return Ok(false);
+                        }
+                        store.release_if_owned(ip, &id, &ifname)?;
+                        Ok(true)
+                    },
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// (dataDir, network) of every plugin of the conf dir whose ipam is host-local.
+fn stores(node: &Node) -> BTreeSet<(PathBuf, String)> {
+    let field = |m: &serde_json::Map<String, Value>, k: &str| -> Option<Value> {
+        crate::cni::json::map_field(m, k).cloned()
+    };
+    let mut out = BTreeSet::new();
+    for list in &node.lists {
+        if !crate::cni::env::is_valid_name(&list.name) {
+            continue;
+        }
+        for p in &list.plugins {
+            let Some(Value::Object(ipam)) = field(&p.raw, "ipam") else {
+                continue;
+            };
+            if field(&ipam, "type").as_ref().and_then(Value::as_str) != Some("host-local") {
+                continue;
+            }
+            let data_dir = match field(&ipam, "dataDir") {
+                Some(Value::String(d)) if !d.is_empty() => d,
+                _ => DEFAULT_DATA_DIR.to_string(),
+            };
+            out.insert((PathBuf::from(data_dir), list.name.clone()));
+        }
+    }
+    out
+}

@@ -1,0 +1,148 @@
+//! `cnitool doctor`: CNI state on this node that belongs to no live
+//! attachment, whichever implementation made it. A live attachment is a
+//! result-cache entry whose netns still is a network namespace (`node`).
+//! Each kind of state is a module with a `find` that lists its findings, each
+//! finding carrying its own fix; `--fix` runs the DELs of dead attachments
+//! first (they release most of the rest), then every other fix, each of
+//! which checks first whether its object is gone already. State younger than
+//! `--min-age` is never judged: an ADD may be in flight.
+
+mod cache;
+mod ipam;
+mod namespaces;
+mod node;
+mod report;
+
+use super::Settings;
+use anyhow::Result;
+use clap::Args;
+use node::Node;
+use serde::Serialize;
+use std::time::{Duration, SystemTime};
+
+pub use report::{table, to_json};
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Clean up what is found (DEL of dead attachments, stale reservations)
+    #[arg(long)]
+    fix: bool,
+    /// Leave state younger than this alone (an ADD may be in flight)
+    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    min_age: u64,
+    /// Print {"findings": [...]} instead of a table
+    #[arg(long)]
+    json: bool,
+}
+
+/// What lists the findings of one kind of state.
+type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
+
+/// Every kind, in the order findings are listed and fixed (dead attachments first).
+const KINDS: &[Find] = &[cache::find, ipam::find];
+
+/// Removes (or repairs) one finding's object; true when it is gone (or right) now.
+type Fix = Box<dyn Fn(&Node) -> Result<bool>>;
+
+/// One piece of state that belongs to no live attachment (or a live
+/// attachment's state that is missing).
+#[derive(Serialize)]
+pub struct Finding {
+    pub kind: &'static str,
+    pub network: String,
+    #[serde(rename = "containerId")]
+    pub container_id: String,
+    pub ifname: String,
+    /// The state: a file, a chain, a rule, a link.
+    pub object: String,
+    /// What --fix does (or did).
+    pub action: String,
+    pub fixed: bool,
+    #[serde(skip)]
+    fix: Option<Fix>,
+}
+
+impl Finding {
+    pub fn new(
+        kind: &'static str,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        object: &str,
+        action: &str,
+    ) -> Finding {
+        Finding {
+            kind,
+            network: network.into(),
+            container_id: container_id.into(),
+            ifname: ifname.into(),
+            object: object.into(),
+            action: action.into(),
+            fixed: false,
+            fix: None,
+        }
+    }
+
+    pub fn fix(mut self, f: impl Fn(&Node) -> Result<bool> + 'static) -> Finding {
+        self.fix = Some(Box::new(f));
+        self
+    }
+}
+
+/// Runs the doctor; the exit status: 0 nothing (left) to fix, 1 findings
+/// remain, 2 the node could not be inspected.
+pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
+    let min_age = Duration::from_secs(args.min_age);
+    let inspected = settings.and_then(|s| {
+        let node = Node::inspect(&s.conf_dir, s.runtime, min_age, SystemTime::now())?;
+        let mut findings = Vec::new();
+        for find in KINDS {
+            find(&node, &mut findings)?;
+        }
+        Ok((node, findings))
+    });
+    let (node, mut findings) = match inspected {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!(
+                "cnitool doctor: cannot inspect the node: {}",
+                super::report(&e)
+            );
+            return 2;
+        }
+    };
+    if args.fix {
+        fix_all(&node, &mut findings);
+    }
+    if let Err(e) = node.save_sightings() {
+        eprintln!("cnitool doctor: {}", super::report(&e));
+    }
+    println!(
+        "{}",
+        if args.json {
+            to_json(&findings)
+        } else {
+            table(&findings)
+        }
+    );
+    i32::from(findings.iter().any(|f| !f.fixed))
+}
+
+/// The dead attachments' DELs first, then the rest in order.
+fn fix_all(node: &Node, findings: &mut [Finding]) {
+    let (first, rest): (Vec<_>, Vec<_>) = findings.iter_mut().partition(|f| f.kind == cache::KIND);
+    for f in first.into_iter().chain(rest) {
+        let Some(fix) = &f.fix else {
+            continue;
+        };
+        match fix(node) {
+            Ok(done) => f.fixed = done,
+            Err(e) => eprintln!(
+                "cnitool doctor: failed to fix {} {}: {}",
+                f.kind,
+                f.object,
+                super::report(&e)
+            ),
+        }
+    }
+}
