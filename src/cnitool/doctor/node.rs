@@ -306,7 +306,7 @@ impl Sightings {
     fn load(cache_dir: &Path, min_age: Duration, now: SystemTime) -> Sightings {
         let before = crate::files::read_state_limited(cache_dir.join(SIGHTINGS), 16 << 20)
             .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
+            .and_then(|b| crate::cni::json::from_slice(&b).ok())
             .unwrap_or_default();
         Sightings {
             min_age,
