@@ -618,8 +618,11 @@ fn gc_removes_the_sources_of_unkept_attachments() {
     assert_eq!(sources(), all, "GC without a valid list changes nothing");
     gc(Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])));
     assert_eq!(sources(), vec![all[0].clone(), all[2].clone()]);
-    assert!(!data.0.join("ctr-b@eth0.json").exists());
-    assert!(data.0.join("ctr-a@eth0.json").exists() && data.0.join("ctr-c@eth0.json").exists());
+    assert!(!harness::has_record(&data.0, "ctr-b", "eth0"));
+    assert!(
+        harness::has_record(&data.0, "ctr-a", "eth0")
+            && harness::has_record(&data.0, "ctr-c", "eth0")
+    );
     for (net, id, ip) in attachments {
         run("DEL", net, id, ip);
     }

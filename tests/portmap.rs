@@ -1928,7 +1928,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
     for (net, id, ip, port) in attachments {
         call("ADD", id, &conf(net, ip, port), &bin).ok();
     }
-    let record = |id: &str| data.0.join(format!("{id}@eth0.json"));
+    let record = |id: &str| harness::has_record(&data.0, id, "eth0");
     let gc = |valid: Option<Value>| {
         let c = json!({"cniVersion": "1.1.0", "name": "pm-gc", "type": "portmap",
                        "backend": backend, "dataDir": data.0});
@@ -1947,7 +1947,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
         assert_eq!(after.contains(ip), kept, "{id}\n{after}");
         assert_eq!(after.contains(&port.to_string()), kept, "{id}\n{after}");
         if backend == "nftables" {
-            assert_eq!(record(id).exists(), kept, "{id}'s record");
+            assert_eq!(record(id), kept, "{id}'s record");
         }
     }
     for (net, id, ip, port) in attachments {
@@ -1956,7 +1956,7 @@ fn gc_removes_only_the_unkept_attachment(backend: &str, rules: impl Fn() -> Stri
     let left = rules();
     assert!(!left.contains("10.41.0."), "{left}");
     for (_, id, ..) in attachments {
-        assert!(!record(id).exists(), "{id}'s record");
+        assert!(!record(id), "{id}'s record");
     }
 }
 

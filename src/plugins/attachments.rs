@@ -1,7 +1,7 @@
 //! What a chained netfilter plugin (firewall, portmap) records of each
 //! attachment at ADD, so that GC, whose input names only (containerID,
 //! ifname), can find that attachment's rules: one root-only file per
-//! attachment, `files::attachment_record` of the plugin's `dataDir`, holding
+//! attachment in the plugin's `dataDir` (named by attachment and network), holding
 //! the network (GC tells its own files apart by it) and the addresses the
 //! rules name. DEL removes the file.
 
@@ -37,7 +37,15 @@ pub fn data_dir(inv: &Invocation, default: &str) -> CniResult<PathBuf> {
 }
 
 fn path(dir: &Path, inv: &Invocation) -> PathBuf {
-    crate::files::attachment_record(dir, &inv.env.container_id, &inv.env.ifname)
+    record_path(dir, inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
+}
+
+/// `<containerID>@<ifname>@<network hash>.json`: networks that share a
+/// `dataDir` never overwrite each other's record of the same container and
+/// interface (the network name itself is not checked to be a file name).
+fn record_path(dir: &Path, network: &str, container_id: &str, ifname: &str) -> PathBuf {
+    let net = &crate::digest::sha512_hex(network.as_bytes())[..16];
+    dir.join(format!("{container_id}@{ifname}@{net}.json"))
 }
 
 /// Records this invocation's attachment with `addresses`.
@@ -161,10 +169,11 @@ mod tests {
             rec("net", "a", "eth0", "10.0.0.2/24"),
             rec("net", "b", "eth0", "10.0.0.3/24"),
             rec("net", "c", "eth1", "10.0.0.4/24"),
-            rec("other", "b", "eth1", "10.1.0.3/24"),
+            // Same container and interface on another network sharing the dir.
+            rec("other", "b", "eth0", "10.1.0.3/24"),
         ];
         for r in &records {
-            let p = crate::files::attachment_record(&dir, &r.container_id, &r.ifname);
+            let p = record_path(&dir, &r.network, &r.container_id, &r.ifname);
             crate::files::write_private_atomic(&p, &serde_json::to_vec(r).expect("json"))
                 .expect("write");
         }
@@ -185,6 +194,8 @@ mod tests {
         assert_eq!(split.not_live(&ips), vec![ips[1]]);
         split.remove_stale().expect("remove");
         assert!(!split.stale[0].0.exists());
+        let other = record_path(&dir, "other", "b", "eth0");
+        assert!(other.exists(), "the other network's record of b@eth0 stays");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

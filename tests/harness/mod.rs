@@ -692,3 +692,13 @@ pub fn run_other_plugin(
         })
         .unwrap_or_else(|e| panic!("run {binary}: {e}"))
 }
+
+/// Whether a chained plugin's `dataDir` holds a record of (containerID, ifname)
+/// on some network (`<id>@<ifname>@<network hash>.json`).
+pub fn has_record(dir: &Path, id: &str, ifname: &str) -> bool {
+    let prefix = format!("{id}@{ifname}@");
+    std::fs::read_dir(dir).is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    })
+}
