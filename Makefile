@@ -37,10 +37,9 @@ build:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked --target $(TARGET)
 	cp target/$(TARGET)/release/cni-multi $(BIN)
 
+# `cni-multi install`: atomic, idempotent, keeps what it replaces (--rollback).
 install: build
-	install -d "$(DESTDIR)$(BINDIR)"
-	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/cni-multi"
-	DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" ./symlinks.sh
+	$(BIN) install --dir "$(DESTDIR)$(BINDIR)"
 	install -d "$(DESTDIR)$(SYSTEMDDIR)"
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/cni-dhcp.service > "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
