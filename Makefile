@@ -12,6 +12,9 @@
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (docs/benchmarks.md)
+#   make image         OCI archive $(IMAGE): the static binary alone, entrypoint
+#                      `cni-multi install --dir /host/opt/cni/bin` (buildah, no registry;
+#                      the DaemonSet in contrib/kubernetes runs it)
 
 # musl when its Rust target can be installed (smaller binary and RSS
 # per plugin run), else glibc with +crt-static. Either way the result is $(BIN).
@@ -26,8 +29,9 @@ SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
+IMAGE   := target/cni-multi-image.tar
 
-.PHONY: all build install test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
+.PHONY: all build install image test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
 
 all: build
 
@@ -44,6 +48,9 @@ install: build
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/cni-dhcp.service > "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
 	install -m 0644 contrib/systemd/cni-dhcp.socket "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket"
+
+image: build
+	./contrib/image/build.sh $(BIN) $(IMAGE)
 
 deps:
 	./tests/install-deps.sh
