@@ -12,6 +12,9 @@
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (docs/benchmarks.md)
+#   make deb           Debian package $(DEB) (dpkg-deb): /usr/lib/cni, /opt/cni/bin,
+#                      systemd units; replaces containernetworking-plugins
+#   make test-deb      the package into a throwaway root: files, scripts, lintian
 #   make image         OCI archive $(IMAGE): the static binary alone, entrypoint
 #                      `cni-multi install --dir /host/opt/cni/bin` (buildah, no registry;
 #                      the DaemonSet in contrib/kubernetes runs it)
@@ -30,8 +33,9 @@ DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
 IMAGE   := target/cni-multi-image.tar
+DEB     := target/cni-multi.deb
 
-.PHONY: all build install image test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
+.PHONY: all build install image deb test-deb test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
 
 all: build
 
@@ -51,6 +55,12 @@ install: build
 
 image: build
 	./contrib/image/build.sh $(BIN) $(IMAGE)
+
+deb: build
+	./contrib/deb/build.sh $(BIN) $(DEB)
+
+test-deb: deb
+	./tests/deb-check.sh $(DEB)
 
 deps:
 	./tests/install-deps.sh
