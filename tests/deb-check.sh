@@ -61,6 +61,11 @@ for script in postinst postrm; do
     grep -q 'DPKG_ROOT' "$f" || fail "$script ignores DPKG_ROOT"
 done
 
+if ! command -v lintian >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "deb-check: installing lintian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null; }
+fi
 if command -v lintian >/dev/null 2>&1; then
     lintian --tag-display-limit 0 "$deb" >"$d/lintian" 2>&1 || true
     sed 's/^/deb-check: lintian: /' "$d/lintian" | grep -v "root privileges" || true

@@ -8,6 +8,8 @@
 set -eu
 bin=$1
 out=$2
+command -v buildah >/dev/null 2>&1 || {
+    echo "image: needs buildah (apt-get install buildah)" >&2; exit 1; }
 file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
     echo "image: $bin is not a static binary" >&2; exit 1; }
 version=$("$bin" --version | awk '{print $2}')
