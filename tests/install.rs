@@ -319,3 +319,45 @@ fn a_name_that_does_not_answer_version_fails_the_install() {
     assert!(stderr.contains("bridge: VERSION gave"), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("bridge: kept: not ours"));
 }
+
+#[test]
+fn a_tampered_or_symlinked_state_is_refused() {
+    let dir = TempDir::new("opt-cni-bin");
+    let state = dir.0.join(".cni-multi");
+    std::fs::create_dir(&state).expect("mkdir");
+    std::fs::write(
+        state.join("state.json"),
+        r#"{"owned":{"bridge":{"file":"../../outside"}},"last":{},"binary":""}"#,
+    )
+    .expect("write");
+    let out = Command::new(BIN)
+        .args(["install", "--uninstall", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a file name"),
+        "{out:?}"
+    );
+
+    std::fs::remove_dir_all(&state).expect("rm");
+    let elsewhere = TempDir::new("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere.0, &state).expect("symlink");
+    let out = Command::new(BIN)
+        .args(["install", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("never followed"),
+        "{out:?}"
+    );
+    assert!(
+        std::fs::read_dir(&elsewhere.0)
+            .expect("read")
+            .next()
+            .is_none()
+    );
+}

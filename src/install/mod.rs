@@ -127,13 +127,12 @@ fn journal(
     state.last.clear();
     dir.prune_backups(state)?;
     let mut taken = Vec::new();
-    for (name, now, step) in steps.iter().filter(|s| s.2.changes()) {
+    for (name, now, _) in steps.iter().filter(|s| s.2.changes()) {
         let backup = match now {
             Observed::File(_) => Some(dir.free_backup_name(name, &taken)),
             _ => None,
         };
         let (undo, original) = plan::record(now, state.owned.get(name), backup.as_deref());
-        debug_assert!(step.changes());
         taken.extend(backup);
         state.last.insert(name.clone(), undo);
         state.owned.insert(name.clone(), original);
@@ -203,8 +202,15 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
     }
     let mut steps = Vec::new();
     for (name, was) in targets {
-        if !plan::valid_name(&name) {
-            anyhow::bail!("state file names {name:?}, not a file name");
+        let backup = match &was {
+            Was::File(b) => Some(b.as_str()),
+            _ => None,
+        };
+        if let Some(bad) = std::iter::once(name.as_str())
+            .chain(backup)
+            .find(|n| !plan::valid_name(n))
+        {
+            anyhow::bail!("state file names {bad:?}, not a file name");
         }
         let now = dir.observe(&name)?;
         let step = plan::plan_restore(&name, &now, &was, &state, me);
