@@ -12,6 +12,12 @@
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (docs/benchmarks.md)
+#   make deb           Debian package $(DEB) (dpkg-deb): /usr/lib/cni, /opt/cni/bin,
+#                      systemd units; replaces containernetworking-plugins
+#   make test-deb      the package into a throwaway root: files, scripts, lintian
+#   make image         OCI archive $(IMAGE): the static binary alone, entrypoint
+#                      `cni-multi install --dir /host/opt/cni/bin` (buildah, no registry;
+#                      the DaemonSet in contrib/kubernetes runs it)
 
 # musl when its Rust target can be installed (smaller binary and RSS
 # per plugin run), else glibc with +crt-static. Either way the result is $(BIN).
@@ -26,8 +32,10 @@ SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
 CARGO   ?= cargo
 BIN     := target/cni-multi
+IMAGE   := target/cni-multi-image.tar
+DEB     := target/cni-multi.deb
 
-.PHONY: all build install test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
+.PHONY: all build install image deb test-deb test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
 
 all: build
 
@@ -37,14 +45,22 @@ build:
 	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked --target $(TARGET)
 	cp target/$(TARGET)/release/cni-multi $(BIN)
 
+# `cni-multi install`: atomic, idempotent, keeps what it replaces (--rollback).
 install: build
-	install -d "$(DESTDIR)$(BINDIR)"
-	install -m 0755 $(BIN) "$(DESTDIR)$(BINDIR)/cni-multi"
-	DESTDIR="$(DESTDIR)" BINDIR="$(BINDIR)" ./symlinks.sh
+	$(BIN) install --dir "$(DESTDIR)$(BINDIR)"
 	install -d "$(DESTDIR)$(SYSTEMDDIR)"
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/cni-dhcp.service > "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
 	chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
 	install -m 0644 contrib/systemd/cni-dhcp.socket "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket"
+
+image: build
+	./contrib/image/build.sh $(BIN) $(IMAGE)
+
+deb: build
+	./contrib/deb/build.sh $(BIN) $(DEB)
+
+test-deb: deb
+	./tests/deb-check.sh $(DEB)
 
 deps:
 	./tests/install-deps.sh

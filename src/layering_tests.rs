@@ -11,7 +11,7 @@
 //! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), runtime (libcni: lists, result cache; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
 //! | 7 daemons | daemons | 0-6 |
-//! | 8 front end | cnitool | 0-7 |
+//! | 8 front ends | cnitool, install | 0-7 |
 //! | 9 dispatch on argv | multicall (main.rs calls it) | 0-8 |
 //!
 //! Production code only: test modules may reach anywhere.
@@ -28,7 +28,7 @@ fn layer(module: &str) -> Option<u8> {
         "iface" | "boundary" | "runtime" => 5,
         "plugins" => 6,
         "daemons" => 7,
-        "cnitool" => 8,
+        "cnitool" | "install" => 8,
         "multicall" => 9,
         _ => return None,
     })

@@ -10,6 +10,7 @@ pub mod dhcp;
 pub mod digest;
 pub mod files;
 pub mod iface;
+pub mod install;
 pub mod ipam;
 pub mod lockfile;
 pub mod multicall;

@@ -37,6 +37,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             0
         }
         Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
+        Some("install") => crate::install::main(args[1..].to_vec()),
         Some("dhcp") if arg(2).as_deref() == Some("daemon") => {
             crate::daemons::dhcp::main(args[3..].to_vec())
         }
@@ -70,6 +71,7 @@ fn usage() -> String {
          Usage:\n  <plugin>                 when installed as a symlink named after the plugin\n  \
          {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n  \
          {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
+         {BINARY} install ...    put this binary and its plugin links into /opt/cni/bin ('install --help')\n  \
          {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
          {BINARY} --version      print the version\n\nPlugins:\n",

@@ -21,6 +21,13 @@ ctd_pid=""
 
 restore_cgroups
 mkdir -p "$d/net.d" "$d/logs" "$ipam"
+# With cni-multi's install image (CNIM_INSTALL_IMAGE, from run.sh), the CRI's
+# plugin directory starts empty and that image, run by containerd, fills it.
+bin_dir=$CNIM_PLUGINS
+if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
+    bin_dir=$d/cni-bin
+    mkdir -p "$bin_dir"
+fi
 
 cat >"$d/config.toml" <<EOF
 version = 2
@@ -52,7 +59,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$CNIM_PLUGINS"
+    bin_dir = "$bin_dir"
     conf_dir = "$d/net.d"
     max_conf_num = 1
 EOF
@@ -166,6 +173,25 @@ pass "containerd: CRI answers ($(cat "$d/version.out"))"
 check "containerd: image $CNIM_IMAGE imported" \
     timeout 60 ctr -a "$sock" -n k8s.io images import --snapshotter native "$CNIM_IMAGE_DIR/oci.tar"
 check "containerd: CRI image service knows $CNIM_IMAGE" cri image "$CNIM_IMAGE"
+
+# The DaemonSet's init container, as containerd runs it: the image installs
+# cni-multi and its links into the bind-mounted directory the pods then use.
+install_with_image() {
+    local c=(ctr -a "$sock" -n cnim-install) name
+    timeout 60 "${c[@]}" images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null || return 1
+    timeout 120 "${c[@]}" run --rm --snapshotter native \
+        --mount "type=bind,src=$bin_dir,dst=/host/opt/cni/bin,options=rbind:rw" \
+        "$CNIM_INSTALL_REF" cnim-install >"$d/install.out" 2>&1 || { tail -n 5 "$d/install.out"; return 1; }
+    [ -f "$bin_dir/cni-multi" ] && [ ! -L "$bin_dir/cni-multi" ] || { echo "no cni-multi file in $bin_dir"; return 1; }
+    cmp -s "$bin_dir/cni-multi" "$CNIM_INSTALL_BIN" || { echo "$bin_dir/cni-multi is not the image's binary"; return 1; }
+    for name in $("$bin_dir/cni-multi" --list); do
+        [ "$(readlink "$bin_dir/$name")" = cni-multi ] || { echo "$name is not a link to cni-multi"; return 1; }
+    done
+}
+if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
+    check "containerd: the install image ($CNIM_INSTALL_REF) puts cni-multi and its links into the plugin dir" \
+        install_with_image
+fi
 
 # --- four pods: hostPort, bandwidth, two plain --------------------------------
 check "containerd: pod web (hostPort $HOSTPORT->80) runs" run_pod web --host-port "$HOSTPORT:80"

@@ -76,6 +76,8 @@ need nsenter util-linux
 need ping iputils-ping
 need python3 python3
 [[ " $RUNTIMES " == *" containerd "* ]] && need containerd containerd && need ctr containerd
+# cni-multi's install image (make image), which the containerd lane runs.
+[ -n "${PLUGIN_DIR:-}" ] || [[ " $RUNTIMES " != *" containerd "* ]] || need buildah buildah
 [[ " $RUNTIMES " == *" podman "* ]] && need podman podman
 need runc runc
 # The image's only binary: it must be the static one.
@@ -107,6 +109,13 @@ if [ -n "${PLUGIN_DIR:-}" ]; then
 else
     make -C "$repo" install DESTDIR="$tmp/install" BINDIR=/bin
     plugins=$tmp/install/bin
+    if [[ " $RUNTIMES " == *" containerd "* ]]; then
+        # The containerd lane's plugins come from this image (see containerd.sh).
+        make -C "$repo" image
+        export CNIM_INSTALL_IMAGE=$repo/target/cni-multi-image.tar CNIM_INSTALL_BIN=$repo/target/cni-multi
+        CNIM_INSTALL_REF=localhost/cni-multi:$("$CNIM_INSTALL_BIN" --version | awk '{print $2}')
+        export CNIM_INSTALL_REF
+    fi
 fi
 for p in loopback bridge host-local portmap bandwidth tuning firewall; do
     [ -x "$plugins/$p" ] || { echo "run.sh: no $p plugin in $plugins" >&2; exit 1; }

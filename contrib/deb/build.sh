@@ -1,0 +1,112 @@
+#!/bin/sh
+# Usage: build.sh BINARY OUT.deb
+# A Debian package of the static BINARY with dpkg-deb: the binary in
+# /usr/lib/cni with one link per plugin beside it (where Debian's
+# containernetworking-plugins puts them, which it replaces), the same links in
+# /opt/cni/bin (where runtimes look by default), /usr/bin/cni-multi, the
+# systemd units of contrib/systemd, and the copyright file.
+#   MAINTAINER  the Maintainer field (default: the last commit's author)
+set -eu
+bin=$1
+out=$2
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+version=$("$bin" --version | awk '{print $2}')
+debversion=${DEB_VERSION:-$version-1}
+maintainer=${MAINTAINER:-$(git -C "$repo" log -1 --format='%an <%ae>' 2>/dev/null || echo "cni-multi <root@localhost>")}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+doc=$root/usr/share/doc/cni-multi
+install -d "$root/DEBIAN" "$root/usr/lib/cni" "$root/opt/cni/bin" "$root/usr/bin" \
+    "$root/lib/systemd/system" "$doc" "$root/usr/share/lintian/overrides"
+
+install -m 0755 "$bin" "$root/usr/lib/cni/cni-multi"
+ln -s ../lib/cni/cni-multi "$root/usr/bin/cni-multi"
+ln -s /usr/lib/cni/cni-multi "$root/opt/cni/bin/cni-multi"
+for name in $("$bin" --list); do
+    case "$name" in */* | "" | . | ..) echo "deb: refusing plugin name '$name'" >&2; exit 1 ;; esac
+    ln -s cni-multi "$root/usr/lib/cni/$name"
+    ln -s cni-multi "$root/opt/cni/bin/$name"
+done
+
+# Every unit in contrib/systemd (the dhcp daemon's, and any other there);
+# ExecStart names the package's binary.
+for unit in "$repo"/contrib/systemd/*.service "$repo"/contrib/systemd/*.socket "$repo"/contrib/systemd/*.timer; do
+    [ -f "$unit" ] || continue
+    sed 's|@BINDIR@|/usr/lib/cni|g' "$unit" >"$root/lib/systemd/system/$(basename "$unit")"
+    chmod 0644 "$root/lib/systemd/system/$(basename "$unit")"
+done
+
+{
+    echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
+    echo "Upstream-Name: cni-multi"
+    echo "Comment: the CNI reference plugins rewritten in Rust as one static binary"
+    echo
+    echo "Files: *"
+    echo "Copyright: $(date -u +%Y -d "@${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}") the cni-multi authors"
+    echo "License: Apache-2.0"
+    echo
+    echo "License: Apache-2.0"
+    # The project's LICENSE is the Apache License 2.0, which Debian ships.
+    grep -q "Apache License" "$repo/LICENSE" && grep -q "Version 2.0" "$repo/LICENSE" || {
+        echo "deb: LICENSE is not the Apache License 2.0; update the copyright file" >&2; exit 1; }
+    echo " Licensed under the Apache License, Version 2.0 (the \"License\");"
+    echo " you may not use this file except in compliance with the License."
+    echo " ."
+    echo " On Debian systems, the complete text of the Apache License, Version 2.0"
+    echo " can be found in \"/usr/share/common-licenses/Apache-2.0\"."
+} >"$doc/copyright"
+{
+    echo "cni-multi ($debversion) unstable; urgency=medium"
+    echo
+    echo "  * Package of cni-multi $version."
+    echo
+    echo " -- $maintainer  $(date -R -d "@${SOURCE_DATE_EPOCH:-$(git -C "$repo" log -1 --format=%ct 2>/dev/null || date +%s)}")"
+} | gzip -9n >"$doc/changelog.Debian.gz"
+chmod 0644 "$doc/copyright" "$doc/changelog.Debian.gz"
+
+# Runtimes find plugins in /opt/cni/bin by default: the links there are the point.
+cat >"$root/usr/share/lintian/overrides/cni-multi" <<'OVR'
+cni-multi: dir-or-file-in-opt
+OVR
+chmod 0644 "$root/usr/share/lintian/overrides/cni-multi"
+
+# systemd learns of the units; none is enabled or started by the package
+# (the socket starts the dhcp daemon when a dhcp plugin first calls it).
+# Nothing runs when dpkg installs into another root (DPKG_ROOT).
+for script in postinst postrm; do
+    cat >"$root/DEBIAN/$script" <<'SCRIPT'
+#!/bin/sh
+set -e
+if [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ]; then
+    systemctl --system daemon-reload >/dev/null || true
+fi
+exit 0
+SCRIPT
+    chmod 0755 "$root/DEBIAN/$script"
+done
+
+size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
+cat >"$root/DEBIAN/control" <<CONTROL
+Package: cni-multi
+Version: $debversion
+Architecture: amd64
+Maintainer: $maintainer
+Installed-Size: $size
+Section: net
+Priority: optional
+Homepage: https://www.cni.dev/plugins/
+Provides: containernetworking-plugins
+Conflicts: containernetworking-plugins
+Replaces: containernetworking-plugins
+Description: CNI plugins in one static binary
+ The Container Network Interface reference plugins (bridge, ptp, macvlan,
+ ipvlan, host-local, dhcp, portmap, bandwidth, firewall, tuning and the
+ others) as a single statically linked multicall binary, with one link per
+ plugin in /usr/lib/cni and /opt/cni/bin. It also provides cnitool and the
+ dhcp lease daemon with its systemd units.
+CONTROL
+(cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
+dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
+echo "deb: $out"

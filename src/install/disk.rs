@@ -1,0 +1,265 @@
+//! The directory side of `cni-multi install`: what a name is, and the atomic
+//! changes. An existing name is never opened for writing: new bytes go to a
+//! temporary file that is renamed over it, so a runtime executing a plugin at
+//! that moment runs the old file or the new one, never a partial one, and
+//! never gets ETXTBSY.
+
+use super::plan::{Observed, State};
+use crate::files::{self, StateOpen};
+use anyhow::{Context, Result, bail};
+use fs_err::os::unix::fs::OpenOptionsExt;
+use nix::fcntl::{Flock, FlockArg, OFlag};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Largest binary or backed-up plugin read whole.
+const MAX_BINARY: u64 = 512 << 20;
+
+/// Where install keeps its state file and backups inside the directory.
+pub const STATE_DIR: &str = ".cni-multi";
+
+pub struct Dir {
+    pub path: PathBuf,
+}
+
+impl Dir {
+    pub fn name(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.path.join(STATE_DIR)
+    }
+
+    fn state_file(&self) -> PathBuf {
+        self.state_dir().join("state.json")
+    }
+
+    pub fn backup(&self, file: &str) -> PathBuf {
+        self.state_dir().join("backup").join(file)
+    }
+
+    /// Locks the directory itself (flock on its fd), so two installs do not
+    /// interleave; no lock file is left behind.
+    pub fn lock(&self) -> Result<Flock<File>> {
+        let dir = File::open(&self.path)
+            .with_context(|| format!("failed to open {}", self.path.display()))?;
+        Flock::lock(dir, FlockArg::LockExclusive)
+            .map_err(|(_, e)| e)
+            .with_context(|| format!("failed to lock {}", self.path.display()))
+    }
+
+    /// What `name` is now, without following it.
+    pub fn observe(&self, name: &str) -> Result<Observed> {
+        let path = self.name(name);
+        let meta = match fs_err::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Absent),
+            Err(e) => return Err(e.into()),
+        };
+        let kind = meta.file_type();
+        if kind.is_symlink() {
+            let target = fs_err::read_link(&path)?;
+            return Ok(match target.to_str() {
+                Some(t) => Observed::Link(t.to_string()),
+                None => Observed::Other,
+            });
+        }
+        if !kind.is_file() {
+            return Ok(Observed::Other);
+        }
+        let bytes = files::read_state_limited(&path, MAX_BINARY)?;
+        Ok(Observed::File(crate::digest::sha512_hex(&bytes)))
+    }
+
+    /// The state file; none yet is an empty state. Never read through a symlink.
+    pub fn read_state(&self) -> Result<State> {
+        self.refuse_symlinked_state_dir()?;
+        let path = self.state_file();
+        match files::read_state_limited(&path, files::MAX_FILE) {
+            Ok(bytes) => crate::cni::json::from_slice(&bytes)
+                .with_context(|| format!("failed to decode {}", path.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Writes the state file atomically; an empty state removes the state
+    /// directory (backups included) so the directory is as before cni-multi.
+    pub fn write_state(&self, state: &State) -> Result<()> {
+        self.refuse_symlinked_state_dir()?;
+        if state.owned.is_empty() && state.last.is_empty() {
+            return match fs_err::remove_dir_all(self.state_dir()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
+                _ => Ok(()),
+            };
+        }
+        let bytes = serde_json::to_vec_pretty(state)?;
+        files::write_private_atomic(&self.state_file(), &bytes)?;
+        Ok(())
+    }
+
+    fn refuse_symlinked_state_dir(&self) -> Result<()> {
+        for dir in [self.state_dir(), self.state_dir().join("backup")] {
+            if fs_err::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+                bail!(
+                    "refusing {}: not a directory (never followed)",
+                    dir.display()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// A free backup file name for `name`: `name`, else `name.1`, `name.2`, ...
+    pub fn free_backup_name(&self, name: &str, taken: &[String]) -> String {
+        let mut candidate = name.to_string();
+        let mut n = 0;
+        while taken.contains(&candidate)
+            || fs_err::symlink_metadata(self.backup(&candidate)).is_ok()
+        {
+            n += 1;
+            candidate = format!("{name}.{n}");
+        }
+        candidate
+    }
+
+    /// Removes backup files no entry of `state` names (kept from an install
+    /// whose journal a later one replaced).
+    pub fn prune_backups(&self, state: &State) -> Result<()> {
+        let dir = self.state_dir().join("backup");
+        let Ok(entries) = fs_err::read_dir(&dir) else {
+            return Ok(());
+        };
+        let named = |f: &str| {
+            let file = super::plan::Was::File(f.to_string());
+            state.owned.values().any(|w| *w == file) || state.last.values().any(|u| u.was == file)
+        };
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if !named(&file) {
+                files::remove_state(&entry.path())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the file at `name` as backup `file`: a hard link, or a copy
+    /// where a link cannot be made.
+    pub fn keep(&self, name: &str, file: &str) -> Result<()> {
+        let backup = self.backup(file);
+        files::create_dir_mode(backup.parent().unwrap_or(&self.path), 0o700)?;
+        let from = self.name(name);
+        if fs_err::hard_link(&from, &backup).is_ok() {
+            return Ok(());
+        }
+        let bytes = files::read_state_limited(&from, MAX_BINARY)?;
+        let mode = fs_err::symlink_metadata(&from)?.permissions().mode();
+        let mut out = files::open_state(&backup, StateOpen::CreateNew)?;
+        out.write_all(&bytes)?;
+        out.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
+        out.sync_all()?;
+        Ok(())
+    }
+
+    /// Puts `bytes` at `name` as a 0755 file: temporary file (O_EXCL), write,
+    /// fsync, rename over.
+    pub fn put_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let tmp = self.temp(name)?;
+        let written = (|| -> io::Result<()> {
+            let mut out = fs_err::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o755)
+                .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC).bits())
+                .open(&tmp)?;
+            out.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+            out.write_all(bytes)?;
+            out.sync_all()?;
+            drop(out);
+            fs_err::rename(&tmp, self.name(name))
+        })();
+        if written.is_err() {
+            let _ = fs_err::remove_file(&tmp);
+        }
+        Ok(written?)
+    }
+
+    /// Makes `name` a symbolic link to `target`: a temporary link renamed over.
+    pub fn put_link(&self, name: &str, target: &str) -> Result<()> {
+        let tmp = self.temp(name)?;
+        let made = fs_err::os::unix::fs::symlink(target, &tmp)
+            .and_then(|_| fs_err::rename(&tmp, self.name(name)));
+        if made.is_err() {
+            let _ = fs_err::remove_file(&tmp);
+        }
+        Ok(made?)
+    }
+
+    /// Renames backup `file` back over `name`.
+    pub fn restore_file(&self, name: &str, file: &str) -> Result<()> {
+        Ok(fs_err::rename(self.backup(file), self.name(name))?)
+    }
+
+    pub fn remove(&self, name: &str) -> Result<()> {
+        Ok(files::remove_state(&self.name(name))?)
+    }
+
+    pub fn has_backup(&self, file: &str) -> bool {
+        fs_err::symlink_metadata(self.backup(file)).is_ok_and(|m| m.is_file())
+    }
+
+    /// Makes the renames durable.
+    pub fn sync(&self) -> Result<()> {
+        File::open(&self.path)
+            .and_then(|d| d.sync_all())
+            .with_context(|| format!("failed to sync {}", self.path.display()))
+    }
+
+    /// A temporary name beside `name`; one a crash of ours left (a file or
+    /// link with this pid) is removed first.
+    fn temp(&self, name: &str) -> Result<PathBuf> {
+        let tmp = self
+            .path
+            .join(format!(".{name}.cni-multi-tmp{}", std::process::id()));
+        if fs_err::symlink_metadata(&tmp).is_ok_and(|m| !m.is_dir()) {
+            fs_err::remove_file(&tmp)?;
+        }
+        Ok(tmp)
+    }
+}
+
+/// This build's bytes, read from /proc/self/exe.
+pub fn own_binary() -> Result<Vec<u8>> {
+    Ok(files::read_limited("/proc/self/exe", MAX_BINARY)?)
+}
+
+/// Runs `path` as a plugin asked for VERSION; Err says how it failed.
+pub fn answers_version(path: &Path) -> Result<()> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(path)
+        .env_clear()
+        .env("CNI_COMMAND", "VERSION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run it")?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A plugin that exits without reading is judged by its output below.
+        let _ = stdin.write_all(br#"{"cniVersion":"1.1.0"}"#);
+    }
+    let out = child.wait_with_output().context("cannot wait for it")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !(out.status.success() && stdout.contains("supportedVersions")) {
+        bail!(
+            "VERSION gave {} with {:?} {:?}",
+            out.status,
+            stdout.trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}

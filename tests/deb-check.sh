@@ -1,0 +1,80 @@
+#!/bin/sh
+# make test-deb: the .deb (make deb) installs into a throwaway root with dpkg
+# (--root, maintainer scripts run chrootless with DPKG_ROOT set, so they touch
+# nothing of this machine), holds exactly the expected files, every plugin
+# link answers VERSION, lintian reports no error, and a purge leaves nothing.
+set -eu
+deb=${1:?usage: deb-check.sh PACKAGE.deb}
+bin=target/cni-multi
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail() { echo "deb-check: $*" >&2; exit 1; }
+
+# The expected file list, from the binary's plugin list and contrib/systemd.
+{
+    echo /usr/bin/cni-multi
+    echo /usr/lib/cni/cni-multi
+    echo /opt/cni/bin/cni-multi
+    for name in $("$bin" --list); do echo "/usr/lib/cni/$name"; echo "/opt/cni/bin/$name"; done
+    for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do
+        [ -f "$unit" ] && echo "/lib/systemd/system/$(basename "$unit")"
+    done
+    echo /usr/share/doc/cni-multi/copyright
+    echo /usr/share/doc/cni-multi/changelog.Debian.gz
+    echo /usr/share/lintian/overrides/cni-multi
+} | sort >"$d/want"
+
+root=$d/root
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/log"
+: >"$root/var/lib/dpkg/status"
+dpkgr() { dpkg --root="$root" --force-not-root --force-script-chrootless --log=/dev/null "$@"; }
+dpkgr -i "$deb" >/dev/null || fail "dpkg -i into a throwaway root failed"
+dpkgr -s cni-multi | grep -qx "Status: install ok installed" || fail "not installed: $(dpkgr -s cni-multi)"
+for field in Provides Conflicts Replaces; do
+    dpkgr -s cni-multi | grep -qx "$field: containernetworking-plugins" || fail "no $field: containernetworking-plugins"
+done
+# Files and links only (dpkg -L also lists the directories).
+dpkgr -L cni-multi | while read -r p; do [ -d "$root$p" ] && [ ! -L "$root$p" ] || echo "$p"; done | sort >"$d/got"
+diff -u "$d/want" "$d/got" >&2 || fail "file list differs (- expected, + packaged)"
+
+[ -f "$root/usr/lib/cni/cni-multi" ] && [ ! -L "$root/usr/lib/cni/cni-multi" ] || fail "no binary in /usr/lib/cni"
+[ "$(readlink "$root/opt/cni/bin/cni-multi")" = /usr/lib/cni/cni-multi ] || fail "/opt/cni/bin/cni-multi link"
+[ "$(readlink "$root/usr/bin/cni-multi")" = ../lib/cni/cni-multi ] || fail "/usr/bin/cni-multi link"
+count=0
+for name in $("$bin" --list); do
+    for dir in usr/lib/cni opt/cni/bin; do
+        [ "$(readlink "$root/$dir/$name")" = cni-multi ] || fail "/$dir/$name is not a link to cni-multi"
+    done
+    CNI_COMMAND=VERSION "$root/usr/lib/cni/$name" </dev/null | grep -q supportedVersions || fail "$name does not answer VERSION"
+    count=$((count + 1))
+done
+for unit in "$root"/lib/systemd/system/*; do
+    ! grep -q @BINDIR@ "$unit" || fail "$unit: @BINDIR@ not replaced"
+    ! grep -q '^ExecStart=' "$unit" || grep -q '^ExecStart=/usr/lib/cni/cni-multi ' "$unit" || fail "$unit: ExecStart"
+done
+
+# Maintainer scripts: POSIX sh, and they do nothing under DPKG_ROOT (they ran above).
+for script in postinst postrm; do
+    f=$root/var/lib/dpkg/info/cni-multi.$script
+    [ -x "$f" ] || fail "no $script"
+    sh -n "$f" || fail "$script: syntax"
+    grep -q 'DPKG_ROOT' "$f" || fail "$script ignores DPKG_ROOT"
+done
+
+if ! command -v lintian >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "deb-check: installing lintian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null; }
+fi
+if command -v lintian >/dev/null 2>&1; then
+    lintian --tag-display-limit 0 "$deb" >"$d/lintian" 2>&1 || true
+    sed 's/^/deb-check: lintian: /' "$d/lintian" | grep -v "root privileges" || true
+    ! grep -q '^E: ' "$d/lintian" || fail "lintian reports errors"
+else
+    echo "deb-check: lintian not installed; skipped (apt-get install lintian)"
+fi
+
+dpkgr -P cni-multi >/dev/null || fail "purge failed"
+left=$(find "$root" -mindepth 1 ! -path "$root/var*" | sort)
+[ -z "$left" ] || fail "purge left: $left"
+echo "deb-check: $(basename "$deb"): $(wc -l <"$d/got") files, $count plugins answer VERSION, installs and purges cleanly"

@@ -1,0 +1,363 @@
+//! `cni-multi install` switches a live plugin directory: ADD/DEL run through
+//! it without pause while an older build is upgraded and rolled back, and
+//! while the reference's plugins are replaced (`--force`) and put back
+//! (`--rollback`). No call may fail (ETXTBSY, exec format errors or anything
+//! else), and a rollback leaves the directory byte for byte as it was.
+
+mod harness;
+
+use harness::{BIN, Netns, Outcome, TempDir, enter_test_host};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// `cni-multi install --dir DIR <args>` run by `binary`.
+fn install(binary: &Path, dir: &Path, args: &[&str]) -> Outcome {
+    let child = Command::new(binary)
+        .arg("install")
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn install");
+    let out = Outcome::of(child);
+    assert_eq!(out.status, 0, "install {args:?}: {out:?}");
+    out
+}
+
+/// Copies with cp(1), so no file of this (multi-threaded) process is ever
+/// open for writing while a sibling test forks: that alone would make an exec
+/// of the copy fail with ETXTBSY.
+fn sh(script: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .expect("sh");
+    assert!(ok.success(), "{script}");
+}
+
+/// Every entry under `dir`: type, link target or file bytes, mode.
+fn snapshot(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let path = e.path();
+        let meta = std::fs::symlink_metadata(&path).expect("stat");
+        let name = e.file_name().to_string_lossy().into_owned();
+        let what = if meta.file_type().is_symlink() {
+            format!(
+                "link {}",
+                std::fs::read_link(&path).expect("readlink").display()
+            )
+        } else if meta.is_dir() {
+            format!("dir {:?}", snapshot(&path))
+        } else {
+            let bytes = std::fs::read(&path).expect("read");
+            let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+            format!(
+                "file {:o} {} bytes sum {sum} {:?}",
+                meta.permissions().mode(),
+                bytes.len(),
+                bytes.get(..64)
+            )
+        };
+        out.insert(name, what);
+    }
+    out
+}
+
+/// ADD and DEL of a ptp + host-local network through `cni-multi cnitool`
+/// with CNI_PATH = `plugins`, and VERSION of both plugins exec'd directly,
+/// in a loop on a thread until stopped; returns
+/// the number of calls and every failed one.
+struct Loop {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<(usize, Vec<String>)>,
+}
+
+impl Loop {
+    fn start(plugins: &Path) -> Loop {
+        let plugins = plugins.to_path_buf();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        // The thread inherits the test's host netns.
+        let handle = std::thread::spawn(move || {
+            let conf = TempDir::new("conf");
+            let cache = TempDir::new("cache");
+            let store = TempDir::new("store");
+            let list = json!({
+                "cniVersion": "1.0.0",
+                "name": "ptp-net",
+                "plugins": [{
+                    "type": "ptp",
+                    "ipam": {
+                        "type": "host-local",
+                        "subnet": "10.23.0.0/24",
+                        "dataDir": store.0,
+                    }
+                }]
+            });
+            std::fs::write(conf.0.join("ptp.conflist"), list.to_string()).expect("conf");
+            let (mut calls, mut failed) = (0, Vec::new());
+            while !stopping.load(Ordering::Relaxed) {
+                let ns = Netns::new();
+                for verb in ["add", "del"] {
+                    let out = cnitool(&plugins, &conf.0, &cache.0, verb, ns.path());
+                    calls += 1;
+                    if out.status != 0 {
+                        failed.push(format!(
+                            "{verb}: {} {} {}",
+                            out.status, out.stdout, out.stderr
+                        ));
+                    }
+                }
+                // cnitool retries an exec that fails with ETXTBSY, as libcni
+                // does; a runtime that does not would see it here.
+                for name in ["ptp", "host-local"] {
+                    calls += 1;
+                    if let Err(e) = version(&plugins.join(name)) {
+                        failed.push(format!("{name} VERSION: {e}"));
+                    }
+                }
+            }
+            (calls, failed)
+        });
+        Loop { stop, handle }
+    }
+
+    fn finish(self) -> (usize, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().expect("loop thread")
+    }
+}
+
+fn cnitool(plugins: &Path, conf: &Path, cache: &Path, verb: &str, netns: &str) -> Outcome {
+    let child = Command::new(BIN)
+        .args(["cnitool", "--cache-dir"])
+        .arg(cache)
+        .args([verb, "ptp-net", netns])
+        .env_clear()
+        .env("NETCONFPATH", conf)
+        .env("CNI_PATH", plugins)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cnitool");
+    Outcome::of(child)
+}
+
+/// Execs a plugin for VERSION once, without retrying.
+fn version(plugin: &Path) -> Result<(), String> {
+    let child = Command::new(plugin)
+        .env_clear()
+        .env("CNI_COMMAND", "VERSION")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("exec: {e}"))?;
+    let out = Outcome::of(child);
+    if out.status != 0 || !out.stdout.contains("supportedVersions") {
+        return Err(format!("{} {} {}", out.status, out.stdout, out.stderr));
+    }
+    Ok(())
+}
+
+fn settle() {
+    std::thread::sleep(Duration::from_millis(400));
+}
+
+fn assert_no_failures(calls: usize, failed: &[String]) {
+    eprintln!("{calls} calls ran while the directory was switched");
+    assert!(calls >= 6, "the loop ran only {calls} calls");
+    let busy: Vec<&String> = failed
+        .iter()
+        .filter(|f| f.contains("busy") || f.contains("ETXTBSY") || f.contains("exec format"))
+        .collect();
+    assert!(busy.is_empty(), "ETXTBSY or exec format errors: {busy:#?}");
+    assert!(
+        failed.is_empty(),
+        "{} of {calls} calls failed: {failed:#?}",
+        failed.len()
+    );
+}
+
+#[test]
+fn an_older_build_is_upgraded_and_rolled_back_under_load() {
+    enter_test_host();
+    let dir = TempDir::new("opt-cni-bin");
+    let older = TempDir::new("older");
+    let older_bin = older.0.join("cni-multi");
+    sh(&format!(
+        "cp {BIN} {0} && printf older >> {0}",
+        older_bin.display()
+    ));
+    install(&older_bin, &dir.0, &[]);
+    let running = Loop::start(&dir.0);
+    settle();
+    for _ in 0..3 {
+        let up = install(Path::new(BIN), &dir.0, &[]);
+        assert!(
+            up.stdout
+                .contains("cni-multi: replaced (previous cni-multi kept"),
+            "{up:?}"
+        );
+        assert!(up.stdout.contains("ptp: unchanged"), "{up:?}");
+        settle();
+        let back = install(Path::new(BIN), &dir.0, &["--rollback"]);
+        assert!(back.stdout.contains("cni-multi: restored"), "{back:?}");
+        settle();
+        let bytes = std::fs::read(dir.0.join("cni-multi")).expect("read");
+        assert!(bytes.ends_with(b"older"), "the older build is back");
+    }
+    install(Path::new(BIN), &dir.0, &[]);
+    settle();
+    let (calls, failed) = running.finish();
+    assert_no_failures(calls, &failed);
+    let again = install(Path::new(BIN), &dir.0, &[]);
+    assert!(again.stdout.contains("nothing to change"), "{again:?}");
+    let installed = std::fs::read(dir.0.join("cni-multi")).expect("read");
+    assert!(
+        installed == std::fs::read(BIN).expect("read"),
+        "the current build"
+    );
+}
+
+#[test]
+fn the_reference_is_replaced_with_force_and_rolled_back_under_load() {
+    enter_test_host();
+    let reference = Path::new("/usr/lib/cni");
+    assert!(
+        reference.join("ptp").is_file() && reference.join("host-local").is_file(),
+        "the reference's plugins (Debian's containernetworking-plugins; tests/install-deps.sh)"
+    );
+    let dir = TempDir::new("opt-cni-bin");
+    sh(&format!(
+        "cp -a {}/. {}",
+        reference.display(),
+        dir.0.display()
+    ));
+    let before = snapshot(&dir.0);
+    let running = Loop::start(&dir.0);
+    settle();
+    let kept = install(Path::new(BIN), &dir.0, &["--dry-run"]);
+    assert!(
+        kept.stdout.contains("ptp: kept: not ours, use --force"),
+        "{kept:?}"
+    );
+    for _ in 0..3 {
+        let forced = install(Path::new(BIN), &dir.0, &["--force"]);
+        assert!(
+            forced.stdout.contains("ptp: replaced (backup kept)"),
+            "{forced:?}"
+        );
+        assert_eq!(
+            std::fs::read_link(dir.0.join("ptp")).expect("ptp link"),
+            Path::new("cni-multi")
+        );
+        settle();
+        install(Path::new(BIN), &dir.0, &["--rollback"]);
+        assert_eq!(
+            snapshot(&dir.0),
+            before,
+            "rollback restores the directory exactly"
+        );
+        settle();
+    }
+    let (calls, failed) = running.finish();
+    assert_no_failures(calls, &failed);
+    assert_eq!(snapshot(&dir.0), before);
+}
+
+#[test]
+fn uninstall_removes_only_what_was_installed() {
+    let dir = TempDir::new("opt-cni-bin");
+    std::fs::write(dir.0.join("bridge"), b"#!/bin/sh\necho not ours\n").expect("write");
+    std::fs::write(dir.0.join("unrelated"), b"x").expect("write");
+    let before = snapshot(&dir.0);
+    let dry = install(Path::new(BIN), &dir.0, &["--force", "--dry-run"]);
+    assert!(
+        dry.stdout.contains("bridge: replaced (backup kept)"),
+        "{dry:?}"
+    );
+    assert_eq!(snapshot(&dir.0), before, "--dry-run changes nothing");
+    let out = Command::new(BIN)
+        .args(["install", "--force", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    // Every installed name answers VERSION; the stand-in bridge is replaced.
+    assert!(out.status.success(), "{out:?}");
+    install(Path::new(BIN), &dir.0, &["--uninstall"]);
+    assert_eq!(snapshot(&dir.0), before);
+}
+
+#[test]
+fn a_name_that_does_not_answer_version_fails_the_install() {
+    let dir = TempDir::new("opt-cni-bin");
+    sh(&format!(
+        "printf '#!/bin/sh\\nexit 3\\n' > {0}/bridge && chmod 755 {0}/bridge",
+        dir.0.display()
+    ));
+    let out = Command::new(BIN)
+        .args(["install", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr.contains("bridge: VERSION gave"), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bridge: kept: not ours"));
+}
+
+#[test]
+fn a_tampered_or_symlinked_state_is_refused() {
+    let dir = TempDir::new("opt-cni-bin");
+    let state = dir.0.join(".cni-multi");
+    std::fs::create_dir(&state).expect("mkdir");
+    std::fs::write(
+        state.join("state.json"),
+        r#"{"owned":{"bridge":{"file":"../../outside"}},"last":{},"binary":""}"#,
+    )
+    .expect("write");
+    let out = Command::new(BIN)
+        .args(["install", "--uninstall", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a file name"),
+        "{out:?}"
+    );
+
+    std::fs::remove_dir_all(&state).expect("rm");
+    let elsewhere = TempDir::new("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere.0, &state).expect("symlink");
+    let out = Command::new(BIN)
+        .args(["install", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("install");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("never followed"),
+        "{out:?}"
+    );
+    assert!(
+        std::fs::read_dir(&elsewhere.0)
+            .expect("read")
+            .next()
+            .is_none()
+    );
+}
