@@ -12,6 +12,7 @@ mod ipam;
 mod masq;
 mod namespaces;
 mod node;
+mod repair;
 mod report;
 
 use super::Settings;
@@ -40,7 +41,7 @@ pub struct DoctorArgs {
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 
 /// Every kind, in the order findings are listed and fixed (dead attachments first).
-const KINDS: &[Find] = &[cache::find, ipam::find, masq::find];
+const KINDS: &[Find] = &[cache::find, ipam::find, masq::find, repair::find];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.
 type Fix = Box<dyn Fn(&Node) -> Result<bool>>;
