@@ -8,10 +8,12 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod flannel;
 mod ipam;
 mod namespaces;
 mod node;
 mod report;
+mod tuning;
 
 use super::Settings;
 use anyhow::Result;
@@ -39,7 +41,7 @@ pub struct DoctorArgs {
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 
 /// Every kind, in the order findings are listed and fixed (dead attachments first).
-const KINDS: &[Find] = &[cache::find, ipam::find];
+const KINDS: &[Find] = &[cache::find, ipam::find, tuning::find, flannel::find];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.
 type Fix = Box<dyn Fn(&Node) -> Result<bool>>;
