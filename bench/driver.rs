@@ -357,9 +357,9 @@ impl Bench {
                 let p = projection(&adds, redo, ms(start.elapsed()) / 1000.0, count);
                 projected_s = Some(p);
                 if p > budget_s {
-                    eprintln!(
-                        "bench:     projected {p:.0} s for {count} > {budget_s:.0} s: at {fallback}"
-                    );
+                    progress(&format!(
+                        "  projected {p:.0} s for {count} > {budget_s:.0} s: at {fallback}"
+                    ));
                     for (j, ns) in spaces.iter().enumerate() {
                         del(j, ns)?;
                         self.drop_netns(ns);
@@ -607,6 +607,14 @@ fn cnitool_container_id(netns: &str) -> String {
     format!("cnitool-{}", &hex[..20])
 }
 
+/// A line on stderr with the seconds since the run began: a run stopped
+/// early still tells how far it got, and with which figures.
+fn progress(what: &str) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(Instant::now);
+    eprintln!("bench: [{:.0} s] {what}", start.elapsed().as_secs_f64());
+}
+
 fn first20(v: &[f64]) -> f64 {
     percentile(&v[..20.min(v.len())], 0.5)
 }
@@ -660,6 +668,7 @@ fn run() -> Res<()> {
     let mut iterations = 30;
     let mut scale = 1000;
     let mut budget = 600.0;
+    let mut fallback = 300;
     let mut libcni: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
@@ -670,6 +679,7 @@ fn run() -> Res<()> {
             "--iterations" => iterations = val()?.parse().map_err(|e| format!("{e}"))?,
             "--scale" => scale = val()?.parse().map_err(|e| format!("{e}"))?,
             "--budget" => budget = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--fallback" => fallback = val()?.parse().map_err(|e| format!("{e}"))?,
             "--libcni" => {
                 libcni = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
             }
@@ -711,7 +721,7 @@ fn run() -> Res<()> {
     let mut seq = 0;
     let mut by_driver = serde_json::Map::new();
     for driver in drivers {
-        eprintln!("bench: client {}", driver.label());
+        progress(&format!("client {}", driver.label()));
         let b = Bench {
             driver: driver.clone(),
             bin: bin.clone(),
@@ -719,7 +729,7 @@ fn run() -> Res<()> {
             iterations,
             seq: std::cell::Cell::new(seq),
         };
-        let results = measure(&b, &impls, &bin, scale, budget)?;
+        let results = measure(&b, &impls, &bin, scale, (budget, fallback))?;
         seq = b.seq.get();
         by_driver.insert(driver.label().into(), json!(results));
     }
@@ -744,25 +754,26 @@ fn measure<'a>(
     impls: &'a [Impl],
     bin: &Path,
     scale: usize,
-    budget: f64,
+    (budget, fallback): (f64, usize),
 ) -> Res<BTreeMap<&'a str, Value>> {
     // The first scale rows stay at 300 containers (fewer with a smaller --scale).
     let (big, scale) = (scale, scale.min(300));
     let mut results: BTreeMap<&str, Value> = BTreeMap::new();
     for im in impls {
-        eprintln!("bench: {} ({})", im.label, im.plugin_dir.display());
+        progress(&format!("{} ({})", im.label, im.plugin_dir.display()));
         let mut r = serde_json::Map::new();
         let mut lat = serde_json::Map::new();
         for (name, plugins, caps) in scenarios() {
-            eprintln!("bench:   {name}");
+            progress(&format!("  {name}"));
             lat.insert(name.into(), b.latency(im, name, &plugins, &caps)?);
         }
         r.insert("latency".into(), Value::Object(lat));
-        eprintln!("bench:   floor (VERSION through the client)");
+        progress("  floor (VERSION through the client)");
         r.insert("floor".into(), b.floor(im)?);
-        eprintln!("bench:   peak RSS");
+        progress(&format!("{}", r["floor"]));
+        progress("  peak RSS");
         r.insert("peak_rss_mb".into(), json!(b.rss(im)?));
-        eprintln!("bench:   processes");
+        progress("  processes");
         r.insert(
             "processes_bridge_portmap_iptables".into(),
             json!(b.processes(im, "iptables", false)?),
@@ -786,30 +797,34 @@ fn measure<'a>(
             "installed_bytes".into(),
             json!(installed_size(&im.plugin_dir, ours_bin)),
         );
-        eprintln!("bench:   scale ({scale} containers)");
+        progress(&format!("  scale ({scale} containers)"));
         r.insert("scale".into(), b.scale(im, scale, None, false)?);
-        eprintln!("bench:   scale ({scale} containers, ipMasq, TCP+UDP)");
+        progress(&format!("  scale ({scale} containers, ipMasq, TCP+UDP)"));
         r.insert("scale_ipmasq".into(), b.scale(im, scale, None, true)?);
         if im.label == "cni-multi" {
-            eprintln!("bench:   scale ({scale} containers, nftables backend)");
+            progress(&format!("  scale ({scale} containers, nftables backend)"));
             r.insert(
                 "scale_nftables".into(),
                 b.scale(im, scale, Some("nftables"), false)?,
             );
         }
-        eprintln!("bench:   scale ({big} containers, ipMasq, TCP+UDP, bandwidth; ADD and DEL)");
+        progress(&format!(
+            "  scale ({big} containers, ipMasq, TCP+UDP, bandwidth; ADD and DEL)"
+        ));
         r.insert(
             "scale_chain".into(),
-            b.scale_chain(im, big, scale.min(big), budget)?,
+            b.scale_chain(im, big, fallback.min(big), budget)?,
         );
+        progress(&format!("{}", r["scale_chain"]));
         // The reference (1.1.1) answers VERSION with 1.0.0 at most: no STATUS, no GC.
         if im.label == "cni-multi" {
-            eprintln!("bench:   STATUS and GC ({big} attachments)");
+            progress(&format!("  STATUS and GC ({big} attachments)"));
             r.insert("status_gc".into(), b.status_gc(im, big)?);
+            progress(&format!("{}", r["status_gc"]));
         }
-        eprintln!("bench:   30 parallel");
+        progress("  30 parallel");
         r.insert("parallel".into(), b.parallel(im, 30, false)?);
-        eprintln!("bench:   30 parallel, ipMasq");
+        progress("  30 parallel, ipMasq");
         r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
         results.insert(im.label, Value::Object(r));
     }
@@ -1081,10 +1096,15 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
         },
         None => "n/a".to_string(),
     };
+    // `at`: the counts of runs that fell back. A figure of the first ADDs or
+    // the last DELs does not depend on the count: its ratio holds across counts.
     let mut line =
         |label: &str, a: Option<f64>, b: Option<f64>, unit: &str, at: [Option<u64>; 2]| {
+            let any_count = label.contains("first 20 ADDs") || label.contains("(near empty)");
             let ratio = match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 && at[0] == at[1] => format!("{:.3}", a / b),
+                (Some(a), Some(b)) if b > 0.0 && (any_count || at[0] == at[1]) => {
+                    format!("{:.3}", a / b)
+                }
                 (Some(_), Some(_)) => "– (not the same count)".to_string(),
                 _ => "n/a".to_string(),
             };
