@@ -12,6 +12,7 @@ mod flannel;
 mod ifb;
 mod ipam;
 mod masq;
+mod multus;
 mod namespaces;
 mod node;
 mod repair;
@@ -59,6 +60,7 @@ const KINDS: &[Find] = &[
     ifb::find,
     tuning::find,
     flannel::find,
+    multus::find,
     repair::find,
 ];
 
