@@ -4,12 +4,9 @@
 
 mod harness;
 
-use harness::{
-    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, plugin_dir, sha512_prefix,
-};
+use harness::{Netns, Outcome, PinnedNetns, TempDir, enter_test_host, plugin_dir, sha512_prefix};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 const NETWORK: &str = "multus-cni-network";
 
@@ -53,30 +50,16 @@ impl Setup {
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .arg("--cache-dir")
-            .arg(&self.cache.0)
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env(
+        // No annotations: the cluster network only.
+        let caps = json!({"io.kubernetes.cri.pod-annotations": {}}).to_string();
+        let env = [
+            (
                 "CNI_ARGS",
                 "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=web-9;K8S_POD_UID=u9",
-            )
-            // No annotations: the cluster network only.
-            .env(
-                "CAP_ARGS",
-                json!({"io.kubernetes.cri.pod-annotations": {}}).to_string(),
-            )
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn cnitool");
-        Outcome::of(child)
+            ),
+            ("CAP_ARGS", caps.as_str()),
+        ];
+        harness::cnitool_in(&self.conf.0, &self.cache.0, &self.bin.0, &env, args)
     }
 
     fn delegates(&self, id: &str) -> PathBuf {
