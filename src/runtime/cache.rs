@@ -141,7 +141,12 @@ impl Cache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error("read", &results, e)),
         };
-        let mut paths: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
+        // A dot file is a write in progress (or one a crash cut short), not an entry.
+        let mut paths: Vec<PathBuf> = dir
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .collect();
         paths.sort();
         let mut out = Vec::new();
         for path in paths {

@@ -56,29 +56,40 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     Ok(())
 }
 
-/// (dataDir, network) of every plugin of the conf dir whose ipam is host-local.
+/// (dataDir, network) of every host-local plugin of the conf dir's networks
+/// and of every cached config (a delegate multus read from its own
+/// directories or a NAD has a cache entry, not a file in the conf dir).
 fn stores(node: &Node) -> BTreeSet<(PathBuf, String)> {
-    let field = |m: &serde_json::Map<String, Value>, k: &str| -> Option<Value> {
-        crate::cni::json::map_field(m, k).cloned()
-    };
     let mut out = BTreeSet::new();
     for list in &node.lists {
-        if !crate::cni::env::is_valid_name(&list.name) {
-            continue;
-        }
-        for p in &list.plugins {
-            let Some(Value::Object(ipam)) = field(&p.raw, "ipam") else {
-                continue;
-            };
-            if field(&ipam, "type").as_ref().and_then(Value::as_str) != Some("host-local") {
-                continue;
-            }
-            let data_dir = match field(&ipam, "dataDir") {
-                Some(Value::String(d)) if !d.is_empty() => d,
-                _ => DEFAULT_DATA_DIR.to_string(),
-            };
-            out.insert((PathBuf::from(data_dir), list.name.clone()));
+        stores_of(list, &mut out);
+    }
+    for a in &node.attachments {
+        if let Ok(list) = crate::runtime::conf::list_from_bytes(&a.entry.config, &a.path) {
+            stores_of(&list, &mut out);
         }
     }
     out
+}
+
+fn stores_of(list: &crate::runtime::conf::NetworkList, out: &mut BTreeSet<(PathBuf, String)>) {
+    let field = |m: &serde_json::Map<String, Value>, k: &str| -> Option<Value> {
+        crate::cni::json::map_field(m, k).cloned()
+    };
+    if !crate::cni::env::is_valid_name(&list.name) {
+        return;
+    }
+    for p in &list.plugins {
+        let Some(Value::Object(ipam)) = field(&p.raw, "ipam") else {
+            continue;
+        };
+        if field(&ipam, "type").as_ref().and_then(Value::as_str) != Some("host-local") {
+            continue;
+        }
+        let data_dir = match field(&ipam, "dataDir") {
+            Some(Value::String(d)) if d.starts_with('/') => d,
+            _ => DEFAULT_DATA_DIR.to_string(),
+        };
+        out.insert((PathBuf::from(data_dir), list.name.clone()));
+    }
 }

@@ -15,8 +15,10 @@ mod masq;
 mod multus;
 mod namespaces;
 mod node;
+mod records;
 mod repair;
 mod report;
+mod tmp;
 mod tuning;
 mod veth;
 mod watch;
@@ -60,6 +62,8 @@ const KINDS: &[Find] = &[
     ifb::find,
     tuning::find,
     flannel::find,
+    records::find,
+    tmp::find,
     multus::find,
     repair::find,
 ];

@@ -131,7 +131,8 @@ impl Node {
     }
 
     /// Whether some cache file, readable or not, names the owner now (read
-    /// again from disk: an ADD may have finished since the node was read).
+    /// again from disk: an ADD may have finished since the node was read). An
+    /// empty `network` is any network, an empty `ifname` any interface.
     pub fn named_now(&self, network: &str, container_id: &str, ifname: &str) -> Result<bool> {
         let mut dirs: BTreeSet<&Path> = BTreeSet::new();
         dirs.insert(&self.runtime.cache.dir);
@@ -150,7 +151,10 @@ impl Node {
             for e in entries {
                 let e = e.with_context(|| format!("failed to read {}", results.display()))?;
                 let name = e.file_name().to_string_lossy().into_owned();
-                if name == exact || (ifname.is_empty() && name.starts_with(&prefix)) {
+                let any_net = network.is_empty()
+                    && (name.ends_with(&format!("-{container_id}-{ifname}"))
+                        || (ifname.is_empty() && name.contains(&format!("-{container_id}-"))));
+                if any_net || name == exact || (ifname.is_empty() && name.starts_with(&prefix)) {
                     return Ok(true);
                 }
             }
@@ -158,18 +162,18 @@ impl Node {
         Ok(false)
     }
 
-    /// The `dataDir` of every configured plugin of a type, and its default.
+    /// The `dataDir` of every configured plugin of a type (the default for
+    /// one that sets none).
     pub fn data_dirs(&self, plugin_type: &str, default: &str) -> BTreeSet<PathBuf> {
-        let mut dirs = BTreeSet::from([PathBuf::from(default)]);
+        let mut dirs = BTreeSet::new();
         for p in self.lists.iter().flat_map(|l| &l.plugins) {
             if p.plugin_type != plugin_type {
                 continue;
             }
-            if let Some(Value::String(d)) = crate::cni::json::map_field(&p.raw, "dataDir")
-                && !d.is_empty()
-            {
-                dirs.insert(PathBuf::from(d));
-            }
+            match crate::cni::json::map_field(&p.raw, "dataDir") {
+                Some(Value::String(d)) if d.starts_with('/') => dirs.insert(PathBuf::from(d)),
+                _ => dirs.insert(PathBuf::from(default)),
+            };
         }
         dirs
     }
