@@ -8,10 +8,12 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod firewall;
 mod ipam;
 mod masq;
 mod namespaces;
 mod node;
+mod portmap;
 mod repair;
 mod report;
 
@@ -41,7 +43,14 @@ pub struct DoctorArgs {
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 
 /// Every kind, in the order findings are listed and fixed (dead attachments first).
-const KINDS: &[Find] = &[cache::find, ipam::find, masq::find, repair::find];
+const KINDS: &[Find] = &[
+    cache::find,
+    ipam::find,
+    masq::find,
+    portmap::find,
+    firewall::find,
+    repair::find,
+];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.
 type Fix = Box<dyn Fn(&Node) -> Result<bool>>;
