@@ -1,12 +1,12 @@
-//! `cnitool doctor` and netfilter state: the ipMasq chains, portmap chains
-//! and firewall rules of dead and ownerless attachments are listed and
-//! removed, a live pod's are untouched.
+//! `cnitool doctor` and netfilter state: the ipMasq chains, portmap chains,
+//! firewall rules and MAC spoof check chains of dead and ownerless
+//! attachments are listed and removed, a live pod's are untouched.
 
 mod harness;
 
 use harness::{
     BIN, Netns, Outcome, PinnedNetns, Runtime, TempDir, enter_test_host, first_ip, iptables_table,
-    plugin_dir, sha512_prefix,
+    nft_ruleset, plugin_dir, run_in, sha512_prefix,
 };
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
@@ -146,7 +146,7 @@ fn masq_chains_of_dead_and_ownerless_attachments_are_found_and_removed() {
     s.run(&["del", "bridge-net", live.path()]).ok();
 }
 
-/// bridge (ipMasq) + portmap + firewall, all over iptables, as `pf-net`.
+/// bridge (ipMasq, macspoofchk) + portmap + firewall, all over iptables, as `pf-net`.
 fn portmap_firewall() -> Runtime {
     let rt = Runtime::new("pf");
     let list = json!({
@@ -154,7 +154,7 @@ fn portmap_firewall() -> Runtime {
         "name": "pf-net",
         "plugins": [
             {"type": "bridge", "bridge": "cni-pf0", "isGateway": true, "ipMasq": true,
-             "ipMasqBackend": "iptables",
+             "ipMasqBackend": "iptables", "macspoofchk": true,
              "ipam": {"type": "host-local", "subnet": "10.42.0.0/24", "dataDir": "@STORE@",
                       "routes": [{"dst": "0.0.0.0/0"}]}},
             {"type": "portmap", "capabilities": {"portMappings": true}, "backend": "iptables"},
@@ -187,7 +187,7 @@ fn traces(needles: &[String]) -> Vec<String> {
 }
 
 #[test]
-fn portmap_chains_and_firewall_rules_of_dead_and_ownerless_attachments_are_removed() {
+fn portmap_firewall_and_macspoofchk_state_of_dead_and_ownerless_attachments_is_removed() {
     enter_test_host();
     let rt = portmap_firewall();
     let doctor = |args: &[&str], status: i32| {
@@ -219,8 +219,18 @@ fn portmap_chains_and_firewall_rules_of_dead_and_ownerless_attachments_are_remov
     };
     let live_before = traces(&marks(2));
     assert!(live_before.len() >= 6, "{live_before:?}");
+    let spoof = |i: usize| -> Vec<String> {
+        nft_ruleset()
+            .lines()
+            .filter(|l| l.contains(&ids[i]))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let live_spoof = spoof(2);
+    assert!(live_spoof.len() >= 4, "{live_spoof:?}");
     for i in 0..2 {
         assert!(!traces(&marks(i)).is_empty());
+        assert!(!spoof(i).is_empty());
     }
 
     // Pod 0: its namespace is deleted without DEL. Pod 1: its cache file
@@ -234,13 +244,23 @@ fn portmap_chains_and_firewall_rules_of_dead_and_ownerless_attachments_are_remov
     )
     .expect("rm cache file");
     forgotten.destroy();
+    // The kernel removes a gone namespace's veths a moment later; until then
+    // their MAC spoof check is kept.
+    for _ in 0..200 {
+        let ports = run_in(None, "ip", &["-o", "link", "show", "master", "cni-pf0"]);
+        if ports.lines().count() == 1 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
 
     // Ownerless chains and rules carry no time: the first run only sees them.
-    let kinds = ["portmap", "firewall"];
+    let kinds = ["portmap", "firewall", "macspoofchk"];
     assert_eq!(of_kinds(&doctor(&[], 0), &kinds), Vec::<Value>::new());
 
     let found = of_kinds(&doctor(&["--min-age", "0"], 1), &kinds);
     let by_del = "removed by the DEL of its dead attachment";
+    let spoof_chain = |i: usize| format!("nft bridge nat cni-br-iface-{}-eth0", ids[i]);
     let rule = |i: usize| format!("iptables filter CNI-FORWARD {}/32", ips[i]);
     let finding = |kind: &str, owner: Option<(usize, &str)>, object: String, action: &str| {
         let (id, ifname) = owner.map_or((String::new(), ""), |(i, f)| (ids[i].clone(), f));
@@ -276,6 +296,13 @@ fn portmap_chains_and_firewall_rules_of_dead_and_ownerless_attachments_are_remov
                 rule(1),
                 "remove the address's accept rules"
             ),
+            finding("macspoofchk", Some((0, "eth0")), spoof_chain(0), by_del),
+            finding(
+                "macspoofchk",
+                None,
+                spoof_chain(1),
+                "remove chains and their PREROUTING jump"
+            ),
         ]
     );
 
@@ -284,8 +311,10 @@ fn portmap_chains_and_firewall_rules_of_dead_and_ownerless_attachments_are_remov
     assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
     for i in 0..2 {
         assert_eq!(traces(&marks(i)), Vec::<String>::new());
+        assert_eq!(spoof(i), Vec::<String>::new());
     }
     assert_eq!(traces(&marks(2)), live_before);
+    assert_eq!(spoof(2), live_spoof);
 
     assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
     rt.run(&["del", "pf-net", live.path()], &json!({})).ok();

@@ -10,6 +10,7 @@
 mod cache;
 mod firewall;
 mod ipam;
+mod macspoofchk;
 mod masq;
 mod namespaces;
 mod node;
@@ -49,6 +50,7 @@ const KINDS: &[Find] = &[
     masq::find,
     portmap::find,
     firewall::find,
+    macspoofchk::find,
     repair::find,
 ];
 
