@@ -1,6 +1,7 @@
-//! `cnitool doctor` and netfilter state: the ipMasq chains, portmap chains,
-//! firewall rules and MAC spoof check chains of dead and ownerless
-//! attachments are listed and removed, a live pod's are untouched.
+//! `cnitool doctor` and netfilter state: the ipMasq chains, portmap chains
+//! and rules (iptables, nftables), firewall rules and MAC spoof check chains
+//! of dead and ownerless attachments are listed and removed, a live pod's
+//! are untouched.
 
 mod harness;
 
@@ -318,4 +319,81 @@ fn portmap_firewall_and_macspoofchk_state_of_dead_and_ownerless_attachments_is_r
 
     assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
     rt.run(&["del", "pf-net", live.path()], &json!({})).ok();
+}
+
+#[test]
+fn portmap_nftables_rules_of_dead_and_ownerless_attachments_are_removed() {
+    enter_test_host();
+    let rt = Runtime::new("pn");
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": "pn-net",
+        "plugins": [
+            {"type": "bridge", "bridge": "cni-pn0", "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": "10.43.0.0/24", "dataDir": "@STORE@"}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "backend": "nftables"}
+        ]
+    });
+    rt.write_list("pn.conflist", &list);
+    let doctor = |args: &[&str], status: i32| {
+        let mut all = vec!["doctor", "--json"];
+        all.extend_from_slice(args);
+        let out = rt.run(&all, &json!({}));
+        assert_eq!(out.status, status, "{out:?}");
+        out.json()
+    };
+    let (gone, forgotten, live) = (PinnedNetns::new(), PinnedNetns::new(), Netns::new());
+    let paths = [gone.path(), forgotten.path(), live.path()];
+    let ids: Vec<String> = paths.iter().map(|p| container_id(p)).collect();
+    for (i, p) in paths.iter().enumerate() {
+        let caps = json!({"portMappings": [
+            {"hostPort": 8191 + i, "containerPort": 80, "protocol": "tcp"},
+            {"hostPort": 5491 + i, "containerPort": 53, "protocol": "udp"}
+        ]});
+        rt.run(&["add", "pn-net", p], &caps).ok();
+    }
+    let rules = |i: usize| -> Vec<String> {
+        nft_ruleset()
+            .lines()
+            .filter(|l| l.contains(&ids[i]))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let live_before = rules(2);
+    assert!(live_before.len() >= 2, "{live_before:?}");
+    gone.destroy();
+    std::fs::remove_file(
+        rt.cache
+            .0
+            .join("results")
+            .join(format!("pn-net-{}-eth0", ids[1])),
+    )
+    .expect("rm cache file");
+    forgotten.destroy();
+
+    assert!(of_kinds(&doctor(&[], 0), &["portmap"]).is_empty());
+    let found = of_kinds(&doctor(&["--min-age", "0"], 1), &["portmap"]);
+    let finding = |i: usize, network: &str, action: &str| {
+        json!({
+            "kind": "portmap", "network": network, "containerId": ids[i], "ifname": "",
+            "object": format!("nft ip cni_hostport {}", ids[i]),
+            "action": action, "fixed": false
+        })
+    };
+    assert_eq!(
+        found,
+        vec![
+            finding(0, "pn-net", "removed by the DEL of its dead attachment"),
+            finding(1, "", "remove the container's rules"),
+        ]
+    );
+
+    let fixed = doctor(&["--fix", "--min-age", "0"], 0);
+    let fixed = fixed["findings"].as_array().expect("findings").clone();
+    assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
+    assert_eq!(rules(0), Vec::<String>::new());
+    assert_eq!(rules(1), Vec::<String>::new());
+    assert_eq!(rules(2), live_before);
+    assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
+    rt.run(&["del", "pn-net", live.path()], &json!({})).ok();
 }

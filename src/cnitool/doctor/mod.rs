@@ -15,6 +15,7 @@ mod masq;
 mod namespaces;
 mod node;
 mod portmap;
+mod portmap_nft;
 mod repair;
 mod report;
 
@@ -49,6 +50,7 @@ const KINDS: &[Find] = &[
     ipam::find,
     masq::find,
     portmap::find,
+    portmap_nft::find,
     firewall::find,
     macspoofchk::find,
     repair::find,

@@ -10,6 +10,7 @@ use anyhow::Result;
 
 pub const KIND: &str = "portmap";
 pub const ACTION: &str = "remove chain and its CNI-HOSTPORT-DNAT jumps";
+pub const ACTION_NFT: &str = "remove the container's rules";
 pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {

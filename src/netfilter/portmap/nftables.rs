@@ -268,3 +268,56 @@ pub fn check(plan: &Plan) -> Result<()> {
     }
     Ok(())
 }
+
+/// One container's rules as found in a family's `cni_hostport` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hostported {
+    /// The rules' comment: the container ID (they name no network).
+    pub container_id: String,
+    /// The container addresses its rules match (hairpin masquerading; the
+    /// localhost one left out).
+    pub saddrs: Vec<IpAddr>,
+}
+
+/// Every container's rules in the per-container chains of each family's
+/// table on this node (read only: no lock; none without nf_tables or the table).
+pub fn read() -> Result<Vec<(Family, Hostported)>> {
+    if !crate::netlink::nfnl::available() {
+        return Ok(Vec::new());
+    }
+    let mut sock = nft::open()?;
+    let mut out: Vec<(Family, Hostported)> = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        for chain in PER_CONTAINER {
+            for r in nft::rules(&mut sock, nfproto(family), TABLE, chain)? {
+                if r.comment.is_empty() {
+                    continue;
+                }
+                let at = match out
+                    .iter()
+                    .position(|(f, h)| *f == family && h.container_id == r.comment)
+                {
+                    Some(at) => at,
+                    None => {
+                        out.push((
+                            family,
+                            Hostported {
+                                container_id: r.comment.clone(),
+                                saddrs: Vec::new(),
+                            },
+                        ));
+                        out.len() - 1
+                    }
+                };
+                let saddrs = &mut out[at].1.saddrs;
+                if let Some(ip) = r
+                    .saddr
+                    .filter(|ip| !ip.is_loopback() && !saddrs.contains(ip))
+                {
+                    saddrs.push(ip);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
