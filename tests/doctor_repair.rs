@@ -20,7 +20,8 @@ fn network(backend: &str) -> Runtime {
              "ipMasqBackend": backend,
              "ipam": {"type": "host-local", "subnet": "10.41.0.0/24", "dataDir": "@STORE@",
                       "routes": [{"dst": "0.0.0.0/0"}]}},
-            {"type": "portmap", "capabilities": {"portMappings": true}, "backend": backend}
+            {"type": "portmap", "capabilities": {"portMappings": true}, "backend": backend,
+             "dataDir": "@STORE@/portmap"}
         ]
     });
     rt.write_list("rp.conflist", &list);

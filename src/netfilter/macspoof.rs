@@ -210,6 +210,75 @@ pub fn gc(valid: &[(&str, &str)], mut owned: impl FnMut(&str) -> bool) -> Result
     tx.commit(&mut sock)
 }
 
+/// One attachment's chains as found in `bridge nat`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// `<containerID>-<ifname>`.
+    pub id: String,
+    /// Its `cni-br-iface-<id>` chain.
+    pub chain: String,
+    /// The host interface its PREROUTING jump matches (None: no jump).
+    pub iifname: Option<String>,
+}
+
+/// Every attachment's chains from the PREROUTING rules and chain names of
+/// `bridge nat`: a commented jump, or a chain pair no rule jumps to.
+pub fn checked(rules: &[nft::DumpedRule], chains: &[String]) -> Vec<Checked> {
+    let mut out: Vec<Checked> = Vec::new();
+    for r in rules {
+        let Some(id) = r.comment.strip_prefix(COMMENT_PREFIX) else {
+            continue;
+        };
+        let Some(names) = Names::of_id(id) else {
+            continue;
+        };
+        if !out.iter().any(|c| c.chain == names.iface_chain) {
+            out.push(Checked {
+                id: id.to_string(),
+                chain: names.iface_chain,
+                iifname: r.iifname.clone(),
+            });
+        }
+    }
+    for chain in chains {
+        let Some(id) = chain.strip_prefix(CHAIN_PREFIX) else {
+            continue;
+        };
+        let Some(names) = Names::of_id(id) else {
+            continue;
+        };
+        if chains.contains(&names.mac_chain) && !out.iter().any(|c| &c.chain == chain) {
+            out.push(Checked {
+                id: id.to_string(),
+                chain: chain.clone(),
+                iifname: None,
+            });
+        }
+    }
+    out
+}
+
+/// What [`checked`] finds on this node (read only: no lock; none without
+/// nf_tables or the table).
+pub fn read() -> Result<Vec<Checked>> {
+    if !crate::netlink::nfnl::available() {
+        return Ok(Vec::new());
+    }
+    let mut sock = nft::open()?;
+    let (rules, chains) = state(&mut sock)?;
+    Ok(checked(&rules, &chains))
+}
+
+/// Removes the chains and PREROUTING rules of one attachment by its ID
+/// (`<containerID>-<ifname>`), as DEL does; already gone is success.
+pub fn teardown_id(id: &str) -> Result<()> {
+    let Some(names) = Names::of_id(id) else {
+        return Ok(());
+    };
+    let _lock = lock()?;
+    remove(&[names])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +286,41 @@ mod tests {
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn checked_reads_jumps_and_orphan_pairs() {
+        let rule = |comment: &str, iif: &str, jump: &str| nft::DumpedRule {
+            handle: 1,
+            comment: comment.into(),
+            jumps: vec![jump.into()],
+            iifname: Some(iif.into()),
+            saddr: None,
+        };
+        let rules = [
+            rule("macspoofchk-a-eth0", "veth1", "cni-br-iface-a-eth0"),
+            rule("other", "veth2", "elsewhere"),
+        ];
+        let chains: Vec<String> = [
+            "cni-br-iface-a-eth0",
+            "cni-br-iface-a-eth0-mac",
+            "cni-br-iface-b-net1",
+            "cni-br-iface-b-net1-mac",
+            "cni-br-iface-c-eth0",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+        let got = checked(&rules, &chains);
+        let want = |id: &str, iif: Option<&str>| Checked {
+            id: id.into(),
+            chain: format!("cni-br-iface-{id}"),
+            iifname: iif.map(String::from),
+        };
+        assert_eq!(
+            got,
+            vec![want("a-eth0", Some("veth1")), want("b-net1", None)]
+        );
     }
 
     #[test]

@@ -8,13 +8,17 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod firewall;
 mod flannel;
 mod ifb;
 mod ipam;
+mod macspoofchk;
 mod masq;
 mod multus;
 mod namespaces;
 mod node;
+mod portmap;
+mod portmap_nft;
 mod records;
 mod repair;
 mod report;
@@ -58,6 +62,10 @@ const KINDS: &[Find] = &[
     cache::find,
     ipam::find,
     masq::find,
+    portmap::find,
+    portmap_nft::find,
+    firewall::find,
+    macspoofchk::find,
     veth::find,
     ifb::find,
     tuning::find,

@@ -280,3 +280,60 @@ pub fn check(plan: &Plan) -> Result<()> {
     }
     Ok(())
 }
+
+/// The container addresses (host prefixes) a saved `filter` table's
+/// CNI-FORWARD accepts with either of the rules ADD writes, in table order.
+pub fn accepted(saved: &Saved) -> Vec<IpNet> {
+    let mut out: Vec<IpNet> = Vec::new();
+    for spec in saved.rules_in(FORWARD_CHAIN, |_| true) {
+        let words: Vec<&str> = spec.split_whitespace().collect();
+        let Some(net) = words
+            .get(1)
+            .filter(|_| matches!(words.first(), Some(&"-d") | Some(&"-s")))
+            .and_then(|w| w.parse::<IpNet>().ok())
+        else {
+            continue;
+        };
+        if net.prefix_len() == net.max_prefix_len()
+            && printed(&net).iter().any(|p| p == spec)
+            && !out.contains(&net)
+        {
+            out.push(net);
+        }
+    }
+    out
+}
+
+/// What [`accepted`] finds in each family's `filter` table on this node
+/// (read only: no lock; a family without its tools or table has none).
+pub fn read() -> Result<Vec<IpNet>> {
+    let mut out = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        if let Some(saved) = iptables::save_existing(family, "filter")? {
+            out.extend(accepted(&saved));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_reads_address_rules_only() {
+        let text = "*filter\n:CNI-FORWARD - [0:0]\n\
+            -A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN\n\
+            -A CNI-FORWARD -d 10.22.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n\
+            -A CNI-FORWARD -s 10.22.0.5/32 -j ACCEPT\n\
+            -A CNI-FORWARD -s fd00::6/128 -j ACCEPT\n\
+            -A CNI-FORWARD -s 10.0.0.0/8 -j ACCEPT\n\
+            -A CNI-FORWARD -s 10.22.0.7/32 -j DROP\n";
+        let got = accepted(&Saved::parse(text));
+        let want: Vec<IpNet> = ["10.22.0.5/32", "fd00::6/128"]
+            .iter()
+            .map(|s| s.parse().expect("net"))
+            .collect();
+        assert_eq!(got, want);
+    }
+}

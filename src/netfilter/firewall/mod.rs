@@ -94,8 +94,7 @@ pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
             if addresses.is_empty() {
                 return Ok(());
             }
-            let _lock = lock()?;
-            iptables::del_addresses(&addresses)
+            del_addresses(&addresses)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
@@ -106,6 +105,13 @@ pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
         }
         Target::Firewalld => stale.iter().try_for_each(|plan| del(target, plan)),
     }
+}
+
+/// The iptables rules of `addresses` removed, whoever's they were (GC's,
+/// and the doctor's for addresses no attachment holds).
+pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
+    let _lock = lock()?;
+    iptables::del_addresses(addresses)
 }
 
 /// CHECK: what ADD wrote is there (read only: no lock).

@@ -493,154 +493,82 @@ pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::netfilter::portmap::Mapping;
+/// One attachment's port mappings as read from a saved `nat` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapped {
+    pub network: String,
+    pub container_id: String,
+    /// Its `CNI-DN-<hash>` chain.
+    pub chain: String,
+    /// The container addresses the chain's DNATs send to.
+    pub targets: Vec<IpAddr>,
+}
 
-    fn plan() -> Plan {
-        Plan {
-            network: "net".into(),
-            container_id: "ctr".into(),
-            mappings: vec![
-                Mapping {
-                    host_port: 8080,
-                    container_port: 80,
-                    protocol: "tcp".into(),
-                    host_ip: None,
-                },
-                Mapping {
-                    host_port: 53,
-                    container_port: 53,
-                    protocol: "udp".into(),
-                    host_ip: None,
-                },
-                Mapping {
-                    host_port: 9090,
-                    container_port: 90,
-                    protocol: "tcp".into(),
-                    host_ip: Some("192.0.2.1".parse().expect("ip")),
-                },
-                Mapping {
-                    host_port: 7070,
-                    container_port: 70,
-                    protocol: "tcp".into(),
-                    host_ip: Some("fd00::1".parse().expect("ip")),
-                },
-            ],
-            snat: true,
-            masq_all: false,
-            mark_bit: 13,
-            external_mark_chain: None,
-            conditions_v4: vec!["-s".into(), "10.0.0.0/8".into()],
-            conditions_v6: vec![],
-            targets: vec![],
+/// The network and container of a saved rule's `dnat name: "<net>" id: "<cid>"` comment.
+fn comment_owner(spec: &str) -> Option<(String, String)> {
+    const START: &str = "--comment \"dnat name: \\\"";
+    let rest = &spec[spec.find(START)? + START.len()..];
+    let (network, rest) = rest.split_once("\\\" id: \\\"")?;
+    let (id, _) = rest.split_once("\\\"")?;
+    Some((network.to_string(), id.to_string()))
+}
+
+/// The address of a `--to-destination` value (`10.0.0.2:80`, `[fd00::2]:80`).
+fn destination_ip(spec: &str) -> Option<IpAddr> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let to = words
+        .windows(2)
+        .find(|w| w[0] == "--to-destination")
+        .map(|w| w[1])?;
+    let host = match to.strip_prefix('[') {
+        Some(v6) => v6.split_once(']')?.0,
+        None => to.rsplit_once(':').map_or(to, |(h, _)| h),
+    };
+    host.parse().ok()
+}
+
+/// Every attachment's mappings in a saved `nat` table: a `CNI-DN-<hash>`
+/// chain jumped to from CNI-HOSTPORT-DNAT by rules whose comment names the
+/// network and container the chain's name is the hash of (a chain without
+/// such a jump names no owner and is not listed).
+pub fn mapped(saved: &Saved) -> Vec<Mapped> {
+    let mut out: Vec<Mapped> = Vec::new();
+    for (_, spec) in saved.rules.iter().filter(|(c, _)| c == DNAT_CHAIN) {
+        let Some((network, id)) = comment_owner(spec) else {
+            continue;
+        };
+        let chain = chain_name("DN-", &network, &id);
+        if !jumps(spec, &chain) || out.iter().any(|m| m.chain == chain) {
+            continue;
+        }
+        let mut targets: Vec<IpAddr> = Vec::new();
+        for ip in saved.rules_in(&chain, |_| true).filter_map(destination_ip) {
+            if !targets.contains(&ip) {
+                targets.push(ip);
+            }
+        }
+        out.push(Mapped {
+            network,
+            container_id: id,
+            chain,
+            targets,
+        });
+    }
+    out
+}
+
+/// What [`mapped`] finds in each family's `nat` table on this node (read
+/// only: no lock; a family without its tools or table has none).
+pub fn read() -> Result<Vec<(Family, Mapped)>> {
+    let mut out = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        if let Some(saved) = iptables::save_existing(family, "nat")? {
+            out.extend(mapped(&saved).into_iter().map(|m| (family, m)));
         }
     }
-
-    #[test]
-    fn rules_follow_the_reference() {
-        let p = plan();
-        let target = Target {
-            address: "10.22.0.5/16".parse().expect("net"),
-        };
-        let rules: Vec<String> = dnat_rules(&p, Family::V4, &target)
-            .iter()
-            .map(|r| r.join(" "))
-            .collect();
-        assert_eq!(
-            rules,
-            [
-                "-p tcp --dport 8080 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
-                "-p tcp --dport 8080 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
-                "-p tcp --dport 8080 -j DNAT --to-destination 10.22.0.5:80",
-                "-p udp --dport 53 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
-                "-p udp --dport 53 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
-                "-p udp --dport 53 -j DNAT --to-destination 10.22.0.5:53",
-                "-p tcp --dport 9090 -d 192.0.2.1 -s 10.22.0.5/16 -j CNI-HOSTPORT-SETMARK",
-                "-p tcp --dport 9090 -d 192.0.2.1 -s 127.0.0.1 -j CNI-HOSTPORT-SETMARK",
-                "-p tcp --dport 9090 -d 192.0.2.1 -j DNAT --to-destination 10.22.0.5:90",
-            ]
-        );
-        let chain = p.dnat_chain();
-        let entries: Vec<String> = entry_rules(&p, Family::V4)
-            .iter()
-            .map(|r| r.join(" "))
-            .collect();
-        assert_eq!(
-            entries,
-            [
-                // 7070 (host IP fd00::1) too: the reference groups every mapping.
-                format!(
-                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090,7070 -s 10.0.0.0/8 -j {chain}"
-                ),
-                format!(
-                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p udp --destination-ports 53 -s 10.0.0.0/8 -j {chain}"
-                ),
-            ]
-        );
-        let v6 = Target {
-            address: "fd00::5/64".parse().expect("net"),
-        };
-        let rules: Vec<String> = dnat_rules(&p, Family::V6, &v6)
-            .iter()
-            .map(|r| r.join(" "))
-            .collect();
-        assert!(
-            rules.contains(
-                &"-p tcp --dport 7070 -d fd00::1 -j DNAT --to-destination [fd00::5]:70".to_string()
-            ),
-            "{rules:?}"
-        );
-        assert!(
-            !rules
-                .iter()
-                .any(|r| r.contains("127.0.0.1") || r.contains("9090"))
-        );
-        // The v6 table's entry rules name the same ports, 9090 (host IP
-        // 192.0.2.1) included, without the v4 conditions.
-        let entries: Vec<String> = entry_rules(&p, Family::V6)
-            .iter()
-            .map(|r| r.join(" "))
-            .collect();
-        assert_eq!(
-            entries,
-            [
-                format!(
-                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p tcp --destination-ports 8080,9090,7070 -j {chain}"
-                ),
-                format!(
-                    "-m comment --comment dnat name: \"net\" id: \"ctr\" -m multiport -p udp --destination-ports 53 -j {chain}"
-                ),
-            ]
-        );
-        assert_eq!(p.mark(), "0x2000/0x2000");
-    }
-
-    #[test]
-    fn long_ports_lists_and_comments_are_split_and_cut() {
-        let mut p = plan();
-        p.mappings = (1..=20)
-            .map(|i| Mapping {
-                host_port: 1000 + i,
-                container_port: 80,
-                protocol: "tcp".into(),
-                host_ip: None,
-            })
-            .collect();
-        assert_eq!(entry_rules(&p, Family::V4).len(), 2);
-        p.container_id = "x".repeat(300);
-        assert_eq!(p.dnat_comment().len(), 256);
-        assert!(p.dnat_comment().ends_with("..."));
-    }
-
-    #[test]
-    fn container_ids_are_read_back_from_saved_comments() {
-        let spec = "-p tcp -m comment --comment \"dnat name: \\\"net\\\" id: \\\"abc\\\"\" -m multiport --dports 80 -j CNI-DN-x";
-        assert_eq!(
-            comment_container(spec, "dnat name: \"net\" id: "),
-            Some("abc".into())
-        );
-        assert_eq!(comment_container(spec, "dnat name: \"other\" id: "), None);
-    }
+    Ok(out)
 }
+
+#[cfg(test)]
+#[path = "iptables_tests.rs"]
+mod tests;

@@ -77,6 +77,23 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// What DEL needs of an attachment known only by network and container
+    /// (its rules are found by name, in both families).
+    pub fn named(network: &str, container_id: &str) -> Plan {
+        Plan {
+            network: network.to_string(),
+            container_id: container_id.to_string(),
+            mappings: Vec::new(),
+            snat: true,
+            masq_all: false,
+            mark_bit: 13,
+            external_mark_chain: None,
+            conditions_v4: Vec::new(),
+            conditions_v6: Vec::new(),
+            targets: Vec::new(),
+        }
+    }
+
     /// Mappings that apply to a container address of `family`.
     pub(crate) fn mappings_for(&self, family: Family) -> Vec<&Mapping> {
         self.mappings

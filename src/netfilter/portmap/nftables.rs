@@ -268,3 +268,95 @@ pub fn check(plan: &Plan) -> Result<()> {
     }
     Ok(())
 }
+
+/// One container's rules as found in a family's `cni_hostport` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hostported {
+    /// The rules' comment: the container ID (they name no network).
+    pub container_id: String,
+    /// The container addresses its rules match (hairpin masquerading; the
+    /// localhost one left out).
+    pub saddrs: Vec<IpAddr>,
+}
+
+/// Every container's rules among the rules of one family's per-container
+/// chains, grouped by comment (table order).
+pub fn hostported(rules: &[nft::DumpedRule]) -> Vec<Hostported> {
+    let mut out: Vec<Hostported> = Vec::new();
+    for r in rules.iter().filter(|r| !r.comment.is_empty()) {
+        let at = match out.iter().position(|h| h.container_id == r.comment) {
+            Some(at) => at,
+            None => {
+                out.push(Hostported {
+                    container_id: r.comment.clone(),
+                    saddrs: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let saddrs = &mut out[at].saddrs;
+        if let Some(ip) = r
+            .saddr
+            .filter(|ip| !ip.is_loopback() && !saddrs.contains(ip))
+        {
+            saddrs.push(ip);
+        }
+    }
+    out
+}
+
+/// What [`hostported`] finds in each family's table on this node (read
+/// only: no lock; none without nf_tables or the table).
+pub fn read() -> Result<Vec<(Family, Hostported)>> {
+    if !crate::netlink::nfnl::available() {
+        return Ok(Vec::new());
+    }
+    let mut sock = nft::open()?;
+    let mut out = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        let mut rules = Vec::new();
+        for chain in PER_CONTAINER {
+            rules.extend(nft::rules(&mut sock, nfproto(family), TABLE, chain)?);
+        }
+        out.extend(hostported(&rules).into_iter().map(|h| (family, h)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostported_groups_by_container_without_localhost() {
+        let rule = |comment: &str, saddr: Option<&str>| nft::DumpedRule {
+            handle: 1,
+            comment: comment.into(),
+            jumps: Vec::new(),
+            iifname: None,
+            saddr: saddr.map(|s| s.parse().expect("ip")),
+        };
+        let rules = [
+            rule("a", None),
+            rule("b", Some("10.0.0.3")),
+            rule("a", Some("10.0.0.2")),
+            rule("a", Some("127.0.0.1")),
+            rule("", Some("10.0.0.9")),
+        ];
+        let got = hostported(&rules);
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(
+            got,
+            vec![
+                Hostported {
+                    container_id: "a".into(),
+                    saddrs: vec![ip("10.0.0.2")],
+                },
+                Hostported {
+                    container_id: "b".into(),
+                    saddrs: vec![ip("10.0.0.3")],
+                },
+            ]
+        );
+    }
+}
