@@ -68,25 +68,22 @@ pub fn remove(dir: &Path, inv: &Invocation) -> CniResult<()> {
     Ok(crate::files::remove_state(&path(dir, inv))?)
 }
 
-/// Every readable record of `dir` with its path. One that cannot be read or
-/// decoded is skipped, said on stderr: it names no attachment GC could act on.
+/// Every record of `dir` with its path. One that cannot be read or decoded
+/// fails the whole read: it may name a live attachment whose addresses GC
+/// must keep, so GC removes nothing rather than guess.
 fn all(dir: &Path, plugin: &str) -> CniResult<Vec<(PathBuf, Record)>> {
     let mut out = Vec::new();
     for path in crate::files::files_with(dir, &["json"])? {
-        let text = match crate::files::read_state_string_limited(&path, MAX_RECORD) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{plugin}: ignoring unreadable record: {e}");
-                continue;
-            }
+        let unusable = |why: String| {
+            Error::new(
+                crate::cni::Code::Io,
+                format!("{plugin}: cannot use the record {}: {why}", path.display()),
+            )
         };
-        match crate::cni::json::from_str::<Record>(&text) {
-            Ok(r) => out.push((path, r)),
-            Err(e) => eprintln!(
-                "{plugin}: ignoring malformed record {}: {e}",
-                path.display()
-            ),
-        }
+        let text = crate::files::read_state_string_limited(&path, MAX_RECORD)
+            .map_err(|e| unusable(e.to_string()))?;
+        let r = crate::cni::json::from_str::<Record>(&text).map_err(|e| unusable(e.to_string()))?;
+        out.push((path, r));
     }
     Ok(out)
 }
@@ -177,7 +174,6 @@ mod tests {
             crate::files::write_private_atomic(&p, &serde_json::to_vec(r).expect("json"))
                 .expect("write");
         }
-        std::fs::write(dir.join("junk.json"), b"{").expect("junk");
         let valid: Vec<Attachment> = crate::cni::json::from_str(
             r#"[{"containerID":"a","ifname":"eth0"},{"containerID":"c"}]"#,
         )
@@ -196,6 +192,12 @@ mod tests {
         assert!(!split.stale[0].0.exists());
         let other = record_path(&dir, "other", "b", "eth0");
         assert!(other.exists(), "the other network's record of b@eth0 stays");
+        // A record that cannot be decoded stops GC before it removes anything.
+        std::fs::write(dir.join("junk.json"), b"{").expect("junk");
+        let err = Split::read(&dir, "test", "net", &valid)
+            .err()
+            .expect("junk fails GC");
+        assert!(err.to_string().contains("junk.json"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

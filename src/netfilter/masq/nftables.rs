@@ -154,6 +154,11 @@ pub fn check(plan: &Plan) -> Result<()> {
 /// the comment is cut at 128 characters, and a long network name or
 /// container ID would cut the rest. A comment of another form is never stale.
 fn stale(comment: &str, network: &str, keep: &[Kept]) -> bool {
+    // An entry without ifname keeps every interface of its container, and
+    // the hash cannot say which container a rule is of: collect nothing.
+    if keep.iter().any(|k| k.ifname.is_empty()) {
+        return false;
+    }
     let Some(rest) = comment.strip_prefix(&format!("{}-", h(network))) else {
         return false;
     };
@@ -259,5 +264,18 @@ mod tests {
         assert!(stale(&cut, &net, &keep));
         assert!(!stale(&cut, &net, &[kept("old", "eth0")]));
         assert!(!stale("unreadable", "mynet", &keep));
+        // An entry without ifname keeps all of its container's interfaces,
+        // which the hashed comment cannot tell: nothing is collected.
+        let no_ifname = [kept("ctr1", "")];
+        assert!(!stale(
+            &comment("mynet", "eth1", "ctr1"),
+            "mynet",
+            &no_ifname
+        ));
+        assert!(!stale(
+            &comment("mynet", "eth0", "old"),
+            "mynet",
+            &no_ifname
+        ));
     }
 }
