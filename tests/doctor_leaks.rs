@@ -261,6 +261,26 @@ impl Host {
         self.judge(scenario, &before, cni_path);
     }
 
+    /// The control: a pod ADDed and DELed as it should be leaves no
+    /// difference and no finding (the snapshot itself is free of noise).
+    fn control(&mut self, cni_path: &str) {
+        let before = self.snapshot();
+        let ns = PinnedNetns::new();
+        for command in ["add", "del"] {
+            let out = self.run(
+                &[command, &self.net, ns.path()],
+                &mappings(18502, 18602),
+                cni_path,
+            );
+            assert_eq!(out.status, 0, "control {command}: {out:?}");
+        }
+        ns.destroy();
+        let scenario = "control: ADD then DEL";
+        let now = self.settled_snapshot(&before);
+        assert_eq!(now, before, "{scenario}");
+        self.judge(scenario, &before, cni_path);
+    }
+
     /// An ADD killed by strace at the `n`th `call` of one of its processes,
     /// then its namespace deleted as a runtime does when the sandbox failed.
     fn killed_add(&mut self, call: &str, n: usize, max: usize) {
@@ -455,6 +475,7 @@ fn leaks_of(tag: &str, bridge: &str, subnet: &str, cni_path: Option<&str>) {
     let pods = host.live_pods(10, 18000);
     assert_reachable(&client, &pods, "before the leaks");
     let path = cni_path.map(String::from).unwrap_or_else(|| host.ours());
+    host.control(&path);
     host.leak("netns deleted without DEL", false, (18500, 18600), &path);
     host.leak(
         "cache file removed, then netns deleted",
