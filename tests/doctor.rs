@@ -4,7 +4,7 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, iptables_table, plugin_dir,
+    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, iptables_table, plugin_dir, run_in,
     sha512_prefix,
 };
 use serde_json::{Value, json};
@@ -135,6 +135,19 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     let kept = while_alive["findings"].as_array().expect("findings");
     assert!(kept.iter().all(|f| f["containerId"] == ids[0]), "{kept:?}");
     forgotten.destroy();
+    // Their veths go with their namespaces, a little after the last reference.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while run_in(None, "ip", &["-o", "link", "show", "master", "cni-multi0"])
+        .lines()
+        .count()
+        > 1
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "veths outlive their netns"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 
     // Fresh state is left alone.
     assert_eq!(doctor(&s, &[], 0), json!({"findings": []}));
@@ -157,6 +170,16 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
                 "kind": "ipam", "network": "bridge-net", "containerId": ids[1],
                 "ifname": "eth0", "object": forgotten_ip[0],
                 "action": "remove reservation", "fixed": false
+            },
+            {
+                "kind": "masq", "network": "bridge-net", "containerId": ids[0],
+                "ifname": "", "object": format!("iptables nat {}", masq_chain(&ids[0])),
+                "action": "removed by the DEL of its dead attachment", "fixed": false
+            },
+            {
+                "kind": "masq", "network": "bridge-net", "containerId": ids[1],
+                "ifname": "", "object": format!("iptables nat {}", masq_chain(&ids[1])),
+                "action": "remove chain and its POSTROUTING jumps", "fixed": false
             }
         ]}),
     );
@@ -164,11 +187,11 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     let table = s.run(&["doctor", "--min-age", "0"]);
     assert_eq!(table.status, 1, "{table:?}");
     assert!(table.stdout.starts_with("KIND"), "{table:?}");
-    assert_eq!(table.stdout.lines().count(), 4, "{table:?}");
+    assert_eq!(table.stdout.lines().count(), 6, "{table:?}");
 
     let fixed = doctor(&s, &["--fix", "--min-age", "0"], 0);
     let fixed = fixed["findings"].as_array().expect("findings").clone();
-    assert_eq!(fixed.len(), 3);
+    assert_eq!(fixed.len(), 5);
     assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
 
     // First pod: no cache entry, no reservation, no masquerading chain.
@@ -176,8 +199,9 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     assert!(held_by(&ids[0]).is_empty());
     let nat = iptables_table("nat");
     assert!(!nat.contains(&masq_chain(&ids[0])), "{nat}");
-    // Second pod: its reservation is gone.
+    // Second pod: its reservation and its masquerading chain are gone.
     assert!(held_by(&ids[1]).is_empty());
+    assert!(!nat.contains(&masq_chain(&ids[1])), "{nat}");
     // Third pod: untouched and working.
     assert_eq!(held_by(&ids[2]).len(), 1);
     assert!(s.cache_file(&ids[2]).exists());

@@ -38,6 +38,11 @@ const ETH_P_IPV6: u16 = 0x86DD;
 // linux/pkt_sched.h: TC_H_ROOT, TC_H_INGRESS
 pub const HANDLE_ROOT: u32 = 0xFFFF_FFFF;
 pub const HANDLE_INGRESS: u32 = 0xFFFF_FFF1;
+/// TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS): names the ingress filters of an
+/// ingress qdisc as of clsact's ingress side.
+const PARENT_INGRESS_FILTERS: u32 = 0xFFFF_FFF2;
+/// Offset of `ifindex` in struct tc_mirred (tc_gen, then eaction).
+const MIRRED_IFINDEX: usize = 24;
 /// iproute2's TIME_UNITS_PER_SEC (tc_core.h), not a kernel header.
 pub const TIME_UNITS_PER_SEC: f64 = 1_000_000.0;
 
@@ -350,9 +355,90 @@ impl Socket {
     }
 }
 
+/// The links a mirred action of one dumped filter sends packets to. Every
+/// nested attribute of the classifier's options is read as an action list, so
+/// u32, matchall, flower and bpf filters are all covered.
+fn mirred_targets(msg: &[u8], index: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Some(h) = msg.get(..TCMSG_LEN) else {
+        return out;
+    };
+    if u32::from_ne_bytes([h[4], h[5], h[6], h[7]]) != index {
+        return out;
+    }
+    let Some(options) = wire::find(&msg[TCMSG_LEN..], TCA_OPTIONS) else {
+        return out;
+    };
+    for (_, actions) in wire::attrs(options) {
+        for (_, action) in wire::attrs(actions) {
+            if wire::find(action, TCA_ACT_KIND)
+                .map(wire::as_str)
+                .as_deref()
+                != Some("mirred")
+            {
+                continue;
+            }
+            let target = wire::find(action, TCA_ACT_OPTIONS)
+                .and_then(|o| wire::find(o, TCA_MIRRED_PARMS))
+                .and_then(|p| wire::as_u32(p.get(MIRRED_IFINDEX..MIRRED_IFINDEX + 4)?));
+            out.extend(target);
+        }
+    }
+    out
+}
+
+impl Socket {
+    /// The links that filters on link `index`'s ingress (an ingress qdisc or
+    /// clsact) redirect or mirror packets to.
+    pub fn ingress_mirred_targets(&mut self, index: u32) -> Result<Vec<u32>> {
+        let body = Body::new(&tcmsg(index, 0, PARENT_INGRESS_FILTERS, 0));
+        let replies: Vec<Buffer> = self.get(
+            &format!("list ingress filters of link {index}"),
+            Rtm::Gettfilter,
+            NlmF::DUMP,
+            Buffer::from(body.into_bytes()),
+        )?;
+        Ok(replies
+            .iter()
+            .flat_map(|b| mirred_targets(b.as_ref(), index))
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mirred_targets_of_a_dumped_u32_filter() {
+        let mut mirred = Vec::new();
+        for v in [0i32, 0, TC_ACT_STOLEN, 0, 0, TCA_EGRESS_REDIR, 42] {
+            mirred.extend_from_slice(&v.to_ne_bytes());
+        }
+        let filter = |index| {
+            Body::new(&tcmsg(index, 0x800, make_handle(0xffff, 0), 0))
+                .str(TCA_KIND, "u32")
+                .nest(TCA_OPTIONS, |o| {
+                    o.u32(TCA_U32_CLASSID, make_handle(1, 1))
+                        .attr(TCA_U32_SEL, &[0u8; 32])
+                        .nest(TCA_U32_ACT, |acts| {
+                            acts.nest(1, |a| {
+                                a.str(TCA_ACT_KIND, "mirred")
+                                    .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
+                            })
+                        })
+                })
+                .into_bytes()
+        };
+        assert_eq!(mirred_targets(&filter(7), 7), vec![42]);
+        // Another link's filter, a filter without actions, a short message.
+        assert!(mirred_targets(&filter(8), 7).is_empty());
+        let bare = Body::new(&tcmsg(7, 0, 0, 0))
+            .str(TCA_KIND, "u32")
+            .into_bytes();
+        assert!(mirred_targets(&bare, 7).is_empty());
+        assert!(mirred_targets(&[0u8; 4], 7).is_empty());
+    }
 
     #[test]
     fn handles_and_headers() {

@@ -23,7 +23,7 @@ pub struct Bandwidth;
 
 const LATENCY_MS: f64 = 25.0;
 /// IFBs we create carry this alias prefix, so GC can tell them apart.
-const ALIAS_PREFIX: &str = "cni-multi bandwidth";
+pub(crate) const ALIAS_PREFIX: &str = "cni-multi bandwidth";
 
 /// Where ADD records the host veth it shaped, for DEL.
 const DEFAULT_DATA_DIR: &str = "/run/cni/bandwidth";
@@ -266,7 +266,7 @@ fn tbf_params(rate_bits: u64, burst_bits: u64) -> Tbf {
 }
 
 /// `bwp` + the first 12 hex digits of SHA-512(network + container ID).
-fn ifb_name(network: &str, container_id: &str) -> String {
+pub(crate) fn ifb_name(network: &str, container_id: &str) -> String {
     format!(
         "bwp{}",
         &crate::digest::sha512_hex(format!("{network}{container_id}").as_bytes())[..12]

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 pub struct Bridge;
 
-const DEFAULT_BRIDGE: &str = "cni0";
+pub(crate) const DEFAULT_BRIDGE: &str = "cni0";
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -2,8 +2,8 @@
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
 mod attachments;
-mod bandwidth;
-mod bridge;
+pub mod bandwidth;
+pub mod bridge;
 mod dhcp;
 mod dummy;
 mod firewall;

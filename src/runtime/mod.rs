@@ -271,6 +271,29 @@ impl Runtime {
         Ok(())
     }
 
+    /// One plugin of the list alone (CHECK, or ADD to repair its state) with
+    /// `prev` as prevResult, built as for the whole list; the cache is untouched.
+    pub fn plugin_verb(
+        &self,
+        list: &NetworkList,
+        plugin: &PluginConf,
+        command: Command,
+        rt: &RuntimeConf,
+        prev: &Value,
+    ) -> CniResult<()> {
+        rt.validate(&list.name)?;
+        let prev = convert_result(prev, &list.cni_version)?;
+        let stdin = stdin_for(plugin, list, Some(&prev), Some(&rt.capability_args), &[]);
+        let verb = if command == Command::Add {
+            "add"
+        } else {
+            "check"
+        };
+        self.run(plugin, command, rt, &stdin)
+            .map_err(|e| wrap(e, plugin, list, verb))?;
+        Ok(())
+    }
+
     /// DEL in reverse order; the cache entry goes once every plugin succeeded.
     pub fn del(&self, list: &NetworkList, rt: &RuntimeConf) -> CniResult<()> {
         rt.validate(&list.name)?;

@@ -8,10 +8,14 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod ifb;
 mod ipam;
+mod masq;
 mod namespaces;
 mod node;
+mod repair;
 mod report;
+mod veth;
 
 use super::Settings;
 use anyhow::Result;
@@ -38,8 +42,9 @@ pub struct DoctorArgs {
 /// What lists the findings of one kind of state.
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 
-/// Every kind, in the order findings are listed and fixed (dead attachments first).
-const KINDS: &[Find] = &[cache::find, ipam::find];
+/// Every kind, in the order findings are listed and fixed (dead attachments
+/// first; stale veths before the IFBs their filters feed).
+const KINDS: &[Find] = &[cache::find, ipam::find, masq::find, veth::find, ifb::find, repair::find];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.
 type Fix = Box<dyn Fn(&Node) -> Result<bool>>;

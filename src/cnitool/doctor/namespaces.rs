@@ -38,7 +38,8 @@ pub fn addresses() -> BTreeSet<IpAddr> {
     out
 }
 
-fn candidates() -> Vec<PathBuf> {
+/// Where the node's namespaces are: every task's and every bind mount's.
+pub fn candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(procs) = std::fs::read_dir("/proc") {
         for p in procs.flatten() {

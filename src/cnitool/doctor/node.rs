@@ -171,7 +171,6 @@ impl Node {
         old_enough(path, self.min_age, self.now)
     }
 
-    #[allow(dead_code)] // for the kinds still to come
     /// Whether an ownerless object (by a key naming it) has been seen by
     /// earlier runs for at least --min-age: kernel objects carry no time, so
     /// their age is counted from the first run that saw them without owner.

@@ -390,6 +390,79 @@ pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     })
 }
 
+/// One attachment's masquerading as read from a saved `nat` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Masqueraded {
+    pub network: String,
+    pub container_id: String,
+    pub chain: String,
+    /// The sources POSTROUTING sends into the chain (the container's addresses).
+    pub sources: Vec<IpAddr>,
+}
+
+/// The network and container of a saved rule's `name: "<net>" id: "<cid>"` comment.
+fn comment_owner(spec: &str) -> Option<(String, String)> {
+    const START: &str = "--comment \"name: \\\"";
+    let rest = &spec[spec.find(START)? + START.len()..];
+    let (network, rest) = rest.split_once("\\\" id: \\\"")?;
+    let (id, _) = rest.split_once("\\\"")?;
+    Some((network.to_string(), id.to_string()))
+}
+
+/// Every attachment's masquerading in a saved `nat` table: a `CNI-<hash>`
+/// chain whose rules or POSTROUTING jumps carry a comment naming the
+/// network and container the chain's name is the hash of.
+pub fn masqueraded(saved: &Saved) -> Vec<Masqueraded> {
+    let mut out: Vec<Masqueraded> = Vec::new();
+    for (chain, spec) in &saved.rules {
+        let target = match chain.as_str() {
+            "POSTROUTING" => option(spec, "-j").map_or("", |(_, t)| t),
+            other => other,
+        };
+        if !masq_chain(target) {
+            continue;
+        }
+        let Some((network, id)) = comment_owner(spec) else {
+            continue;
+        };
+        if chain_name("", &network, &id) != target {
+            continue;
+        }
+        let source = (chain == "POSTROUTING")
+            .then(|| net_value(spec, "-s").map(|(_, n)| n.addr()))
+            .flatten();
+        let at = match out
+            .iter()
+            .position(|m| m.network == network && m.container_id == id)
+        {
+            Some(at) => at,
+            None => {
+                out.push(Masqueraded {
+                    network,
+                    container_id: id,
+                    chain: target.to_string(),
+                    sources: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        out[at].sources.extend(source);
+    }
+    out
+}
+
+/// What [`masqueraded`] finds in each family's `nat` table on this node
+/// (read only: no lock; a family without its tools or table has none).
+pub fn read() -> Result<Vec<(Family, Masqueraded)>> {
+    let mut out = Vec::new();
+    for family in [Family::V4, Family::V6] {
+        if let Some(saved) = iptables::save_existing(family, "nat")? {
+            out.extend(masqueraded(&saved).into_iter().map(|m| (family, m)));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,5 +614,40 @@ mod tests {
         }
         let saved = Saved::parse(&text);
         assert!(gc_batch("a", &[], Family::V4, &saved).is_empty());
+    }
+
+    /// The reader names each attachment's chain with its owner and sources.
+    #[test]
+    fn masqueraded_reads_owners_and_sources() {
+        let mut text = String::from("*nat\n:POSTROUTING ACCEPT [0:0]\n");
+        for (net, cid, ip) in [
+            ("mynet", "ctr1", "10.88.0.5/16"),
+            ("other", "old", "10.89.0.6/16"),
+        ] {
+            let p = Plan::new(net, cid, "eth0", &[ip.parse().expect("net")]);
+            let b = add_batch(&p, Family::V4, &Saved::default())
+                .render()
+                .expect("r");
+            text.extend(
+                b.lines()
+                    .filter(|l| l.starts_with("-A"))
+                    .map(|l| format!("{l}\n")),
+            );
+        }
+        // iptables-save prints the source as a /32.
+        let text = text.replace("-s 10.88.0.5 ", "-s 10.88.0.5/32 ");
+        let got = masqueraded(&Saved::parse(&text));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].network, "mynet");
+        assert_eq!(got[0].container_id, "ctr1");
+        assert_eq!(got[0].chain, chain_name("", "mynet", "ctr1"));
+        assert_eq!(
+            got[0].sources,
+            vec!["10.88.0.5".parse::<IpAddr>().expect("ip")]
+        );
+        assert_eq!(
+            got[1].sources,
+            vec!["10.89.0.6".parse::<IpAddr>().expect("ip")]
+        );
     }
 }

@@ -117,6 +117,25 @@ impl IpMasq {
         add(backend, &Plan::new(network, container_id, ifname, ips))
     }
 
+    /// The backend and plan an ADD with these addresses writes; None when it
+    /// writes nothing (masquerading off, no addresses).
+    pub fn plan(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+    ) -> Result<Option<(Backend, Plan)>> {
+        if !self.enabled || ips.is_empty() {
+            return Ok(None);
+        }
+        let backend = Backend::choose(self.backend.as_deref())?;
+        Ok(Some((
+            backend,
+            Plan::new(network, container_id, ifname, ips),
+        )))
+    }
+
     /// Runs `work` while this attachment's rules are added on a thread of
     /// their own, in this thread's namespace (their restore, an exec, mostly
     /// waits on the kernel); both have ended when this returns. When `work`
