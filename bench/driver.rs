@@ -162,13 +162,17 @@ fn fixture(text: &str) -> Value {
 
 impl Bench {
     fn conf_dir(&self, im: &Impl, name: &str, plugins: &Value) -> Res<PathBuf> {
+        self.conf_dir_at(im, name, plugins, "1.0.0")
+    }
+
+    fn conf_dir_at(&self, im: &Impl, name: &str, plugins: &Value, version: &str) -> Res<PathBuf> {
         let dir = self
             .work
             .join(format!("conf-{}-{}", im.label, name.replace('+', "-")));
         let store = self.work.join(format!("store-{}", im.label));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let text =
-            json!({"cniVersion": "1.0.0", "name": name.replace('+', "-"), "plugins": plugins})
+            json!({"cniVersion": version, "name": name.replace('+', "-"), "plugins": plugins})
                 .to_string()
                 .replace("@STORE@", &store.to_string_lossy());
         std::fs::write(dir.join("net.conflist"), text).map_err(|e| e.to_string())?;
@@ -294,6 +298,162 @@ impl Bench {
         Ok(
             json!({"containers": count, "first20_median_ms": first, "last20_median_ms": last, "growth": last / first}),
         )
+    }
+
+    /// The floor: the first plugin's VERSION through the client, one exec of
+    /// the plugin binary (libcni's GetVersionInfo; `cnitool validate`, which
+    /// asks it the same, plus cnitool's own process).
+    fn floor(&self, im: &Impl) -> Res<Value> {
+        let plugins = json!([{"type": "bridge", "bridge": "bench-br10",
+                              "ipam": {"type": "host-local", "subnet": "10.112.0.0/16", "dataDir": "@STORE@"}}]);
+        let conf = self.conf_dir(im, "floor", &plugins)?;
+        let verb = match self.driver {
+            Driver::Cnitool => "validate",
+            Driver::Libcni(_) => "version",
+        };
+        let mut times = Vec::new();
+        for _ in 0..self.iterations {
+            times.push(self.timed(self.cnitool(im, &conf, &json!({}), &[verb, "floor"]))?);
+        }
+        Ok(json!({"median_ms": percentile(&times, 0.5), "p90_ms": percentile(&times, 0.9)}))
+    }
+
+    /// ADD of containers 1..`count` on one bridge(ipMasq)+portmap(TCP+UDP)+
+    /// bandwidth network, then their DELs in the same order (the first at full
+    /// load, the last near empty). When the first 50 ADDs (and the DEL and
+    /// re-ADD of the 50th) project a run over `budget_s`, it is made at
+    /// `fallback` containers instead.
+    fn scale_chain(&self, im: &Impl, count: usize, fallback: usize, budget_s: f64) -> Res<Value> {
+        let plugins = json!([
+            {"type": "bridge", "bridge": "bench-br8", "isGateway": true, "ipMasq": true,
+             "ipam": {"type": "host-local", "subnet": "10.110.0.0/16", "dataDir": "@STORE@"}},
+            {"type": "portmap", "capabilities": {"portMappings": true}},
+            {"type": "bandwidth", "capabilities": {"bandwidth": true}}
+        ]);
+        let conf = self.conf_dir(im, "scale-chain", &plugins)?;
+        let caps = |i: usize| {
+            let mut caps = mappings(30000 + i, true);
+            caps["bandwidth"] = json!({"ingressRate": 100000000, "ingressBurst": 1000000,
+                                       "egressRate": 100000000, "egressBurst": 1000000});
+            caps
+        };
+        let add = |i: usize, ns: &str| {
+            self.timed(self.cnitool(im, &conf, &caps(i), &["add", "scale-chain", ns]))
+        };
+        let del = |i: usize, ns: &str| {
+            self.timed(self.cnitool(im, &conf, &caps(i), &["del", "scale-chain", ns]))
+        };
+        let mut projected_s = None;
+        let mut adds = Vec::new();
+        let mut spaces = Vec::new();
+        let start = Instant::now();
+        for i in 0..count {
+            let ns = self.netns()?;
+            adds.push(add(i, &ns)?);
+            spaces.push(ns);
+            if i + 1 == 50 && count > fallback {
+                let redo = del(i, &spaces[i])?;
+                adds[i] = add(i, &spaces[i])?;
+                let p = projection(&adds, redo, ms(start.elapsed()) / 1000.0, count);
+                projected_s = Some(p);
+                if p > budget_s {
+                    progress(&format!(
+                        "  projected {p:.0} s for {count} > {budget_s:.0} s: at {fallback}"
+                    ));
+                    for (j, ns) in spaces.iter().enumerate() {
+                        del(j, ns)?;
+                        self.drop_netns(ns);
+                    }
+                    return self
+                        .scale_chain(im, fallback, fallback, budget_s)
+                        .map(|mut v| {
+                            v["requested"] = json!(count);
+                            v["projected_s"] = json!(p);
+                            v
+                        });
+                }
+            }
+        }
+        let mut dels = Vec::new();
+        for (i, ns) in spaces.iter().enumerate() {
+            dels.push(del(i, ns)?);
+            self.drop_netns(ns);
+        }
+        let (add_first, add_last) = (first20(&adds), last20(&adds));
+        let (del_full, del_empty) = (first20(&dels), last20(&dels));
+        Ok(json!({
+            "containers": adds.len(), "requested": count, "projected_s": projected_s,
+            "took_s": start.elapsed().as_secs_f64(),
+            "add_first20_median_ms": add_first, "add_last20_median_ms": add_last,
+            "add_growth": add_last / add_first,
+            "del_full_first20_median_ms": del_full, "del_empty_last20_median_ms": del_empty,
+            "del_full_over_empty": del_full / del_empty,
+        }))
+    }
+
+    /// STATUS of a bridge + host-local network (1.1.0) with `count`
+    /// attachments; then GC of it with a tenth of them stale (deleted from
+    /// the valid list, still cached) against the DELs of those same
+    /// attachments one by one (summed), both at `count` attachments.
+    fn status_gc(&self, im: &Impl, count: usize) -> Res<Value> {
+        let plugins = json!([{"type": "bridge", "bridge": "bench-br9", "isGateway": true,
+                              "ipam": {"type": "host-local", "subnet": "10.111.0.0/16", "dataDir": "@STORE@"}}]);
+        let conf = self.conf_dir_at(im, "statusgc", &plugins, "1.1.0")?;
+        let none = json!({});
+        let run = |args: &[&str]| self.timed(self.cnitool(im, &conf, &none, args));
+        let mut spaces = Vec::new();
+        for _ in 0..count {
+            let ns = self.netns()?;
+            run(&["add", "statusgc", &ns])?;
+            spaces.push(ns);
+        }
+        let mut status = Vec::new();
+        for _ in 0..self.iterations {
+            status.push(run(&["status", "statusgc"])?);
+        }
+        let stale = (count / 10).max(1);
+        let (valid, gone) = spaces.split_at(count - stale);
+        // The DELs GC replaces, then the same attachments again.
+        let mut dels = 0.0;
+        for ns in gone {
+            dels += run(&["del", "statusgc", ns])?;
+        }
+        for ns in gone {
+            run(&["add", "statusgc", ns])?;
+        }
+        let mut args = vec!["gc".to_string(), "statusgc".to_string()];
+        for ns in valid {
+            args.push("--valid".into());
+            args.push(format!("{}/eth0", cnitool_container_id(ns)));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let gc = run(&args)?;
+        let cached = |ns: &str| {
+            self.work
+                .join(format!("cache-{}-{}", im.label, self.driver.label()))
+                .join("results")
+                .join(format!("statusgc-{}-eth0", cnitool_container_id(ns)))
+                .exists()
+        };
+        let stale_left = gone.iter().filter(|ns| cached(ns)).count();
+        let valid_kept = valid.iter().filter(|ns| cached(ns)).count();
+        if stale_left != 0 || valid_kept != valid.len() {
+            return Err(format!(
+                "GC left {stale_left} stale attachments cached and kept {valid_kept} of {} valid",
+                valid.len()
+            ));
+        }
+        for ns in valid {
+            run(&["del", "statusgc", ns])?;
+        }
+        for ns in &spaces {
+            self.drop_netns(ns);
+        }
+        Ok(json!({
+            "attachments": count, "stale": stale,
+            "status_median_ms": percentile(&status, 0.5), "status_p90_ms": percentile(&status, 0.9),
+            "gc_ms": gc, "dels_sum_ms": dels, "gc_over_dels": gc / dels,
+        }))
     }
 
     /// 30 ADDs at once, then 30 DELs at once: all succeed, distinct IPs, nothing left.
@@ -437,6 +597,54 @@ impl Bench {
     }
 }
 
+/// cnitool's (and bench/libcni's) container ID for a netns path.
+fn cnitool_container_id(netns: &str) -> String {
+    use sha2::{Digest, Sha512};
+    let hex: String = Sha512::digest(netns.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("cnitool-{}", &hex[..20])
+}
+
+/// A line on stderr with the seconds since the run began: a run stopped
+/// early still tells how far it got, and with which figures.
+fn progress(what: &str) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(Instant::now);
+    eprintln!("bench: [{:.0} s] {what}", start.elapsed().as_secs_f64());
+}
+
+fn first20(v: &[f64]) -> f64 {
+    percentile(&v[..20.min(v.len())], 0.5)
+}
+
+fn last20(v: &[f64]) -> f64 {
+    percentile(&v[v.len().saturating_sub(20)..], 0.5)
+}
+
+/// Seconds a scale run of `count` containers would take, from its first ADDs
+/// (`adds`, taking `wall_s` with their namespaces): ADD time grows linearly
+/// (least squares over those ADDs), a DEL costs what `del_ms` does against
+/// the last ADD, namespaces cost what they did.
+fn projection(adds: &[f64], del_ms: f64, wall_s: f64, count: usize) -> f64 {
+    let k = adds.len() as f64;
+    let mean_i = (k - 1.0) / 2.0;
+    let mean_t = adds.iter().sum::<f64>() / k;
+    let (mut cov, mut var) = (0.0, 0.0);
+    for (i, t) in adds.iter().enumerate() {
+        cov += (i as f64 - mean_i) * (t - mean_t);
+        var += (i as f64 - mean_i).powi(2);
+    }
+    let slope = (cov / var).max(0.0);
+    let base = mean_t - slope * mean_i;
+    let n = count as f64;
+    let add_ms = n * base + slope * n * (n - 1.0) / 2.0;
+    let del_factor = del_ms / adds[adds.len() - 1].max(0.001);
+    let other_ms = (wall_s * 1000.0 - adds.iter().sum::<f64>()).max(0.0) / k * n;
+    (add_ms * (1.0 + del_factor) + other_ms) / 1000.0
+}
+
 fn installed_size(dir: &Path, ours: Option<&Path>) -> u64 {
     if let Some(bin) = ours {
         return std::fs::metadata(bin).map(|m| m.len()).unwrap_or(0);
@@ -458,7 +666,9 @@ fn run() -> Res<()> {
     let mut ref_dir: Option<PathBuf> = None;
     let mut out = PathBuf::from("bench/results");
     let mut iterations = 30;
-    let mut scale = 300;
+    let mut scale = 1000;
+    let mut budget = 600.0;
+    let mut fallback = 300;
     let mut libcni: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
@@ -468,6 +678,8 @@ fn run() -> Res<()> {
             "--out" => out = PathBuf::from(val()?),
             "--iterations" => iterations = val()?.parse().map_err(|e| format!("{e}"))?,
             "--scale" => scale = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--budget" => budget = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--fallback" => fallback = val()?.parse().map_err(|e| format!("{e}"))?,
             "--libcni" => {
                 libcni = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
             }
@@ -509,7 +721,7 @@ fn run() -> Res<()> {
     let mut seq = 0;
     let mut by_driver = serde_json::Map::new();
     for driver in drivers {
-        eprintln!("bench: client {}", driver.label());
+        progress(&format!("client {}", driver.label()));
         let b = Bench {
             driver: driver.clone(),
             bin: bin.clone(),
@@ -517,7 +729,7 @@ fn run() -> Res<()> {
             iterations,
             seq: std::cell::Cell::new(seq),
         };
-        let results = measure(&b, &impls, &bin, scale)?;
+        let results = measure(&b, &impls, &bin, scale, (budget, fallback))?;
         seq = b.seq.get();
         by_driver.insert(driver.label().into(), json!(results));
     }
@@ -542,20 +754,26 @@ fn measure<'a>(
     impls: &'a [Impl],
     bin: &Path,
     scale: usize,
+    (budget, fallback): (f64, usize),
 ) -> Res<BTreeMap<&'a str, Value>> {
+    // The first scale rows stay at 300 containers (fewer with a smaller --scale).
+    let (big, scale) = (scale, scale.min(300));
     let mut results: BTreeMap<&str, Value> = BTreeMap::new();
     for im in impls {
-        eprintln!("bench: {} ({})", im.label, im.plugin_dir.display());
+        progress(&format!("{} ({})", im.label, im.plugin_dir.display()));
         let mut r = serde_json::Map::new();
         let mut lat = serde_json::Map::new();
         for (name, plugins, caps) in scenarios() {
-            eprintln!("bench:   {name}");
+            progress(&format!("  {name}"));
             lat.insert(name.into(), b.latency(im, name, &plugins, &caps)?);
         }
         r.insert("latency".into(), Value::Object(lat));
-        eprintln!("bench:   peak RSS");
+        progress("  floor (VERSION through the client)");
+        r.insert("floor".into(), b.floor(im)?);
+        progress(&format!("{}", r["floor"]));
+        progress("  peak RSS");
         r.insert("peak_rss_mb".into(), json!(b.rss(im)?));
-        eprintln!("bench:   processes");
+        progress("  processes");
         r.insert(
             "processes_bridge_portmap_iptables".into(),
             json!(b.processes(im, "iptables", false)?),
@@ -579,20 +797,34 @@ fn measure<'a>(
             "installed_bytes".into(),
             json!(installed_size(&im.plugin_dir, ours_bin)),
         );
-        eprintln!("bench:   scale ({scale} containers)");
+        progress(&format!("  scale ({scale} containers)"));
         r.insert("scale".into(), b.scale(im, scale, None, false)?);
-        eprintln!("bench:   scale ({scale} containers, ipMasq, TCP+UDP)");
+        progress(&format!("  scale ({scale} containers, ipMasq, TCP+UDP)"));
         r.insert("scale_ipmasq".into(), b.scale(im, scale, None, true)?);
         if im.label == "cni-multi" {
-            eprintln!("bench:   scale ({scale} containers, nftables backend)");
+            progress(&format!("  scale ({scale} containers, nftables backend)"));
             r.insert(
                 "scale_nftables".into(),
                 b.scale(im, scale, Some("nftables"), false)?,
             );
         }
-        eprintln!("bench:   30 parallel");
+        progress(&format!(
+            "  scale ({big} containers, ipMasq, TCP+UDP, bandwidth; ADD and DEL)"
+        ));
+        r.insert(
+            "scale_chain".into(),
+            b.scale_chain(im, big, fallback.min(big), budget)?,
+        );
+        progress(&format!("{}", r["scale_chain"]));
+        // The reference (1.1.1) answers VERSION with 1.0.0 at most: no STATUS, no GC.
+        if im.label == "cni-multi" {
+            progress(&format!("  STATUS and GC ({big} attachments)"));
+            r.insert("status_gc".into(), b.status_gc(im, big)?);
+            progress(&format!("{}", r["status_gc"]));
+        }
+        progress("  30 parallel");
         r.insert("parallel".into(), b.parallel(im, 30, false)?);
-        eprintln!("bench:   30 parallel, ipMasq");
+        progress("  30 parallel, ipMasq");
         r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
         results.insert(im.label, Value::Object(r));
     }
@@ -848,7 +1080,129 @@ fn table(r: &Value) -> String {
         Some(p(refr, "reservations_left") + p(refr, "ports_left")),
         "",
     );
+    new_rows(&mut s, ours, refr, has_ref);
     s
+}
+
+/// The rows of the floor, the 1,000-container chain, STATUS and GC: a cell
+/// says "(at N)" where its run fell back to fewer containers, "n/a" where the
+/// implementation has no such call.
+fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
+    let num = |v: &Value| v.as_f64();
+    let cell = |v: Option<f64>, unit: &str, at: Option<u64>| match v {
+        Some(v) => match at {
+            Some(n) => format!("{v:.2}{unit} (at {n})"),
+            None => format!("{v:.2}{unit}"),
+        },
+        None => "n/a".to_string(),
+    };
+    // `at`: the counts of runs that fell back. A figure of the first ADDs or
+    // the last DELs does not depend on the count: its ratio holds across counts.
+    let mut line =
+        |label: &str, a: Option<f64>, b: Option<f64>, unit: &str, at: [Option<u64>; 2]| {
+            let any_count = label.contains("first 20 ADDs") || label.contains("(near empty)");
+            let ratio = match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 && (any_count || at[0] == at[1]) => {
+                    format!("{:.3}", a / b)
+                }
+                (Some(_), Some(_)) => "– (not the same count)".to_string(),
+                _ => "n/a".to_string(),
+            };
+            if has_ref {
+                s.push_str(&format!(
+                    "| {label} | {} | {} | {ratio} |\n",
+                    cell(a, unit, at[0]),
+                    cell(b, unit, at[1])
+                ));
+            } else {
+                s.push_str(&format!("| {label} | {} |\n", cell(a, unit, at[0])));
+            }
+        };
+    let floor = |v: &Value| num(&v["floor"]["median_ms"]);
+    line(
+        "floor: the bridge binary's VERSION through the client (one exec), median",
+        floor(ours),
+        floor(refr),
+        " ms",
+        [None, None],
+    );
+    let chain = |v: &Value, k: &str| num(&v["scale_chain"][k]);
+    let requested = ours["scale_chain"]["requested"].as_u64().unwrap_or(0);
+    let fell_back = |v: &Value| {
+        let n = v["scale_chain"]["containers"].as_u64();
+        n.filter(|&n| n != requested)
+    };
+    let at = [fell_back(ours), fell_back(refr)];
+    let prefix = format!("{requested} containers bridge(ipMasq)+portmap(TCP+UDP)+bandwidth");
+    for (label, key, unit) in [
+        (
+            format!("{prefix}: first 20 ADDs, median"),
+            "add_first20_median_ms",
+            " ms",
+        ),
+        (
+            "same: last 20 ADDs, median".into(),
+            "add_last20_median_ms",
+            " ms",
+        ),
+        ("same: ADD last 20 / first 20".into(), "add_growth", ""),
+        (
+            "same: first 20 DELs (full load), median".into(),
+            "del_full_first20_median_ms",
+            " ms",
+        ),
+        (
+            "same: last 20 DELs (near empty), median".into(),
+            "del_empty_last20_median_ms",
+            " ms",
+        ),
+        (
+            "same: DEL full load / near empty".into(),
+            "del_full_over_empty",
+            "",
+        ),
+    ] {
+        line(&label, chain(ours, key), chain(refr, key), unit, at);
+    }
+    let over_floor = |v: &Value, x: Option<f64>| Some(x? / floor(v)?);
+    line(
+        "same: first 20 ADDs / floor",
+        over_floor(ours, chain(ours, "add_first20_median_ms")),
+        over_floor(refr, chain(refr, "add_first20_median_ms")),
+        "",
+        at,
+    );
+    let sg = |v: &Value, k: &str| num(&v["status_gc"][k]);
+    let attachments = ours["status_gc"]["attachments"].as_u64().unwrap_or(0);
+    let stale = ours["status_gc"]["stale"].as_u64().unwrap_or(0);
+    let rows: [(String, Option<f64>, &str); 7] = [
+        (
+            format!("STATUS of bridge+host-local (1.1.0) with {attachments} attachments, median"),
+            sg(ours, "status_median_ms"),
+            " ms",
+        ),
+        (
+            "STATUS / floor".into(),
+            over_floor(ours, sg(ours, "status_median_ms")),
+            "",
+        ),
+        (
+            format!("GC of it: {attachments} cached, {stale} stale (not in the valid list)"),
+            sg(ours, "gc_ms"),
+            " ms",
+        ),
+        (
+            format!("the {stale} DELs GC replaces, summed"),
+            sg(ours, "dels_sum_ms"),
+            " ms",
+        ),
+        (format!("GC / {stale} DELs"), sg(ours, "gc_over_dels"), ""),
+        ("GC / floor".into(), over_floor(ours, sg(ours, "gc_ms")), ""),
+        ("STATUS p90".into(), sg(ours, "status_p90_ms"), " ms"),
+    ];
+    for (label, a, unit) in rows {
+        line(&label, a, None, unit, [None, None]);
+    }
 }
 
 /// Process tracing with ptrace: counts processes and reads the first one's peak RSS at exit.

@@ -33,5 +33,5 @@ mkdir -p /run/netns
 mount -t tmpfs none /run/netns
 ip link set lo up
 "$driver" --bin "$bin" --ref "${REF_DIR:-}" --out bench/results \
-    --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-300}" \
+    --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-1000}" --budget "${BENCH_SCENARIO_BUDGET:-600}" --fallback "${BENCH_FALLBACK:-300}" \
     --libcni "${BENCH_LIBCNI_PATH:-}"

@@ -16,7 +16,7 @@ use std::path::Path;
 pub struct Flannel;
 
 const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
-const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
+pub(crate) const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -201,15 +201,23 @@ fn remove_stale_saved(dir: &Path, network: &str, keep: &[&str]) -> CniResult<()>
             continue;
         }
         let path = entry.path();
-        let saved = crate::files::read_state_limited(&path, crate::files::MAX_FILE)
-            .ok()
-            .and_then(|b| crate::cni::json::from_slice::<Map<String, Value>>(&b).ok());
-        if saved.is_some_and(|s| map_field(&s, "name").and_then(Value::as_str) == Some(network)) {
+        if saved_network(&path).as_deref() == Some(network) {
             crate::files::remove_state(&path)
                 .with_context(|| format!("failed to remove {}", path.display()))?;
         }
     }
     Ok(())
+}
+
+/// The network (`name`) a saved delegate config names; None when it cannot
+/// be read as one (a symlink is never followed).
+pub(crate) fn saved_network(path: &Path) -> Option<String> {
+    let saved = crate::files::read_state_limited(path, crate::files::MAX_FILE)
+        .ok()
+        .and_then(|b| crate::cni::json::from_slice::<Map<String, Value>>(&b).ok())?;
+    map_field(&saved, "name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// GC of the delegate config `delegate`, given the runtime's valid list.

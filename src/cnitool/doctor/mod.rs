@@ -8,6 +8,7 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod flannel;
 mod ifb;
 mod ipam;
 mod masq;
@@ -15,6 +16,7 @@ mod namespaces;
 mod node;
 mod repair;
 mod report;
+mod tuning;
 mod veth;
 
 use super::Settings;
@@ -44,7 +46,16 @@ type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 
 /// Every kind, in the order findings are listed and fixed (dead attachments
 /// first; stale veths before the IFBs their filters feed).
-const KINDS: &[Find] = &[cache::find, ipam::find, masq::find, veth::find, ifb::find, repair::find];
+const KINDS: &[Find] = &[
+    cache::find,
+    ipam::find,
+    masq::find,
+    veth::find,
+    ifb::find,
+    tuning::find,
+    flannel::find,
+    repair::find,
+];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.
 type Fix = Box<dyn Fn(&Node) -> Result<bool>>;

@@ -159,6 +159,22 @@ impl Node {
         Ok(false)
     }
 
+    /// The `dataDir` of every configured plugin of a type, and its default.
+    pub fn data_dirs(&self, plugin_type: &str, default: &str) -> BTreeSet<PathBuf> {
+        let mut dirs = BTreeSet::from([PathBuf::from(default)]);
+        for p in self.lists.iter().flat_map(|l| &l.plugins) {
+            if p.plugin_type != plugin_type {
+                continue;
+            }
+            if let Some(Value::String(d)) = crate::cni::json::map_field(&p.raw, "dataDir")
+                && !d.is_empty()
+            {
+                dirs.insert(PathBuf::from(d));
+            }
+        }
+        dirs
+    }
+
     /// Attachments whose namespace is alive (what repair looks at).
     #[allow(dead_code)] // for the kinds still to come
     pub fn live(&self) -> impl Iterator<Item = &Cached> {
@@ -335,6 +351,14 @@ impl Sightings {
         crate::files::write_private_atomic(&path, &text)
             .with_context(|| format!("failed to write {}", path.display()))
     }
+}
+
+/// Removes a state file (a link itself, never its target); true when it is
+/// gone afterwards, whoever removed it.
+pub fn remove_file(path: &Path) -> Result<bool> {
+    crate::files::remove_state(path)
+        .with_context(|| format!("failed to remove {}", path.display()))?;
+    Ok(true)
 }
 
 #[cfg(test)]

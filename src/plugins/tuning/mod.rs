@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub struct Tuning;
 
-const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
+pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
 const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
 
 #[derive(Debug, Default, Deserialize)]
@@ -230,7 +230,7 @@ fn backup_name(inv: &Invocation) -> String {
     backup_file(&inv.env.container_id, &inv.env.ifname)
 }
 
-fn backup_file(container_id: &str, ifname: &str) -> String {
+pub(crate) fn backup_file(container_id: &str, ifname: &str) -> String {
     format!("{container_id}_{ifname}.json")
 }
 
@@ -260,7 +260,7 @@ fn stale_backups(dir: &Path, network: &str, valid: &[Attachment]) -> Vec<PathBuf
 
 /// The network a backup names; None when it names none or cannot be read
 /// (a symlink is never followed).
-fn backup_network(path: &Path) -> Option<String> {
+pub(crate) fn backup_network(path: &Path) -> Option<String> {
     let bytes = match crate::files::read_state_limited(path, crate::files::MAX_FILE) {
         Ok(bytes) => bytes,
         Err(e) => {
