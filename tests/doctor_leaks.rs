@@ -499,9 +499,9 @@ fn leaks_of(tag: &str, bridge: &str, subnet: &str, cni_path: Option<&str>) {
 
 #[test]
 #[ignore = "kinds not landed: no finding names portmap's chain CNI-DN-<h> and its \
-            CNI-HOSTPORT-DNAT rules, firewall's CNI-FORWARD rules, the tuning, firewall and \
-            bandwidth dataDir files (netns deleted: the DEL removes them unlisted; cache file \
-            removed: none is listed or removed)"]
+            CNI-HOSTPORT-DNAT rules, firewall's CNI-FORWARD rules, the firewall and bandwidth \
+            dataDir files (netns deleted: the DEL removes them unlisted; cache file removed: \
+            none is listed or removed)"]
 fn leaks_of_our_plugins_are_found_and_fixed() {
     leaks_of("lko", "cni-lko0", "10.181.0.0/24", None);
 }
@@ -509,9 +509,8 @@ fn leaks_of_our_plugins_are_found_and_fixed() {
 #[test]
 #[ignore = "the reference portmap's CHECK fails on every IPv4-only pod ('could not check \
             ipv6 dnat'), so the repair kind lists all ten live pods and its re-ADD never fixes \
-            them (--fix exits 1); and kinds not landed: portmap's CNI-DN-<h> and CNI-HOSTPORT-DNAT rules, the \
-            tuning backup file (which the reference's DEL without netns leaves) unlisted, and left \
-            when the cache file was removed"]
+            them (--fix exits 1); and the portmap kind has not landed: CNI-DN-<h> and its \
+            CNI-HOSTPORT-DNAT rules unlisted, and left when the cache file was removed"]
 fn leaks_of_the_reference_plugins_are_found_and_fixed_on_a_mixed_node() {
     if !Path::new(REFERENCE).join("bridge").exists() {
         harness::skip("reference", "no reference plugins in /usr/lib/cni");
@@ -584,10 +583,11 @@ fn count_mutating(host: &Host) -> std::collections::BTreeMap<String, usize> {
 }
 
 #[test]
-#[ignore = "kinds not landed (portmap, firewall, tuning/firewall/bandwidth dataDir files \
-            and their .tmp<pid>); and the cache kind takes results/.<name>.tmp<pid> (an ADD \
-            killed at the cache file's rename) for a dead entry whose fix never reports it fixed, \
-            so --fix exits 1 from then on, and does not list a half-written one"]
+#[ignore = "kinds not landed (portmap, firewall, the firewall and bandwidth dataDir files); \
+            the tuning, firewall and bandwidth dataDir .tmp<pid> files are not listed; and the \
+            cache kind takes results/.<name>.tmp<pid> (an ADD killed at the cache file's rename) \
+            for a dead entry whose fix never reports it fixed, so --fix exits 1 from then on, \
+            and does not list a half-written one"]
 fn adds_killed_at_every_mutating_syscall_are_found_and_fixed() {
     if Command::new("strace").arg("-V").output().is_err() {
         harness::skip("adds_killed", "no strace");
