@@ -9,7 +9,7 @@ use harness::{
 };
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 struct Setup {
     conf: TempDir,
@@ -35,21 +35,7 @@ impl Setup {
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
-        let cache = self.cache.0.to_string_lossy().into_owned();
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .args(["--cache-dir", &cache])
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn cnitool");
-        Outcome::of(child)
+        harness::cnitool_in(&self.conf.0, &self.cache.0, &self.bin.0, &[], args)
     }
 
     fn cache_file(&self, id: &str) -> std::path::PathBuf {

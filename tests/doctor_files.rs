@@ -4,12 +4,9 @@
 
 mod harness;
 
-use harness::{
-    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, plugin_dir, sha512_prefix,
-};
+use harness::{Netns, Outcome, PinnedNetns, TempDir, enter_test_host, plugin_dir, sha512_prefix};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 struct Setup {
     conf: TempDir,
@@ -58,21 +55,7 @@ impl Setup {
     }
 
     fn run(&self, args: &[&str]) -> Outcome {
-        let cache = self.cache.0.to_string_lossy().into_owned();
-        let child = Command::new(BIN)
-            .arg("cnitool")
-            .args(["--cache-dir", &cache])
-            .args(args)
-            .env_clear()
-            .env("NETCONFPATH", &self.conf.0)
-            .env("CNI_PATH", &self.bin.0)
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn cnitool");
-        Outcome::of(child)
+        harness::cnitool_in(&self.conf.0, &self.cache.0, &self.bin.0, &[], args)
     }
 
     fn cache_file(&self, network: &str, id: &str, ifname: &str) -> PathBuf {

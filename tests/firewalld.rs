@@ -628,3 +628,142 @@ fn gc_removes_the_sources_of_unkept_attachments() {
     }
     assert!(sources().is_empty());
 }
+
+/// The doctor watching firewalld's reloads, killed when dropped.
+struct Watcher {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Watcher {
+    fn start(rt: &Runtime, bus: &str, dir: &TempDir) -> Watcher {
+        let log = dir.0.join("watcher.log");
+        let file = std::fs::File::create(&log).expect("watcher log");
+        let args = ["doctor", "--fix", "--on-firewalld-reload", "--min-age", "0"];
+        let child = rt
+            .command(&args, &json!({}), None)
+            .env("DBUS_SYSTEM_BUS_ADDRESS", bus)
+            .stdout(file.try_clone().expect("log fd"))
+            .stderr(file)
+            .spawn()
+            .expect("spawn the watcher");
+        Watcher { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Its exit status, waiting `within` at most.
+    fn exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        None
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether `zone` lists `source` (false while firewalld cannot answer).
+fn has_source(bus: &Bus, zone: &str, source: &str) -> bool {
+    let out = bus.send(&format!("{ZONE}.getSources"), &[format!("string:{zone}")]);
+    out.status.success() && String::from_utf8_lossy(&out.stdout).contains(&format!("\"{source}\""))
+}
+
+fn wait_for(within: Duration, what: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if what() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    what()
+}
+
+/// `cnitool doctor --fix --on-firewalld-reload`: the first run repairs what
+/// is missing, a firewalld reload (which drops the runtime sources) brings
+/// the pod's source back, nothing happens without one, and the watcher fails
+/// when the bus goes away.
+#[test]
+fn the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes() {
+    let test = "the_watcher_repairs_after_each_firewalld_reload";
+    if tools_missing(test) {
+        return;
+    }
+    enter_test_host();
+    let mut bus = Bus::start();
+    let _fw = Firewalld::start(&bus);
+    let rt = Runtime::new("fww");
+    bridge_network(
+        &rt,
+        "fww-net",
+        "cni-fww0",
+        "10.72.0.0/24",
+        json!({"backend": "firewalld"}),
+    );
+    let ns = Netns::new();
+    let out = cnitool(&rt, &bus.address, &["add", "fww-net", ns.path()]).ok();
+    let source = format!("{}/32", first_ip(&out));
+    assert!(has_source(&bus, "trusted", &source));
+    let remove = || {
+        let removed = bus.send(
+            &format!("{ZONE}.removeSource"),
+            &["string:trusted".into(), format!("string:{source}")],
+        );
+        assert!(removed.status.success(), "{removed:?}");
+    };
+
+    // Missing when it starts: its first run puts it back.
+    remove();
+    let dir = TempDir::new("fww-watcher");
+    let mut watcher = Watcher::start(&rt, &bus.address, &dir);
+    assert!(
+        wait_for(Duration::from_secs(60), || has_source(
+            &bus, "trusted", &source
+        )),
+        "the first run repairs: {}",
+        watcher.log()
+    );
+
+    // Gone again: nothing until firewalld reloads.
+    remove();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!has_source(&bus, "trusted", &source), "{}", watcher.log());
+    let reload = bus.send(&format!("{FIREWALLD}.reload"), &[]);
+    assert!(reload.status.success(), "{reload:?}");
+    assert!(
+        wait_for(Duration::from_secs(60), || has_source(
+            &bus, "trusted", &source
+        )),
+        "repaired after the reload: {}",
+        watcher.log()
+    );
+    assert!(
+        watcher.log().contains("firewalld reloaded"),
+        "{}",
+        watcher.log()
+    );
+    assert!(watcher.exit(Duration::ZERO).is_none(), "it keeps running");
+
+    cnitool(&rt, &bus.address, &["del", "fww-net", ns.path()]).ok();
+    let _ = bus.daemon.kill();
+    let _ = bus.daemon.wait();
+    let status = watcher.exit(Duration::from_secs(30));
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(3),
+        "it fails when the bus goes: {}",
+        watcher.log()
+    );
+}

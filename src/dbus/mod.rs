@@ -2,10 +2,11 @@
 //! socket `DBUS_SYSTEM_BUS_ADDRESS` names (a path or an abstract name, the
 //! first of a list that answers; else the well-known path),
 //! authenticate with SASL EXTERNAL, say Hello, then call methods whose
-//! arguments are strings and read their replies. Every read and write has a
-//! deadline, so a wedged bus or service ends in an error, never a hang.
-//! Messages that are not the awaited reply (signals such as NameAcquired)
-//! are skipped.
+//! arguments are strings and read their replies. Every read and write of a
+//! call has a deadline, so a wedged bus or service ends in an error, never a
+//! hang. Messages that are not the awaited reply (signals such as
+//! NameAcquired) are skipped. Signals asked for with a match rule are
+//! awaited, without a deadline, one at a time.
 
 pub mod wire;
 
@@ -368,7 +369,7 @@ impl Conn {
         self.send(&bytes, deadline)?;
         let what = format!("{}.{}", call.interface, call.member);
         loop {
-            let msg = self.message(deadline, &what)?;
+            let msg = self.message(Some(deadline), &what)?;
             if msg.reply_serial != Some(serial) {
                 continue; // a signal, or a call to us: not ours to answer
             }
@@ -416,6 +417,40 @@ impl Conn {
         })
     }
 
+    /// Asks the bus to route us the signals `rule` matches (a match rule
+    /// such as `type='signal',interface='…',member='…'`).
+    pub fn add_match(&mut self, rule: &str) -> Result<()> {
+        self.call(&Call {
+            destination: BUS_NAME,
+            path: BUS_PATH,
+            interface: BUS_NAME,
+            member: "AddMatch",
+            args: &[rule],
+        })
+        .map(drop)
+    }
+
+    /// Waits, without a deadline, for the next signal `member` of
+    /// `interface` (a match rule must have asked for it); every other
+    /// message is skipped. None when the bus closed the connection: the bus
+    /// is gone, and so are our matches.
+    pub fn next_signal(&mut self, interface: &str, member: &str) -> Result<Option<Message>> {
+        let what = format!("the signal {interface}.{member}");
+        loop {
+            match self.message(None, &what) {
+                Ok(msg) if msg.is_signal(interface, member) => return Ok(Some(msg)),
+                Ok(_) => continue,
+                Err(Error::Closed) => return Ok(None),
+                Err(Error::Io { source, .. })
+                    if source.kind() == io::ErrorKind::ConnectionReset =>
+                {
+                    return Ok(None);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     fn remaining(deadline: Instant, what: &str, timeout: Duration) -> Result<Duration> {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -449,11 +484,15 @@ impl Conn {
             })
     }
 
-    /// Reads more bytes into `buf`, waiting until `deadline` at most.
-    fn fill(&mut self, deadline: Instant, what: &str) -> Result<()> {
-        let left = Self::remaining(deadline, what, self.timeout)?;
+    /// Reads more bytes into `buf`, waiting until `deadline` at most (no
+    /// deadline: as long as it takes).
+    fn fill(&mut self, deadline: Option<Instant>, what: &str) -> Result<()> {
+        let left = match deadline {
+            Some(d) => Some(Self::remaining(d, what, self.timeout)?),
+            None => None,
+        };
         self.stream
-            .set_read_timeout(Some(left))
+            .set_read_timeout(left)
             .map_err(|source| Error::Io {
                 op: "set a timeout on",
                 source,
@@ -498,12 +537,12 @@ impl Conn {
             if self.buf.len() > 4096 {
                 return Err(Error::Malformed("authentication line too long".into()));
             }
-            self.fill(deadline, what)?;
+            self.fill(Some(deadline), what)?;
         }
     }
 
-    /// The next whole message.
-    fn message(&mut self, deadline: Instant, what: &str) -> Result<Message> {
+    /// The next whole message (no deadline: however long it takes).
+    fn message(&mut self, deadline: Option<Instant>, what: &str) -> Result<Message> {
         while self.buf.len() < wire::FIXED_HEADER {
             self.fill(deadline, what)?;
         }

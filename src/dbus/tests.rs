@@ -261,3 +261,58 @@ fn a_silent_bus_times_out() {
     drop(listener);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// After AddMatch, the awaited signals come in order past other signals and
+/// replies; the bus closing is told apart from a signal.
+#[test]
+fn signals_are_awaited_past_other_messages_until_the_bus_goes() {
+    const FW: &str = "org.fedoraproject.FirewallD1";
+    let (path, server) = fake_bus(Vec::new(), |serial| {
+        use wire::tests::{message, signal};
+        let mut out = message(wire::METHOD_RETURN, 4, Some(serial), None, None);
+        out.extend(signal(5, FW, "PanicModeEnabled"));
+        out.extend(signal(6, "org.freedesktop.DBus", "Reloaded"));
+        out.extend(message(
+            wire::METHOD_RETURN,
+            7,
+            Some(99),
+            None,
+            Some(&Value::Bool(true)),
+        ));
+        out.extend(signal(8, FW, "Reloaded"));
+        out.extend(signal(9, FW, "Reloaded"));
+        out
+    });
+    let mut conn = Conn::open_path(&path, TIMEOUT).expect("connect");
+    conn.add_match(&format!("type='signal',interface='{FW}',member='Reloaded'"))
+        .expect("AddMatch");
+    let first = conn.next_signal(FW, "Reloaded").expect("read");
+    assert_eq!(first.map(|m| m.serial), Some(8));
+    let second = conn.next_signal(FW, "Reloaded").expect("read");
+    assert_eq!(second.map(|m| m.serial), Some(9));
+    server.join().expect("server");
+    assert!(
+        conn.next_signal(FW, "Reloaded").expect("closed").is_none(),
+        "the bus went away"
+    );
+}
+
+#[test]
+fn a_refused_match_rule_is_an_error() {
+    let (path, server) = fake_bus(Vec::new(), |serial| {
+        wire::tests::message(
+            wire::ERROR,
+            4,
+            Some(serial),
+            Some("org.freedesktop.DBus.Error.MatchRuleInvalid"),
+            Some(&Value::Str("bad rule".into())),
+        )
+    });
+    let mut conn = Conn::open_path(&path, TIMEOUT).expect("connect");
+    let e = conn.add_match("type='nonsense'").expect_err("refused");
+    assert!(
+        e.is_remote("org.freedesktop.DBus.Error.MatchRuleInvalid"),
+        "{e:?}"
+    );
+    server.join().expect("server");
+}

@@ -11,6 +11,7 @@ use super::Error;
 pub const METHOD_CALL: u8 = 1;
 pub const METHOD_RETURN: u8 = 2;
 pub const ERROR: u8 = 3;
+pub const SIGNAL: u8 = 4;
 
 /// The fixed part of a header: byte order, type, flags, version, body
 /// length, serial, and the length of the header field array.
@@ -71,6 +72,7 @@ pub struct Message {
     pub serial: u32,
     pub reply_serial: Option<u32>,
     pub error_name: Option<String>,
+    pub interface: Option<String>,
     pub member: Option<String>,
     pub sender: Option<String>,
     pub signature: String,
@@ -458,6 +460,7 @@ pub fn parse(bytes: &[u8]) -> Result<Message, Error> {
         serial,
         reply_serial: None,
         error_name: None,
+        interface: None,
         member: None,
         sender: None,
         signature: String::new(),
@@ -475,10 +478,11 @@ pub fn parse(bytes: &[u8]) -> Result<Message, Error> {
         match (*code, v.as_ref()) {
             (FIELD_REPLY_SERIAL, Value::U32(n)) => msg.reply_serial = Some(*n),
             (FIELD_ERROR_NAME, Value::Str(s)) => msg.error_name = Some(s.clone()),
+            (FIELD_INTERFACE, Value::Str(s)) => msg.interface = Some(s.clone()),
             (FIELD_MEMBER, Value::Str(s)) => msg.member = Some(s.clone()),
             (FIELD_SENDER, Value::Str(s)) => msg.sender = Some(s.clone()),
             (FIELD_SIGNATURE, Value::Str(s)) => msg.signature = s.clone(),
-            // Path, interface, destination, unix fds: not needed here.
+            // Path, destination, unix fds: not needed here.
             _ => {}
         }
     }
@@ -486,6 +490,13 @@ pub fn parse(bytes: &[u8]) -> Result<Message, Error> {
 }
 
 impl Message {
+    /// A signal of `interface` named `member`.
+    pub fn is_signal(&self, interface: &str, member: &str) -> bool {
+        self.kind == SIGNAL
+            && self.interface.as_deref() == Some(interface)
+            && self.member.as_deref() == Some(member)
+    }
+
     /// The body's values, by the message's signature.
     pub fn args(&self) -> Result<Vec<Value>, Error> {
         let mut r = Reader {

@@ -48,6 +48,23 @@ pub(crate) fn message(
     w.buf
 }
 
+/// A signal without a body, as the bus forwards one (little-endian).
+pub(crate) fn signal(serial: u32, interface: &str, member: &str) -> Vec<u8> {
+    let mut w = Writer { buf: Vec::new() };
+    w.buf.extend_from_slice(&[b'l', SIGNAL, 1, 1]);
+    w.u32(0);
+    w.u32(serial);
+    w.u32(0);
+    w.field(FIELD_PATH, "o", "/org/fedoraproject/FirewallD1");
+    w.field(FIELD_INTERFACE, "s", interface);
+    w.field(FIELD_MEMBER, "s", member);
+    w.field(FIELD_SENDER, "s", ":1.42");
+    let fields = (w.buf.len() - FIXED_HEADER) as u32;
+    w.buf[12..16].copy_from_slice(&fields.to_le_bytes());
+    w.align(8);
+    w.buf
+}
+
 fn le(n: u32) -> [u8; 4] {
     n.to_le_bytes()
 }
@@ -127,6 +144,88 @@ fn a_call_without_arguments_has_no_signature_field_and_an_empty_body() {
         (METHOD_CALL, 2, None)
     );
     assert_eq!(msg.member.as_deref(), Some("Hello"));
+}
+
+#[test]
+fn a_big_endian_signal_gives_its_interface_and_member() {
+    let be = |n: u32| n.to_be_bytes();
+    let mut bytes: Vec<u8> = Vec::new();
+    // 0: big-endian, signal, no reply expected, version 1, no body,
+    // serial 9, 118 bytes of header fields.
+    bytes.extend(b"B\x04\x01\x01");
+    bytes.extend(be(0));
+    bytes.extend(be(9));
+    bytes.extend(be(118));
+    // 16: PATH "o", length at 20, string at 24, ends at 54; pad to 56.
+    bytes.extend(b"\x01\x01o\x00");
+    bytes.extend(be(29));
+    bytes.extend(b"/org/fedoraproject/FirewallD1\0");
+    bytes.extend([0; 2]);
+    // 56: INTERFACE "s", string at 64, ends at 93; pad to 96.
+    bytes.extend(b"\x02\x01s\x00");
+    bytes.extend(be(28));
+    bytes.extend(b"org.fedoraproject.FirewallD1\0");
+    bytes.extend([0; 3]);
+    // 96: MEMBER "s", string at 104, ends at 113; pad to 120.
+    bytes.extend(b"\x03\x01s\x00");
+    bytes.extend(be(8));
+    bytes.extend(b"Reloaded\0");
+    bytes.extend([0; 7]);
+    // 120: SENDER "s", string at 128, ends at 134; the header pads to 136.
+    bytes.extend(b"\x07\x01s\x00");
+    bytes.extend(be(5));
+    bytes.extend(b":1.42\0");
+    bytes.extend([0; 2]);
+    let fixed: [u8; FIXED_HEADER] = bytes[..FIXED_HEADER].try_into().expect("16");
+    assert_eq!(message_len(&fixed).expect("len"), 136);
+    let msg = parse(&bytes).expect("parse");
+    assert_eq!((msg.kind, msg.serial, msg.reply_serial), (SIGNAL, 9, None));
+    assert_eq!(
+        msg.interface.as_deref(),
+        Some("org.fedoraproject.FirewallD1")
+    );
+    assert_eq!(msg.member.as_deref(), Some("Reloaded"));
+    assert_eq!(msg.sender.as_deref(), Some(":1.42"));
+    assert!(msg.is_signal("org.fedoraproject.FirewallD1", "Reloaded"));
+    assert!(!msg.is_signal("org.fedoraproject.FirewallD1", "Reload"));
+    assert!(!msg.is_signal("org.freedesktop.DBus", "Reloaded"));
+    assert_eq!(msg.args().expect("no body"), Vec::<Value>::new());
+    // Ours, little-endian, reads the same.
+    assert_eq!(
+        parse(&signal(9, "org.fedoraproject.FirewallD1", "Reloaded")).expect("parse"),
+        Message {
+            big_endian: false,
+            ..msg
+        }
+    );
+}
+
+#[test]
+fn a_method_return_is_no_signal_though_it_names_the_member() {
+    let mut msg = parse(&message(METHOD_RETURN, 3, Some(1), None, None)).expect("parse");
+    msg.interface = Some("org.fedoraproject.FirewallD1".into());
+    msg.member = Some("Reloaded".into());
+    assert!(!msg.is_signal("org.fedoraproject.FirewallD1", "Reloaded"));
+}
+
+#[test]
+fn add_match_is_a_call_with_the_rule_as_its_string() {
+    let rule = "type='signal',interface='org.fedoraproject.FirewallD1',member='Reloaded'";
+    let bytes = method_call(
+        5,
+        &Call {
+            destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus",
+            member: "AddMatch",
+            args: &[rule],
+        },
+    )
+    .expect("marshal");
+    let msg = parse(&bytes).expect("parse");
+    assert_eq!(msg.interface.as_deref(), Some("org.freedesktop.DBus"));
+    assert_eq!(msg.member.as_deref(), Some("AddMatch"));
+    assert_eq!(msg.args().expect("args"), vec![Value::Str(rule.into())]);
 }
 
 #[test]

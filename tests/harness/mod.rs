@@ -702,3 +702,30 @@ pub fn has_record(dir: &Path, id: &str, ifname: &str) -> bool {
             .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
     })
 }
+
+/// `cni-multi cnitool ARGS` against its own config dir, result cache and
+/// plugin dir (plus `env`), as the doctor's tests run every command.
+pub fn cnitool_in(
+    conf: &Path,
+    cache: &Path,
+    bin: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Outcome {
+    let child = Command::new(BIN)
+        .arg("cnitool")
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(args)
+        .env_clear()
+        .env("NETCONFPATH", conf)
+        .env("CNI_PATH", bin)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn cnitool");
+    Outcome::of(child)
+}

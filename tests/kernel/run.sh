@@ -59,7 +59,8 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  firewalld:firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates
  firewalld:unset_backend_is_firewalld_when_it_owns_its_name_else_iptables
  firewalld:del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone
- firewalld:gc_removes_the_sources_of_unkept_attachments"
+ firewalld:gc_removes_the_sources_of_unkept_attachments
+ firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"

@@ -12,12 +12,14 @@ mod flannel;
 mod ifb;
 mod ipam;
 mod masq;
+mod multus;
 mod namespaces;
 mod node;
 mod repair;
 mod report;
 mod tuning;
 mod veth;
+mod watch;
 
 use super::Settings;
 use anyhow::Result;
@@ -39,6 +41,10 @@ pub struct DoctorArgs {
     /// Print {"findings": [...]} instead of a table
     #[arg(long)]
     json: bool,
+    /// Keep running: run again after each firewalld reload (exit 3 when the
+    /// system bus cannot be subscribed to or goes away)
+    #[arg(long, requires = "fix")]
+    on_firewalld_reload: bool,
 }
 
 /// What lists the findings of one kind of state.
@@ -54,6 +60,7 @@ const KINDS: &[Find] = &[
     ifb::find,
     tuning::find,
     flannel::find,
+    multus::find,
     repair::find,
 ];
 
@@ -108,15 +115,33 @@ impl Finding {
 /// Runs the doctor; the exit status: 0 nothing (left) to fix, 1 findings
 /// remain, 2 the node could not be inspected.
 pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "cnitool doctor: cannot inspect the node: {}",
+                super::report(&e)
+            );
+            return 2;
+        }
+    };
+    if args.on_firewalld_reload {
+        return watch::main(&settings, args);
+    }
+    run(&settings, args)
+}
+
+/// One inspection (and repair), its findings printed; the exit status.
+fn run(s: &Settings, args: &DoctorArgs) -> i32 {
     let min_age = Duration::from_secs(args.min_age);
-    let inspected = settings.and_then(|s| {
-        let node = Node::inspect(&s.conf_dir, s.runtime, min_age, SystemTime::now())?;
+    let inspected = (|| {
+        let node = Node::inspect(&s.conf_dir, s.runtime.clone(), min_age, SystemTime::now())?;
         let mut findings = Vec::new();
         for find in KINDS {
             find(&node, &mut findings)?;
         }
-        Ok((node, findings))
-    });
+        anyhow::Ok((node, findings))
+    })();
     let (node, mut findings) = match inspected {
         Ok(x) => x,
         Err(e) => {

@@ -73,7 +73,7 @@ impl Node {
     ) -> Result<Node> {
         let lists = conf::load_all(conf_dir)?;
         let mut caches = vec![runtime.cache.clone()];
-        for dir in multus_cni_dirs(&lists) {
+        for dir in multus_cni_dirs(&lists).into_keys() {
             if !caches.iter().any(|c| c.dir == dir) {
                 caches.push(Cache::new(dir));
             }
@@ -114,7 +114,6 @@ impl Node {
     }
 
     /// Whether any attachment of the container, on any network, is not dead.
-    #[allow(dead_code)] // for the kinds still to come
     pub fn keeps_container(&self, container_id: &str) -> bool {
         self.attachments
             .iter()
@@ -261,18 +260,20 @@ fn judge(path: &Path, entry: &Entry, min_age: Duration, now: SystemTime) -> Resu
 }
 
 /// The cniDir of every multus plugin configured (where it caches its
-/// delegates' results).
-fn multus_cni_dirs(lists: &[NetworkList]) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    for p in lists.iter().flat_map(|l| &l.plugins) {
-        if p.plugin_type != "multus" {
-            continue;
+/// delegates' results and keeps its per-pod files), with the names of the
+/// networks whose multus uses it.
+pub fn multus_cni_dirs(lists: &[NetworkList]) -> BTreeMap<PathBuf, BTreeSet<String>> {
+    let mut out: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+    for l in lists {
+        for p in l.plugins.iter().filter(|p| p.plugin_type == "multus") {
+            let dir = match crate::cni::json::map_field(&p.raw, "cniDir") {
+                Some(Value::String(d)) if d.starts_with('/') => d.clone(),
+                _ => crate::plugins::multus::DEFAULT_CNI_DIR.to_string(),
+            };
+            out.entry(PathBuf::from(dir))
+                .or_default()
+                .insert(l.name.clone());
         }
-        let dir = match crate::cni::json::map_field(&p.raw, "cniDir") {
-            Some(Value::String(d)) if d.starts_with('/') => d.clone(),
-            _ => crate::plugins::multus::DEFAULT_CNI_DIR.to_string(),
-        };
-        out.insert(PathBuf::from(dir));
     }
     out
 }
