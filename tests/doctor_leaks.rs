@@ -619,9 +619,9 @@ fn adds_killed_at_every_mutating_syscall_are_found_and_fixed() {
 /// multus as a Kubernetes node runs it, from files: the cluster network
 /// (bridge with ipMasq) and two NADs (macvlan on eth0, a second bridge).
 #[test]
-#[ignore = "kinds not landed: multus's cniDir/<containerId> and .status files are not listed \
-            (and stay after --fix when the cache file was removed), nor the delegates' \
-            host-local reservations (stores only multus's confDir and NADs name)"]
+#[ignore = "no finding names the delegates' host-local reservations (lkm-cluster, lkm-macvlan, \
+            lkm-data: stores only multus's confDir and NADs name) of the dead pod, in both \
+            scenarios; the delegates' DELs do release them"]
 fn multus_leaks_are_found_and_fixed() {
     enter_test_host();
     run_in(
