@@ -13,6 +13,8 @@ need dnsmasq dnsmasq
 need ping iputils-ping
 # portmap tests load and list conntrack entries (the plugin itself uses netlink).
 need conntrack conntrack
+# tests/doctor_leaks.rs kills ADDs at chosen syscalls with strace's --inject.
+need strace strace
 # firewall's firewalld backend (tests/firewalld.rs): a private bus and the real daemon.
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
