@@ -437,10 +437,12 @@ fn names(finding: &Value, item: &str) -> bool {
             .map(|w| w.trim_start_matches(':').trim_matches('"'))
             .map(|w| w.split('/').next().unwrap_or(w))
             .collect();
+        // An address is named with or without its prefix length.
         return words[2..]
             .iter()
+            .map(|w| w.split('/').next().unwrap_or(w))
             .filter(|w| w.len() >= 4 && !SHARED.contains(w))
-            .any(|w| tokens.contains(w));
+            .any(|w| tokens.contains(&w));
     }
     if let Some(rest) = item.strip_prefix("nft ") {
         if words.first() != Some(&"nft") || words.len() < 3 {
@@ -498,19 +500,11 @@ fn leaks_of(tag: &str, bridge: &str, subnet: &str, cni_path: Option<&str>) {
 }
 
 #[test]
-#[ignore = "kinds not landed: no finding names portmap's chain CNI-DN-<h> and its \
-            CNI-HOSTPORT-DNAT rules, firewall's CNI-FORWARD rules, the firewall and bandwidth \
-            dataDir files (netns deleted: the DEL removes them unlisted; cache file removed: \
-            none is listed or removed)"]
 fn leaks_of_our_plugins_are_found_and_fixed() {
     leaks_of("lko", "cni-lko0", "10.181.0.0/24", None);
 }
 
 #[test]
-#[ignore = "the reference portmap's CHECK fails on every IPv4-only pod ('could not check \
-            ipv6 dnat'), so the repair kind lists all ten live pods and its re-ADD never fixes \
-            them (--fix exits 1); and the portmap kind has not landed: CNI-DN-<h> and its \
-            CNI-HOSTPORT-DNAT rules unlisted, and left when the cache file was removed"]
 fn leaks_of_the_reference_plugins_are_found_and_fixed_on_a_mixed_node() {
     if !Path::new(REFERENCE).join("bridge").exists() {
         harness::skip("reference", "no reference plugins in /usr/lib/cni");
@@ -583,11 +577,6 @@ fn count_mutating(host: &Host) -> std::collections::BTreeMap<String, usize> {
 }
 
 #[test]
-#[ignore = "kinds not landed (portmap, firewall, the firewall and bandwidth dataDir files); \
-            the tuning, firewall and bandwidth dataDir .tmp<pid> files are not listed; and the \
-            cache kind takes results/.<name>.tmp<pid> (an ADD killed at the cache file's rename) \
-            for a dead entry whose fix never reports it fixed, so --fix exits 1 from then on, \
-            and does not list a half-written one"]
 fn adds_killed_at_every_mutating_syscall_are_found_and_fixed() {
     if Command::new("strace").arg("-V").output().is_err() {
         harness::skip("adds_killed", "no strace");
@@ -619,9 +608,6 @@ fn adds_killed_at_every_mutating_syscall_are_found_and_fixed() {
 /// multus as a Kubernetes node runs it, from files: the cluster network
 /// (bridge with ipMasq) and two NADs (macvlan on eth0, a second bridge).
 #[test]
-#[ignore = "no finding names the delegates' host-local reservations (lkm-cluster, lkm-macvlan, \
-            lkm-data: stores only multus's confDir and NADs name) of the dead pod, in both \
-            scenarios; the delegates' DELs do release them"]
 fn multus_leaks_are_found_and_fixed() {
     enter_test_host();
     run_in(

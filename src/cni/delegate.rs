@@ -120,6 +120,18 @@ impl<'a> Delegate<'a> {
         self.exec(&found, command).map(Some)
     }
 
+    /// This binary's own plugin of the type, in-process, whatever CNI_PATH
+    /// holds: another implementation's state read our way (the same rules).
+    pub fn invoke_ours(&self, command: Command) -> CniResult<Option<String>> {
+        let info = (self.plugins)(&self.plugin_type).ok_or_else(|| {
+            Error::new(
+                Code::Internal,
+                format!("no built-in plugin {:?}", self.plugin_type),
+            )
+        })?;
+        dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin)
+    }
+
     /// Runs the plugin as a child process; its stderr is ours.
     fn exec(&self, path: &Path, command: Command) -> CniResult<String> {
         let mut process = Process::new(path);

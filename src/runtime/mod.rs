@@ -273,6 +273,8 @@ impl Runtime {
 
     /// One plugin of the list alone (CHECK, or ADD to repair its state) with
     /// `prev` as prevResult, built as for the whole list; the cache is untouched.
+    /// `ours`: this binary's plugin of that type runs, not CNI_PATH's (a
+    /// CHECK that reads another implementation's rules as ours would).
     pub fn plugin_verb(
         &self,
         list: &NetworkList,
@@ -280,6 +282,7 @@ impl Runtime {
         command: Command,
         rt: &RuntimeConf,
         prev: &Value,
+        ours: bool,
     ) -> CniResult<()> {
         rt.validate(&list.name)?;
         let prev = convert_result(prev, &list.cni_version)?;
@@ -289,8 +292,15 @@ impl Runtime {
         } else {
             "check"
         };
-        self.run(plugin, command, rt, &stdin)
-            .map_err(|e| wrap(e, plugin, list, verb))?;
+        let ran = if ours {
+            let args = rt.cmd_args(&self.cni_path);
+            Delegate::new(&plugin.plugin_type, &args, &stdin)?
+                .in_process(self.plugins)
+                .invoke_ours(command)
+        } else {
+            self.run(plugin, command, rt, &stdin)
+        };
+        ran.map_err(|e| wrap(e, plugin, list, verb))?;
         Ok(())
     }
 

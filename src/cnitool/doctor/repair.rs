@@ -92,7 +92,7 @@ fn repair(node: &Node, i: usize, j: usize) -> Result<bool> {
     }
     let rt = RuntimeConf::of_cached(e, &e.netns);
     node.runtime
-        .plugin_verb(&list, plugin, Command::Add, &rt, result)?;
+        .plugin_verb(&list, plugin, Command::Add, &rt, result, false)?;
     Ok(check(node, a, &list, plugin, result).is_ok())
 }
 
@@ -104,8 +104,10 @@ fn check(
     result: &Value,
 ) -> crate::cni::CniResult<()> {
     let rt = RuntimeConf::of_cached(&a.entry, &a.entry.netns);
+    // Our CHECK reads the rules the reference writes as its own (and does not
+    // share the reference portmap's CHECK failing every IPv4-only pod).
     node.runtime
-        .plugin_verb(list, plugin, Command::Check, &rt, result)
+        .plugin_verb(list, plugin, Command::Check, &rt, result, true)
 }
 
 /// The masquerading plan of a bridge or ptp plugin with ipMasq (None for any
