@@ -8,6 +8,7 @@
 //! `--min-age` is never judged: an ADD may be in flight.
 
 mod cache;
+mod chains;
 mod firewall;
 mod flannel;
 mod ifb;
