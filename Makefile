@@ -1,7 +1,7 @@
 # cni-multi: one static binary for every CNI plugin.
 #   make               static release binary
 #   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR),
-#                      and the dhcp daemon's systemd units into $(DESTDIR)$(SYSTEMDDIR)
+#                      and the systemd units (dhcp daemon, doctor) into $(DESTDIR)$(SYSTEMDDIR)
 #   make test          THE test command: installs missing system packages, then
 #                      fmt, clippy, unit + integration tests, static install check
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
@@ -27,7 +27,7 @@ TARGET := $(shell (rustup target list --installed 2>/dev/null | grep -qx x86_64-
             && echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
 endif
 BINDIR  ?= /opt/cni/bin
-# The dhcp daemon's unit and socket (contrib/systemd); ExecStart names $(BINDIR).
+# The units of contrib/systemd (dhcp daemon, doctor); ExecStart names $(BINDIR).
 SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
 CARGO   ?= cargo
@@ -49,9 +49,10 @@ build:
 install: build
 	$(BIN) install --dir "$(DESTDIR)$(BINDIR)"
 	install -d "$(DESTDIR)$(SYSTEMDDIR)"
-	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/cni-dhcp.service > "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
-	chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.service"
-	install -m 0644 contrib/systemd/cni-dhcp.socket "$(DESTDIR)$(SYSTEMDDIR)/cni-dhcp.socket"
+	for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do \
+		sed 's|@BINDIR@|$(BINDIR)|g' "$$unit" > "$(DESTDIR)$(SYSTEMDDIR)/$$(basename "$$unit")" && \
+		chmod 0644 "$(DESTDIR)$(SYSTEMDDIR)/$$(basename "$$unit")" || exit 1; \
+	done
 
 image: build
 	./contrib/image/build.sh $(BIN) $(IMAGE)
