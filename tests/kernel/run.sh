@@ -43,7 +43,8 @@ VM_TIMEOUT=${KERNEL_VM_TIMEOUT:-1320}
 BINARY_TIMEOUT=${KERNEL_BINARY_TIMEOUT:-900}
 VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # Under TCG a process start costs ~0.2 s, so these stress loops (1000 ADDs,
-# 100 ADD/DEL cycles, 2000 dhcp ADD/DEL cycles: thousands of plugin and iptables runs, ~20 minutes
+# 100 ADD/DEL cycles, 2000 dhcp ADD/DEL cycles, 108 ADDs under strace each
+# followed by two doctor runs: thousands of plugin and iptables runs, ~20 minutes
 # together) would not fit the lane's budget. Each is about repetition, not
 # about a kernel feature the CI machine lacks, and `make test` runs them on
 # the host; every other test of every binary runs in the VM. With KVM they
@@ -60,7 +61,8 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  firewalld:unset_backend_is_firewalld_when_it_owns_its_name_else_iptables
  firewalld:del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone
  firewalld:gc_removes_the_sources_of_unkept_attachments
- firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes"
+ firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes
+ doctor_leaks:adds_killed_at_every_mutating_syscall_are_found_and_fixed"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
