@@ -44,8 +44,13 @@ fn path(dir: &Path, inv: &Invocation) -> PathBuf {
 /// `dataDir` never overwrite each other's record of the same container and
 /// interface (the network name itself is not checked to be a file name).
 fn record_path(dir: &Path, network: &str, container_id: &str, ifname: &str) -> PathBuf {
-    let net = &crate::digest::sha512_hex(network.as_bytes())[..16];
+    let net = network_hash(network);
     dir.join(format!("{container_id}@{ifname}@{net}.json"))
+}
+
+/// The part of a record's file name that names its network.
+pub fn network_hash(network: &str) -> String {
+    crate::digest::sha512_hex(network.as_bytes())[..16].to_string()
 }
 
 /// Records this invocation's attachment with `addresses`.

@@ -26,7 +26,7 @@ const LATENCY_MS: f64 = 25.0;
 pub(crate) const ALIAS_PREFIX: &str = "cni-multi bandwidth";
 
 /// Where ADD records the host veth it shaped, for DEL.
-const DEFAULT_DATA_DIR: &str = "/run/cni/bandwidth";
+pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/bandwidth";
 /// A state file is a few hundred bytes.
 const MAX_STATE: u64 = 64 * 1024;
 

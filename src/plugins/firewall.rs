@@ -14,7 +14,7 @@ use serde::Deserialize;
 pub struct Firewall;
 
 /// Where ADD records each attachment's addresses for GC (`dataDir`).
-const DEFAULT_DATA_DIR: &str = "/run/cni/firewall";
+pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/firewall";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -1,12 +1,12 @@
 //! The plugin table: the one list of plugin names. It feeds argv[0] dispatch,
 //! `--help`, `--list` (and so `symlinks.sh`) and the tests.
 
-mod attachments;
+pub(crate) mod attachments;
 pub mod bandwidth;
 pub mod bridge;
 mod dhcp;
 mod dummy;
-mod firewall;
+pub(crate) mod firewall;
 pub mod flannel;
 mod host_device;
 mod host_local;
@@ -14,7 +14,7 @@ mod ipvlan;
 mod loopback;
 mod macvlan;
 pub mod multus;
-mod portmap;
+pub(crate) mod portmap;
 mod ptp;
 mod sbr;
 mod static_ipam;

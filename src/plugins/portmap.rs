@@ -17,7 +17,7 @@ use std::net::IpAddr;
 pub struct Portmap;
 
 /// Where ADD with nftables records each attachment for GC (`dataDir`).
-const DEFAULT_DATA_DIR: &str = "/run/cni/portmap";
+pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/portmap";
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

@@ -10,7 +10,7 @@ use crate::netfilter::Family;
 use anyhow::Result;
 use std::net::IpAddr;
 
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 /// A per-container chain and what names its owner.
 pub struct Owned {

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 pub const KIND: &str = "firewall";
 pub const ACTION: &str = "remove the address's accept rules";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     if !crate::netfilter::iptables::usable(Family::V4)

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 pub const KIND: &str = "flannel";
 pub const ACTION: &str = "remove saved delegate config";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for dir in node.data_dirs("flannel", DEFAULT_DATA_DIR) {

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 pub const KIND: &str = "ifb";
 pub const ACTION: &str = "delete link";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut sock = Socket::open()?;

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 pub const KIND: &str = "macspoofchk";
 pub const ACTION: &str = "remove chains and their PREROUTING jump";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for c in macspoof::read()? {

@@ -54,6 +54,9 @@ pub struct DoctorArgs {
     on_firewalld_reload: bool,
 }
 
+/// The action of an object its dead attachment's DEL removes (the fix checks it went).
+pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+
 /// What lists the findings of one kind of state.
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 pub const KIND: &str = "multus";
 pub const ACTION: &str = "remove delegate cache";
 pub const STATUS_ACTION: &str = "remove network status";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for (dir, networks) in multus_cni_dirs(&node.lists) {

@@ -12,7 +12,7 @@ use anyhow::Result;
 pub const KIND: &str = "portmap";
 pub const ACTION: &str = "remove chain and its CNI-HOSTPORT-DNAT jumps";
 pub const ACTION_NFT: &str = "remove the container's rules";
-pub const BY_DEL: &str = chains::BY_DEL;
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     if !chains::usable() {

@@ -11,13 +11,13 @@ use std::path::Path;
 
 pub const KIND: &str = "record";
 pub const ACTION: &str = "remove record";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 /// The plugins that keep such records, with their default `dataDir`.
 const PLUGINS: &[(&str, &str)] = &[
-    ("firewall", "/run/cni/firewall"),
-    ("portmap", "/run/cni/portmap"),
-    ("bandwidth", "/run/cni/bandwidth"),
+    ("firewall", crate::plugins::firewall::DEFAULT_DATA_DIR),
+    ("portmap", crate::plugins::portmap::DEFAULT_DATA_DIR),
+    ("bandwidth", crate::plugins::bandwidth::DEFAULT_DATA_DIR),
 ];
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
@@ -44,10 +44,6 @@ fn owner_of(name: &str) -> Option<(&str, &str, Option<&str>)> {
     Some((id, ifname, net))
 }
 
-fn network_hash(network: &str) -> String {
-    crate::digest::sha512_hex(network.as_bytes())[..16].to_string()
-}
-
 fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
     let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return Ok(());
@@ -59,7 +55,11 @@ fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
         .attachments
         .iter()
         .filter(|a| a.entry.container_id == id && a.entry.ifname == ifname)
-        .filter(|a| net.is_none_or(|h| network_hash(&a.entry.network_name) == h))
+        .filter(|a| {
+            net.is_none_or(|h| {
+                crate::plugins::attachments::network_hash(&a.entry.network_name) == h
+            })
+        })
         .collect();
     if owners.iter().any(|a| a.state != State::Dead) || !node.old_file(path)? {
         return Ok(());

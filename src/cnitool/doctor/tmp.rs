@@ -15,11 +15,11 @@ pub const ACTION: &str = "remove unfinished write";
 
 /// The plugins that write state files, with their default `dataDir`.
 const PLUGINS: &[(&str, &str)] = &[
-    ("firewall", "/run/cni/firewall"),
-    ("portmap", "/run/cni/portmap"),
-    ("bandwidth", "/run/cni/bandwidth"),
-    ("tuning", "/run/cni/tuning"),
-    ("flannel", "/var/lib/cni/flannel"),
+    ("firewall", crate::plugins::firewall::DEFAULT_DATA_DIR),
+    ("portmap", crate::plugins::portmap::DEFAULT_DATA_DIR),
+    ("bandwidth", crate::plugins::bandwidth::DEFAULT_DATA_DIR),
+    ("tuning", crate::plugins::tuning::DEFAULT_DATA_DIR),
+    ("flannel", crate::plugins::flannel::DEFAULT_DATA_DIR),
 ];
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {

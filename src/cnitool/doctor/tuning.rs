@@ -12,7 +12,7 @@ use std::path::Path;
 
 pub const KIND: &str = "tuning";
 pub const ACTION: &str = "remove backup";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for dir in node.data_dirs("tuning", DEFAULT_DATA_DIR) {

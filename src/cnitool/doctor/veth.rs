@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 pub const KIND: &str = "veth";
 pub const ACTION: &str = "delete link";
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
+pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut sock = Socket::open()?;
