@@ -1,5 +1,7 @@
 //! `ipam`: host-local reservations (`<dataDir>/<network>/<ip>`) of every
-//! configured host-local network that no live attachment holds. The owner is
+//! configured host-local network, and of every other network's store in the
+//! same dataDirs (a network no longer configured keeps its reservations),
+//! that no live attachment holds. The owner is
 //! gone when its cache entry is dead (that DEL releases it) or when no cache
 //! entry names it at all and no namespace on the node holds the address.
 
@@ -16,7 +18,7 @@ pub const ACTION: &str = "remove reservation";
 pub const BY_DEL: &str = "released by the DEL of its dead attachment";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    for (data_dir, network) in stores(node) {
+    for (data_dir, network) in stores(node)? {
         let dir = data_dir.join(&network);
         if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
             continue;
@@ -59,7 +61,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 /// (dataDir, network) of every host-local plugin of the conf dir's networks
 /// and of every cached config (a delegate multus read from its own
 /// directories or a NAD has a cache entry, not a file in the conf dir).
-fn stores(node: &Node) -> BTreeSet<(PathBuf, String)> {
+fn stores(node: &Node) -> Result<BTreeSet<(PathBuf, String)>> {
     let mut out = BTreeSet::new();
     for list in &node.lists {
         stores_of(list, &mut out);
@@ -69,7 +71,30 @@ fn stores(node: &Node) -> BTreeSet<(PathBuf, String)> {
             stores_of(&list, &mut out);
         }
     }
-    out
+    let data_dirs: BTreeSet<PathBuf> = out.iter().map(|(d, _)| d.clone()).collect();
+    for data_dir in data_dirs {
+        unconfigured(&data_dir, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The stores of a dataDir whatever their network: real directories (a link
+/// is not followed) with a network's name.
+fn unconfigured(data_dir: &std::path::Path, out: &mut BTreeSet<(PathBuf, String)>) -> Result<()> {
+    let unreadable = || format!("failed to read {}", data_dir.display());
+    let entries = match std::fs::read_dir(data_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(unreadable),
+    };
+    for entry in entries {
+        let entry = entry.with_context(unreadable)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && crate::cni::env::is_valid_name(&name) {
+            out.insert((data_dir.to_path_buf(), name));
+        }
+    }
+    Ok(())
 }
 
 fn stores_of(list: &crate::runtime::conf::NetworkList, out: &mut BTreeSet<(PathBuf, String)>) {

@@ -9,6 +9,7 @@
 
 mod cache;
 mod chains;
+mod devinfo;
 mod firewall;
 mod flannel;
 mod ifb;
@@ -77,6 +78,7 @@ const KINDS: &[Find] = &[
     records::find,
     tmp::find,
     multus::find,
+    devinfo::find,
     repair::find,
 ];
 

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 /// Where device-info files of attachments with a `deviceID` live (the NAD
 /// client's `GetCNIDeviceInfoPath`).
-const DEVICE_INFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo/cni";
+pub const DEVICE_INFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo/cni";
 
 #[derive(Debug, Clone)]
 pub struct Delegate {
