@@ -477,9 +477,17 @@ fn macvlan_add_leases_from_dnsmasq_with_routes_and_dns_check_holds_and_del_relea
     assert!(eth0_has(&ns, &ip), "macvlan put the address on eth0");
     assert_eq!(state_files(&dir), 1, "the lease is on disk");
 
-    // The IPAM result itself (macvlan replaces DNS with its own config's, as
-    // the reference does): an ADD of the same attachment gets the held lease,
-    // with DNS from options 6, 15 and 119, and starts no second keeper.
+    // Options 6, 15 and 119 reach macvlan's result: its config has no `dns`
+    // (the reference's macvlan drops IPAM's DNS).
+    assert_eq!(
+        result["dns"]["nameservers"],
+        json!(["10.77.0.53"]),
+        "{result}"
+    );
+    assert_eq!(result["dns"]["domain"], "lan.example");
+    assert_eq!(result["dns"]["search"], json!(["a.example", "b.example"]));
+    // The IPAM result itself: an ADD of the same attachment gets the held
+    // lease, with the same DNS, and starts no second keeper.
     let threads = daemon.threads();
     let mut ipam_conf = conf.clone();
     ipam_conf["type"] = json!("dhcp");

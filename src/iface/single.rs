@@ -100,10 +100,18 @@ pub enum Addressing {
     Prev(NetResult),
 }
 
+/// The config's `dns` replaces the result's only when it says something.
+pub fn config_dns_over(inv: &Invocation, result: &mut NetResult) {
+    if let Some(dns) = inv.conf.common.dns.clone().filter(|d| !d.is_empty()) {
+        result.dns = dns;
+    }
+}
+
 /// ADD's tail for plugins with one container link, `link` just created as
 /// CNI_IFNAME: deleted again if a later step fails; neighbour announcements on
-/// up when `announce`; addresses; the config's DNS, whatever IPAM said (as the
-/// reference's macvlan, ipvlan, vlan and tap do).
+/// up when `announce`; addresses; the config's DNS when it has one, else
+/// IPAM's (the reference's macvlan, ipvlan, vlan and tap drop IPAM's, so a
+/// DHCP lease's name servers never reached the result; its bridge keeps them).
 pub fn finish_single(
     inv: &Invocation,
     ns: &NetNs,
@@ -123,6 +131,7 @@ pub fn finish_single(
         Addressing::Prev(prev) => {
             result.ips = prev.ips;
             result.routes = prev.routes;
+            result.dns = prev.dns;
             for ip in &mut result.ips {
                 ip.interface = Some(0);
             }
@@ -130,7 +139,7 @@ pub fn finish_single(
             result
         }
     };
-    result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+    config_dns_over(inv, &mut result);
     cleanup.keep();
     Ok(result)
 }

@@ -93,7 +93,7 @@ impl Plugin for HostDevice {
         };
         // Without IPAM the reference prints the link alone, without DNS.
         if has_ipam {
-            result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+            iface::config_dns_over(inv, &mut result);
         }
         Ok(result)
     }
@@ -172,7 +172,7 @@ fn add_dpdk(inv: &Invocation) -> CniResult<NetResult> {
     let ipam = crate::cni::delegate::Delegate::ipam(inv)?;
     let (ipam_result, rollback) = ipam.add_guarded()?;
     iface::adopt_ipam_result(&mut result, ipam_result, 0)?;
-    result.dns = inv.conf.common.dns.clone().unwrap_or_default();
+    iface::config_dns_over(inv, &mut result);
     rollback.keep();
     Ok(result)
 }
