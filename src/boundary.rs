@@ -55,6 +55,7 @@ impl From<crate::netfilter::Error> for Error {
             Nf::InvalidConfig(_) => Code::InvalidConfig,
             Nf::NoBackend => Code::NotAvailable,
             Nf::NoTable { .. }
+            | Nf::Incompatible { .. }
             | Nf::Tool { .. }
             | Nf::ToolFailed { .. }
             | Nf::ControlCharacter { .. }

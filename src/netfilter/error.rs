@@ -10,6 +10,9 @@ use std::{fmt, io};
 pub enum Error {
     /// `<tool> -t <table>` was needed but the tool or the kernel's table is missing.
     NoTable { tool: String, table: String },
+    /// `<tool> -t <table>` ran but cannot show the table: iptables-nft says
+    /// another nf_tables user made it in a form it cannot read.
+    Incompatible { tool: String, table: String },
     /// A tool could not be run, waited for or fed (`op`: "run", "wait for", "write to").
     Tool {
         tool: String,
@@ -51,6 +54,10 @@ impl fmt::Display for Error {
             Error::NoTable { tool, table } => {
                 write!(f, "{tool} -t {table}: the tool or the table does not exist")
             }
+            Error::Incompatible { tool, table } => write!(
+                f,
+                "{tool} -t {table}: the table is incompatible (made by another nftables user)"
+            ),
             Error::Tool { tool, op, source } => write!(f, "failed to {op} {tool}: {source}"),
             Error::ToolFailed {
                 command,
@@ -88,11 +95,32 @@ impl std::error::Error for Error {
             Error::Netlink(e) => Some(e),
             Error::Firewalld { source, .. } => Some(source),
             Error::NoTable { .. }
+            | Error::Incompatible { .. }
             | Error::ToolFailed { .. }
             | Error::ControlCharacter { .. }
             | Error::InvalidConfig(_)
             | Error::NoBackend
             | Error::Mismatch { .. } => None,
+        }
+    }
+}
+
+impl Error {
+    /// Whether iptables is installed but cannot be used here: its tables
+    /// cannot be initialised (iptables-legacy on a kernel without them) or
+    /// read (a nat table iptables-nft calls incompatible).
+    pub fn iptables_unusable(&self) -> bool {
+        match self {
+            Error::NoTable { .. } | Error::Incompatible { .. } => true,
+            Error::ToolFailed { stderr, .. } => [
+                "can't initialize",
+                "Table does not exist",
+                "is incompatible",
+                "Could not fetch rule set generation id",
+            ]
+            .iter()
+            .any(|m| stderr.contains(m)),
+            _ => false,
         }
     }
 }

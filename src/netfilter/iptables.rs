@@ -264,7 +264,16 @@ pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>> {
             input: None,
         });
     }
-    Ok(Some(Saved::parse(&String::from_utf8_lossy(&out.stdout))))
+    let text = String::from_utf8_lossy(&out.stdout);
+    // iptables-nft exits 0 with only this comment for a table it cannot read:
+    // taken as empty, a DEL would report success over rules it never saw.
+    if text.contains("is incompatible, use 'nft' tool") {
+        return Err(Error::Incompatible {
+            tool: bin,
+            table: table.to_string(),
+        });
+    }
+    Ok(Some(Saved::parse(&text)))
 }
 
 /// Applies a batch with one `iptables-restore --noflush --wait`; empty batches run nothing.
@@ -338,6 +347,22 @@ pub fn is_nft_based(family: Family) -> bool {
             .output()
             .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("(nf_tables)")),
     }
+}
+
+/// Whether the family's `nat` table belongs to another nftables user in a form
+/// iptables-nft cannot read (it has sets): writes would go in, but no
+/// `iptables-save` could show them again. One netlink request, no exec.
+pub fn nat_foreign(family: Family) -> bool {
+    is_nft_based(family)
+        && crate::netfilter::nft::open()
+            .and_then(|mut sock| {
+                crate::netfilter::nft::has_sets(
+                    &mut sock,
+                    crate::netfilter::nft::nfproto(family),
+                    "nat",
+                )
+            })
+            .unwrap_or(false)
 }
 
 /// Whether the family's tools are installed (looked up on PATH, no process run:

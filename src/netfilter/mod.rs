@@ -40,10 +40,11 @@ impl Backend {
     }
 
     /// Whether rules can be written (and so may exist) here: iptables'
-    /// tools are installed, or nf_tables answers.
+    /// tools are installed and its `nat` table is not another nftables
+    /// user's, or nf_tables answers.
     pub fn usable(self) -> bool {
         match self {
-            Backend::Iptables => iptables::usable(Family::V4),
+            Backend::Iptables => iptables::usable(Family::V4) && !iptables::nat_foreign(Family::V4),
             Backend::Nftables => crate::netlink::nfnl::available(),
         }
     }
@@ -69,6 +70,17 @@ impl Backend {
                 .filter(|b| b.usable())
                 .collect(),
         }
+    }
+
+    /// Where an ADD or CHECK that failed on `chosen` with `err` goes next:
+    /// nftables, when iptables was only detected (no backend configured),
+    /// turned out unusable although installed, and nf_tables answers.
+    pub fn instead(configured: Option<Backend>, chosen: Backend, err: &Error) -> Option<Backend> {
+        (configured.is_none()
+            && chosen == Backend::Iptables
+            && err.iptables_unusable()
+            && Backend::Nftables.usable())
+        .then_some(Backend::Nftables)
     }
 
     /// The configured backend, else the detected one.

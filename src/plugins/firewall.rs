@@ -137,6 +137,28 @@ impl Conf {
         }
     }
 
+    /// `op` on the target; on nftables instead when iptables was only
+    /// detected and is unusable here (the open policy alone: the isolating
+    /// ones need iptables).
+    fn on_target(
+        &self,
+        target: Target,
+        op: impl Fn(Target) -> crate::netfilter::Result<()>,
+    ) -> crate::netfilter::Result<()> {
+        op(target).or_else(|e| {
+            let instead = match target {
+                Target::Rules(b) if self.target.is_none() && self.policy == IngressPolicy::Open => {
+                    Backend::instead(None, b, &e)
+                }
+                _ => None,
+            };
+            match instead {
+                Some(other) => op(Target::Rules(other)),
+                None => Err(e),
+            }
+        })
+    }
+
     /// What DEL (and GC) cleans: with `backend` set, that backend's work;
     /// unset, whatever detection could have chosen at ADD: firewalld's sources
     /// when it runs, and the rules of each backend usable here.
@@ -198,7 +220,8 @@ impl Plugin for Firewall {
         }
         // Before any rule, so that GC finds what a failed ADD left.
         attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
-        rules::add(target, &conf.plan(inv, ips, bridge))?;
+        let plan = conf.plan(inv, ips, bridge);
+        conf.on_target(target, |t| rules::add(t, &plan))?;
         Ok(prev)
     }
 
@@ -267,7 +290,7 @@ impl Plugin for Firewall {
         let conf = Conf::load(inv)?;
         let ips = addresses(&prev(inv)?);
         let plan = conf.plan(inv, ips, String::new());
-        Ok(rules::check(conf.target()?, &plan)?)
+        Ok(conf.on_target(conf.target()?, |t| rules::check(t, &plan))?)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

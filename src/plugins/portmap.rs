@@ -234,6 +234,7 @@ fn prev_result(inv: &Invocation) -> CniResult<NetResult> {
 struct Validated {
     plan: Plan,
     backend: Backend,
+    configured: Option<Backend>,
     prev: NetResult,
     /// The container addresses to map to; never empty when there are mappings.
     targets: Vec<Target>,
@@ -243,7 +244,9 @@ struct Validated {
 /// CHECK: a CHECK must not pass a config its ADD would refuse.
 fn validated(inv: &Invocation) -> CniResult<Validated> {
     let Conf {
-        mut plan, backend, ..
+        mut plan,
+        backend,
+        configured,
     } = Conf::load(inv, Mappings::Required)?;
     let prev = prev_result(inv)?;
     let targets = targets(&prev, &inv.env.ifname);
@@ -259,6 +262,7 @@ fn validated(inv: &Invocation) -> CniResult<Validated> {
     Ok(Validated {
         plan,
         backend,
+        configured,
         prev,
         targets,
     })
@@ -269,18 +273,19 @@ impl Plugin for Portmap {
         let Validated {
             plan,
             backend,
+            configured,
             prev,
             targets,
         } = validated(inv)?;
         if plan.mappings.is_empty() {
             return Ok(prev);
         }
-        if backend == Backend::Nftables {
-            // Before any rule, so that GC finds what a failed ADD left.
-            let ips: Vec<_> = targets.iter().map(|t| t.address).collect();
-            attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
+        if let Err(e) = add_rules(inv, backend, &plan, &targets)? {
+            match Backend::instead(configured, backend, &e) {
+                Some(other) => add_rules(inv, other, &plan, &targets)??,
+                None => return Err(e.into()),
+            }
         }
-        rules::add(backend, &plan)?;
         let _ = flush_udp_conntrack(&plan, &targets);
         if plan.snat {
             // Let localhost-sourced traffic leave towards the container.
@@ -330,11 +335,22 @@ impl Plugin for Portmap {
     /// Refuses what ADD refuses, with the same error (`validated`), then
     /// looks for the rules ADD writes.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let Validated { plan, backend, .. } = validated(inv)?;
+        let Validated {
+            plan,
+            backend,
+            configured,
+            ..
+        } = validated(inv)?;
         if plan.mappings.is_empty() {
             return Ok(());
         }
-        Ok(rules::check(backend, &plan)?)
+        rules::check(backend, &plan).or_else(|e| {
+            match Backend::instead(configured, backend, &e) {
+                Some(other) => rules::check(other, &plan),
+                None => Err(e),
+            }
+        })?;
+        Ok(())
     }
 
     /// iptables rules name their network and container: GC finds this
@@ -372,6 +388,22 @@ impl Plugin for Portmap {
             .map(drop)
             .map_err(|e| Error::new(Code::NotAvailable, e.to_string()).with_source(e))
     }
+}
+
+/// ADD's rules in one backend, the attachment recorded first with nftables
+/// (so that GC finds what a failed ADD left); the rules' own failure is the
+/// inner error, for the caller to try the other backend.
+fn add_rules(
+    inv: &Invocation,
+    backend: Backend,
+    plan: &Plan,
+    targets: &[Target],
+) -> CniResult<crate::netfilter::Result<()>> {
+    if backend == Backend::Nftables {
+        let ips: Vec<_> = targets.iter().map(|t| t.address).collect();
+        attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
+    }
+    Ok(rules::add(backend, plan))
 }
 
 /// UDP flows to a newly mapped port that started before the mapping keep their

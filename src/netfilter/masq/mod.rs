@@ -114,7 +114,13 @@ impl IpMasq {
             return Ok(());
         }
         let backend = Backend::choose(self.backend.as_deref())?;
-        add(backend, &Plan::new(network, container_id, ifname, ips))
+        let plan = Plan::new(network, container_id, ifname, ips);
+        add(backend, &plan).or_else(
+            |e| match Backend::instead(self.configured()?, backend, &e) {
+                Some(other) => add(other, &plan),
+                None => Err(e),
+            },
+        )
     }
 
     /// The backend and plan an ADD with these addresses writes; None when it

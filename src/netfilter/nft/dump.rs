@@ -16,6 +16,19 @@ pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String
     }
 }
 
+/// Whether a table holds any set: iptables-nft never makes one, so a table
+/// with sets is another nftables user's, in a form iptables-nft cannot read.
+pub fn has_sets(sock: &mut NfSocket, family: u8, table: &str) -> Result<bool> {
+    let attrs = Body::default().str(NFTA_SET_TABLE, table);
+    match sock.dump(NFT_MSG_GETSET, family, attrs) {
+        Ok(objects) => Ok(objects
+            .iter()
+            .any(|a| wire::find(a, NFTA_SET_TABLE).map(wire::as_str).as_deref() == Some(table))),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A rule as dumped: its handle and comment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DumpedRule {
