@@ -2,6 +2,8 @@
 # make test-runtimes: the installed plugins driven by two real runtimes.
 #   containerd.sh  containerd 1.6's CRI plugin, driven as kubelet does (cri.py)
 #   podman.sh      podman 4 with its CNI backend
+#   crio.sh        cni-multi's cnitool called as CRI-O calls libcni (STATUS
+#                  polling, GC at start after pods went without DEL)
 # Each lane runs in its own network namespace (ip netns exec), and the whole
 # run in a private mount + PID namespace: runtime state (/run, /var/lib/cni,
 # /var/lib/containers) is a tmpfs there, and when the run ends, however it
@@ -9,7 +11,7 @@
 #
 #   PLUGIN_DIR=/usr/lib/cni     run against those plugins (default: build and
 #                               install cni-multi into a temp dir, use that)
-#   RUNTIMES="containerd podman"  the lanes to run (default both)
+#   RUNTIMES="containerd podman crio"  the lanes to run (default all three)
 #   CYCLES=20                   run/remove cycles per lane
 #   LANE_TIMEOUT=900            seconds for all lanes together
 #   CNIM_VENV=/var/tmp/cni-multi-venv  Python venv with grpcio (made if missing)
@@ -21,7 +23,7 @@ repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
-RUNTIMES=${RUNTIMES:-containerd podman}
+RUNTIMES=${RUNTIMES:-containerd podman crio}
 CYCLES=${CYCLES:-20}
 LANE_TIMEOUT=${LANE_TIMEOUT:-900}
 VENV=${CNIM_VENV:-/var/tmp/cni-multi-venv}
@@ -61,8 +63,8 @@ fi
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (namespaces, mounts, runtimes)" >&2; exit 1; }
 for rt in $RUNTIMES; do
     case $rt in
-        containerd | podman) ;;
-        *) echo "run.sh: unknown runtime '$rt' (RUNTIMES: containerd podman)" >&2; exit 1 ;;
+        containerd | podman | crio) ;;
+        *) echo "run.sh: unknown runtime '$rt' (RUNTIMES: containerd podman crio)" >&2; exit 1 ;;
     esac
 done
 
