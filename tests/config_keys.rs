@@ -40,6 +40,7 @@ const PLUGINS: &[&str] = &[
     "firewall",
     "sbr",
     "vrf",
+    "mptcp",
     "flannel",
     "multus",
 ];
@@ -222,6 +223,11 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/meta/vrf VRFNetConf.
     ("vrf", "vrfname", Test("tests/vrf.rs", "interface_joins_the_vrf_with_its_routes")),
     ("vrf", "table", Test("tests/vrf.rs", "vrf_with_a_table_is_shared_and_goes_with_its_last_member")),
+    // mptcp: upstream's open plugin, ours ahead of its release.
+    ("mptcp", "endpoints[].flags", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
+    ("mptcp", "endpoints[].address", Test("tests/mptcp.rs", "mptcp_refuses_bad_configs")),
+    ("mptcp", "limits.subflows", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
+    ("mptcp", "limits.addAddrAccepted", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
     // flannel-io/cni-plugin NetConf.
     ("flannel", "subnetFile", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
     ("flannel", "dataDir", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),

@@ -181,7 +181,8 @@ fn every_difference_cites_the_reference_it_differs_from() {
     let mut uncited = Vec::new();
     for (title, bullets) in &sections {
         assert!(!bullets.is_empty(), "`## {title}` has no bullet");
-        if title == "All plugins" {
+        // What the reference has no file for yet.
+        if title == "All plugins" || title == "Ahead of the reference" {
             continue;
         }
         for bullet in bullets.iter().filter(|b| !cites_reference(b)) {

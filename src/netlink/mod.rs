@@ -5,7 +5,9 @@
 
 pub mod addr;
 pub mod conntrack;
+pub mod genl;
 pub mod link;
+pub mod mptcp;
 pub mod nfnl;
 pub mod nsid;
 pub mod route;

@@ -13,6 +13,7 @@ mod host_local;
 mod ipvlan;
 mod loopback;
 mod macvlan;
+mod mptcp;
 pub mod multus;
 pub(crate) mod portmap;
 mod ptp;
@@ -142,6 +143,12 @@ pub static PLUGINS: &[PluginInfo] = &[
         summary: "meta: source-based routing",
         cni_args: ArgsPolicy::Ignored,
         plugin: &sbr::Sbr,
+    },
+    PluginInfo {
+        name: "mptcp",
+        summary: "meta: MPTCP endpoints and limits in the container",
+        cni_args: ArgsPolicy::Ignored,
+        plugin: &mptcp::Mptcp,
     },
     PluginInfo {
         name: "vrf",

@@ -1,0 +1,221 @@
+//! The kernel's MPTCP path manager (generic netlink family `mptcp_pm`):
+//! endpoints (addresses it may announce or open subflows from) and the
+//! per-namespace limits. Message building is pure and tested byte for byte.
+
+use super::genl::GenlSocket;
+use super::wire::{self, Body, NESTED};
+use super::{Error, Result};
+use std::net::IpAddr;
+
+// linux/mptcp_pm.h
+const MPTCP_PM_NAME: &str = "mptcp_pm";
+const MPTCP_PM_VER: u8 = 1;
+const CMD_ADD_ADDR: u8 = 1;
+const CMD_DEL_ADDR: u8 = 2;
+const CMD_GET_ADDR: u8 = 3;
+const CMD_SET_LIMITS: u8 = 5;
+const CMD_GET_LIMITS: u8 = 6;
+const ATTR_ADDR: u16 = 1;
+const ATTR_RCV_ADD_ADDRS: u16 = 2;
+const ATTR_SUBFLOWS: u16 = 3;
+const ADDR_ATTR_FAMILY: u16 = 1;
+const ADDR_ATTR_ID: u16 = 2;
+const ADDR_ATTR_ADDR4: u16 = 3;
+const ADDR_ATTR_ADDR6: u16 = 4;
+const ADDR_ATTR_FLAGS: u16 = 6;
+const ADDR_ATTR_IF_IDX: u16 = 7;
+pub const FLAG_SIGNAL: u32 = 1 << 0;
+pub const FLAG_SUBFLOW: u32 = 1 << 1;
+pub const FLAG_BACKUP: u32 = 1 << 2;
+pub const FLAG_FULLMESH: u32 = 1 << 3;
+/// The flags an endpoint can be given (the kernel sets others itself).
+pub const FLAGS: [(&str, u32); 4] = [
+    ("signal", FLAG_SIGNAL),
+    ("subflow", FLAG_SUBFLOW),
+    ("backup", FLAG_BACKUP),
+    ("fullmesh", FLAG_FULLMESH),
+];
+/// The kernel's bound on both limits (MPTCP_PM_ADDR_MAX).
+pub const LIMIT_MAX: u32 = 8;
+
+/// One path-manager endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The kernel's id (0 when adding: it picks one).
+    pub id: u8,
+    pub address: IpAddr,
+    pub flags: u32,
+    /// The interface it is bound to (0: none).
+    pub ifindex: i32,
+}
+
+/// The path manager's per-namespace limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub subflows: u32,
+    pub add_addr_accepted: u32,
+}
+
+const AF_INET: u16 = 2;
+const AF_INET6: u16 = 10;
+
+/// ADD_ADDR's (and DEL_ADDR's) attributes for an endpoint.
+pub fn endpoint_attrs(e: &Endpoint) -> Vec<u8> {
+    Body::default()
+        .nest(ATTR_ADDR | NESTED, |b| {
+            let b = match e.address {
+                IpAddr::V4(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET),
+                IpAddr::V6(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET6),
+            };
+            let b = if e.id != 0 {
+                b.u8(ADDR_ATTR_ID, e.id)
+            } else {
+                b
+            };
+            let b = match e.address {
+                IpAddr::V4(_) => b.ip(ADDR_ATTR_ADDR4, e.address),
+                IpAddr::V6(_) => b.ip(ADDR_ATTR_ADDR6, e.address),
+            };
+            let b = b.u32(ADDR_ATTR_FLAGS, e.flags);
+            if e.ifindex != 0 {
+                b.attr(ADDR_ATTR_IF_IDX, &e.ifindex.to_ne_bytes())
+            } else {
+                b
+            }
+        })
+        .into_bytes()
+}
+
+/// SET_LIMITS' attributes.
+pub fn limits_attrs(l: Limits) -> Vec<u8> {
+    Body::default()
+        .u32(ATTR_RCV_ADD_ADDRS, l.add_addr_accepted)
+        .u32(ATTR_SUBFLOWS, l.subflows)
+        .into_bytes()
+}
+
+/// An endpoint of a GET_ADDR reply.
+pub fn parse_endpoint(attrs: &[u8]) -> Option<Endpoint> {
+    let addr = wire::find(attrs, ATTR_ADDR)?;
+    let address = wire::find(addr, ADDR_ATTR_ADDR4)
+        .or_else(|| wire::find(addr, ADDR_ATTR_ADDR6))
+        .and_then(wire::as_ip)?;
+    Some(Endpoint {
+        id: wire::find(addr, ADDR_ATTR_ID)
+            .and_then(|p| p.first().copied())
+            .unwrap_or(0),
+        address,
+        flags: wire::find(addr, ADDR_ATTR_FLAGS)
+            .and_then(wire::as_u32)
+            .unwrap_or(0),
+        ifindex: wire::find(addr, ADDR_ATTR_IF_IDX)
+            .and_then(wire::as_u32)
+            .map_or(0, |v| v as i32),
+    })
+}
+
+/// The path manager of the calling thread's namespace.
+pub struct PathManager(GenlSocket);
+
+impl PathManager {
+    /// None when the kernel has no MPTCP.
+    pub fn open() -> Result<Option<PathManager>> {
+        Ok(GenlSocket::open(MPTCP_PM_NAME, MPTCP_PM_VER)?.map(PathManager))
+    }
+
+    pub fn endpoints(&mut self) -> Result<Vec<Endpoint>> {
+        let replies = self.0.dump(CMD_GET_ADDR, &[], "list MPTCP endpoints")?;
+        Ok(replies.iter().filter_map(|r| parse_endpoint(r)).collect())
+    }
+
+    pub fn add(&mut self, e: &Endpoint) -> Result<()> {
+        let op = format!("add MPTCP endpoint {}", e.address);
+        self.0.request(CMD_ADD_ADDR, &endpoint_attrs(e), &op)?;
+        Ok(())
+    }
+
+    /// Deletes an endpoint by its id (and address).
+    pub fn del(&mut self, e: &Endpoint) -> Result<()> {
+        let op = format!("delete MPTCP endpoint {}", e.address);
+        self.0.request(CMD_DEL_ADDR, &endpoint_attrs(e), &op)?;
+        Ok(())
+    }
+
+    pub fn limits(&mut self) -> Result<Limits> {
+        let replies = self.0.request(CMD_GET_LIMITS, &[], "read MPTCP limits")?;
+        let get = |ty| {
+            replies
+                .iter()
+                .find_map(|r| wire::find(r, ty).and_then(wire::as_u32))
+        };
+        match (get(ATTR_SUBFLOWS), get(ATTR_RCV_ADD_ADDRS)) {
+            (Some(subflows), Some(add_addr_accepted)) => Ok(Limits {
+                subflows,
+                add_addr_accepted,
+            }),
+            _ => Err(Error::local("read MPTCP limits", "no limits in the reply")),
+        }
+    }
+
+    pub fn set_limits(&mut self, l: Limits) -> Result<()> {
+        self.0
+            .request(CMD_SET_LIMITS, &limits_attrs(l), "set MPTCP limits")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoint_messages_byte_for_byte() {
+        let e = Endpoint {
+            id: 0,
+            address: "10.1.2.3".parse().expect("ip"),
+            flags: FLAG_SIGNAL | FLAG_BACKUP,
+            ifindex: 2,
+        };
+        #[rustfmt::skip]
+        let want: Vec<u8> = vec![
+            36, 0, 1, 0x80,             // ATTR_ADDR, nested
+            6, 0, 1, 0, 2, 0, 0, 0,     // family AF_INET
+            8, 0, 3, 0, 10, 1, 2, 3,    // addr4
+            8, 0, 6, 0, 5, 0, 0, 0,     // flags
+            8, 0, 7, 0, 2, 0, 0, 0,     // ifindex
+        ];
+        assert_eq!(endpoint_attrs(&e), want);
+        // Read back as the kernel reports it (without the nested flag).
+        let mut reply = want.clone();
+        reply[3] = 0;
+        assert_eq!(parse_endpoint(&reply), Some(e));
+        let v6 = Endpoint {
+            id: 3,
+            address: "fd00::1".parse().expect("ip"),
+            flags: FLAG_SUBFLOW,
+            ifindex: 0,
+        };
+        let bytes = endpoint_attrs(&v6);
+        assert_eq!(&bytes[4..12], &[6, 0, 1, 0, 10, 0, 0, 0]);
+        assert_eq!(&bytes[12..20], &[5, 0, 2, 0, 3, 0, 0, 0]);
+        assert_eq!(parse_endpoint(&bytes), Some(v6));
+    }
+
+    #[test]
+    fn limits_message_byte_for_byte() {
+        let l = Limits {
+            subflows: 2,
+            add_addr_accepted: 4,
+        };
+        assert_eq!(
+            limits_attrs(l),
+            vec![8, 0, 2, 0, 4, 0, 0, 0, 8, 0, 3, 0, 2, 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn truncated_replies_are_no_endpoint() {
+        assert_eq!(parse_endpoint(&[]), None);
+        assert_eq!(parse_endpoint(&[8, 0, 1, 0, 6, 0, 1, 0]), None);
+    }
+}
