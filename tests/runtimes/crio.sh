@@ -28,11 +28,12 @@ mkdir -p "$d/net.d" "$d/cache"
 cat >"$d/net.d/10-$NET.conflist" <<EOF
 {"cniVersion": "1.1.0", "name": "$NET", "plugins": [
   {"type": "bridge", "bridge": "cnimcrio0", "isGateway": true, "ipMasq": true,
+   "capabilities": {"ips": true, "mac": true, "aliases": true},
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$V4NET"}]],
             "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}},
-  {"type": "bandwidth", "capabilities": {"bandwidth": true}},
-  {"type": "firewall"},
+  {"type": "bandwidth", "capabilities": {"bandwidth": true, "cgroupPath": true}},
+  {"type": "firewall", "capabilities": {"aliases": true}},
   {"type": "tuning", "sysctl": {"net.ipv4.conf.eth0.log_martians": "1"}}
 ]}
 EOF
@@ -45,7 +46,7 @@ cid() { echo "cnitool-$(printf %s "$1" | sha512sum | cut -c1-20)"; }
 
 # What CRI-O sends with a pod's ADD and DEL (ocicni).
 caps() {
-    printf '{"bandwidth": {"ingressRate": 1000000, "ingressBurst": 4294967295, "egressRate": 1000000, "egressBurst": 4294967295}, "cgroupPath": "/kubepods/besteffort/pod%s", "io.kubernetes.cri.pod-annotations": {"io.kubernetes.cri-o.Name": "%s"}}' "$1" "$1"
+    printf '{"bandwidth": {"ingressRate": 1000000, "ingressBurst": 4294967295, "egressRate": 1000000, "egressBurst": 4294967295}, "cgroupPath": "/kubepods/besteffort/pod%s", "aliases": {"%s": ["%s.alias"]}, "io.kubernetes.cri.pod-annotations": {"io.kubernetes.cri-o.Name": "%s"}}' "$1" "$NET" "$1" "$1"
 }
 pod_args() {
     echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$1;K8S_POD_INFRA_CONTAINER_ID=$(cid "/run/netns/$1");K8S_POD_UID=uid-$1"
@@ -97,6 +98,19 @@ churn() {
     done
 }
 check "crio: $PODS pods added, half deleted again, under STATUS polling" churn
+
+# A pod with the address and MAC it asks for, in CNI_ARGS as ocicni sends them.
+static_pod() {
+    local ns=crio-static args out
+    args="$(pod_args "$ns");IP=10.89.9.200;MAC=0a:58:0a:59:09:c8"
+    ip netns add "$ns"
+    out=$(ct --args "$args" --cap-args "$(caps "$ns")" add "$NET" "/run/netns/$ns")
+    echo "$out" | grep -q '"10.89.9.200/24"' || { echo "result: $out"; return 1; }
+    nsenter --net="/run/netns/$ns" ip link show eth0 | grep -q 0a:58:0a:59:09:c8 || { echo "eth0 has another MAC"; return 1; }
+    ct --args "$args" --cap-args "$(caps "$ns")" del "$NET" "/run/netns/$ns"
+    ip netns delete "$ns"
+}
+check "crio: IP and MAC in CNI_ARGS give the pod that address and MAC" static_pod
 
 # The runtime stops; a third of the live pods go meanwhile (no DEL runs).
 survivors=()
