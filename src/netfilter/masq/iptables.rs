@@ -47,11 +47,10 @@ fn state(family: Family, chain: &str) -> State {
     let Ok(mut sock) = nft::open() else {
         return State::Unread;
     };
-    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
-        return State::Unread;
-    };
-    if !chains.iter().any(|c| c == chain) {
-        return State::Absent;
+    match nft::has_chain(&mut sock, f, "nat", chain) {
+        Ok(true) => {}
+        Ok(false) => return State::Absent,
+        Err(_) => return State::Unread,
     }
     let Ok(rules) = nft::rules(&mut sock, f, "nat", "POSTROUTING") else {
         return State::Unclear;

@@ -16,6 +16,20 @@ pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String
     }
 }
 
+/// Whether one chain exists: a lookup by name, not a dump of the table's
+/// chains (which grows with every container's chain).
+pub fn has_chain(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<bool> {
+    let attrs = Body::default()
+        .str(NFTA_CHAIN_TABLE, table)
+        .str(NFTA_CHAIN_NAME, chain)
+        .into_bytes();
+    match sock.request(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN, family, &attrs) {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Whether a table holds any set: iptables-nft never makes one, so a table
 /// with sets is another nftables user's, in a form iptables-nft cannot read.
 pub fn has_sets(sock: &mut NfSocket, family: u8, table: &str) -> Result<bool> {

@@ -22,6 +22,8 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 pub use tx::*;
 
+// linux/netfilter/nfnetlink.h
+const NFNL_SUBSYS_NFTABLES: u16 = 10;
 // linux/netfilter/nf_tables.h
 const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;

@@ -213,15 +213,18 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
     let Ok(mut sock) = nft::open() else {
         return SharedState::Unknown;
     };
-    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
-        return SharedState::Unknown;
-    };
-    let has = |c: &str| chains.iter().any(|x| x == c);
     let chain = plan.dnat_chain();
-    if [DNAT_CHAIN, SETMARK_CHAIN, MASQ_CHAIN, chain.as_str()]
-        .iter()
-        .all(|c| !has(c))
-    {
+    // Looked up by name: a dump of every chain of nat grows with the containers.
+    let mut present = Vec::new();
+    for c in [DNAT_CHAIN, SETMARK_CHAIN, MASQ_CHAIN, chain.as_str()] {
+        match nft::has_chain(&mut sock, f, "nat", c) {
+            Ok(true) => present.push(c),
+            Ok(false) => {}
+            Err(_) => return SharedState::Unknown,
+        }
+    }
+    let has = |c: &str| present.contains(&c);
+    if present.is_empty() {
         return SharedState::Fresh;
     }
     let mut jumps = |chain: &str, target: &str| {
@@ -355,11 +358,14 @@ fn known(plan: &Plan, family: Family) -> Known {
     let Ok(mut sock) = nft::open() else {
         return Known::Unknown;
     };
-    let Ok(chains) = nft::chains(&mut sock, f, "nat") else {
+    let (chain, legacy) = (plan.dnat_chain(), plan.legacy_snat_chain());
+    let (Ok(has_chain), Ok(has_legacy)) = (
+        nft::has_chain(&mut sock, f, "nat", &chain),
+        nft::has_chain(&mut sock, f, "nat", &legacy),
+    ) else {
         return Known::Unknown;
     };
-    let (chain, legacy) = (plan.dnat_chain(), plan.legacy_snat_chain());
-    match (chains.contains(&chain), chains.contains(&legacy)) {
+    match (has_chain, has_legacy) {
         (false, false) => return Known::Absent,
         (true, false) => {}
         _ => return Known::Unknown,
