@@ -30,7 +30,8 @@ impl Node {
             {"type": "bridge", "bridge": "nfto0", "isGateway": true, "ipMasq": true,
              "ipam": {"type": "host-local", "dataDir": n.store.0,
                       "ranges": [[{"subnet": "10.93.0.0/24"}]]}},
-            {"type": "portmap", "capabilities": {"portMappings": true}}
+            {"type": "portmap", "capabilities": {"portMappings": true},
+             "dataDir": n.store.0.join("portmap")}
         ]});
         std::fs::write(n.conf.0.join("nfto.conflist"), list.to_string()).expect("conf");
         n
@@ -128,4 +129,13 @@ fn a_nat_table_iptables_nft_calls_incompatible_gets_working_rules() {
         "{rules}"
     );
     assert!(rules.contains("ip saddr @s masquerade"), "{rules}");
+    // The doctor inspects such a node (the foreign table is nobody's leak).
+    let out = harness::cnitool_in(
+        &node.conf.0,
+        &node.cache.0,
+        &node.bin.0,
+        &[],
+        &["doctor", "--min-age", "0"],
+    );
+    assert_eq!(out.status, 0, "{out:?}");
 }

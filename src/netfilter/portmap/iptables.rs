@@ -568,6 +568,11 @@ pub fn mapped(saved: &Saved) -> Vec<Mapped> {
 pub fn read() -> Result<Vec<(Family, Mapped)>> {
     let mut out = Vec::new();
     for family in [Family::V4, Family::V6] {
+        // Another nftables user's nat table: no plugin writes there, and no
+        // iptables-save can show it.
+        if iptables::nat_foreign(family) {
+            continue;
+        }
         if let Some(saved) = iptables::save_existing(family, "nat")? {
             out.extend(mapped(&saved).into_iter().map(|m| (family, m)));
         }
