@@ -646,3 +646,49 @@ fn named_netns_without_ip() {
             .is_empty()
     );
 }
+
+#[test]
+fn completion_scripts_name_every_subcommand_and_parse() {
+    let subcommands = [
+        "add",
+        "check",
+        "del",
+        "gc",
+        "status",
+        "status-of",
+        "list",
+        "validate",
+        "doctor",
+        "completion",
+        "netns",
+    ];
+    let dir = TempDir::new("completion");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = cnitool(&["completion", shell], &[]);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        for sub in subcommands {
+            assert!(
+                out.stdout.contains(sub),
+                "{shell} script lacks {sub}:\n{}",
+                out.stdout
+            );
+        }
+        assert!(out.stdout.contains("conf-dir"), "{shell}");
+        let file = dir.0.join(format!("cnitool.{shell}"));
+        std::fs::write(&file, &out.stdout).expect("write script");
+        let checked = Command::new(shell).arg("-n").arg(&file).output();
+        match checked {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                assert_ne!(shell, "bash", "bash must be installed");
+                eprintln!("{shell} absent: its script is not syntax-checked");
+            }
+            Err(e) => panic!("{shell} -n: {e}"),
+            Ok(o) => assert!(
+                o.status.success(),
+                "{shell} -n rejects the script: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        }
+    }
+    assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);
+}
