@@ -692,3 +692,59 @@ fn completion_scripts_name_every_subcommand_and_parse() {
     }
     assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);
 }
+
+const TRACE: [(&str, &str); 3] = [
+    (
+        "TRACEPARENT",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ),
+    ("TRACESTATE", "congo=t61rcWkgMzE"),
+    ("BAGGAGE", "userId=alice,region=eu"),
+];
+
+/// A plugin script that keeps its environment of each verb in
+/// `<log>/<name>.<CNI_COMMAND>.env`.
+fn env_recorder(bin: &Path, name: &str, log: &Path) {
+    let script = format!(
+        "#!/bin/sh\n\
+         env > '{log}/{name}.'\"$CNI_COMMAND\"'.env'\n\
+         cat > /dev/null\n\
+         [ \"$CNI_COMMAND\" = VERSION ] && {{ printf '{{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.0.0\",\"1.1.0\"]}}'; exit 0; }}\n\
+         [ \"$CNI_COMMAND\" = ADD ] && printf '{{\"cniVersion\":\"1.1.0\"}}'\n\
+         exit 0\n",
+        log = log.display()
+    );
+    let path = bin.join(name);
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn trace_context_reaches_every_plugin() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("tracelog");
+    env_recorder(&s.bin.0, "envrec", &log.0);
+    let list = json!({"cniVersion": "1.1.0", "name": "traced", "plugins": [{"type": "envrec"}]});
+    std::fs::write(s.conf.0.join("traced.conflist"), list.to_string()).expect("conf");
+    let env = s.env();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend(TRACE);
+    let cache = s.cache.0.to_string_lossy().into_owned();
+    let netns = "/run/netns/cnitool-trace-test";
+    for verb in ["add", "check", "del", "status"] {
+        let out = match verb {
+            "status" => cnitool(&["--cache-dir", &cache, verb, "traced"], &env),
+            _ => cnitool(&["--cache-dir", &cache, verb, "traced", netns], &env),
+        };
+        out.ok();
+        let path = log.0.join(format!("envrec.{}.env", verb.to_uppercase()));
+        let seen = std::fs::read_to_string(&path).expect("recorded env");
+        for (k, v) in TRACE {
+            assert!(
+                seen.lines().any(|l| l == format!("{k}={v}")),
+                "{verb}: {seen}"
+            );
+        }
+    }
+}
