@@ -533,13 +533,19 @@ fn broken_inputs_give_clear_errors_and_no_cache_entry() {
     )
     .expect("script");
     std::fs::write(s.bin.0.join("silent"), "#!/bin/sh\nexit 3\n").expect("script");
-    for f in ["garbage", "silent"] {
+    std::fs::write(
+        s.bin.0.join("grumbling"),
+        "#!/bin/sh\necho 'no bridge here' >&2\nexit 4\n",
+    )
+    .expect("script");
+    for f in ["garbage", "silent", "grumbling"] {
         std::fs::set_permissions(s.bin.0.join(f), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
     }
     write("a-missing.conflist", list("missing", "nosuchplugin"));
     write("b-garbage.conflist", list("garbage", "garbage"));
     write("c-silent.conflist", list("silent", "silent"));
+    write("d-grumbling.conflist", list("grumbling", "grumbling"));
     let ns = "/run/netns/cnitool-err-test";
     for (net, plugin, text) in [
         (
@@ -556,6 +562,19 @@ fn broken_inputs_give_clear_errors_and_no_cache_entry() {
         assert!(err.contains(".conflist"), "names the file: {err}");
         assert!(s.cache_files().is_empty(), "{net}: no partial cache entry");
     }
+    // A plugin that fails with no JSON error: its stderr is passed on and
+    // quoted in the error, with its exit status.
+    let out = s.run(&["add", "grumbling", ns]);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(
+        out.stderr.starts_with("no bridge here\ncnitool: "),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("netplugin failed: \"no bridge here\\n\": exit status: 4"),
+        "{out:?}"
+    );
     std::fs::write(
         s.conf.0.join("0-broken.conflist"),
         "{\"name\": \"broken\", ",
@@ -746,5 +765,43 @@ fn trace_context_reaches_every_plugin() {
                 "{verb}: {seen}"
             );
         }
+    }
+}
+
+/// DEL of a single-plugin `.conf` and of a list alike: an unreadable cache
+/// file is deleted and the plugins still get DEL (without prevResult, which
+/// they must tolerate); with a good cache the first plugin gets the ADD result.
+#[test]
+fn del_drops_an_unreadable_cache_file_and_goes_on() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("dellog");
+    for name in ["single", "rec1", "rec2"] {
+        recorder(&s.bin.0, name, &log.0, None);
+    }
+    let single = json!({"cniVersion": "1.0.0", "name": "one", "type": "single"});
+    std::fs::write(s.conf.0.join("one.conf"), single.to_string()).expect("conf");
+    let list = json!({"cniVersion": "1.1.0", "name": "two",
+        "plugins": [{"type": "rec1"}, {"type": "rec2"}]});
+    std::fs::write(s.conf.0.join("two.conflist"), list.to_string()).expect("conf");
+    let netns = "/run/netns/cnitool-del-cache-test";
+    let id = container_id(netns);
+    for (net, first, last) in [("one", "single", "single"), ("two", "rec1", "rec2")] {
+        s.run(&["add", net, netns]).ok();
+        s.run(&["del", net, netns]).ok();
+        let prev = &recorded(&log.0, first, "DEL", &id)["prevResult"];
+        assert_eq!(prev["dns"]["domain"], json!(last), "{net}: {prev}");
+        s.run(&["add", net, netns]).ok();
+        let file = s.cache.0.join("results").join(format!("{net}-{id}-eth0"));
+        assert!(file.exists(), "{}", file.display());
+        std::fs::write(&file, "{not json").expect("corrupt the cache");
+        s.run(&["del", net, netns]).ok();
+        assert!(!file.exists(), "{net}: the unreadable cache file is gone");
+        assert!(
+            recorded(&log.0, first, "DEL", &id)
+                .get("prevResult")
+                .is_none(),
+            "{net}"
+        );
     }
 }
