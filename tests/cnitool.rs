@@ -709,6 +709,19 @@ fn completion_scripts_name_every_subcommand_and_parse() {
             ),
         }
     }
+    // The bash function completes the words of the level typed so far.
+    let complete = |words: &str, cword: usize| {
+        let script = format!(
+            ". '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; _cni_multi_cnitool; \
+             echo \"${{COMPREPLY[*]}}\"",
+            dir.0.join("cnitool.bash").display()
+        );
+        let out = Command::new("bash").arg("-c").arg(script).output();
+        String::from_utf8_lossy(&out.expect("bash").stdout).into_owned()
+    };
+    assert!(complete("cni-multi cnitool netns ''", 3).starts_with("add del list --dir"));
+    assert_eq!(complete("cnitool st", 1).trim(), "status status-of");
+    assert!(complete("cnitool completion ''", 2).starts_with("bash zsh fish"));
     assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);
 }
 
