@@ -533,13 +533,19 @@ fn broken_inputs_give_clear_errors_and_no_cache_entry() {
     )
     .expect("script");
     std::fs::write(s.bin.0.join("silent"), "#!/bin/sh\nexit 3\n").expect("script");
-    for f in ["garbage", "silent"] {
+    std::fs::write(
+        s.bin.0.join("grumbling"),
+        "#!/bin/sh\necho 'no bridge here' >&2\nexit 4\n",
+    )
+    .expect("script");
+    for f in ["garbage", "silent", "grumbling"] {
         std::fs::set_permissions(s.bin.0.join(f), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
     }
     write("a-missing.conflist", list("missing", "nosuchplugin"));
     write("b-garbage.conflist", list("garbage", "garbage"));
     write("c-silent.conflist", list("silent", "silent"));
+    write("d-grumbling.conflist", list("grumbling", "grumbling"));
     let ns = "/run/netns/cnitool-err-test";
     for (net, plugin, text) in [
         (
@@ -556,6 +562,19 @@ fn broken_inputs_give_clear_errors_and_no_cache_entry() {
         assert!(err.contains(".conflist"), "names the file: {err}");
         assert!(s.cache_files().is_empty(), "{net}: no partial cache entry");
     }
+    // A plugin that fails with no JSON error: its stderr is passed on and
+    // quoted in the error, with its exit status.
+    let out = s.run(&["add", "grumbling", ns]);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(
+        out.stderr.starts_with("no bridge here\ncnitool: "),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .contains("netplugin failed: \"no bridge here\\n\": exit status: 4"),
+        "{out:?}"
+    );
     std::fs::write(
         s.conf.0.join("0-broken.conflist"),
         "{\"name\": \"broken\", ",
@@ -645,4 +664,157 @@ fn named_netns_without_ip() {
             .trim()
             .is_empty()
     );
+}
+
+#[test]
+fn completion_scripts_name_every_subcommand_and_parse() {
+    let subcommands = [
+        "add",
+        "check",
+        "del",
+        "gc",
+        "status",
+        "status-of",
+        "list",
+        "validate",
+        "doctor",
+        "completion",
+        "netns",
+    ];
+    let dir = TempDir::new("completion");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = cnitool(&["completion", shell], &[]);
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        for sub in subcommands {
+            assert!(
+                out.stdout.contains(sub),
+                "{shell} script lacks {sub}:\n{}",
+                out.stdout
+            );
+        }
+        assert!(out.stdout.contains("conf-dir"), "{shell}");
+        let file = dir.0.join(format!("cnitool.{shell}"));
+        std::fs::write(&file, &out.stdout).expect("write script");
+        let checked = Command::new(shell).arg("-n").arg(&file).output();
+        match checked {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                assert_ne!(shell, "bash", "bash must be installed");
+                eprintln!("{shell} absent: its script is not syntax-checked");
+            }
+            Err(e) => panic!("{shell} -n: {e}"),
+            Ok(o) => assert!(
+                o.status.success(),
+                "{shell} -n rejects the script: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        }
+    }
+    // The bash function completes the words of the level typed so far.
+    let complete = |words: &str, cword: usize| {
+        let script = format!(
+            ". '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; _cni_multi_cnitool; \
+             echo \"${{COMPREPLY[*]}}\"",
+            dir.0.join("cnitool.bash").display()
+        );
+        let out = Command::new("bash").arg("-c").arg(script).output();
+        String::from_utf8_lossy(&out.expect("bash").stdout).into_owned()
+    };
+    assert!(complete("cni-multi cnitool netns ''", 3).starts_with("add del list --dir"));
+    assert_eq!(complete("cnitool st", 1).trim(), "status status-of");
+    assert!(complete("cnitool completion ''", 2).starts_with("bash zsh fish"));
+    assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);
+}
+
+const TRACE: [(&str, &str); 3] = [
+    (
+        "TRACEPARENT",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ),
+    ("TRACESTATE", "congo=t61rcWkgMzE"),
+    ("BAGGAGE", "userId=alice,region=eu"),
+];
+
+/// A plugin script that keeps its environment of each verb in
+/// `<log>/<name>.<CNI_COMMAND>.env`.
+fn env_recorder(bin: &Path, name: &str, log: &Path) {
+    let script = format!(
+        "#!/bin/sh\n\
+         env > '{log}/{name}.'\"$CNI_COMMAND\"'.env'\n\
+         cat > /dev/null\n\
+         [ \"$CNI_COMMAND\" = VERSION ] && {{ printf '{{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"1.0.0\",\"1.1.0\"]}}'; exit 0; }}\n\
+         [ \"$CNI_COMMAND\" = ADD ] && printf '{{\"cniVersion\":\"1.1.0\"}}'\n\
+         exit 0\n",
+        log = log.display()
+    );
+    let path = bin.join(name);
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn trace_context_reaches_every_plugin() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("tracelog");
+    env_recorder(&s.bin.0, "envrec", &log.0);
+    let list = json!({"cniVersion": "1.1.0", "name": "traced", "plugins": [{"type": "envrec"}]});
+    std::fs::write(s.conf.0.join("traced.conflist"), list.to_string()).expect("conf");
+    let env = s.env();
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend(TRACE);
+    let cache = s.cache.0.to_string_lossy().into_owned();
+    let netns = "/run/netns/cnitool-trace-test";
+    for verb in ["add", "check", "del", "status"] {
+        let out = match verb {
+            "status" => cnitool(&["--cache-dir", &cache, verb, "traced"], &env),
+            _ => cnitool(&["--cache-dir", &cache, verb, "traced", netns], &env),
+        };
+        out.ok();
+        let path = log.0.join(format!("envrec.{}.env", verb.to_uppercase()));
+        let seen = std::fs::read_to_string(&path).expect("recorded env");
+        for (k, v) in TRACE {
+            assert!(
+                seen.lines().any(|l| l == format!("{k}={v}")),
+                "{verb}: {seen}"
+            );
+        }
+    }
+}
+
+/// DEL of a single-plugin `.conf` and of a list alike: an unreadable cache
+/// file is deleted and the plugins still get DEL (without prevResult, which
+/// they must tolerate); with a good cache the first plugin gets the ADD result.
+#[test]
+fn del_drops_an_unreadable_cache_file_and_goes_on() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("dellog");
+    for name in ["single", "rec1", "rec2"] {
+        recorder(&s.bin.0, name, &log.0, None);
+    }
+    let single = json!({"cniVersion": "1.0.0", "name": "one", "type": "single"});
+    std::fs::write(s.conf.0.join("one.conf"), single.to_string()).expect("conf");
+    let list = json!({"cniVersion": "1.1.0", "name": "two",
+        "plugins": [{"type": "rec1"}, {"type": "rec2"}]});
+    std::fs::write(s.conf.0.join("two.conflist"), list.to_string()).expect("conf");
+    let netns = "/run/netns/cnitool-del-cache-test";
+    let id = container_id(netns);
+    for (net, first, last) in [("one", "single", "single"), ("two", "rec1", "rec2")] {
+        s.run(&["add", net, netns]).ok();
+        s.run(&["del", net, netns]).ok();
+        let prev = &recorded(&log.0, first, "DEL", &id)["prevResult"];
+        assert_eq!(prev["dns"]["domain"], json!(last), "{net}: {prev}");
+        s.run(&["add", net, netns]).ok();
+        let file = s.cache.0.join("results").join(format!("{net}-{id}-eth0"));
+        assert!(file.exists(), "{}", file.display());
+        std::fs::write(&file, "{not json").expect("corrupt the cache");
+        s.run(&["del", net, netns]).ok();
+        assert!(!file.exists(), "{net}: the unreadable cache file is gone");
+        assert!(
+            recorded(&log.0, first, "DEL", &id)
+                .get("prevResult")
+                .is_none(),
+            "{net}"
+        );
+    }
 }

@@ -1204,3 +1204,74 @@ fn auxiliary_cni_chain_name_is_refused_with_7() {
     assert!(links(&ns).is_empty(), "{:?}", links(&ns));
     assert_eq!(s.state(), (vec![], vec![]));
 }
+
+const TRACE: [(&str, &str); 3] = [
+    (
+        "TRACEPARENT",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    ),
+    ("TRACESTATE", "congo=t61rcWkgMzE"),
+    ("BAGGAGE", "userId=alice,region=eu"),
+];
+
+/// A plugin (or IPAM plugin) script that keeps its environment of each verb
+/// in `<dir>/<name>.<CNI_COMMAND>.env` and answers ADD with one address.
+fn env_recorder_in(bin: &Path, name: &str, dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        "#!/bin/sh\n\
+         env > '{dir}/{name}.'\"$CNI_COMMAND\"'.env'\n\
+         cat > '{dir}/{name}.'\"$CNI_COMMAND\"'.stdin'\n\
+         [ \"$CNI_COMMAND\" = VERSION ] && {{ printf '{{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}}'; exit 0; }}\n\
+         [ \"$CNI_COMMAND\" = ADD ] && printf '{{\"cniVersion\":\"1.0.0\",\"ips\":[{{\"address\":\"10.77.0.2/24\"}}]}}'\n\
+         exit 0\n",
+        dir = dir.display()
+    );
+    let path = bin.join(name);
+    std::fs::write(&path, script).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn assert_traced(dir: &Path, name: &str, verb: &str) {
+    let path = dir.join(format!("{name}.{verb}.env"));
+    let seen = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for (k, v) in TRACE {
+        assert!(
+            seen.lines().any(|l| l == format!("{k}={v}")),
+            "{name} {verb}: {seen}"
+        );
+    }
+}
+
+/// The trace context of multus's environment reaches an exec'd delegate, and
+/// the IPAM plugin of a delegate multus runs in-process (our bridge); the
+/// delegate's DEL gets its cached ADD result as prevResult.
+#[test]
+fn trace_context_reaches_exec_and_in_process_delegates() {
+    enter_test_host();
+    let s = Setup::new();
+    let log = TempDir::new("multus-trace");
+    env_recorder_in(&s.bin.0, "envrec", &log.0);
+    env_recorder_in(&s.bin.0, "envipam", &log.0);
+    let delegates = json!([
+        {"cniVersion": "1.0.0", "name": "exec-net", "type": "envrec"},
+        {"cniVersion": "1.0.0", "name": "inproc-net", "type": "bridge", "bridge": "trace0",
+         "ipam": {"type": "envipam"}}
+    ]);
+    let conf = s.conf(json!({"clusterNetwork": "", "delegates": delegates}));
+    let ns = Netns::new();
+    for verb in ["ADD", "DEL"] {
+        let mut call = s.call(verb, &ns, "trace-1", &conf, ("default", "p"));
+        for (k, v) in TRACE {
+            call = call.set(k, v);
+        }
+        call.run().ok();
+        assert_traced(&log.0, "envrec", verb);
+        assert_traced(&log.0, "envipam", verb);
+    }
+    let del = read_json(&log.0.join("envrec.DEL.stdin"));
+    assert_eq!(
+        del["prevResult"]["ips"][0]["address"], "10.77.0.2/24",
+        "{del}"
+    );
+}

@@ -1,7 +1,9 @@
 //! Running another plugin (an IPAM plugin, or a main plugin for flannel and
 //! multus) the way libcni's `invoke` package does: found on CNI_PATH, given the
-//! CNI environment with CNI_COMMAND set and the config on stdin, its stderr passed
-//! through, its stdout decoded as a result or a CNI error. When the file found is
+//! CNI environment with CNI_COMMAND set and the config on stdin, its stderr kept
+//! for the error text and passed on, its stdout decoded as a result or a CNI
+//! error. The caller's whole environment is inherited, so the trace context
+//! (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin. When the file found is
 //! this very binary, the plugin runs in-process: same code, no fork and exec.
 
 use crate::cni::dispatch;
@@ -138,7 +140,7 @@ impl<'a> Delegate<'a> {
         process
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         let path_var = std::env::join_paths(&self.env.path)
             .map_err(|e| Error::caused_by(Code::InvalidEnv, "invalid CNI_PATH", e))?;
         let vars = [
@@ -172,11 +174,17 @@ impl<'a> Delegate<'a> {
             child.wait_with_output()
         })
         .with_context(|| format!("failed to wait for {}", path.display()))?;
+        // As libcni: the plugin's stderr is kept for the error text and then
+        // passed on to ours.
+        if !output.stderr.is_empty() {
+            let _ = std::io::stderr().write_all(&output.stderr);
+        }
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         if output.status.success() {
             return Ok(stdout);
         }
-        Err(decode_failure(&stdout, &output.status.to_string()))
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(decode_failure(&stdout, &stderr, &output.status.to_string()))
     }
 
     /// Parses a delegate's result with its own version (the config's when it has
@@ -292,9 +300,13 @@ struct WireError {
 }
 
 /// A failed plugin's stdout as libcni reads it: a CNI error, or a message saying why not.
-fn decode_failure(stdout: &str, status: &str) -> Error {
+fn decode_failure(stdout: &str, stderr: &str, status: &str) -> Error {
     if stdout.trim().is_empty() {
-        return Error::internal(format!("netplugin failed with no error message: {status}"));
+        return Error::internal(if stderr.is_empty() {
+            format!("netplugin failed with no error message: {status}")
+        } else {
+            format!("netplugin failed: {stderr:?}: {status}")
+        });
     }
     match json::from_str::<WireError>(stdout) {
         Ok(e) => Error::from_wire(e.code, e.msg, e.details),

@@ -122,6 +122,12 @@ fn failures_are_decoded_as_libcni_does() {
         e.map_err(|e| e.msg),
         Err("netplugin failed with no error message: exit status: 3".into())
     );
+    dir.script("grumbling", "echo 'no \"bridge\"' >&2; exit 2");
+    let e = Delegate::new("grumbling", &env, CONF).expect("valid").del();
+    assert_eq!(
+        e.map_err(|e| e.msg),
+        Err("netplugin failed: \"no \\\"bridge\\\"\\n\": exit status: 2".into())
+    );
     dir.script("garbled", "echo oops; exit 1");
     let e = Delegate::new("garbled", &env, CONF).expect("valid").del();
     assert!(

@@ -16,7 +16,9 @@ pub enum Code {
     InvalidConfig = 7,
     InvalidNetns = 8,
     TryAgainLater = 11,
+    /// The plugin is not available (STATUS): upstream's `ErrPluginNotAvailable`.
     NotAvailable = 50,
+    /// The plugin works with limited connectivity (STATUS): `ErrLimitedConnectivity`.
     LimitedConnectivity = 51,
     Internal = 999,
 }
@@ -181,6 +183,12 @@ impl From<std::io::Error> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_codes_50_and_51_are_the_spec_s() {
+        assert_eq!(Error::new(Code::NotAvailable, "x").code, 50);
+        assert_eq!(Error::new(Code::LimitedConnectivity, "x").code, 51);
+    }
 
     #[test]
     fn json_matches_reference_layout() {

@@ -1,8 +1,9 @@
 //! `cni-multi cnitool`: the reference's cnitool (add, check, del, gc, status
 //! with its env variables and container IDs) plus `list`, `validate`,
-//! `status-of` (multus's network-status of a pod), `netns` and `doctor`
+//! `status-of` (multus's network-status of a pod), `netns`, `completion` and `doctor`
 //! (stale CNI state of the node), as a thin clap front end over `runtime`.
 
+mod completion;
 mod doctor;
 
 use crate::cni::version;
@@ -11,7 +12,7 @@ use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR};
 use crate::runtime::conf::{self, NetworkList};
 use crate::runtime::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
 use anyhow::{Context, Result, anyhow, bail};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Map, Value};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -89,6 +90,8 @@ enum Cmd {
     /// List (and with --fix clean up) CNI state of no live attachment; exit
     /// 0 clean, 1 findings remain, 2 the node could not be inspected
     Doctor(doctor::DoctorArgs),
+    /// Print a shell completion script for cnitool's subcommands and flags
+    Completion { shell: completion::Shell },
     /// Named network namespaces under /run/netns, without the ip binary
     Netns {
         #[command(subcommand)]
@@ -270,6 +273,9 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     if let Cmd::StatusOf { target, cni_dir } = &cli.command {
         return status_of(target, cni_dir);
     }
+    if let Cmd::Completion { shell } = &cli.command {
+        return Ok(completion::script(Cli::command(), *shell));
+    }
     let s = settings(&cli.opts, getenv)?;
     let rt = &s.runtime;
     match &cli.command {
@@ -336,7 +342,9 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
                 .join("\n"))
         }
         Cmd::Validate { net } => validate(&s, net),
-        Cmd::Netns { .. } | Cmd::StatusOf { .. } | Cmd::Doctor(_) => Ok(String::new()),
+        Cmd::Netns { .. } | Cmd::StatusOf { .. } | Cmd::Doctor(_) | Cmd::Completion { .. } => {
+            Ok(String::new())
+        }
     }
 }
 
