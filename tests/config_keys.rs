@@ -90,6 +90,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("bridge", "enabledad", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "disableContainerInterface", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "portIsolation", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "groupFwdMask", Test(BRIDGE, "group_fwd_mask_is_written_to_the_bridge")),
     ("bridge", "args.cni.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
     ("bridge", "runtimeConfig.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
     ("bridge", "CNI_ARGS MAC", Test(BRIDGE, "bad_configs_and_failures_leave_nothing_behind")),
