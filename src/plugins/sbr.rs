@@ -41,7 +41,7 @@ struct Gateways {
 }
 
 impl Gateways {
-    /// Read as the reference reads them, its messages included.
+    /// Read as upstream main reads them, its messages included.
     fn parse(list: &[String]) -> CniResult<Gateways> {
         if list.len() > 2 {
             return Err(Error::invalid_config(
