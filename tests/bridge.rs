@@ -787,3 +787,73 @@ fn vlan_gateway_is_a_veth_port_of_that_vlan() {
     call("DEL", &ns2, "ctr-g2", &c, &bin).run().ok();
     assert_eq!(addrs(&link_json(None, "cni-vgw.100")), ["10.88.0.1/24"]);
 }
+
+/// `groupFwdMask` (upstream main, not yet released): the mask goes to the
+/// bridge it creates and, on every ADD, to one that exists; 0 leaves the
+/// bridge's own; bits the kernel refuses and values out of range are refused
+/// before anything is made.
+#[test]
+fn group_fwd_mask_is_written_to_the_bridge() {
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("br-gfm"));
+    let mask = |br: &str| {
+        let out = host(&["ip", "-d", "link", "show", "dev", br]);
+        let mut words = out.split_whitespace();
+        words.find(|w| *w == "group_fwd_mask");
+        words.next().unwrap_or_default().to_string()
+    };
+    let (a, b, c) = (Netns::new(), Netns::new(), Netns::new());
+    let made = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-gfm", "groupFwdMask": 16384}),
+    );
+    call("ADD", &a, "ctr-a", &made, &bin).run().ok();
+    assert_eq!(mask("cni-gfm"), "0x4000", "set at creation");
+    let zero = conf(
+        "1.0.0",
+        &store,
+        json!({"bridge": "cni-gfm", "groupFwdMask": 0}),
+    );
+    call("ADD", &b, "ctr-b", &zero, &bin).run().ok();
+    assert_eq!(mask("cni-gfm"), "0x4000", "0 leaves it");
+    host(&[
+        "ip",
+        "link",
+        "set",
+        "cni-gfm",
+        "type",
+        "bridge",
+        "group_fwd_mask",
+        "0",
+    ]);
+    call("ADD", &c, "ctr-c", &made, &bin).run().ok();
+    assert_eq!(mask("cni-gfm"), "0x4000", "set again on an existing bridge");
+    for (ns, id, c) in [
+        (&a, "ctr-a", &made),
+        (&b, "ctr-b", &zero),
+        (&c, "ctr-c", &made),
+    ] {
+        call("DEL", ns, id, c, &bin).run().ok();
+    }
+
+    let d = Netns::new();
+    for bad in [json!(1), json!(0x4004), json!(65536), json!(-1)] {
+        let c = conf(
+            "1.0.0",
+            &store,
+            json!({"bridge": "cni-gfm-bad", "groupFwdMask": bad}),
+        );
+        let e = call("ADD", &d, "ctr-d", &c, &bin).run().err(7);
+        assert!(
+            e["msg"]
+                .as_str()
+                .is_some_and(|m| m.contains("invalid groupFwdMask")),
+            "{e}"
+        );
+    }
+    assert!(
+        !host(&["ip", "-o", "link"]).contains("cni-gfm-bad"),
+        "no bridge made"
+    );
+}

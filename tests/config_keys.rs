@@ -91,6 +91,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("bridge", "enabledad", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "disableContainerInterface", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "portIsolation", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
+    ("bridge", "groupFwdMask", Test(BRIDGE, "group_fwd_mask_is_written_to_the_bridge")),
     ("bridge", "args.cni.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
     ("bridge", "runtimeConfig.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
     ("bridge", "CNI_ARGS MAC", Test(BRIDGE, "bad_configs_and_failures_leave_nothing_behind")),
@@ -218,8 +219,10 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("firewall", "firewalldZone", Test("tests/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates")),
     ("firewall", "iptablesAdminChainName", Test(KEYS_FX, "firewall_admin_chain_name_is_the_chain_cni_forward_jumps_to")),
     ("firewall", "ingressPolicy", Test(FIREWALL, "same_bridge_policy_isolates_bridges")),
-    // plugins/meta/sbr PluginConf (v1.9.1 has no gateways/addSourceHints).
+    // plugins/meta/sbr PluginConf (gateways/addSourceHints: upstream main, not yet released).
     ("sbr", "table", Test("tests/sbr.rs", "a_fixed_table_gets_only_rules")),
+    ("sbr", "gateways", Test("tests/sbr.rs", "works_with_dual_stack_static_gateway_configuration")),
+    ("sbr", "addSourceHints", Test("tests/sbr.rs", "works_with_add_source_hints_enabled")),
     // plugins/meta/vrf VRFNetConf.
     ("vrf", "vrfname", Test("tests/vrf.rs", "interface_joins_the_vrf_with_its_routes")),
     ("vrf", "table", Test("tests/vrf.rs", "vrf_with_a_table_is_shared_and_goes_with_its_last_member")),

@@ -283,6 +283,9 @@ fn a_user_locking_the_netns_file_does_not_stall_sbr() {
         .uid(65534)
         .gid(65534)
         .current_dir("/")
+        // Its own group, so that killing it also ends its `sh` and `sleep`,
+        // which hold every fd this test inherited (the build lock's too).
+        .process_group(0)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("flock as nobody");
@@ -308,7 +311,8 @@ fn a_user_locking_the_netns_file_does_not_stall_sbr() {
     );
     call("DEL").ok();
     assert!(!ns.sh("ip", &["rule"]).contains("10.87.0.5"), "DEL ran too");
-    let _ = holder.kill();
+    let group = nix::unistd::Pid::from_raw(holder.id() as i32);
+    let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
     let _ = holder.wait();
 }
 
@@ -344,4 +348,231 @@ fn check_succeeds_and_changes_nothing() {
     sbr("CHECK", &ns, &prev).ok();
     assert_eq!(state(), wrecked, "CHECK after ADD changed nothing");
     sbr("DEL", &ns, &prev).ok();
+}
+
+/// The reference's test setup (createDefaultStatus), with veths for its
+/// dummies (this kernel may lack the dummy driver): `eth0`
+/// (10.0.0.2/24; 10.2.0.0/24 via 10.0.0.5, default via 10.0.0.1) and `net1`
+/// with `net1_addrs` and `net1_routes` (the reference's: 192.168.1.209/24;
+/// 192.168.2.0/24 via 192.168.1.2).
+fn default_status(net1_addrs: &[&str], net1_routes: &[&str]) -> Netns {
+    let ns = Netns::new();
+    let dev = |name: &str, addrs: &[&str], routes: &[&str]| {
+        let peer = format!("p-{name}");
+        ns.sh(
+            "ip",
+            &["link", "add", name, "type", "veth", "peer", "name", &peer],
+        );
+        ns.sh("ip", &["link", "set", &peer, "up"]);
+        ns.sh("ip", &["link", "set", name, "up"]);
+        for a in addrs {
+            ns.sh("ip", &["addr", "add", a, "dev", name, "nodad"]);
+        }
+        for r in routes {
+            let mut args = vec!["route", "add"];
+            args.extend(r.split_whitespace());
+            args.extend(["dev", name]);
+            ns.sh("ip", &args);
+        }
+    };
+    dev(
+        "eth0",
+        &["10.0.0.2/24"],
+        &["10.2.0.0/24 via 10.0.0.5", "default via 10.0.0.1"],
+    );
+    dev("net1", net1_addrs, net1_routes);
+    ns
+}
+
+/// ADD (or `cmd`) of sbr on `net1` with the reference's 0.3.0 config plus `keys`.
+fn sbr_net1(
+    cmd: &str,
+    ns: &Netns,
+    keys: serde_json::Value,
+    ips: serde_json::Value,
+) -> harness::Outcome {
+    let prev = json!({"cniVersion": "0.3.0",
+        "interfaces": [{"name": "net1", "sandbox": ns.path()}], "ips": ips, "routes": []});
+    let mut conf = json!({"cniVersion": "0.3.0", "name": "cni-plugin-sbr-test", "type": "sbr", "prevResult": prev});
+    for (k, v) in keys.as_object().expect("keys").clone() {
+        conf[k] = v;
+    }
+    harness::Call::new("sbr", cmd, ns.path(), &conf.to_string())
+        .path(&plugin_dir())
+        .set("CNI_IFNAME", "net1")
+        .run()
+}
+
+/// The rules sbr may have added: those not of the kernel's tables.
+fn our_rules(ns: &Netns) -> Vec<String> {
+    [ns.sh("ip", &["rule"]), ns.sh("ip", &["-6", "rule"])]
+        .join("\n")
+        .lines()
+        .filter(|l| {
+            !["local", "main", "default"]
+                .iter()
+                .any(|t| l.ends_with(&format!("lookup {t}")))
+        })
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn works_with_static_ipv4_gateway_configuration() {
+    enter_test_host();
+    let ns = default_status(&["192.168.1.209/24"], &["192.168.2.0/24 via 192.168.1.2"]);
+    let ips = json!([{"version": "4", "address": "192.168.1.209/24", "gateway": "192.168.1.1", "interface": 0}]);
+    sbr_net1("ADD", &ns, json!({"gateways": ["192.168.1.254"]}), ips).ok();
+    let rules = our_rules(&ns);
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(
+        rules[0].contains("from 192.168.1.209 lookup 100"),
+        "{rules:?}"
+    );
+    let table = ns.sh("ip", &["route", "show", "table", "100"]);
+    assert!(
+        table.contains("default via 192.168.1.254 dev net1"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("192.168.1.1 "),
+        "not prevResult's gateway: {table}"
+    );
+}
+
+#[test]
+fn works_with_static_ipv6_gateway_configuration() {
+    enter_test_host();
+    let ns = default_status(&["fd00::10/64"], &[]);
+    let ips = json!([{"version": "6", "address": "fd00::10/64", "gateway": "fd00::ffff", "interface": 0}]);
+    sbr_net1("ADD", &ns, json!({"gateways": ["fd00::1"]}), ips).ok();
+    let rules = our_rules(&ns);
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(rules[0].contains("from fd00::10 lookup 100"), "{rules:?}");
+    let table = ns.sh("ip", &["-6", "route", "show", "table", "100"]);
+    assert!(table.contains("default via fd00::1 dev net1"), "{table}");
+    assert!(
+        !table.contains("fd00::ffff"),
+        "not prevResult's gateway: {table}"
+    );
+}
+
+#[test]
+fn works_with_dual_stack_static_gateway_configuration() {
+    enter_test_host();
+    let ns = default_status(
+        &["192.168.1.209/24", "fd00::10/64"],
+        &["192.168.2.0/24 via 192.168.1.2"],
+    );
+    let ips = json!([
+        {"version": "4", "address": "192.168.1.209/24", "gateway": "192.168.1.1", "interface": 0},
+        {"version": "6", "address": "fd00::10/64", "gateway": "fd00::ffff", "interface": 0}]);
+    sbr_net1(
+        "ADD",
+        &ns,
+        json!({"gateways": ["192.168.1.254", "fd00::1"]}),
+        ips,
+    )
+    .ok();
+    let rules = our_rules(&ns);
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r.contains("from 192.168.1.209 lookup 100")),
+        "{rules:?}"
+    );
+    assert!(
+        rules.iter().any(|r| r.contains("from fd00::10 lookup 101")),
+        "{rules:?}"
+    );
+    let v4 = ns.sh("ip", &["route", "show", "table", "100"]);
+    assert!(v4.contains("default via 192.168.1.254 dev net1"), "{v4}");
+    let v6 = ns.sh("ip", &["-6", "route", "show", "table", "101"]);
+    assert!(v6.contains("default via fd00::1 dev net1"), "{v6}");
+}
+
+#[test]
+fn rejects_multiple_ipv4_gateways() {
+    enter_test_host();
+    let ns = default_status(&["192.168.1.209/24"], &["192.168.2.0/24 via 192.168.1.2"]);
+    let main = ns.sh("ip", &["route"]);
+    let ips = json!([{"version": "4", "address": "192.168.1.209/24", "gateway": "192.168.1.1", "interface": 0}]);
+    let e = sbr_net1(
+        "ADD",
+        &ns,
+        json!({"gateways": ["192.168.1.1", "192.168.1.254"]}),
+        ips,
+    )
+    .err(7);
+    let msg = e["msg"].as_str().expect("msg");
+    assert!(msg.contains("multiple IPv4 addresses"), "{msg}");
+    assert!(our_rules(&ns).is_empty(), "nothing added");
+    assert_eq!(ns.sh("ip", &["route"]), main, "main untouched");
+}
+
+#[test]
+fn works_with_add_source_hints_enabled() {
+    enter_test_host();
+    let ns = default_status(&["192.168.1.209/24"], &["192.168.2.0/24 via 192.168.1.2"]);
+    let ips = json!([{"version": "4", "address": "192.168.1.209/24", "gateway": "192.168.1.1", "interface": 0}]);
+    sbr_net1("ADD", &ns, json!({"addSourceHints": true}), ips).ok();
+    let rules = our_rules(&ns);
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(
+        rules[0].contains("from 192.168.1.209 lookup 100"),
+        "{rules:?}"
+    );
+    let main = ns.sh("ip", &["route", "show", "table", "main", "dev", "net1"]);
+    let subnet = main
+        .lines()
+        .find(|l| l.starts_with("192.168.1.0/24 "))
+        .unwrap_or_else(|| panic!("subnet route kept in main: {main}"));
+    assert!(subnet.contains("scope link"), "{subnet}");
+    assert!(
+        subnet.contains("src 192.168.1.209"),
+        "source hint: {subnet}"
+    );
+    assert!(
+        !main.contains("192.168.2.0/24"),
+        "non-link-scope routes leave main: {main}"
+    );
+    let table = ns.sh("ip", &["route", "show", "table", "100"]);
+    assert!(table.contains("192.168.1.0/24 dev net1"), "{table}");
+    assert!(
+        table.contains("192.168.2.0/24 via 192.168.1.2 dev net1"),
+        "{table}"
+    );
+    assert!(
+        table.contains("default via 192.168.1.1 dev net1"),
+        "{table}"
+    );
+}
+
+/// Every IPv6 route has universe scope, so with `addSourceHints` the
+/// kernel's subnet route leaves main as the reference deletes it, and the
+/// hint route takes its place.
+#[test]
+fn source_hints_keep_an_ipv6_subnet_in_main() {
+    enter_test_host();
+    let ns = default_status(&["fd00::10/64"], &[]);
+    let ips =
+        json!([{"version": "6", "address": "fd00::10/64", "gateway": "fd00::1", "interface": 0}]);
+    sbr_net1("ADD", &ns, json!({"addSourceHints": true}), ips).ok();
+    let main = ns.sh(
+        "ip",
+        &["-6", "route", "show", "table", "main", "dev", "net1"],
+    );
+    let subnets: Vec<&str> = main
+        .lines()
+        .filter(|l| l.starts_with("fd00::/64 "))
+        .collect();
+    assert_eq!(subnets.len(), 1, "{main}");
+    assert!(subnets[0].contains("src fd00::10"), "{main}");
+    let table = ns.sh("ip", &["-6", "route", "show", "table", "100"]);
+    assert!(table.contains("fd00::/64 dev net1"), "{table}");
+    assert!(table.contains("default via fd00::1 dev net1"), "{table}");
+    sbr_net1("DEL", &ns, json!({"addSourceHints": true}), json!([])).ok();
+    assert!(our_rules(&ns).is_empty(), "DEL removes the rule");
 }

@@ -58,6 +58,17 @@ impl Route {
         }
     }
 
+    /// A main-table default route of `gw`'s family through `gw`.
+    pub fn default_via(gw: IpAddr) -> Route {
+        let dst = match gw {
+            IpAddr::V4(_) => IpNet::V4(ipnet::Ipv4Net::default()),
+            IpAddr::V6(_) => IpNet::V6(ipnet::Ipv6Net::default()),
+        };
+        let mut r = Route::new(dst);
+        r.gw = Some(gw);
+        r
+    }
+
     fn body(&self, with_protocol: bool) -> Body {
         let family = Family::of(self.dst.addr());
         let table_u8 = u8::try_from(self.table).unwrap_or(0);
@@ -177,6 +188,14 @@ impl Socket {
             NlmF::empty(),
             Buffer::from(route.body(false).into_bytes()),
         )
+    }
+
+    /// Deletes a route; one already gone is no error.
+    pub fn del_route_if_present(&mut self, route: &Route) -> Result<()> {
+        match self.del_route(route) {
+            Err(e) if e.is_not_found() => Ok(()),
+            r => r,
+        }
     }
 
     /// Unicast routes of one family in `table`, optionally only those out of `oif`.

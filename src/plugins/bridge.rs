@@ -53,6 +53,7 @@ pub(crate) struct Keys {
     enabledad: bool,
     disable_container_interface: bool,
     port_isolation: bool,
+    group_fwd_mask: i64,
     mac: Option<String>,
 }
 
@@ -71,6 +72,7 @@ struct Conf {
     enable_dad: bool,
     disable_container_interface: bool,
     port_isolation: bool,
+    group_fwd_mask: Option<u16>,
     macspoofchk: bool,
     mac: Option<[u8; 6]>,
     dns: Option<Dns>,
@@ -82,6 +84,7 @@ impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         let trunk = vlans(&k)?;
+        let group_fwd_mask = forwardable_groups(k.group_fwd_mask)?;
         if k.hairpin_mode && k.promisc_mode {
             return Err(Error::invalid_config(
                 "cannot set hairpin mode and promiscuous mode at the same time",
@@ -121,6 +124,7 @@ impl Conf {
             enable_dad: k.enabledad,
             disable_container_interface: k.disable_container_interface,
             port_isolation: k.port_isolation,
+            group_fwd_mask,
             macspoofchk: k.macspoofchk,
             mac,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
@@ -128,6 +132,26 @@ impl Conf {
             masq,
         })
     }
+}
+
+/// Groups a bridge never forwards (STP, pause, LACP): the kernel refuses them.
+const RESTRICTED_GROUPS: u16 = 0x0007;
+
+/// `groupFwdMask` (upstream main, not yet released): 0 leaves the bridge's
+/// mask as it is; bits the kernel refuses are refused before anything is made.
+fn forwardable_groups(mask: i64) -> CniResult<Option<u16>> {
+    let mask = group_fwd_mask_in_range(mask)?;
+    if mask & RESTRICTED_GROUPS != 0 {
+        return Err(Error::invalid_config(format!(
+            "invalid groupFwdMask {mask}: the kernel forwards none of the groups in {RESTRICTED_GROUPS:#06x}"
+        )));
+    }
+    Ok((mask != 0).then_some(mask))
+}
+
+/// Upstream's range check, which its DEL makes too.
+fn group_fwd_mask_in_range(mask: i64) -> CniResult<u16> {
+    u16::try_from(mask).map_err(|_| Error::invalid_config(format!("invalid groupFwdMask {mask}")))
 }
 
 /// The VLAN checks of the reference's config loading, which its DEL makes too:
@@ -249,6 +273,7 @@ impl Plugin for Bridge {
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k: Keys = inv.conf.plugin_keys()?;
         vlans(&k)?;
+        group_fwd_mask_in_range(k.group_fwd_mask)?;
         iface::del_single(inv)?;
         if k.macspoofchk {
             macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
@@ -313,6 +338,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
         Err(e) => return Err(e.into()),
     };
     let created = existing.is_none();
+    let mut made_here = false;
     let link = match existing {
         Some(link) => link,
         None => {
@@ -320,14 +346,17 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
                 &conf.bridge,
                 Kind::Bridge {
                     vlan_filtering: conf.vlan != 0 || !conf.trunk.is_empty(),
+                    group_fwd_mask: conf.group_fwd_mask,
                 },
             );
             spec.mtu = conf.mtu;
             // EEXIST: a concurrent ADD created it first, which is fine.
-            if let Err(e) = sock.create_link(&spec)
-                && !e.is(libc::EEXIST)
-            {
-                return Err(e).with_context(|| format!("could not add {:?}", conf.bridge));
+            match sock.create_link(&spec) {
+                Ok(()) => made_here = true,
+                Err(e) if e.is(libc::EEXIST) => {}
+                Err(e) => {
+                    return Err(e).with_context(|| format!("could not add {:?}", conf.bridge));
+                }
             }
             sock.link_by_name(&conf.bridge)
                 .with_context(|| format!("could not add {:?}", conf.bridge))?
@@ -345,6 +374,11 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
     let accept_ra = sysctl::conf_key("ipv6", &conf.bridge, "accept_ra");
     if sysctl::get(&accept_ra).is_ok_and(|v| v != "0") {
         let _ = sysctl::set(&accept_ra, "0");
+    }
+    // On every ADD, as upstream: someone may have changed it since.
+    if let Some(mask) = conf.group_fwd_mask.filter(|_| !made_here) {
+        sock.set_bridge_group_fwd_mask(link.index, mask)
+            .with_context(|| format!("could not set groupFwdMask of {:?}", conf.bridge))?;
     }
     if conf.promisc && !link.is_promisc() {
         sock.set_link(&link, Change::Promisc(true))?;

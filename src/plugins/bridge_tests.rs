@@ -29,3 +29,22 @@ fn gateways_default_to_network_plus_one() {
     assert_eq!(r.routes.len(), 1);
     assert_eq!(r.routes[0].dst.to_string(), "0.0.0.0/0");
 }
+
+#[test]
+fn group_fwd_mask_range_and_restricted_groups() {
+    assert_eq!(forwardable_groups(0), Ok(None), "0: the bridge's own mask");
+    assert_eq!(forwardable_groups(0x4000), Ok(Some(0x4000)));
+    assert_eq!(forwardable_groups(0xfff8), Ok(Some(0xfff8)));
+    for bad in [-1, 65536] {
+        let e = forwardable_groups(bad).expect_err("range");
+        assert_eq!((e.code, e.msg), (7, format!("invalid groupFwdMask {bad}")));
+    }
+    for restricted in [1, 2, 4, 0x4001] {
+        assert_eq!(forwardable_groups(restricted).map_err(|e| e.code), Err(7));
+    }
+    assert_eq!(
+        group_fwd_mask_in_range(7),
+        Ok(7),
+        "DEL checks the range only"
+    );
+}

@@ -8,13 +8,14 @@ use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netlink::route::Route;
+use crate::netlink::route::{RT_SCOPE_LINK, RT_TABLE_MAIN, Route};
 use crate::netlink::rule::Rule;
 use crate::netns::NetNs;
 use ipnet::IpNet;
 use nix::fcntl::Flock;
 use nix::libc;
 use serde::Deserialize;
+use std::net::IpAddr;
 
 pub struct Sbr;
 
@@ -25,6 +26,84 @@ const FIRST_TABLE: u32 = 100;
 #[serde(rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     table: Option<u32>,
+    /// Gateways of the tables' default routes, one per family, in place of
+    /// prevResult's.
+    gateways: Vec<String>,
+    /// Keeps each address's subnet route in main, with the address as source.
+    add_source_hints: bool,
+}
+
+/// The `gateways` key read: at most one gateway of each family.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Gateways {
+    v4: Option<IpAddr>,
+    v6: Option<IpAddr>,
+}
+
+impl Gateways {
+    /// Read as upstream main reads them, its messages included.
+    fn parse(list: &[String]) -> CniResult<Gateways> {
+        if list.len() > 2 {
+            return Err(Error::invalid_config(
+                "gateways list cannot contain more than 2 entries (one IPv4, one IPv6)",
+            ));
+        }
+        let mut gws = Gateways::default();
+        for text in list {
+            let ip = text
+                .parse::<IpAddr>()
+                .map_err(|_| {
+                    Error::invalid_config(format!("invalid static gateway IP address: {text}"))
+                })?
+                .to_canonical();
+            let (slot, family) = match ip {
+                IpAddr::V4(_) => (&mut gws.v4, "IPv4"),
+                IpAddr::V6(_) => (&mut gws.v6, "IPv6"),
+            };
+            if let Some(first) = slot {
+                return Err(Error::invalid_config(format!(
+                    "gateways list contains multiple {family} addresses: {first} and {text}"
+                )));
+            }
+            *slot = Some(ip);
+        }
+        Ok(gws)
+    }
+
+    /// The gateway of `ip`'s default route: the configured one of its
+    /// family, else prevResult's.
+    fn for_ip(&self, ip: &IpConfig) -> Option<IpAddr> {
+        let fixed = match ip.address {
+            IpNet::V4(_) => self.v4,
+            IpNet::V6(_) => self.v6,
+        };
+        fixed.or(ip.gateway)
+    }
+}
+
+/// How the interface's routes move when sbr picks the tables.
+struct Moves {
+    gateways: Gateways,
+    source_hints: bool,
+}
+
+/// What ADD does: only rules into a fixed table, or tables of its own choice.
+enum Plan {
+    Rules(u32),
+    Tables(Moves),
+}
+
+impl Plan {
+    /// As the reference, a fixed table leaves the other keys unread.
+    fn of(k: &Keys) -> CniResult<Plan> {
+        Ok(match k.table {
+            Some(table) => Plan::Rules(table),
+            None => Plan::Tables(Moves {
+                gateways: Gateways::parse(&k.gateways)?,
+                source_hints: k.add_source_hints,
+            }),
+        })
+    }
 }
 
 /// The IPs of CNI_IFNAME in prevResult (or with no interface index).
@@ -39,7 +118,7 @@ fn ips_of_iface(prev: &NetResult, ifname: &str) -> Vec<IpConfig> {
         .collect()
 }
 
-fn host(ip: std::net::IpAddr) -> IpNet {
+fn host(ip: IpAddr) -> IpNet {
     IpNet::from(ip)
 }
 
@@ -63,7 +142,7 @@ fn take_free_table(used: &mut Vec<u32>, from: u32) -> CniResult<u32> {
     Ok(table)
 }
 
-fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()> {
+fn add_rule(sock: &mut Socket, ip: IpAddr, table: u32) -> CniResult<()> {
     let rule = Rule {
         family: Family::of(ip),
         src: Some(host(ip)),
@@ -78,57 +157,81 @@ fn add_rule(sock: &mut Socket, ip: std::net::IpAddr, table: u32) -> CniResult<()
 }
 
 /// The reference's doRoutes: rules, default routes and the interface's routes
-/// moved out of the main table into one table per address.
-fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig]) -> CniResult<()> {
+/// copied into one table per address, then out of the main table.
+fn source_route(sock: &mut Socket, ifname: &str, ips: &[IpConfig], moves: &Moves) -> CniResult<()> {
     let mut used = used_tables(sock)?;
     let link = sock.link_by_name(ifname)?;
     let mut routes = Vec::new();
     for family in [Family::V4, Family::V6] {
-        routes.extend(sock.routes(
-            family,
-            crate::netlink::route::RT_TABLE_MAIN,
-            Some(link.index),
-        )?);
+        routes.extend(sock.routes(family, RT_TABLE_MAIN, Some(link.index))?);
     }
     let mut from = FIRST_TABLE;
     for ip in ips {
         let table = take_free_table(&mut used, from)?;
         from = table.saturating_add(1);
         add_rule(sock, ip.address.addr(), table)?;
-        if let Some(gw) = ip.gateway {
-            let default = if gw.is_ipv4() {
-                IpNet::V4(ipnet::Ipv4Net::default())
-            } else {
-                IpNet::V6(ipnet::Ipv6Net::default())
-            };
-            let mut route = Route::new(default);
-            route.gw = Some(gw);
-            route.oif = Some(link.index);
-            route.table = table;
-            match sock.add_route(&route) {
-                Ok(()) => {}
-                Err(e) if e.is(libc::EEXIST) => {}
-                Err(e) => {
-                    return Err(e).with_context(|| format!("failed to add default route to {gw}"));
-                }
-            }
+        if let Some(gw) = moves.gateways.for_ip(ip) {
+            add_default_route(sock, gw, link.index, table)?;
         }
-        for r in routes.iter().filter(|r| belongs_to(r, ip)) {
-            let mut copy = r.clone();
-            copy.table = table;
-            sock.replace_route(&copy)
-                .with_context(|| format!("failed to copy route {} to table {table}", r.dst))?;
-        }
+        copy_routes(sock, &routes, ip, table)?;
     }
     // Deleted only now: several addresses of one subnet share these routes.
-    for r in &routes {
-        match sock.del_route(r) {
-            Ok(()) => {}
-            Err(e) if e.is_not_found() => {}
-            Err(e) => {
-                return Err(e).with_context(|| format!("failed to delete route {}", r.dst));
-            }
-        }
+    if moves.source_hints {
+        delete_routes(sock, routes.iter().filter(|r| r.scope != RT_SCOPE_LINK))?;
+        add_source_hints(sock, ips, link.index)
+    } else {
+        delete_routes(sock, routes.iter())
+    }
+}
+
+fn add_default_route(sock: &mut Socket, gw: IpAddr, oif: u32, table: u32) -> CniResult<()> {
+    let mut route = Route::default_via(gw);
+    route.oif = Some(oif);
+    route.table = table;
+    match sock.add_route(&route) {
+        Ok(()) => Ok(()),
+        Err(e) if e.is(libc::EEXIST) => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("failed to add default route to {gw}")),
+    }
+}
+
+/// Copies the routes of `ip` (see [`belongs_to`]) into `table`.
+fn copy_routes(sock: &mut Socket, routes: &[Route], ip: &IpConfig, table: u32) -> CniResult<()> {
+    for r in routes.iter().filter(|r| belongs_to(r, ip)) {
+        let mut copy = r.clone();
+        copy.table = table;
+        sock.replace_route(&copy)
+            .with_context(|| format!("failed to copy route {} to table {table}", r.dst))?;
+    }
+    Ok(())
+}
+
+fn delete_routes<'a>(sock: &mut Socket, routes: impl Iterator<Item = &'a Route>) -> CniResult<()> {
+    for r in routes {
+        sock.del_route_if_present(r)
+            .with_context(|| format!("failed to delete route {}", r.dst))?;
+    }
+    Ok(())
+}
+
+/// `addSourceHints`: each address's subnet route in main, scope link, with
+/// the address as source, so traffic to the subnet leaves by the interface
+/// from that address. Added after the deletions: an IPv6 subnet route has
+/// universe scope, so the kernel's own was deleted, and a hint that replaced
+/// a listed route must not be deleted with it.
+fn add_source_hints(sock: &mut Socket, ips: &[IpConfig], oif: u32) -> CniResult<()> {
+    for ip in ips {
+        let mut route = Route::new(ip.address.trunc());
+        route.oif = Some(oif);
+        route.src = Some(ip.address.addr());
+        route.scope = RT_SCOPE_LINK;
+        sock.replace_route(&route).with_context(|| {
+            format!(
+                "failed to add route {} with source {} to the main table",
+                route.dst,
+                ip.address.addr()
+            )
+        })?;
     }
     Ok(())
 }
@@ -179,16 +282,17 @@ impl Plugin for Sbr {
                 inv.env.ifname
             )));
         }
+        let plan = Plan::of(&k)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let _lock = lock()?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             let mut sock = Socket::open()?;
-            match k.table {
-                Some(table) => ips
+            match plan {
+                Plan::Rules(table) => ips
                     .iter()
                     .try_for_each(|ip| add_rule(&mut sock, ip.address.addr(), table)),
-                None => source_route(&mut sock, &ifname, &ips),
+                Plan::Tables(moves) => source_route(&mut sock, &ifname, &ips, &moves),
             }
         })??;
         Ok(prev)
@@ -251,6 +355,60 @@ mod tests {
         let mut full = vec![u32::MAX - 1];
         assert!(take_free_table(&mut full, u32::MAX - 1).is_err());
         assert!(take_free_table(&mut full, u32::MAX).is_err());
+    }
+
+    #[test]
+    fn gateways_are_one_per_family_and_override_prev_result() {
+        let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let gws = Gateways::parse(&list(&["fd00::1", "::ffff:192.168.1.254"])).expect("parse");
+        assert_eq!(gws.v4, Some("192.168.1.254".parse().expect("v4")));
+        assert_eq!(gws.v6, Some("fd00::1".parse().expect("v6")));
+        let ip = |a: &str, gw: Option<&str>| IpConfig {
+            interface: None,
+            address: a.parse().expect("addr"),
+            gateway: gw.map(|g| g.parse().expect("gw")),
+        };
+        let v4 = ip("192.168.1.209/24", Some("192.168.1.1"));
+        assert_eq!(gws.for_ip(&v4), gws.v4);
+        let only_v6 = Gateways::parse(&list(&["fd00::1"])).expect("parse");
+        assert_eq!(
+            only_v6.for_ip(&v4),
+            v4.gateway,
+            "no IPv4 gateway: prevResult's"
+        );
+        assert_eq!(only_v6.for_ip(&ip("10.0.0.2/24", None)), None);
+        assert_eq!(
+            only_v6.for_ip(&ip("fd00::10/64", None)),
+            only_v6.v6,
+            "a default route even where prevResult has no gateway"
+        );
+        assert_eq!(Gateways::parse(&[]), Ok(Gateways::default()));
+        for (bad, msg) in [
+            (
+                list(&["10.0.0.1", "fd00::1", "10.0.0.2"]),
+                "gateways list cannot contain more than 2 entries (one IPv4, one IPv6)",
+            ),
+            (
+                list(&["10.0.0.1", "10.0.0.2"]),
+                "gateways list contains multiple IPv4 addresses: 10.0.0.1 and 10.0.0.2",
+            ),
+            (
+                list(&["fd00::1", "fd00::2"]),
+                "gateways list contains multiple IPv6 addresses: fd00::1 and fd00::2",
+            ),
+            (
+                list(&["10.0.0.1/24"]),
+                "invalid static gateway IP address: 10.0.0.1/24",
+            ),
+            (
+                list(&["010.0.0.1"]),
+                "invalid static gateway IP address: 010.0.0.1",
+            ),
+        ] {
+            let e = Gateways::parse(&bad).expect_err("refused");
+            assert_eq!(e.code, 7);
+            assert_eq!(e.msg, msg);
+        }
     }
 
     #[test]

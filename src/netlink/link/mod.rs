@@ -41,6 +41,7 @@ const IFLA_INET_CONF: u16 = 1;
 const IFLA_INFO_KIND: u16 = 1;
 const IFLA_INFO_DATA: u16 = 2;
 const IFLA_BR_VLAN_FILTERING: u16 = 7;
+const IFLA_BR_GROUP_FWD_MASK: u16 = 9;
 const IFLA_BRPORT_MODE: u16 = 4;
 const IFLA_BRPORT_ISOLATED: u16 = 33;
 const IFLA_MACVLAN_MODE: u16 = 1;
@@ -229,6 +230,8 @@ pub enum Kind {
     },
     Bridge {
         vlan_filtering: bool,
+        /// Which of 01-80-C2-00-00-0X it forwards (bit X); `None`: the kernel's.
+        group_fwd_mask: Option<u16>,
     },
     Macvlan {
         parent: u32,
@@ -377,9 +380,12 @@ impl Socket {
                     let p = p.into_bytes();
                     info.nest(IFLA_INFO_DATA, |data| data.attr(VETH_INFO_PEER, &p))
                 }
-                Kind::Bridge { vlan_filtering } if vlan_filtering => {
-                    info.nest(IFLA_INFO_DATA, |d| d.u8(IFLA_BR_VLAN_FILTERING, 1))
-                }
+                Kind::Bridge {
+                    vlan_filtering,
+                    group_fwd_mask,
+                } if vlan_filtering || group_fwd_mask.is_some() => info.nest(IFLA_INFO_DATA, |d| {
+                    bridge_data(d, vlan_filtering, group_fwd_mask)
+                }),
                 Kind::Macvlan {
                     mode, bc_queue_len, ..
                 } => info.nest(IFLA_INFO_DATA, |d| {
@@ -493,6 +499,22 @@ impl Socket {
         )
     }
 
+    /// Sets which link-local groups (01-80-C2-00-00-0X, bit X) bridge
+    /// `index` forwards: a changelink, which only RTM_NEWLINK carries.
+    pub fn set_bridge_group_fwd_mask(&mut self, index: u32, mask: u16) -> Result<()> {
+        let op = format!("set group_fwd_mask of bridge {index} to {mask:#06x}");
+        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0)).nest(IFLA_LINKINFO, |i| {
+            i.str(IFLA_INFO_KIND, "bridge")
+                .nest(IFLA_INFO_DATA, |d| bridge_data(d, false, Some(mask)))
+        });
+        self.change(
+            &op,
+            Rtm::Newlink,
+            NlmF::empty(),
+            Buffer::from(body.into_bytes()),
+        )
+    }
+
     /// Sets the bridge-port flags of an enslaved link (each one on or off).
     pub fn set_bridge_port(&mut self, index: u32, flags: PortFlags) -> Result<()> {
         let op = format!("set bridge port flags of link {index}");
@@ -585,6 +607,18 @@ fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
 /// those that ended first.
 pub fn unreaped_detached_deletes() -> usize {
     detached::unreaped()
+}
+
+/// A bridge's IFLA_INFO_DATA: vlan_filtering only when on, the mask when set.
+fn bridge_data(d: Body, vlan_filtering: bool, group_fwd_mask: Option<u16>) -> Body {
+    let d = match vlan_filtering {
+        true => d.u8(IFLA_BR_VLAN_FILTERING, 1),
+        false => d,
+    };
+    match group_fwd_mask {
+        Some(mask) => d.u16(IFLA_BR_GROUP_FWD_MASK, mask),
+        None => d,
+    }
 }
 
 #[cfg(test)]
