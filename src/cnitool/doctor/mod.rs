@@ -9,6 +9,7 @@
 
 mod cache;
 mod chains;
+mod dhcp;
 mod firewall;
 mod flannel;
 mod ifb;
@@ -65,6 +66,7 @@ type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 const KINDS: &[Find] = &[
     cache::find,
     ipam::find,
+    dhcp::find,
     masq::find,
     portmap::find,
     portmap_nft::find,
