@@ -39,12 +39,8 @@ impl Plugin for Dhcp {
         let a = attachment(inv);
         // The daemon releases what it keeps, with the request it kept: option
         // lists are not needed (nor checked) to let go.
-        let call = Call::Release {
-            attachment: a.clone(),
-            request: conf.bare_request(inv)?,
-        };
-        match conf.exchange(&call, Command::Del) {
-            Ok(_) => Ok(()),
+        match release(&conf.socket, a.clone(), conf.bare_request(inv)?) {
+            Ok(()) => Ok(()),
             Err(e) if e.not_running() && nothing_held(&conf.socket, Some(&a)) => Ok(()),
             Err(e) => Err(e.into_error(Command::Del, Some("the lease may still be held"))),
         }
@@ -204,18 +200,7 @@ impl Conf {
     }
 
     fn exchange(&self, call: &Call, verb: Command) -> Result<Reply, Unanswered> {
-        let limits = Deadlines {
-            connect: Duration::from_secs(5),
-            reply: reply_deadline(verb),
-        };
-        match protocol::exchange(&self.socket, call, limits) {
-            Ok(Reply::Failed(f)) => Err(Unanswered::Failed(call.op(), f)),
-            Ok(reply) => Ok(reply),
-            Err(e @ (ExchangeError::Unreachable { .. } | ExchangeError::Busy { .. })) => {
-                Err(Unanswered::Down(e))
-            }
-            Err(e) => Err(Unanswered::Broken(e)),
-        }
+        exchange(&self.socket, call, verb)
     }
 
     /// A call whose answer is a lease.
@@ -232,6 +217,36 @@ impl Conf {
     }
 }
 
+/// Asks the daemon on `socket` to stop keeping an attachment's lease and give
+/// it back (DEL; the doctor releases leftover leases the same way). The daemon
+/// keeps the request it was given: `request` only names the attachment.
+pub(crate) fn release(
+    socket: &Path,
+    attachment: Attachment,
+    request: Request,
+) -> Result<(), Unanswered> {
+    let call = Call::Release {
+        attachment,
+        request,
+    };
+    exchange(socket, &call, Command::Del).map(drop)
+}
+
+fn exchange(socket: &Path, call: &Call, verb: Command) -> Result<Reply, Unanswered> {
+    let limits = Deadlines {
+        connect: Duration::from_secs(5),
+        reply: reply_deadline(verb),
+    };
+    match protocol::exchange(socket, call, limits) {
+        Ok(Reply::Failed(f)) => Err(Unanswered::Failed(call.op(), f)),
+        Ok(reply) => Ok(reply),
+        Err(e @ (ExchangeError::Unreachable { .. } | ExchangeError::Busy { .. })) => {
+            Err(Unanswered::Down(e))
+        }
+        Err(e) => Err(Unanswered::Broken(e)),
+    }
+}
+
 /// How long the daemon may take: an ADD runs the whole DHCP exchange (its
 /// `-timeout`, 10 s by default); the others are quick.
 fn reply_deadline(verb: Command) -> Duration {
@@ -243,7 +258,7 @@ fn reply_deadline(verb: Command) -> Duration {
 }
 
 /// Why a call did not get the answer it wanted.
-enum Unanswered {
+pub(crate) enum Unanswered {
     /// Nothing listens (or the queue stayed full): the daemon is not running.
     Down(ExchangeError),
     /// The daemon was reached, then the exchange failed.
@@ -255,11 +270,11 @@ enum Unanswered {
 impl Unanswered {
     /// Nothing listens on the socket. (A full listen queue is a daemon that
     /// runs: it may be saving the very lease DEL would look for.)
-    fn not_running(&self) -> bool {
+    pub(crate) fn not_running(&self) -> bool {
         matches!(self, Unanswered::Down(ExchangeError::Unreachable { .. }))
     }
 
-    fn into_error(self, verb: Command, note: Option<&str>) -> Error {
+    pub(crate) fn into_error(self, verb: Command, note: Option<&str>) -> Error {
         let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
         match self {
             Unanswered::Down(e) => {

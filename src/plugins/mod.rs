@@ -4,7 +4,7 @@
 pub(crate) mod attachments;
 pub mod bandwidth;
 pub mod bridge;
-mod dhcp;
+pub(crate) mod dhcp;
 mod dummy;
 pub(crate) mod firewall;
 pub mod flannel;

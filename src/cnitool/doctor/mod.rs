@@ -10,6 +10,7 @@
 mod cache;
 mod chains;
 mod devinfo;
+mod dhcp;
 mod firewall;
 mod flannel;
 mod ifb;
@@ -66,6 +67,7 @@ type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;
 const KINDS: &[Find] = &[
     cache::find,
     ipam::find,
+    dhcp::find,
     masq::find,
     portmap::find,
     portmap_nft::find,

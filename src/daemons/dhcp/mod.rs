@@ -12,7 +12,7 @@ mod checks;
 mod flags;
 mod leases;
 mod server;
-mod state;
+pub mod state;
 
 use std::ffi::OsString;
 

@@ -118,6 +118,59 @@ impl StateDir {
     }
 }
 
+/// The lease files of a state directory that the daemon would take up at its
+/// start (named after their attachment, whose parts are valid), read without
+/// its lock: for a reader beside the daemon (the doctor). Anything else is
+/// left out, as the daemon leaves it.
+pub fn read_leases(dir: &Path) -> Result<Vec<(PathBuf, Saved)>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("failed to list {}", dir.display())),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("failed to list {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !name.ends_with(".json") {
+            continue;
+        }
+        let path = entry.path();
+        if let Ok(s) = read_saved(&path)
+            && state_file_name(&s.attachment) == name
+            && super::checks::check_attachment(&s.attachment).is_ok()
+        {
+            out.push((path, s));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// Removes an attachment's lease file while no daemon keeps the directory,
+/// under the daemon's lock so one starting meanwhile does not take the lease
+/// up; false (nothing removed) when a daemon holds the lock.
+pub fn remove_unkept(dir: &Path, attachment: &Attachment) -> Result<bool> {
+    let lock_path = dir.join(STATE_LOCK);
+    let _lock = match crate::lockfile::lock_private(&lock_path, Duration::ZERO) {
+        Ok(l) => l,
+        Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return Ok(false),
+        Err(e) => {
+            return Err(
+                anyhow::Error::new(e).context(format!("failed to lock {}", lock_path.display()))
+            );
+        }
+    };
+    let path = dir.join(state_file_name(attachment));
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => {
+            Err(anyhow::Error::new(e).context(format!("failed to remove {}", path.display())))
+        }
+    }
+}
+
 fn read_saved(path: &Path) -> Result<Saved> {
     let bytes = crate::files::read_state_limited(path, 1 << 20)?;
     let saved: Saved = crate::cni::json::from_slice(&bytes)
@@ -186,6 +239,20 @@ mod tests {
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("junk.json"), "{problems:?}");
         assert!(!dir.join(".x.json.tmp42").exists());
+        // A reader beside the daemon sees the same leases, each with its file;
+        // one under another attachment's name is left out as the daemon does.
+        let copied = dir.join(format!("{}.json", "0".repeat(32)));
+        std::fs::copy(dir.join(state_file_name(&a)), &copied).expect("copy");
+        let read = read_leases(&dir).expect("read");
+        assert_eq!(read.len(), 2);
+        assert!(
+            read.iter()
+                .any(|(p, s)| p == &dir.join(state_file_name(&a)) && s == &saved[0])
+        );
+        std::fs::remove_file(&copied).expect("rm copy");
+        // While the daemon holds the directory, the doctor removes nothing.
+        assert!(!remove_unkept(&dir, &b).expect("locked"));
+        assert!(dir.join(state_file_name(&b)).exists());
         // A second daemon on the same directory is refused.
         let e = StateDir::open(&dir).err().expect("locked");
         assert!(e.to_string().contains("another dhcp daemon"), "{e}");
@@ -194,6 +261,8 @@ mod tests {
         let (saved, _) = state.load().expect("load");
         assert_eq!(saved.len(), 1);
         drop(state);
+        assert!(remove_unkept(&dir, &b).expect("unlocked"));
+        assert!(read_leases(&dir).expect("read").is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
