@@ -1,0 +1,108 @@
+//! `cnitool doctor` and the nftables forms: ipMasq's rules in
+//! `inet cni_plugins_masquerade` of dead and ownerless attachments are
+//! listed and removed, a live pod's are untouched.
+
+mod harness;
+
+use harness::{Netns, PinnedNetns, Runtime, enter_test_host, nft_ruleset, sha512_prefix};
+use serde_json::{Value, json};
+
+fn container_id(netns: &str) -> String {
+    format!("cnitool-{}", sha512_prefix(netns, 20))
+}
+
+/// The findings of some kinds of a doctor run.
+fn of_kinds(found: &Value, kinds: &[&str]) -> Vec<Value> {
+    found["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| kinds.iter().any(|k| f["kind"] == *k))
+        .cloned()
+        .collect()
+}
+
+/// `<h(net)>-<h(ifname:cid)>`, what the attachment's rules' comments start with.
+fn instance(network: &str, ifname: &str, id: &str) -> String {
+    format!(
+        "{}-{}",
+        sha512_prefix(network, 16),
+        sha512_prefix(&format!("{ifname}:{id}"), 16)
+    )
+}
+
+#[test]
+fn masq_nftables_rules_of_dead_and_ownerless_attachments_are_removed() {
+    enter_test_host();
+    let rt = Runtime::new("nm");
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": "nm-net",
+        "plugins": [
+            {"type": "bridge", "bridge": "cni-dnm0", "isGateway": true, "ipMasq": true,
+             "ipMasqBackend": "nftables",
+             "ipam": {"type": "host-local", "subnet": "10.147.0.0/24", "dataDir": "@STORE@"}}
+        ]
+    });
+    rt.write_list("nm.conflist", &list);
+    let doctor = |args: &[&str], status: i32| {
+        let mut all = vec!["doctor", "--json"];
+        all.extend_from_slice(args);
+        let out = rt.run(&all, &json!({}));
+        assert_eq!(out.status, status, "{out:?}");
+        out.json()
+    };
+    let (gone, forgotten, live) = (PinnedNetns::new(), PinnedNetns::new(), Netns::new());
+    let paths = [gone.path(), forgotten.path(), live.path()];
+    let ids: Vec<String> = paths.iter().map(|p| container_id(p)).collect();
+    for p in paths {
+        rt.run(&["add", "nm-net", p], &json!({})).ok();
+    }
+    let rules = |i: usize| -> Vec<String> {
+        nft_ruleset()
+            .lines()
+            .filter(|l| l.contains(&ids[i]))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let live_before = rules(2);
+    assert_eq!(live_before.len(), 1, "{}", nft_ruleset());
+    gone.destroy();
+    std::fs::remove_file(
+        rt.cache
+            .0
+            .join("results")
+            .join(format!("nm-net-{}-eth0", ids[1])),
+    )
+    .expect("rm cache file");
+    forgotten.destroy();
+
+    // An ownerless rule carries no time: the first run only sees it.
+    let first = of_kinds(&doctor(&[], 0), &["masq"]);
+    assert!(first.is_empty(), "{first:?}");
+    let found = of_kinds(&doctor(&["--min-age", "0"], 1), &["masq"]);
+    let finding = |i: usize, action: &str| {
+        json!({
+            "kind": "masq", "network": "nm-net", "containerId": ids[i], "ifname": "eth0",
+            "object": format!("nft inet cni_plugins_masquerade {}",
+                instance("nm-net", "eth0", &ids[i])),
+            "action": action, "fixed": false
+        })
+    };
+    assert_eq!(
+        found,
+        vec![
+            finding(0, "removed by the DEL of its dead attachment"),
+            finding(1, "remove the attachment's rules"),
+        ]
+    );
+
+    let fixed = doctor(&["--fix", "--min-age", "0"], 0);
+    let fixed = fixed["findings"].as_array().expect("findings").clone();
+    assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
+    assert_eq!(rules(0), Vec::<String>::new());
+    assert_eq!(rules(1), Vec::<String>::new());
+    assert_eq!(rules(2), live_before);
+    assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
+    rt.run(&["del", "nm-net", live.path()], &json!({})).ok();
+}
