@@ -1,6 +1,7 @@
 //! `cnitool doctor` and the nftables forms: ipMasq's rules in
-//! `inet cni_plugins_masquerade` of dead and ownerless attachments are
-//! listed and removed, a live pod's are untouched.
+//! `inet cni_plugins_masquerade` and the firewall's in `inet cni_firewall` of
+//! dead and ownerless attachments are listed and removed, a live pod's are
+//! untouched.
 
 mod harness;
 
@@ -105,4 +106,78 @@ fn masq_nftables_rules_of_dead_and_ownerless_attachments_are_removed() {
     assert_eq!(rules(2), live_before);
     assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
     rt.run(&["del", "nm-net", live.path()], &json!({})).ok();
+}
+
+#[test]
+fn firewall_nftables_rules_of_dead_and_ownerless_attachments_are_removed() {
+    enter_test_host();
+    let rt = Runtime::new("fn");
+    let list = json!({
+        "cniVersion": "1.0.0",
+        "name": "fn-net",
+        "plugins": [
+            {"type": "bridge", "bridge": "cni-dfn0", "isGateway": true,
+             "ipam": {"type": "host-local", "subnet": "10.148.0.0/24", "dataDir": "@STORE@"}},
+            {"type": "firewall", "backend": "nftables", "dataDir": "@STORE@/firewall"}
+        ]
+    });
+    rt.write_list("fn.conflist", &list);
+    let doctor = |args: &[&str], status: i32| {
+        let mut all = vec!["doctor", "--json"];
+        all.extend_from_slice(args);
+        let out = rt.run(&all, &json!({}));
+        assert_eq!(out.status, status, "{out:?}");
+        out.json()
+    };
+    let (gone, forgotten, live) = (PinnedNetns::new(), PinnedNetns::new(), Netns::new());
+    let paths = [gone.path(), forgotten.path(), live.path()];
+    let ids: Vec<String> = paths.iter().map(|p| container_id(p)).collect();
+    for p in paths {
+        rt.run(&["add", "fn-net", p], &json!({})).ok();
+    }
+    let rules = |i: usize| -> Vec<String> {
+        nft_ruleset()
+            .lines()
+            .filter(|l| l.contains(&ids[i]))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    let live_before = rules(2);
+    assert_eq!(live_before.len(), 2, "{}", nft_ruleset());
+    gone.destroy();
+    std::fs::remove_file(
+        rt.cache
+            .0
+            .join("results")
+            .join(format!("fn-net-{}-eth0", ids[1])),
+    )
+    .expect("rm cache file");
+    forgotten.destroy();
+
+    let first = of_kinds(&doctor(&[], 0), &["firewall"]);
+    assert!(first.is_empty(), "{first:?}");
+    let found = of_kinds(&doctor(&["--min-age", "0"], 1), &["firewall"]);
+    let finding = |i: usize, network: &str, action: &str| {
+        json!({
+            "kind": "firewall", "network": network, "containerId": ids[i], "ifname": "",
+            "object": format!("nft inet cni_firewall {}", ids[i]),
+            "action": action, "fixed": false
+        })
+    };
+    assert_eq!(
+        found,
+        vec![
+            finding(0, "fn-net", "removed by the DEL of its dead attachment"),
+            finding(1, "", "remove the container's rules"),
+        ]
+    );
+
+    let fixed = doctor(&["--fix", "--min-age", "0"], 0);
+    let fixed = fixed["findings"].as_array().expect("findings").clone();
+    assert!(fixed.iter().all(|f| f["fixed"] == true), "{fixed:?}");
+    assert_eq!(rules(0), Vec::<String>::new());
+    assert_eq!(rules(1), Vec::<String>::new());
+    assert_eq!(rules(2), live_before);
+    assert_eq!(doctor(&["--min-age", "0"], 0), json!({"findings": []}));
+    rt.run(&["del", "fn-net", live.path()], &json!({})).ok();
 }

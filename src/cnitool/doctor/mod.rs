@@ -10,6 +10,7 @@
 mod cache;
 mod chains;
 mod firewall;
+mod firewall_nft;
 mod flannel;
 mod ifb;
 mod ipam;
@@ -69,6 +70,7 @@ const KINDS: &[Find] = &[
     portmap::find,
     portmap_nft::find,
     firewall::find,
+    firewall_nft::find,
     macspoofchk::find,
     veth::find,
     ifb::find,
