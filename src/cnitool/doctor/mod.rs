@@ -11,6 +11,7 @@ mod cache;
 mod chains;
 mod firewall;
 mod firewall_nft;
+mod firewalld;
 mod flannel;
 mod ifb;
 mod ipam;
@@ -71,6 +72,7 @@ const KINDS: &[Find] = &[
     portmap_nft::find,
     firewall::find,
     firewall_nft::find,
+    firewalld::find,
     macspoofchk::find,
     veth::find,
     ifb::find,
