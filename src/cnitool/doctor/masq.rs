@@ -17,25 +17,28 @@ pub const ACTION_NFT: &str = "remove the attachment's rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     find_nft(node, out)?;
-    if !chains::usable() {
-        return Ok(());
+    for flavour in chains::flavours() {
+        let _flavour = crate::netfilter::iptables::use_flavour(flavour);
+        if !chains::usable() {
+            continue;
+        }
+        let owned = iptables::read()?
+            .into_iter()
+            .map(|(family, m)| Owned {
+                family,
+                network: m.network,
+                container_id: m.container_id,
+                chain: m.chain,
+                addresses: m.sources,
+            })
+            .collect();
+        chains::find(node, out, KIND, ACTION, (flavour, owned), |network, id| {
+            Ok(masq::del(
+                Backend::Iptables,
+                &Plan::new(network, id, "", &[]),
+            )?)
+        });
     }
-    let owned = iptables::read()?
-        .into_iter()
-        .map(|(family, m)| Owned {
-            family,
-            network: m.network,
-            container_id: m.container_id,
-            chain: m.chain,
-            addresses: m.sources,
-        })
-        .collect();
-    chains::find(node, out, KIND, ACTION, owned, |network, id| {
-        Ok(masq::del(
-            Backend::Iptables,
-            &Plan::new(network, id, "", &[]),
-        )?)
-    });
     Ok(())
 }
 
