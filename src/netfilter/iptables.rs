@@ -273,7 +273,19 @@ pub fn other_flavour() -> Option<Flavour> {
     } else {
         Flavour::Nft
     };
+    // Legacy tools load the legacy table modules they ask about: with no
+    // legacy table in this namespace there are no legacy rules to read.
+    if other == Flavour::Legacy && !legacy_tables() {
+        return None;
+    }
     (have(Flavour::Legacy) && have(Flavour::Nft)).then_some(other)
+}
+
+/// Whether this network namespace has any legacy (x_tables) table.
+fn legacy_tables() -> bool {
+    ["/proc/net/ip_tables_names", "/proc/net/ip6_tables_names"]
+        .iter()
+        .any(|p| std::fs::read_to_string(p).is_ok_and(|t| !t.trim().is_empty()))
 }
 
 fn tool(family: Family, what: &str) -> String {
