@@ -406,6 +406,24 @@ impl Conn {
         }
     }
 
+    /// A call whose reply is one array of strings.
+    pub fn call_strings(&mut self, call: &Call) -> Result<Vec<String>> {
+        let reply = self.call(call)?;
+        if let [Value::Array(items)] = reply.as_slice() {
+            let strings: Option<Vec<String>> = items
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(strings) = strings {
+                return Ok(strings);
+            }
+        }
+        Err(unexpected(call, &reply))
+    }
+
     /// Whether some connection owns `name` on this bus.
     pub fn name_has_owner(&mut self, name: &str) -> Result<bool> {
         self.call_bool(&Call {

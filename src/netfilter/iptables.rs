@@ -200,11 +200,96 @@ impl Batch {
     }
 }
 
-fn tool(family: Family, what: &str) -> String {
-    match family {
-        Family::V4 => format!("iptables-{what}"),
-        Family::V6 => format!("ip6tables-{what}"),
+/// Which iptables tools run: those PATH resolves `iptables-save` and the
+/// like to (what every plugin uses), or one flavour by its own name (for a
+/// host that switched, whose old flavour may still hold rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    Default,
+    Legacy,
+    Nft,
+}
+
+impl Flavour {
+    /// The family's command as this flavour names it: `iptables`,
+    /// `iptables-legacy`, `ip6tables-nft`.
+    pub fn command(self, family: Family) -> String {
+        let base = match family {
+            Family::V4 => "iptables",
+            Family::V6 => "ip6tables",
+        };
+        match self {
+            Flavour::Default => base.to_string(),
+            Flavour::Legacy => format!("{base}-legacy"),
+            Flavour::Nft => format!("{base}-nft"),
+        }
     }
+}
+
+thread_local! {
+    static FLAVOUR: std::cell::Cell<Flavour> = const { std::cell::Cell::new(Flavour::Default) };
+}
+
+/// Until dropped, this thread's iptables operations run the flavour's tools.
+pub struct FlavourGuard(Flavour);
+
+/// Runs this thread's iptables operations in `flavour` while the guard lives.
+pub fn use_flavour(flavour: Flavour) -> FlavourGuard {
+    FlavourGuard(FLAVOUR.with(|f| f.replace(flavour)))
+}
+
+/// The flavour this thread's iptables operations run.
+pub fn flavour() -> Flavour {
+    FLAVOUR.with(|f| f.get())
+}
+
+impl Drop for FlavourGuard {
+    fn drop(&mut self) {
+        FLAVOUR.with(|f| f.set(self.0));
+    }
+}
+
+/// The flavour the default tools are not, when both flavours' tools are
+/// installed and the default is one of them.
+pub fn other_flavour() -> Option<Flavour> {
+    let have = |f: Flavour| {
+        [Family::V4, Family::V6].iter().any(|&family| {
+            ["save", "restore"]
+                .iter()
+                .all(|what| locate(&format!("{}-{what}", f.command(family))).is_some())
+        })
+    };
+    let _default = use_flavour(Flavour::Default);
+    if !usable(Family::V4) && !usable(Family::V6) {
+        return None;
+    }
+    let family = if usable(Family::V4) {
+        Family::V4
+    } else {
+        Family::V6
+    };
+    let other = if is_nft_based(family) {
+        Flavour::Legacy
+    } else {
+        Flavour::Nft
+    };
+    // Legacy tools load the legacy table modules they ask about: with no
+    // legacy table in this namespace there are no legacy rules to read.
+    if other == Flavour::Legacy && !legacy_tables() {
+        return None;
+    }
+    (have(Flavour::Legacy) && have(Flavour::Nft)).then_some(other)
+}
+
+/// Whether this network namespace has any legacy (x_tables) table.
+fn legacy_tables() -> bool {
+    ["/proc/net/ip_tables_names", "/proc/net/ip6_tables_names"]
+        .iter()
+        .any(|p| std::fs::read_to_string(p).is_ok_and(|t| !t.trim().is_empty()))
+}
+
+fn tool(family: Family, what: &str) -> String {
+    format!("{}-{what}", flavour().command(family))
 }
 
 /// The first executable `name` on PATH: what a shell would run. Running it by
@@ -374,6 +459,19 @@ pub fn usable(family: Family) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flavour_guard_names_the_tools_until_dropped() {
+        assert_eq!(tool(Family::V4, "save"), "iptables-save");
+        {
+            let _legacy = use_flavour(Flavour::Legacy);
+            assert_eq!(tool(Family::V4, "save"), "iptables-legacy-save");
+            let _nft = use_flavour(Flavour::Nft);
+            assert_eq!(tool(Family::V6, "restore"), "ip6tables-nft-restore");
+        }
+        assert_eq!(flavour(), Flavour::Default);
+        assert_eq!(tool(Family::V6, "restore"), "ip6tables-restore");
+    }
 
     #[test]
     fn parses_save_output_and_quotes_like_it() {

@@ -117,9 +117,19 @@ pub fn each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) 
     if let [only] = items {
         return f(only);
     }
+    // The threads run the iptables flavour this one does.
+    let flavour = iptables::flavour();
     std::thread::scope(|scope| {
         let f = &f;
-        let running: Vec<_> = items.iter().map(|i| scope.spawn(move || f(i))).collect();
+        let running: Vec<_> = items
+            .iter()
+            .map(|i| {
+                scope.spawn(move || {
+                    let _flavour = iptables::use_flavour(flavour);
+                    f(i)
+                })
+            })
+            .collect();
         let mut first = Ok(());
         for thread in running {
             // A panic stays a panic, as if the work had run here.

@@ -7,6 +7,7 @@
 use super::Finding;
 use super::node::Node;
 use crate::netfilter::Family;
+use crate::netfilter::iptables::{Flavour, other_flavour, use_flavour};
 use anyhow::Result;
 use std::net::IpAddr;
 
@@ -22,25 +23,30 @@ pub struct Owned {
     pub addresses: Vec<IpAddr>,
 }
 
-/// Findings of `kind` for `chains`; `remove(network, container)` is the
-/// plugin's DEL of that container's rules.
+/// The iptables flavours to look at: the default tools', and the other
+/// flavour's when a host has both (one it switched from may keep rules).
+pub fn flavours() -> Vec<Flavour> {
+    std::iter::once(Flavour::Default)
+        .chain(other_flavour())
+        .collect()
+}
+
+/// Findings of `kind` for `chains`, read in `flavour`; `remove(network,
+/// container)` is the plugin's DEL of that container's rules (run in the
+/// same flavour).
 pub fn find(
     node: &Node,
     out: &mut Vec<Finding>,
     kind: &'static str,
     action: &'static str,
-    chains: Vec<Owned>,
+    (flavour, chains): (Flavour, Vec<Owned>),
     remove: fn(&str, &str) -> Result<()>,
 ) {
     for m in chains {
         if node.keeps(&m.network, &m.container_id, "") {
             continue;
         }
-        let tool = match m.family {
-            Family::V4 => "iptables",
-            Family::V6 => "ip6tables",
-        };
-        let object = format!("{tool} nat {}", m.chain);
+        let object = format!("{} nat {}", flavour.command(m.family), m.chain);
         let dead = node.dead_owner(&m.network, &m.container_id, "").is_some();
         if !dead
             && (!node.settled(&format!("{kind} {object}"))
@@ -48,7 +54,12 @@ pub fn find(
         {
             continue;
         }
-        let action = if dead { BY_DEL } else { action };
+        // Its DEL runs the default tools: another flavour's chain is ours to remove.
+        let action = if dead && flavour == Flavour::Default {
+            BY_DEL
+        } else {
+            action
+        };
         let Owned {
             family,
             network,
@@ -58,6 +69,7 @@ pub fn find(
         } = m;
         out.push(
             Finding::new(kind, &network, &container_id, "", &object, action).fix(move |node| {
+                let _flavour = use_flavour(flavour);
                 if !present(family, &chain)? {
                     return Ok(true);
                 }

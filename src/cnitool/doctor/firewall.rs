@@ -6,6 +6,7 @@ use super::Finding;
 use super::node::{Node, State, result_ips};
 use crate::netfilter::Family;
 use crate::netfilter::firewall::{self, iptables};
+use crate::netfilter::iptables::{Flavour, use_flavour};
 use anyhow::Result;
 use ipnet::IpNet;
 
@@ -14,22 +15,27 @@ pub const ACTION: &str = "remove the address's accept rules";
 pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    if !crate::netfilter::iptables::usable(Family::V4)
-        && !crate::netfilter::iptables::usable(Family::V6)
-    {
-        return Ok(());
+    for flavour in super::chains::flavours() {
+        let _flavour = use_flavour(flavour);
+        if super::chains::usable() {
+            find_in(node, out, flavour)?;
+        }
     }
+    Ok(())
+}
+
+fn find_in(node: &Node, out: &mut Vec<Finding>, flavour: Flavour) -> Result<()> {
     for net in iptables::read()? {
         let ip = net.addr();
         if node.ip_in_use(ip) {
             continue;
         }
-        let tool = if ip.is_ipv4() {
-            "iptables"
-        } else {
-            "ip6tables"
-        };
-        let object = format!("{tool} filter {} {net}", iptables::FORWARD_CHAIN);
+        let family = if ip.is_ipv4() { Family::V4 } else { Family::V6 };
+        let object = format!(
+            "{} filter {} {net}",
+            flavour.command(family),
+            iptables::FORWARD_CHAIN
+        );
         let dead = node.attachments.iter().find(|a| {
             a.state == State::Dead
                 && a.entry
@@ -38,16 +44,28 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                     .is_some_and(|r| result_ips(r).contains(&ip))
         });
         let (network, id, ifname, action) = match dead {
-            Some(a) => (
+            // Its DEL runs the default tools only.
+            Some(a) if flavour == Flavour::Default => (
                 a.entry.network_name.as_str(),
                 a.entry.container_id.as_str(),
                 a.entry.ifname.as_str(),
                 BY_DEL,
             ),
+            Some(a) => (
+                a.entry.network_name.as_str(),
+                a.entry.container_id.as_str(),
+                a.entry.ifname.as_str(),
+                ACTION,
+            ),
             None if node.settled(&format!("{KIND} {object}")) => ("", "", "", ACTION),
             None => continue,
         };
-        out.push(Finding::new(KIND, network, id, ifname, &object, action).fix(move |_| fix(net)));
+        out.push(
+            Finding::new(KIND, network, id, ifname, &object, action).fix(move |_| {
+                let _flavour = use_flavour(flavour);
+                fix(net)
+            }),
+        );
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ mod chains;
 mod devinfo;
 mod dhcp;
 mod firewall;
+mod firewall_nft;
+mod firewalld;
 mod flannel;
 mod ifb;
 mod ipam;
@@ -72,6 +74,8 @@ const KINDS: &[Find] = &[
     portmap::find,
     portmap_nft::find,
     firewall::find,
+    firewall_nft::find,
+    firewalld::find,
     macspoofchk::find,
     veth::find,
     ifb::find,

@@ -15,21 +15,24 @@ pub const ACTION_NFT: &str = "remove the container's rules";
 pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    if !chains::usable() {
-        return Ok(());
+    for flavour in chains::flavours() {
+        let _flavour = crate::netfilter::iptables::use_flavour(flavour);
+        if !chains::usable() {
+            continue;
+        }
+        let owned = iptables::read()?
+            .into_iter()
+            .map(|(family, m)| Owned {
+                family,
+                network: m.network,
+                container_id: m.container_id,
+                chain: m.chain,
+                addresses: m.targets,
+            })
+            .collect();
+        chains::find(node, out, KIND, ACTION, (flavour, owned), |network, id| {
+            Ok(portmap::del(Backend::Iptables, &Plan::named(network, id))?)
+        });
     }
-    let owned = iptables::read()?
-        .into_iter()
-        .map(|(family, m)| Owned {
-            family,
-            network: m.network,
-            container_id: m.container_id,
-            chain: m.chain,
-            addresses: m.targets,
-        })
-        .collect();
-    chains::find(node, out, KIND, ACTION, owned, |network, id| {
-        Ok(portmap::del(Backend::Iptables, &Plan::named(network, id))?)
-    });
     Ok(())
 }

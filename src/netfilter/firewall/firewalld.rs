@@ -163,6 +163,29 @@ pub fn check(zone: &str, ips: &[IpNet]) -> Result<()> {
     Ok(())
 }
 
+/// The host-prefix sources of `zone` (what ADD adds; other sources are
+/// never a container's). None when firewalld does not run: its runtime
+/// sources went with it.
+pub fn sources(zone: &str) -> Result<Option<Vec<IpNet>>> {
+    if !running() {
+        return Ok(None);
+    }
+    let mut conn = Conn::system().map_err(failed("failed to connect to the system bus".into()))?;
+    let sources = conn
+        .call_strings(&zone_call("getSources", &[zone]))
+        .map_err(failed(format!("failed to list the sources of {zone} zone")))?;
+    Ok(Some(host_sources(&sources)))
+}
+
+/// The sources that are host prefixes, as [`source`] writes them.
+pub fn host_sources(sources: &[String]) -> Vec<IpNet> {
+    sources
+        .iter()
+        .filter_map(|s| s.parse::<IpNet>().ok())
+        .filter(|n| n.prefix_len() == n.max_prefix_len())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +222,21 @@ mod tests {
         let v6: IpNet = "fd00::5/64".parse().expect("v6");
         assert_eq!(source(&v4), "10.1.2.3/32");
         assert_eq!(source(&v6), "fd00::5/128");
+    }
+
+    #[test]
+    fn only_host_sources_are_containers() {
+        let got = host_sources(&[
+            "10.0.0.5/32".into(),
+            "10.0.0.0/24".into(),
+            "fd00::5/128".into(),
+            "ipset:foo".into(),
+            "52:54:00:00:00:01".into(),
+        ]);
+        let want: Vec<IpNet> = vec![
+            "10.0.0.5/32".parse().expect("net"),
+            "fd00::5/128".parse().expect("net"),
+        ];
+        assert_eq!(got, want);
     }
 }

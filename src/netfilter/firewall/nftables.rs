@@ -9,6 +9,7 @@ use crate::netfilter::nft::{
 };
 use crate::netfilter::{Error, Result};
 use ipnet::IpNet;
+use std::net::IpAddr;
 
 pub const TABLE: &str = "cni_firewall";
 const FORWARD: &str = "forward";
@@ -105,4 +106,88 @@ pub fn check(plan: &Plan) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// One container's accept rules as found in the forward chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accepted {
+    /// The rules' comment: the container ID (they name no network).
+    pub container_id: String,
+    /// The addresses its `saddr` rules let out.
+    pub addresses: Vec<IpAddr>,
+}
+
+/// Every container's rules among the forward chain's, grouped by comment
+/// (table order; the admin jump has none).
+pub fn accepted(rules: &[DumpedRule]) -> Vec<Accepted> {
+    let mut out: Vec<Accepted> = Vec::new();
+    for r in rules.iter().filter(|r| !r.comment.is_empty()) {
+        let at = match out.iter().position(|a| a.container_id == r.comment) {
+            Some(at) => at,
+            None => {
+                out.push(Accepted {
+                    container_id: r.comment.clone(),
+                    addresses: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let addresses = &mut out[at].addresses;
+        if let Some(ip) = r.saddr.filter(|ip| !addresses.contains(ip)) {
+            addresses.push(ip);
+        }
+    }
+    out
+}
+
+/// What [`accepted`] finds on this node (read only: no lock; none without
+/// nf_tables or the table).
+pub fn read() -> Result<Vec<Accepted>> {
+    if !crate::netlink::nfnl::available() {
+        return Ok(Vec::new());
+    }
+    let mut sock = nft::open()?;
+    Ok(accepted(&nft::rules(
+        &mut sock,
+        NFPROTO_INET,
+        TABLE,
+        FORWARD,
+    )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepted_groups_by_container() {
+        let rule = |comment: &str, saddr: Option<&str>| DumpedRule {
+            handle: 1,
+            comment: comment.into(),
+            jumps: Vec::new(),
+            iifname: None,
+            saddr: saddr.map(|s| s.parse().expect("ip")),
+        };
+        let rules = [
+            rule("", None),
+            rule("a", None),
+            rule("a", Some("10.0.0.2")),
+            rule("b", Some("10.0.0.3")),
+            rule("a", Some("fd00::2")),
+        ];
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(
+            accepted(&rules),
+            vec![
+                Accepted {
+                    container_id: "a".into(),
+                    addresses: vec![ip("10.0.0.2"), ip("fd00::2")],
+                },
+                Accepted {
+                    container_id: "b".into(),
+                    addresses: vec![ip("10.0.0.3")],
+                },
+            ]
+        );
+    }
 }

@@ -187,6 +187,79 @@ pub fn gc(network: &str, keep: &[Kept]) -> Result<()> {
     }
 }
 
+/// One attachment's rules as found in `masq_checks`: its owner as the
+/// comment names it and the sources its rules masquerade.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Masqueraded {
+    pub network: String,
+    pub container_id: String,
+    pub ifname: String,
+    /// `<h(net)>-<h(ifname:cid)>`, what its rules' comments start with.
+    pub instance: String,
+    pub sources: Vec<IpAddr>,
+}
+
+/// The owner a rule's comment names, when it names it whole: the instance it
+/// starts with must be that owner's (a comment cut at 128 characters, or of
+/// another form, names none).
+fn owner(comment: &str) -> Option<(String, String, String)> {
+    let (inst, rest) = comment.split_once(", net: ")?;
+    let (rest, container_id) = rest.rsplit_once(", id: ")?;
+    let (network, ifname) = rest.rsplit_once(", if: ")?;
+    (instance(network, ifname, container_id) == inst).then(|| {
+        (
+            network.to_string(),
+            container_id.to_string(),
+            ifname.to_string(),
+        )
+    })
+}
+
+/// Every attachment among the rules of `masq_checks`, grouped by owner (table order).
+pub fn masqueraded(rules: &[DumpedRule]) -> Vec<Masqueraded> {
+    let mut out: Vec<Masqueraded> = Vec::new();
+    for r in rules {
+        let Some((network, container_id, ifname)) = owner(&r.comment) else {
+            continue;
+        };
+        let at = match out.iter().position(|m| {
+            m.network == network && m.container_id == container_id && m.ifname == ifname
+        }) {
+            Some(at) => at,
+            None => {
+                out.push(Masqueraded {
+                    instance: instance(&network, &ifname, &container_id),
+                    network,
+                    container_id,
+                    ifname,
+                    sources: Vec::new(),
+                });
+                out.len() - 1
+            }
+        };
+        let sources = &mut out[at].sources;
+        if let Some(ip) = r.saddr.filter(|ip| !sources.contains(ip)) {
+            sources.push(ip);
+        }
+    }
+    out
+}
+
+/// What [`masqueraded`] finds on this node (read only: no lock; none without
+/// nf_tables or the table).
+pub fn read() -> Result<Vec<Masqueraded>> {
+    if !crate::netlink::nfnl::available() {
+        return Ok(Vec::new());
+    }
+    let mut sock = nft::open()?;
+    Ok(masqueraded(&nft::rules(
+        &mut sock,
+        NFPROTO_INET,
+        TABLE,
+        CHECKS,
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +350,47 @@ mod tests {
             "mynet",
             &no_ifname
         ));
+    }
+
+    #[test]
+    fn masqueraded_names_whole_owners_and_their_sources() {
+        let with = |comment: String, saddr: Option<&str>| DumpedRule {
+            saddr: saddr.map(|s| s.parse().expect("ip")),
+            ..rule(1, comment)
+        };
+        let long = "c".repeat(200);
+        let rules = [
+            with(comment("mynet", "eth0", "ctr1"), Some("10.88.0.5")),
+            with(comment("my, if: net", "eth1", "ctr2"), Some("10.88.0.6")),
+            with(comment("mynet", "eth0", "ctr1"), Some("fd00::5")),
+            with(comment("mynet", "eth0", "ctr1"), Some("10.88.0.5")),
+            // Cut: its owner cannot be told.
+            with(comment("mynet", "eth0", &long), Some("10.88.0.7")),
+            with("net: x, if: eth0, id: y".into(), None),
+            with(
+                "0000000000000000-0000000000000000, net: x, if: eth0, id: y".into(),
+                None,
+            ),
+        ];
+        let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
+        assert_eq!(
+            masqueraded(&rules),
+            vec![
+                Masqueraded {
+                    network: "mynet".into(),
+                    container_id: "ctr1".into(),
+                    ifname: "eth0".into(),
+                    instance: instance("mynet", "eth0", "ctr1"),
+                    sources: vec![ip("10.88.0.5"), ip("fd00::5")],
+                },
+                Masqueraded {
+                    network: "my, if: net".into(),
+                    container_id: "ctr2".into(),
+                    ifname: "eth1".into(),
+                    instance: instance("my, if: net", "eth1", "ctr2"),
+                    sources: vec![ip("10.88.0.6")],
+                },
+            ]
+        );
     }
 }

@@ -1,0 +1,154 @@
+//! `firewall` over firewalld: a zone source (a host prefix, as the firewall
+//! plugin adds) no attachment holds, in the zones the configured firewall
+//! plugins use (when firewalld runs; its runtime sources go with it). A
+//! source names only its address, and operators add sources too: an
+//! ownerless one is judged only inside a subnet the same network's IPAM
+//! allocates from.
+
+use super::Finding;
+use super::firewall::{BY_DEL, KIND};
+use super::node::{Node, State, result_ips};
+use crate::cni::json::map_field;
+use crate::netfilter::firewall::{self, IngressPolicy, Plan, Target, firewalld};
+use crate::runtime::conf::NetworkList;
+use anyhow::Result;
+use ipnet::IpNet;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const ACTION: &str = "remove the zone source";
+
+pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let zones = zones(&node.lists);
+    if zones.is_empty() {
+        return Ok(());
+    }
+    for (zone, subnets) in zones {
+        let Some(sources) = firewalld::sources(&zone)? else {
+            return Ok(());
+        };
+        for net in sources {
+            let ip = net.addr();
+            if node.ip_in_use(ip) {
+                continue;
+            }
+            let object = format!("firewalld zone {zone} source {net}");
+            let dead = node.attachments.iter().find(|a| {
+                a.state == State::Dead
+                    && a.entry
+                        .result
+                        .as_ref()
+                        .is_some_and(|r| result_ips(r).contains(&ip))
+            });
+            let (network, id, ifname, action) = match dead {
+                Some(a) => (
+                    a.entry.network_name.as_str(),
+                    a.entry.container_id.as_str(),
+                    a.entry.ifname.as_str(),
+                    BY_DEL,
+                ),
+                None if subnets.iter().any(|s| s.contains(&ip))
+                    && node.settled(&format!("{KIND} {object}")) =>
+                {
+                    ("", "", "", ACTION)
+                }
+                None => continue,
+            };
+            let zone = zone.clone();
+            out.push(
+                Finding::new(KIND, network, id, ifname, &object, action)
+                    .fix(move |_| fix(&zone, net)),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Removes the source unless it is gone already or a namespace holds the
+/// address now (an ADD that took it meanwhile adds the same source).
+fn fix(zone: &str, net: IpNet) -> Result<bool> {
+    if !present(zone, net)? {
+        return Ok(true);
+    }
+    if super::namespaces::addresses().contains(&net.addr()) {
+        return Ok(false);
+    }
+    let plan = Plan {
+        container_id: String::new(),
+        addresses: vec![net],
+        admin_chain: String::new(),
+        policy: IngressPolicy::Open,
+        bridge: String::new(),
+        zone: zone.to_string(),
+    };
+    firewall::del(Target::Firewalld, &plan)?;
+    present(zone, net).map(|p| !p)
+}
+
+fn present(zone: &str, net: IpNet) -> Result<bool> {
+    Ok(firewalld::sources(zone)?.is_some_and(|s| s.contains(&net)))
+}
+
+/// The zones of the configured firewall plugins that may use firewalld
+/// (backend `firewalld`, or unset), each with the subnets their networks'
+/// IPAM allocates from.
+fn zones(lists: &[NetworkList]) -> BTreeMap<String, Vec<IpNet>> {
+    let mut out: BTreeMap<String, Vec<IpNet>> = BTreeMap::new();
+    for l in lists {
+        for p in l.plugins.iter().filter(|p| p.plugin_type == "firewall") {
+            let text = |k: &str| match map_field(&p.raw, k) {
+                Some(Value::String(s)) => s.as_str(),
+                _ => "",
+            };
+            if !matches!(text("backend"), "" | "firewalld") {
+                continue;
+            }
+            let zone = match text("firewalldZone") {
+                "" => firewalld::DEFAULT_ZONE,
+                z => z,
+            };
+            let subnets = out.entry(zone.to_string()).or_default();
+            for q in &l.plugins {
+                subnets.extend(ipam_subnets(&q.raw));
+            }
+        }
+    }
+    out
+}
+
+/// `ipam.subnet` and every `ipam.ranges[][].subnet` of a plugin.
+fn ipam_subnets(raw: &serde_json::Map<String, Value>) -> Vec<IpNet> {
+    let Some(Value::Object(ipam)) = map_field(raw, "ipam") else {
+        return Vec::new();
+    };
+    let mut texts: Vec<&Value> = map_field(ipam, "subnet").into_iter().collect();
+    if let Some(Value::Array(sets)) = map_field(ipam, "ranges") {
+        for set in sets.iter().filter_map(Value::as_array) {
+            for r in set.iter().filter_map(Value::as_object) {
+                texts.extend(map_field(r, "subnet"));
+            }
+        }
+    }
+    texts
+        .into_iter()
+        .filter_map(Value::as_str)
+        .filter_map(|s| s.parse::<IpNet>().ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnets_of_subnet_and_ranges() {
+        let raw = serde_json::json!({"ipam": {"type": "host-local", "subnet": "10.1.0.0/24",
+            "ranges": [[{"subnet": "10.2.0.0/24"}], [{"subnet": "fd00::/64"}, {"x": 1}]]}});
+        let got = ipam_subnets(raw.as_object().expect("object"));
+        let want: Vec<IpNet> = ["10.1.0.0/24", "10.2.0.0/24", "fd00::/64"]
+            .iter()
+            .map(|s| s.parse().expect("net"))
+            .collect();
+        assert_eq!(got, want);
+    }
+}
