@@ -904,7 +904,11 @@ fn a_non_root_peer_is_refused() {
     // A copy nobody can run wherever the checkout lives (CI's may be under a
     // directory only root can enter).
     let bin = dir.0.join("cni-multi");
-    std::fs::copy(BIN, &bin).expect("copy the binary");
+    // Copied by another process: a write descriptor of ours, inherited by a
+    // child another test thread forks meanwhile, would make the exec below
+    // fail with "Text file busy".
+    let copied = Command::new("cp").arg(BIN).arg(&bin).status().expect("cp");
+    assert!(copied.success(), "copy the binary");
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod bin");
     let mut child = Command::new(&bin)
         .arg("dhcp")

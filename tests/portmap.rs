@@ -7,8 +7,8 @@ mod harness;
 
 use harness::{
     Netns, Outcome, Runtime, TempDir, enter_test_host, first_ip, iptables_table, merged,
-    nft_ruleset, peer_netns, plugin_dir, run_in, sha512_prefix, tcp_fetch, tcp_server, udp_fetch,
-    udp_server,
+    nft_ruleset, peer_netns, plugin_dir, run_in, sha512_prefix, tcp_fetch, tcp_fetch_soon,
+    tcp_server, udp_fetch, udp_server,
 };
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
@@ -1336,7 +1336,7 @@ fn nft_conditions_v6_gate_ipv6_traffic_to_the_mapping() {
     let expected = "ip6 saddr fd00:c::/64 iifname \"to-client6\" tcp dport 8080 dnat";
     assert!(rules.contains(expected), "missing {expected}\n{rules}");
     assert_eq!(
-        tcp_fetch(Some(client.path()), "[fd00:c::1]:8080").as_deref(),
+        tcp_fetch_soon(Some(client.path()), "[fd00:c::1]:8080", 10).as_deref(),
         Some("hello"),
         "a source inside, on the named interface, is forwarded to {ip}"
     );

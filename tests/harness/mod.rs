@@ -506,6 +506,20 @@ pub fn tcp_fetch(netns: Option<&str>, addr: &str) -> Option<String> {
     })
 }
 
+/// As `tcp_fetch`, tried again for up to `seconds` while nothing answers: a
+/// fresh IPv6 address can still be in duplicate address detection, which a
+/// slow (emulated) machine stretches.
+pub fn tcp_fetch_soon(netns: Option<&str>, addr: &str, seconds: u64) -> Option<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        let got = tcp_fetch(netns, addr);
+        if got.is_some() || std::time::Instant::now() >= deadline {
+            return got;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// The reply to one UDP datagram from `netns` to `addr`, if any.
 pub fn udp_fetch(netns: Option<&str>, addr: &str) -> Option<String> {
     let addr: std::net::SocketAddr = addr.parse().expect("socket address");
