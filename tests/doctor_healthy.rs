@@ -82,8 +82,8 @@ fn networks(rt: &Runtime, data: &Path) -> Vec<(String, Value)> {
         (
             "vlan",
             &["id", "7"][..],
-            json!({"type": "vlan", "master": "hb-vl", "vlanId": 9,
-                   "ipam": host_local("10.165.0.0/24")}),
+            // The VLAN id is set per pod (one link per id and master).
+            json!({"type": "vlan", "master": "hb-vl", "ipam": host_local("10.165.0.0/24")}),
         ),
         (
             "dummy",
@@ -117,7 +117,14 @@ fn thirty_live_pods_of_every_main_plugin_are_no_finding() {
     for i in 0..30u16 {
         let pod = PinnedNetns::new();
         let net = nets[usize::from(i) % nets.len()].clone();
-        let net = if net == "host-device" {
+        let net = if net == "hb-vlan" {
+            let name = format!("hb-vlan{i}");
+            let list = json!({"cniVersion": "1.0.0", "name": name, "plugins": [
+                {"type": "vlan", "master": "hb-vl", "vlanId": 100 + i,
+                 "ipam": host_local("10.165.0.0/24")}]});
+            rt.write_list(&format!("{name}.conflist"), &list);
+            name
+        } else if net == "host-device" {
             // Each pod its own device (a veth end moved in), its own list.
             let dev = format!("hb-hd{i}");
             veth(&dev);
