@@ -2,8 +2,8 @@
 //! acknowledged requests and dumps of it. neli's raw socket carries frames
 //! written here, as for nfnetlink.
 
-use super::wire::{self, Body, NLMSG_DONE, NLMSG_ERROR};
-use super::{Channel, Error, Result, kernel_error};
+use super::wire::{self, Body};
+use super::{Channel, Error, Result};
 use neli::consts::socket::NlFamily;
 use nix::libc;
 
@@ -89,24 +89,7 @@ impl GenlSocket {
             &body(cmd, self.version, attrs),
         );
         self.channel.send(&out).map_err(|e| Error::local(op, e))?;
-        let mut replies = Vec::new();
-        loop {
-            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
-            for msg in wire::messages(datagram) {
-                if msg.seq != seq {
-                    continue;
-                }
-                match msg.ty {
-                    NLMSG_ERROR | NLMSG_DONE => {
-                        return match wire::error_of(&msg) {
-                            (0, _) => Ok(replies),
-                            (errno, extack) => Err(kernel_error(op, errno, extack)),
-                        };
-                    }
-                    _ => replies.push(msg.payload.get(4..).unwrap_or_default().to_vec()),
-                }
-            }
-        }
+        self.channel.replies(seq, op)
     }
 }
 

@@ -166,6 +166,32 @@ impl Channel {
     }
 }
 
+impl Channel {
+    /// Every reply to request `seq` until its ACK or DONE, each without the
+    /// 4-byte family header (`nfgenmsg`, `genlmsghdr`) that precedes its
+    /// attributes; an error reply is the error.
+    pub(crate) fn replies(&mut self, seq: u32, op: &str) -> Result<Vec<Vec<u8>>> {
+        let mut objects = Vec::new();
+        loop {
+            let datagram = self.recv().map_err(|e| Error::local(op, e))?;
+            for msg in wire::messages(datagram) {
+                if msg.seq != seq {
+                    continue;
+                }
+                match msg.ty {
+                    NLMSG_DONE | NLMSG_ERROR => {
+                        return match wire::error_of(&msg) {
+                            (0, _) => Ok(objects),
+                            (errno, extack) => Err(kernel_error(op, errno, extack)),
+                        };
+                    }
+                    _ => objects.push(msg.payload.get(4..).unwrap_or_default().to_vec()),
+                }
+            }
+        }
+    }
+}
+
 /// An error reply as our `Error`.
 fn kernel_error(op: &str, errno: i32, extack: Option<String>) -> Error {
     Error {

@@ -2,7 +2,7 @@
 //! buffer on neli's raw socket, every message acknowledged; and rule dumps.
 //! neli has no nf_tables support, so frames are written here (see netlink-notes).
 
-use super::wire::{self, Body, NLMSG_DONE, NLMSG_ERROR};
+use super::wire::{self, Body, NLMSG_ERROR};
 use super::{Channel, Error, Result, kernel_error};
 use neli::consts::socket::NlFamily;
 use nix::libc;
@@ -181,24 +181,7 @@ impl NfSocket {
             &attrs.into_bytes(),
         );
         self.channel.send(&out).map_err(|e| Error::local(op, e))?;
-        let mut objects = Vec::new();
-        loop {
-            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
-            for msg in wire::messages(datagram) {
-                if msg.seq != seq {
-                    continue;
-                }
-                match msg.ty {
-                    NLMSG_DONE | NLMSG_ERROR => {
-                        return match wire::error_of(&msg) {
-                            (0, _) => Ok(objects),
-                            (errno, extack) => Err(kernel_error(op, errno, extack)),
-                        };
-                    }
-                    _ => objects.push(msg.payload.get(4..).unwrap_or_default().to_vec()),
-                }
-            }
-        }
+        self.channel.replies(seq, op)
     }
 }
 
