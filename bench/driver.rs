@@ -57,6 +57,16 @@ fn percentile(samples: &[f64], p: f64) -> f64 {
     v[idx.min(v.len() - 1)]
 }
 
+/// Whether a section is measured: all of them, or those `BENCH_ONLY` names
+/// (comma-separated: latency, a scenario's name, floor, rss, processes, scale,
+/// scale_chain, status_gc, parallel), for a partial run while working on one.
+fn wanted(section: &str) -> bool {
+    match std::env::var("BENCH_ONLY") {
+        Ok(only) if !only.trim().is_empty() => only.split(',').any(|w| w.trim() == section),
+        _ => true,
+    }
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
@@ -717,7 +727,11 @@ fn run() -> Res<()> {
         let path = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
         drivers.push(Driver::Libcni(path));
     }
-    drivers.push(Driver::Cnitool);
+    // BENCH_CLIENTS=libcni leaves the cnitool client out (half the run).
+    if std::env::var("BENCH_CLIENTS").map_or(true, |c| c.split(',').any(|w| w.trim() == "cnitool"))
+    {
+        drivers.push(Driver::Cnitool);
+    }
     let mut seq = 0;
     let mut by_driver = serde_json::Map::new();
     for driver in drivers {
@@ -764,68 +778,85 @@ fn measure<'a>(
         let mut r = serde_json::Map::new();
         let mut lat = serde_json::Map::new();
         for (name, plugins, caps) in scenarios() {
+            if !wanted("latency") && !wanted(name) {
+                continue;
+            }
             progress(&format!("  {name}"));
             lat.insert(name.into(), b.latency(im, name, &plugins, &caps)?);
         }
         r.insert("latency".into(), Value::Object(lat));
-        progress("  floor (VERSION through the client)");
-        r.insert("floor".into(), b.floor(im)?);
-        progress(&format!("{}", r["floor"]));
-        progress("  peak RSS");
-        r.insert("peak_rss_mb".into(), json!(b.rss(im)?));
-        progress("  processes");
-        r.insert(
-            "processes_bridge_portmap_iptables".into(),
-            json!(b.processes(im, "iptables", false)?),
-        );
-        r.insert(
-            "processes_ipmasq_portmap_iptables".into(),
-            json!(b.processes(im, "iptables", true)?),
-        );
-        if im.label == "cni-multi" {
+        if wanted("floor") {
+            progress("  floor (VERSION through the client)");
+            r.insert("floor".into(), b.floor(im)?);
+            progress(&format!("{}", r["floor"]));
+        }
+        if wanted("rss") {
+            progress("  peak RSS");
+            r.insert("peak_rss_mb".into(), json!(b.rss(im)?));
+            progress(&format!("{}", r["peak_rss_mb"]));
+        }
+        if wanted("processes") {
+            progress("  processes");
             r.insert(
-                "processes_bridge_portmap_nftables".into(),
-                json!(b.processes(im, "nftables", false)?),
+                "processes_bridge_portmap_iptables".into(),
+                json!(b.processes(im, "iptables", false)?),
             );
             r.insert(
-                "processes_ipmasq_portmap_nftables".into(),
-                json!(b.processes(im, "nftables", true)?),
+                "processes_ipmasq_portmap_iptables".into(),
+                json!(b.processes(im, "iptables", true)?),
             );
+            if im.label == "cni-multi" {
+                r.insert(
+                    "processes_bridge_portmap_nftables".into(),
+                    json!(b.processes(im, "nftables", false)?),
+                );
+                r.insert(
+                    "processes_ipmasq_portmap_nftables".into(),
+                    json!(b.processes(im, "nftables", true)?),
+                );
+            }
         }
         let ours_bin = (im.label == "cni-multi").then_some(bin);
         r.insert(
             "installed_bytes".into(),
             json!(installed_size(&im.plugin_dir, ours_bin)),
         );
-        progress(&format!("  scale ({scale} containers)"));
-        r.insert("scale".into(), b.scale(im, scale, None, false)?);
-        progress(&format!("  scale ({scale} containers, ipMasq, TCP+UDP)"));
-        r.insert("scale_ipmasq".into(), b.scale(im, scale, None, true)?);
-        if im.label == "cni-multi" {
-            progress(&format!("  scale ({scale} containers, nftables backend)"));
-            r.insert(
-                "scale_nftables".into(),
-                b.scale(im, scale, Some("nftables"), false)?,
-            );
+        if wanted("scale") {
+            progress(&format!("  scale ({scale} containers)"));
+            r.insert("scale".into(), b.scale(im, scale, None, false)?);
+            progress(&format!("  scale ({scale} containers, ipMasq, TCP+UDP)"));
+            r.insert("scale_ipmasq".into(), b.scale(im, scale, None, true)?);
+            if im.label == "cni-multi" {
+                progress(&format!("  scale ({scale} containers, nftables backend)"));
+                r.insert(
+                    "scale_nftables".into(),
+                    b.scale(im, scale, Some("nftables"), false)?,
+                );
+            }
         }
-        progress(&format!(
-            "  scale ({big} containers, ipMasq, TCP+UDP, bandwidth; ADD and DEL)"
-        ));
-        r.insert(
-            "scale_chain".into(),
-            b.scale_chain(im, big, fallback.min(big), budget)?,
-        );
-        progress(&format!("{}", r["scale_chain"]));
+        if wanted("scale_chain") {
+            progress(&format!(
+                "  scale ({big} containers, ipMasq, TCP+UDP, bandwidth; ADD and DEL)"
+            ));
+            r.insert(
+                "scale_chain".into(),
+                b.scale_chain(im, big, fallback.min(big), budget)?,
+            );
+            progress(&format!("{}", r["scale_chain"]));
+        }
         // The reference (1.1.1) answers VERSION with 1.0.0 at most: no STATUS, no GC.
-        if im.label == "cni-multi" {
+        if im.label == "cni-multi" && wanted("status_gc") {
             progress(&format!("  STATUS and GC ({big} attachments)"));
             r.insert("status_gc".into(), b.status_gc(im, big)?);
             progress(&format!("{}", r["status_gc"]));
         }
-        progress("  30 parallel");
-        r.insert("parallel".into(), b.parallel(im, 30, false)?);
-        progress("  30 parallel, ipMasq");
-        r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
+        if wanted("parallel") {
+            progress("  30 parallel");
+            r.insert("parallel".into(), b.parallel(im, 30, false)?);
+            progress("  30 parallel, ipMasq");
+            r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
+            progress(&format!("{} {}", r["parallel"], r["parallel_ipmasq"]));
+        }
         results.insert(im.label, Value::Object(r));
     }
     Ok(results)
