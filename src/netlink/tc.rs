@@ -301,58 +301,72 @@ impl Socket {
         )
     }
 
-    /// The qdiscs of link `index`.
+    /// The root and the ingress qdisc of link `index`: two lookups, where a
+    /// dump would walk and encode every qdisc of every link of the namespace
+    /// (a node with 1,000 pods has 1,000 veths).
     pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>> {
-        let body = Body::new(&tcmsg(index, 0, 0, 0));
-        let replies: Vec<Buffer> = self.get(
-            "list qdiscs",
-            Rtm::Getqdisc,
-            NlmF::DUMP,
-            Buffer::from(body.into_bytes()),
-        )?;
         let mut out = Vec::new();
-        for b in &replies {
-            let msg: &[u8] = b.as_ref();
-            let Some(h) = msg.get(..TCMSG_LEN) else {
-                continue;
+        for parent in [HANDLE_ROOT, HANDLE_INGRESS] {
+            let body = Body::new(&tcmsg(index, 0, parent, 0));
+            // The kernel answers a qdisc GET only when asked to echo it.
+            let replies = match self.get(
+                "get qdisc",
+                Rtm::Getqdisc,
+                NlmF::ECHO,
+                Buffer::from(body.into_bytes()),
+            ) {
+                Ok(replies) => replies,
+                // No such qdisc (no ingress queue yet).
+                Err(e) if e.is(nix::libc::ENOENT) => continue,
+                Err(e) => return Err(e),
             };
-            let ifindex = u32::from_ne_bytes([h[4], h[5], h[6], h[7]]);
-            if ifindex != index {
-                continue;
-            }
-            let handle = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-            let parent = u32::from_ne_bytes([h[12], h[13], h[14], h[15]]);
-            let attrs = &msg[TCMSG_LEN..];
-            let kind = wire::find(attrs, TCA_KIND)
-                .map(wire::as_str)
-                .unwrap_or_default();
-            let tbf = (kind == "tbf")
-                .then(|| wire::find(attrs, TCA_OPTIONS))
-                .flatten()
-                .and_then(|o| wire::find(o, TCA_TBF_PARMS))
-                .and_then(|p| {
-                    let rate = u64::from(wire::as_u32(p.get(8..12)?)?);
-                    let limit = wire::as_u32(p.get(24..28)?)?;
-                    let buffer = wire::as_u32(p.get(28..32)?)?;
-                    let rate = wire::find(attrs, TCA_OPTIONS)
-                        .and_then(|o| wire::find(o, TCA_TBF_RATE64))
-                        .and_then(|r| Some(u64::from_ne_bytes(r.get(..8)?.try_into().ok()?)))
-                        .unwrap_or(rate);
-                    Some(Tbf {
-                        rate,
-                        limit,
-                        buffer,
-                    })
-                });
-            out.push(Qdisc {
-                kind,
-                handle,
-                parent,
-                tbf,
-            });
+            out.extend(
+                replies
+                    .iter()
+                    .filter_map(|b| parse_qdisc(b.as_ref(), index)),
+            );
         }
         Ok(out)
     }
+}
+
+/// One qdisc message of link `index`.
+fn parse_qdisc(msg: &[u8], index: u32) -> Option<Qdisc> {
+    let h = msg.get(..TCMSG_LEN)?;
+    let ifindex = u32::from_ne_bytes([h[4], h[5], h[6], h[7]]);
+    if ifindex != index {
+        return None;
+    }
+    let handle = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
+    let parent = u32::from_ne_bytes([h[12], h[13], h[14], h[15]]);
+    let attrs = &msg[TCMSG_LEN..];
+    let kind = wire::find(attrs, TCA_KIND)
+        .map(wire::as_str)
+        .unwrap_or_default();
+    let tbf = (kind == "tbf")
+        .then(|| wire::find(attrs, TCA_OPTIONS))
+        .flatten()
+        .and_then(|o| wire::find(o, TCA_TBF_PARMS))
+        .and_then(|p| {
+            let rate = u64::from(wire::as_u32(p.get(8..12)?)?);
+            let limit = wire::as_u32(p.get(24..28)?)?;
+            let buffer = wire::as_u32(p.get(28..32)?)?;
+            let rate = wire::find(attrs, TCA_OPTIONS)
+                .and_then(|o| wire::find(o, TCA_TBF_RATE64))
+                .and_then(|r| Some(u64::from_ne_bytes(r.get(..8)?.try_into().ok()?)))
+                .unwrap_or(rate);
+            Some(Tbf {
+                rate,
+                limit,
+                buffer,
+            })
+        });
+    Some(Qdisc {
+        kind,
+        handle,
+        parent,
+        tbf,
+    })
 }
 
 /// The links a mirred action of one dumped filter sends packets to. Every
