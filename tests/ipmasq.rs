@@ -325,3 +325,47 @@ fn gc_removes_the_masquerading_of_this_networks_unlisted_attachments() {
         }
     }
 }
+
+/// The quick paths count the jumps to a container's chain from the chain's
+/// use count less its own rules, so POSTROUTING (a rule per container) and
+/// CNI-HOSTPORT-DNAT (two) are never dumped; the count must be exact.
+#[test]
+fn jumps_to_a_chain_are_counted_without_reading_the_jumping_chain() {
+    use cni_multi::netfilter::nft;
+    enter_test_host();
+    let mut restore = String::from("*nat\n:CNI-JT - [0:0]\n:CNI-OTHER - [0:0]\n");
+    restore.push_str("-A CNI-JT -d 10.33.0.0/24 -j ACCEPT\n-A CNI-JT -j MASQUERADE\n");
+    for i in 1..=3 {
+        restore.push_str(&format!("-A POSTROUTING -s 10.33.0.{i} -j CNI-JT\n"));
+    }
+    for i in 1..=5 {
+        restore.push_str(&format!("-A POSTROUTING -s 10.34.0.{i} -j CNI-OTHER\n"));
+    }
+    restore.push_str("COMMIT\n");
+    let dir = TempDir::new("jt");
+    let file = dir.0.join("rules");
+    std::fs::write(&file, restore).expect("write rules");
+    run_in(
+        None,
+        "iptables-restore",
+        &["--noflush", file.to_str().expect("utf-8 path")],
+    );
+    let ipv4 = nix::libc::NFPROTO_IPV4 as u8;
+    let mut sock = nft::open().expect("nf_tables socket");
+    assert_eq!(
+        nft::chain_use(&mut sock, ipv4, "nat", "CNI-JT").ok(),
+        Some(Some(5))
+    );
+    assert_eq!(
+        nft::jumps_to(&mut sock, ipv4, "nat", "CNI-JT").ok(),
+        Some(Some(3))
+    );
+    assert_eq!(
+        nft::jumps_to(&mut sock, ipv4, "nat", "CNI-OTHER").ok(),
+        Some(Some(5))
+    );
+    assert_eq!(
+        nft::jumps_to(&mut sock, ipv4, "nat", "CNI-NONE").ok(),
+        Some(None)
+    );
+}

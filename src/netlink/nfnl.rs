@@ -159,6 +159,28 @@ impl NfSocket {
         }
     }
 
+    /// One object of any nfnetlink subsystem by a GET (not a dump): its
+    /// attributes, or an error (ENOENT where there is none).
+    pub fn get_of(&mut self, subsys: u16, kind: u16, family: u8, attrs: &[u8]) -> Result<Vec<u8>> {
+        let op = "nfnetlink get";
+        let seq = self.next_seq();
+        let mut out = Vec::new();
+        frame(
+            &mut out,
+            (subsys << 8) | kind,
+            NLM_F_REQUEST | NLM_F_ACK,
+            seq,
+            family,
+            0,
+            attrs,
+        );
+        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
+        let mut objects = self.channel.replies(seq, op)?;
+        objects
+            .pop()
+            .ok_or_else(|| Error::local(op, "no object in the reply"))
+    }
+
     /// A dump of any nfnetlink subsystem.
     pub fn dump_of(
         &mut self,

@@ -39,7 +39,10 @@ pub enum State {
     Unclear,
 }
 
-fn state(family: Family, chain: &str) -> State {
+/// `expected`: the hosts (and comment) whose jumps a DEL expects; when the
+/// chain's use count is exactly theirs, POSTROUTING (a rule per container) is
+/// not dumped: a jump that differs fails the restore, and the table is read.
+fn state(family: Family, chain: &str, expected: Option<(&[IpAddr], &str)>) -> State {
     if !iptables::is_nft_based(family) {
         return State::Unread;
     }
@@ -47,9 +50,19 @@ fn state(family: Family, chain: &str) -> State {
     let Ok(mut sock) = nft::open() else {
         return State::Unread;
     };
-    match nft::has_chain(&mut sock, f, "nat", chain) {
-        Ok(true) => {}
-        Ok(false) => return State::Absent,
+    // Only POSTROUTING jumps to the container's chain.
+    match nft::jumps_to(&mut sock, f, "nat", chain) {
+        Ok(None) => return State::Absent,
+        Ok(Some(0)) => return State::Present(Vec::new()),
+        Ok(Some(used)) => {
+            if let Some((hosts, comment)) = expected
+                && !hosts.is_empty()
+                && used as usize == hosts.len()
+            {
+                let known = hosts.iter().map(|h| (*h, comment.to_string()));
+                return State::Present(known.collect());
+            }
+        }
         Err(_) => return State::Unread,
     }
     let Ok(rules) = nft::rules(&mut sock, f, "nat", "POSTROUTING") else {
@@ -192,7 +205,7 @@ pub fn add(plan: &Plan) -> Result<()> {
     let (chain, _) = names(plan);
     each_parallel(&by_family(&plan.addresses), |(family, _)| {
         let family = *family;
-        let state = state(family, &chain);
+        let state = state(family, &chain, None);
         // The restore is atomic: if the state was not as read, fall back.
         if let Some(batch) = known_add_batch(plan, family, &state)
             && iptables::apply(&batch).is_ok()
@@ -234,9 +247,10 @@ pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 /// so it works without the container's addresses (netns already gone). The
 /// caller holds the lock.
 pub fn del(plan: &Plan) -> Result<()> {
-    let (chain, _) = names(plan);
+    let (chain, comment) = names(plan);
     each_parallel(&[Family::V4, Family::V6], |&family| {
-        match state(family, &chain) {
+        let hosts: Vec<IpAddr> = of_family(plan, family).iter().map(|ip| ip.addr()).collect();
+        match state(family, &chain, Some((&hosts, &comment))) {
             State::Absent => return Ok(()),
             State::Present(jumping) => {
                 if iptables::apply(&quick_del(plan, family, &jumping)).is_ok() {

@@ -30,6 +30,41 @@ pub fn has_chain(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> R
     }
 }
 
+/// The kernel's use count of one chain, looked up by name: its own rules
+/// plus the rules (and verdict map elements) that jump or go to it; `None`
+/// when the chain does not exist.
+pub fn chain_use(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<Option<u32>> {
+    let attrs = Body::default()
+        .str(NFTA_CHAIN_TABLE, table)
+        .str(NFTA_CHAIN_NAME, chain)
+        .into_bytes();
+    match sock.get_of(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN, family, &attrs) {
+        Ok(object) => Ok(Some(
+            wire::find(&object, NFTA_CHAIN_USE)
+                .and_then(|v| Some(u32::from_be_bytes(v.get(..4)?.try_into().ok()?)))
+                .unwrap_or(0),
+        )),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How many rules jump or go to one chain (`None`: no such chain): its use
+/// count less its own rules, which are dumped. Where one chain of a layout
+/// alone jumps to another, this says whether those jumps exist without
+/// dumping the jumping chain (which may hold a rule per container). Read
+/// under the caller's lock; a writer outside it can only make the caller's
+/// restore fail, after which it reads the table.
+pub fn jumps_to(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<Option<u32>> {
+    let Some(used) = chain_use(sock, family, table, chain)? else {
+        return Ok(None);
+    };
+    let own = rules(sock, family, table, chain)?.len();
+    Ok(Some(
+        used.saturating_sub(u32::try_from(own).unwrap_or(u32::MAX)),
+    ))
+}
+
 /// Whether a table holds any set: iptables-nft never makes one, so a table
 /// with sets is another nftables user's, in a form iptables-nft cannot read.
 pub fn has_sets(sock: &mut NfSocket, family: u8, table: &str) -> Result<bool> {

@@ -227,13 +227,16 @@ fn shared_state(plan: &Plan, family: Family) -> SharedState {
     if present.is_empty() {
         return SharedState::Fresh;
     }
+    // Only POSTROUTING jumps to the masquerade chain, and POSTROUTING holds a
+    // rule per ipMasq container: the chain's use count answers without it.
+    let masq_jumped = has(MASQ_CHAIN)
+        && nft::jumps_to(&mut sock, f, "nat", MASQ_CHAIN).is_ok_and(|n| n.is_some_and(|n| n > 0));
+    let masq_ready =
+        !plan.snat || plan.external_mark_chain.is_some() || (has(SETMARK_CHAIN) && masq_jumped);
     let mut jumps = |chain: &str, target: &str| {
         nft::rules(&mut sock, f, "nat", chain)
             .is_ok_and(|rules| rules.iter().any(|r| r.jumps.iter().any(|j| j == target)))
     };
-    let masq_ready = !plan.snat
-        || plan.external_mark_chain.is_some()
-        || (has(SETMARK_CHAIN) && has(MASQ_CHAIN) && jumps("POSTROUTING", MASQ_CHAIN));
     let ready = has(DNAT_CHAIN)
         && !has(&chain)
         && masq_ready
@@ -359,23 +362,19 @@ fn known(plan: &Plan, family: Family) -> Known {
         return Known::Unknown;
     };
     let (chain, legacy) = (plan.dnat_chain(), plan.legacy_snat_chain());
-    let (Ok(has_chain), Ok(has_legacy)) = (
-        nft::has_chain(&mut sock, f, "nat", &chain),
+    let (Ok(used), Ok(has_legacy)) = (
+        nft::jumps_to(&mut sock, f, "nat", &chain),
         nft::has_chain(&mut sock, f, "nat", &legacy),
     ) else {
         return Known::Unknown;
     };
-    match (has_chain, has_legacy) {
-        (false, false) => return Known::Absent,
-        (true, false) => {}
+    // Only the entry rules in CNI-HOSTPORT-DNAT jump to the container's
+    // chain: its use count says how many there are without dumping that chain
+    // (two rules per container).
+    match (used, has_legacy) {
+        (None, false) => return Known::Absent,
+        (Some(used), false) if used as usize == entry_rules(plan, family).len() => {}
         _ => return Known::Unknown,
-    }
-    let Ok(rules) = nft::rules(&mut sock, f, "nat", DNAT_CHAIN) else {
-        return Known::Unknown;
-    };
-    let jumping = rules.iter().filter(|r| r.jumps.contains(&chain)).count();
-    if jumping != entry_rules(plan, family).len() {
-        return Known::Unknown;
     }
     Known::Quick(known_del_batch(plan, family))
 }
