@@ -182,10 +182,20 @@ fn del_ip_masq(
     enabled: bool,
     backend: Option<String>,
 ) -> crate::cni::CniResult<()> {
+    // The addresses ADD masqueraded, where prevResult has them (an unreadable
+    // prevResult is no reason to leave the rules: they are found by name).
+    let ips: Vec<ipnet::IpNet> = inv
+        .conf
+        .prev_result()
+        .ok()
+        .flatten()
+        .map(|prev| prev.ips.iter().map(|ip| ip.address).collect())
+        .unwrap_or_default();
     crate::netfilter::masq::IpMasq::for_del(enabled, backend).del(
         inv.conf.name(),
         &inv.env.container_id,
         &inv.env.ifname,
+        &ips,
     )?;
     Ok(())
 }

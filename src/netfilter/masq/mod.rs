@@ -171,7 +171,7 @@ impl IpMasq {
         match (worked, added) {
             (Ok(()), added) => added.map_err(E::from),
             (Err(e), Ok(())) => {
-                let _ = self.del(network, container_id, ifname);
+                let _ = self.del(network, container_id, ifname, ips);
                 Err(e)
             }
             (Err(e), Err(_)) => Err(e),
@@ -197,13 +197,20 @@ impl IpMasq {
             .transpose()
     }
 
-    /// Always attempted when enabled, even without the container's addresses;
-    /// without `ipMasqBackend`, in every backend usable here.
-    pub fn del(&self, network: &str, container_id: &str, ifname: &str) -> Result<()> {
+    /// Always attempted when enabled, even without the container's addresses
+    /// (`ips`, from prevResult where there is one: they spare reading every
+    /// container's jump); without `ipMasqBackend`, in every backend usable here.
+    pub fn del(
+        &self,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+    ) -> Result<()> {
         if !self.enabled {
             return Ok(());
         }
-        let plan = Plan::new(network, container_id, ifname, &[]);
+        let plan = Plan::new(network, container_id, ifname, ips);
         Backend::for_del(self.configured()?)
             .into_iter()
             .try_for_each(|backend| del(backend, &plan))
