@@ -108,9 +108,14 @@ fn kernel_route(r: &ResultRoute, gw: Option<IpAddr>, oif: u32) -> Route {
     route
 }
 
-/// Waits until no IPv6 address of `link` is tentative (50 ms polls, 5 s).
+/// Waits until no IPv6 address of `link` is tentative (5 s). The polls start
+/// at 1 ms and back off to 50 ms: with DAD off, an address added before its
+/// link came up stays tentative only until the kernel's addrconf work runs
+/// (about a millisecond), and a first pause of 50 ms made every such ADD wait
+/// that long.
 fn wait_for_dad(sock: &mut Socket, link: &Link) -> CniResult<()> {
     let deadline = Instant::now() + Duration::from_secs(5);
+    let mut pause = Duration::from_millis(1);
     loop {
         let addrs = sock.addresses(link.index, Family::V6)?;
         if let Some(a) = addrs.iter().find(|a| a.flags & IFA_F_DADFAILED != 0) {
@@ -132,7 +137,8 @@ fn wait_for_dad(sock: &mut Socket, link: &Link) -> CniResult<()> {
             }
             return Ok(());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
