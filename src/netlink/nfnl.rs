@@ -130,51 +130,34 @@ impl NfSocket {
         self.dump_of(NFNL_SUBSYS_NFTABLES, kind, family, attrs)
     }
 
+    /// Frames and sends one message of any nfnetlink subsystem; its sequence number.
+    fn send(
+        &mut self,
+        op: &str,
+        ty: (u16, u16),
+        flags: u16,
+        family: u8,
+        attrs: &[u8],
+    ) -> Result<u32> {
+        let seq = self.next_seq();
+        let mut out = Vec::new();
+        frame(&mut out, (ty.0 << 8) | ty.1, flags, seq, family, 0, attrs);
+        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
+        Ok(seq)
+    }
+
     /// One request of any nfnetlink subsystem, acknowledged.
     pub fn request(&mut self, subsys: u16, kind: u16, family: u8, attrs: &[u8]) -> Result<()> {
         let op = "nfnetlink request";
-        let seq = self.next_seq();
-        let mut out = Vec::new();
-        frame(
-            &mut out,
-            (subsys << 8) | kind,
-            NLM_F_REQUEST | NLM_F_ACK,
-            seq,
-            family,
-            0,
-            attrs,
-        );
-        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
-        loop {
-            let datagram = self.channel.recv().map_err(|e| Error::local(op, e))?;
-            for msg in wire::messages(datagram) {
-                if msg.seq != seq || msg.ty != NLMSG_ERROR {
-                    continue;
-                }
-                return match wire::error_of(&msg) {
-                    (0, _) => Ok(()),
-                    (errno, extack) => Err(kernel_error(op, errno, extack)),
-                };
-            }
-        }
+        let seq = self.send(op, (subsys, kind), NLM_F_REQUEST | NLM_F_ACK, family, attrs)?;
+        self.channel.replies(seq, op).map(drop)
     }
 
     /// One object of any nfnetlink subsystem by a GET (not a dump): its
     /// attributes, or an error (ENOENT where there is none).
     pub fn get_of(&mut self, subsys: u16, kind: u16, family: u8, attrs: &[u8]) -> Result<Vec<u8>> {
         let op = "nfnetlink get";
-        let seq = self.next_seq();
-        let mut out = Vec::new();
-        frame(
-            &mut out,
-            (subsys << 8) | kind,
-            NLM_F_REQUEST | NLM_F_ACK,
-            seq,
-            family,
-            0,
-            attrs,
-        );
-        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
+        let seq = self.send(op, (subsys, kind), NLM_F_REQUEST | NLM_F_ACK, family, attrs)?;
         let mut objects = self.channel.replies(seq, op)?;
         objects
             .pop()
@@ -190,19 +173,8 @@ impl NfSocket {
         attrs: Body,
     ) -> Result<Vec<Vec<u8>>> {
         let op = "nfnetlink dump";
-        let seq = self.next_seq();
-        let mut out = Vec::new();
-        let ty = (subsys << 8) | kind;
-        frame(
-            &mut out,
-            ty,
-            NLM_F_REQUEST | NLM_F_DUMP,
-            seq,
-            family,
-            0,
-            &attrs.into_bytes(),
-        );
-        self.channel.send(&out).map_err(|e| Error::local(op, e))?;
+        let flags = NLM_F_REQUEST | NLM_F_DUMP;
+        let seq = self.send(op, (subsys, kind), flags, family, &attrs.into_bytes())?;
         self.channel.replies(seq, op)
     }
 }
