@@ -19,15 +19,7 @@ pub fn chains(sock: &mut NfSocket, family: u8, table: &str) -> Result<Vec<String
 /// Whether one chain exists: a lookup by name, not a dump of the table's
 /// chains (which grows with every container's chain).
 pub fn has_chain(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Result<bool> {
-    let attrs = Body::default()
-        .str(NFTA_CHAIN_TABLE, table)
-        .str(NFTA_CHAIN_NAME, chain)
-        .into_bytes();
-    match sock.request(NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN, family, &attrs) {
-        Ok(()) => Ok(true),
-        Err(e) if e.is_not_found() => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    Ok(chain_use(sock, family, table, chain)?.is_some())
 }
 
 /// The kernel's use count of one chain, looked up by name: its own rules
