@@ -12,6 +12,7 @@
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (docs/benchmarks.md)
+#   make hot-layout    regenerate src/hot-text.ld, the link order of plugin code
 #   make deb           Debian package $(DEB) (dpkg-deb): /usr/lib/cni, /opt/cni/bin,
 #                      systemd units; replaces containernetworking-plugins
 #   make test-deb      the package into a throwaway root: files, scripts, lintian
@@ -35,14 +36,17 @@ BIN     := target/cni-multi
 IMAGE   := target/cni-multi-image.tar
 DEB     := target/cni-multi.deb
 
-.PHONY: all build install image deb test-deb test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench clean
+.PHONY: all build install image deb test-deb test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench hot-layout clean
 
 all: build
 
 # +crt-static needs an explicit --target, or proc-macro crates fail to build
 # (musl links statically by default; the flag is harmless there).
+# src/hot-text.ld links the code plugin runs execute ahead of the rest, so a
+# run maps ~1 MB of the binary instead of all of it (`make hot-layout`).
 build:
-	RUSTFLAGS="-C target-feature=+crt-static" $(CARGO) build --release --locked --target $(TARGET)
+	RUSTFLAGS="-C target-feature=+crt-static -C link-arg=-Wl,-T,$(CURDIR)/src/hot-text.ld" \
+		$(CARGO) build --release --locked --target $(TARGET)
 	cp target/$(TARGET)/release/cni-multi $(BIN)
 
 # `cni-multi install`: atomic, idempotent, keeps what it replaces (--rollback).
@@ -93,6 +97,14 @@ fuzz-smoke:
 # Speed, memory, size, scale: bench/run.sh (REF_DIR=/usr/lib/cni for side-by-side ratios).
 bench: build
 	./bench/run.sh
+
+# The order `build` links the code plugin runs execute in (src/hot-text.ld,
+# bench/layout.rs): traces plugin runs of an unstripped build, as root. Run it
+# after changes that move much code, then `make bench` for the peak RSS.
+hot-layout:
+	RUSTFLAGS="-C target-feature=+crt-static" CARGO_PROFILE_RELEASE_STRIP=false CARGO_TARGET_DIR=target/hot-layout \
+		$(CARGO) build --release --locked --target $(TARGET)
+	BENCH_BIN=target/hot-layout/$(TARGET)/release/cni-multi BENCH_LAYOUT=src/hot-text.ld ./bench/run.sh
 
 clean:
 	$(CARGO) clean

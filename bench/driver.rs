@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "layout.rs"]
+mod layout;
+
 type Res<T> = Result<T, String>;
 
 struct Impl {
@@ -135,6 +138,44 @@ fn scenarios() -> Vec<(&'static str, Value, Value)> {
                                  "EgressRate": 100000000, "EgressBurst": 4294967295u64}}),
         ),
     ]
+}
+
+/// What the reference's rule layout costs any implementation at the table's
+/// current size: one iptables-restore adding a chain and a UDP-port jump to it
+/// from CNI-HOSTPORT-DNAT (as portmap's ADD does), one deleting them by spec
+/// (as its DEL does); both commits revalidate every chain the table reaches,
+/// and the tool resolves each `--dport` through getaddrinfo. Wall ms of both.
+fn layout_floor() -> Res<f64> {
+    let restore = |input: &str| -> Res<()> {
+        let mut child = Command::new("iptables-restore")
+            .args(["-w", "--noflush"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("iptables-restore: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            std::io::Write::write_all(&mut stdin, input.as_bytes()).map_err(|e| e.to_string())?;
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "iptables-restore: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    };
+    let start = Instant::now();
+    restore(
+        "*nat\n:CNI-BENCH-FLOOR - [0:0]\n-A CNI-BENCH-FLOOR -p udp -m udp --dport 1 -j RETURN\n\
+         -A CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\nCOMMIT\n",
+    )?;
+    restore(
+        "*nat\n-D CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\n\
+         -F CNI-BENCH-FLOOR\n-X CNI-BENCH-FLOOR\nCOMMIT\n",
+    )?;
+    Ok(ms(start.elapsed()))
 }
 
 /// The libcni client's `elapsed_ns=` (the library call alone, as a runtime
@@ -356,11 +397,18 @@ impl Bench {
         let mut projected_s = None;
         let mut adds = Vec::new();
         let mut spaces = Vec::new();
+        let mut layout_first = Vec::new();
+        let mut layout_last = Vec::new();
         let start = Instant::now();
         for i in 0..count {
             let ns = self.netns()?;
             adds.push(add(i, &ns)?);
             spaces.push(ns);
+            if i < 20 {
+                layout_first.push(layout_floor()?);
+            } else if i + 20 >= count {
+                layout_last.push(layout_floor()?);
+            }
             if i + 1 == 50 && count > fallback {
                 let redo = del(i, &spaces[i])?;
                 adds[i] = add(i, &spaces[i])?;
@@ -391,7 +439,10 @@ impl Bench {
         }
         let (add_first, add_last) = (first20(&adds), last20(&adds));
         let (del_full, del_empty) = (first20(&dels), last20(&dels));
+        let (layout_first, layout_last) = (first20(&layout_first), last20(&layout_last));
         Ok(json!({
+            "layout_floor_first20_median_ms": layout_first, "layout_floor_last20_median_ms": layout_last,
+            "layout_floor_growth": layout_last / layout_first,
             "containers": adds.len(), "requested": count, "projected_s": projected_s,
             "took_s": start.elapsed().as_secs_f64(),
             "add_first20_median_ms": add_first, "add_last20_median_ms": add_last,
@@ -691,6 +742,7 @@ fn run() -> Res<()> {
     let mut budget = 600.0;
     let mut fallback = 300;
     let mut libcni: Option<PathBuf> = None;
+    let mut layout: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -701,6 +753,7 @@ fn run() -> Res<()> {
             "--scale" => scale = val()?.parse().map_err(|e| format!("{e}"))?,
             "--budget" => budget = val()?.parse().map_err(|e| format!("{e}"))?,
             "--fallback" => fallback = val()?.parse().map_err(|e| format!("{e}"))?,
+            "--layout" => layout = Some(PathBuf::from(val()?)),
             "--libcni" => {
                 libcni = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
             }
@@ -731,6 +784,19 @@ fn run() -> Res<()> {
             label: "reference",
             plugin_dir: dir.clone(),
         });
+    }
+    if let Some(out) = layout {
+        let path = libcni.ok_or("--layout needs the libcni client (Go)")?;
+        let b = Bench {
+            driver: Driver::Libcni(std::fs::canonicalize(&path).map_err(|e| e.to_string())?),
+            bin: bin.clone(),
+            work: work.clone(),
+            iterations,
+            seq: std::cell::Cell::new(0),
+        };
+        layout::generate(&b, &impls[0], &bin, &out)?;
+        let _ = std::fs::remove_dir_all(&work);
+        return Ok(());
     }
     // libcni first: its table is the headline (what runtimes see).
     let mut drivers = Vec::new();
@@ -1203,6 +1269,17 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
             "del_full_over_empty",
             "",
         ),
+        (
+            "same: rule layout floor (a restore adding a chain + jump, one deleting them), after the first 20 ADDs".into(),
+            "layout_floor_first20_median_ms",
+            " ms",
+        ),
+        (
+            "same: that floor after the last 20 ADDs".into(),
+            "layout_floor_last20_median_ms",
+            " ms",
+        ),
+        ("same: that floor, last / first".into(), "layout_floor_growth", ""),
     ] {
         line(&label, chain(ours, key), chain(refr, key), unit, at);
     }

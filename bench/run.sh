@@ -4,7 +4,8 @@
 # are never touched). REF_DIR=/usr/lib/cni adds the same runs with those plugins.
 # Every run is made with each client: Go's libcni (bench/libcni, as runtimes
 # drive plugins; built when Go is here) and `cni-multi cnitool`.
-# Writes bench/results.md and bench/results.json.
+# Writes bench/results.md and bench/results.json; with BENCH_LAYOUT=FILE it
+# writes that linker script instead (`make hot-layout`, bench/layout.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BENCH_BIN:-target/cni-multi}
@@ -34,4 +35,4 @@ mount -t tmpfs none /run/netns
 ip link set lo up
 "$driver" --bin "$bin" --ref "${REF_DIR:-}" --out bench/results \
     --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-1000}" --budget "${BENCH_SCENARIO_BUDGET:-600}" --fallback "${BENCH_FALLBACK:-300}" \
-    --libcni "${BENCH_LIBCNI_PATH:-}"
+    --libcni "${BENCH_LIBCNI_PATH:-}" ${BENCH_LAYOUT:+--layout "$BENCH_LAYOUT"}

@@ -5,6 +5,11 @@ set -eu
 bin=target/cni-multi
 file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
     echo "install-check: $bin is not statically linked: $(file -L "$bin")" >&2; exit 1; }
+# The plugins' code is linked in front (src/hot-text.ld): without it a
+# plugin run maps nearly all of the text.
+hot=$(objdump -h "$bin" | awk '$2 == ".text.hot" { print $3 }')
+[ $((0x${hot:-0})) -ge 65536 ] || {
+    echo "install-check: $bin has no .text.hot section of plugin code (src/hot-text.ld not linked)" >&2; exit 1; }
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 make -s install DESTDIR="$d" >/dev/null
@@ -20,4 +25,4 @@ for name in $("$dir/cni-multi" --list); do
     esac
 done
 size=$(stat -c %s "$dir/cni-multi")
-echo "install-check: static binary ($size bytes), $count plugin symlinks answer VERSION"
+echo "install-check: static binary ($size bytes, $((0x$hot)) of them hot plugin code), $count plugin symlinks answer VERSION"

@@ -1,0 +1,329 @@
+//! `make hot-layout`: which functions plugin runs execute, written as the
+//! linker script `make build` links with (src/hot-text.ld), so that code sits
+//! together at the front of .text.
+//!
+//! Why: the kernel maps a binary's text in 64 KB fault-around windows, and
+//! with the linker's default order the ~250 KB a bridge ADD executes is spread
+//! over nearly every window of 2 MB of text (cnitool, the doctor, multus and
+//! the rest of the plugins in between), so a plugin run mapped all of it.
+//!
+//! How: the runs are made through the libcni client (Go's libcni execs each
+//! plugin, as runtimes do) with an unstripped binary; every plugin process it
+//! starts (an exec of that binary) is single-stepped with ptrace and each instruction address is mapped to its
+//! function with `nm`. Functions most runs execute come first, then each in
+//! the order runs first reached it. Symbol hashes are wildcards in the
+//! patterns, so the script stays useful across small code changes; a function
+//! it no longer names is linked where the linker puts it, nothing fails.
+
+use crate::{Bench, Impl, Res, scenarios};
+use nix::libc;
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+/// The runs traced: what runtimes run most (their default networks, a chain
+/// with every common plugin), and VERSION, STATUS and GC.
+const RUNS: &[(&str, &[&str])] = &[
+    (
+        "bridge-ipmasq+portmap+bandwidth+tuning",
+        &["add", "check", "del"],
+    ),
+    ("podman-default", &["add", "del"]),
+    ("ptp+host-local", &["add", "del"]),
+    ("loopback", &["add", "del"]),
+];
+
+struct Symbols {
+    /// (start, end, name), sorted by start.
+    funcs: Vec<(u64, u64, String)>,
+}
+
+impl Symbols {
+    fn read(bin: &Path) -> Res<Symbols> {
+        let out = Command::new("nm")
+            .args(["-S", "--defined-only"])
+            .arg(bin)
+            .output()
+            .map_err(|e| format!("nm: {e}"))?;
+        let mut funcs = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if let [addr, size, kind, name] = f[..]
+                && matches!(kind, "t" | "T" | "w" | "W")
+                && let (Ok(a), Ok(s)) =
+                    (u64::from_str_radix(addr, 16), u64::from_str_radix(size, 16))
+            {
+                funcs.push((a, a + s.max(1), name.to_string()));
+            }
+        }
+        if funcs.is_empty() {
+            return Err(format!(
+                "{}: no symbols (a stripped binary?)",
+                bin.display()
+            ));
+        }
+        funcs.sort();
+        Ok(Symbols { funcs })
+    }
+
+    fn at(&self, addr: u64) -> Option<usize> {
+        let i = self.funcs.partition_point(|f| f.0 <= addr).checked_sub(1)?;
+        (addr < self.funcs[i].1).then_some(i)
+    }
+}
+
+/// The lowest address and the executable range of `bin`'s mappings in `pid`.
+fn text_of(pid: i32, bin: &Path) -> Option<(u64, u64, u64)> {
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let (mut base, mut text) = (None, None);
+    for line in maps.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || Path::new(f[5]) != bin {
+            continue;
+        }
+        let (lo, hi) = f[0].split_once('-')?;
+        let (lo, hi) = (
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        );
+        base = Some(base.map_or(lo, |b: u64| b.min(lo)));
+        if f[1].contains('x') {
+            text = Some((lo, hi));
+        }
+    }
+    let (lo, hi) = text?;
+    Some((base?, lo, hi))
+}
+
+/// A traced process: what it executed of `bin`, in first-hit order.
+#[derive(Default)]
+struct Proc {
+    text: Option<(u64, u64, u64)>,
+    seen: HashSet<u64>,
+    order: Vec<u64>,
+}
+
+/// Runs `cmd` (the client) and single-steps each process it starts that execs
+/// `bin`; returns each such process's executed addresses (relative to the
+/// binary's load address), first hit first.
+fn trace(mut cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
+    // SAFETY: only ptrace(2), async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let first = child.id() as i32;
+    let opts = libc::PTRACE_O_TRACEFORK
+        | libc::PTRACE_O_TRACEVFORK
+        | libc::PTRACE_O_TRACECLONE
+        | libc::PTRACE_O_TRACEEXEC
+        | libc::PTRACE_O_TRACEEXIT;
+    let mut procs: HashMap<i32, Proc> = HashMap::new();
+    let mut done = Vec::new();
+    let mut client_status = None;
+    let mut set_options = true;
+    loop {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our tracees.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
+        if pid < 0 {
+            break;
+        }
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            if let Some(p) = procs.remove(&pid)
+                && !p.order.is_empty()
+            {
+                done.push(p.order);
+            }
+            if pid == first {
+                client_status = Some(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            }
+            continue;
+        }
+        if !libc::WIFSTOPPED(status) {
+            continue;
+        }
+        let sig = libc::WSTOPSIG(status);
+        let event = (status >> 16) & 0xff;
+        let mut deliver = 0;
+        if pid == first && set_options {
+            // SAFETY: pid is our stopped tracee.
+            unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as libc::c_long) };
+            set_options = false;
+        } else if event == libc::PTRACE_EVENT_EXEC {
+            // The client itself is never recorded: only the plugins it runs.
+            let ours = pid != first
+                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == bin);
+            let p = procs.entry(pid).or_default();
+            p.text = if ours { text_of(pid, bin) } else { None };
+        } else if event == 0 && sig != libc::SIGTRAP && sig != libc::SIGSTOP {
+            deliver = sig;
+        }
+        let p = procs.entry(pid).or_default();
+        let request = if let Some((base, lo, hi)) = p.text {
+            let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::uninit();
+            // SAFETY: pid is a stopped tracee; GETREGS fills the struct.
+            let ok = unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0, regs.as_mut_ptr()) } == 0;
+            if ok {
+                // SAFETY: GETREGS succeeded, so the struct is initialized.
+                let ip = unsafe { regs.assume_init() }.rip;
+                if (lo..hi).contains(&ip) && p.seen.insert(ip) {
+                    p.order.push(ip - base);
+                }
+            }
+            libc::PTRACE_SINGLESTEP
+        } else {
+            libc::PTRACE_CONT
+        };
+        // SAFETY: pid is a stopped tracee of ours.
+        unsafe { libc::ptrace(request, pid, 0, deliver as libc::c_long) };
+    }
+    let _ = child.wait();
+    if client_status != Some(true) {
+        return Err("a traced run failed".into());
+    }
+    Ok(done)
+}
+
+/// The pattern naming one function's section, its hashes wildcards.
+fn pattern(name: &str) -> String {
+    let mut name = name.to_string();
+    // Legacy mangling ends in `17h` and 16 hex digits of hash, then `E`.
+    if name.len() > 20 && name.ends_with('E') {
+        let tail = &name[name.len() - 20..];
+        if tail.starts_with("17h") && tail[3..19].bytes().all(|b| b.is_ascii_hexdigit()) {
+            name.truncate(name.len() - 17);
+            name.push('*');
+        }
+    }
+    // v0 mangling names each crate with `Cs<hash>_`.
+    let mut out = String::new();
+    let mut rest = name.as_str();
+    while let Some(i) = rest.find("Cs") {
+        out.push_str(&rest[..i + 2]);
+        rest = &rest[i + 2..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        if end > 0 && rest[end..].starts_with('_') {
+            out.push('*');
+            rest = &rest[end..];
+        }
+    }
+    out.push_str(rest);
+    // `$` and `.` (legacy escapes) are not special in a section pattern, but
+    // `$` is outside what the script lexer takes unquoted.
+    out.replace('$', "?")
+}
+
+pub fn generate(b: &Bench, im: &Impl, bin: &Path, out: &Path) -> Res<()> {
+    let symbols = Symbols::read(bin)?;
+    let mut runs: Vec<Vec<u64>> = Vec::new();
+    for (name, plugins, caps) in scenarios() {
+        let Some((_, verbs)) = RUNS.iter().find(|(n, _)| *n == name) else {
+            continue;
+        };
+        let conf = b.conf_dir(im, name, &plugins)?;
+        let net = name.replace('+', "-");
+        let ns = b.netns()?;
+        for verb in *verbs {
+            crate::progress(&format!("  {name} {verb}"));
+            let cmd = b.cnitool(im, &conf, &caps, &[verb, &net, &ns]);
+            runs.extend(trace(cmd, bin)?);
+        }
+        b.drop_netns(&ns);
+    }
+    // A 1.1.0 network: VERSION (what cnitool's validate asks), STATUS, and a
+    // GC that finds one attachment to remove.
+    let plugins = json!([{"type": "bridge", "bridge": "bench-lay",
+        "ipam": {"type": "host-local", "subnet": "10.109.0.0/16", "dataDir": "@STORE@"}}]);
+    let conf = b.conf_dir_at(im, "statusgc", &plugins, "1.1.0")?;
+    let ns = b.netns()?;
+    for args in [
+        &["add", "statusgc", &ns][..],
+        &["version", "statusgc"],
+        &["status", "statusgc"],
+        &["gc", "statusgc"],
+    ] {
+        crate::progress(&format!("  {}", args[0]));
+        runs.extend(trace(b.cnitool(im, &conf, &json!({}), args), bin)?);
+    }
+    b.drop_netns(&ns);
+    // Each function: how many runs executed it, and when one first did.
+    let mut stats: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut seq = 0;
+    for run in &runs {
+        let mut in_run = HashSet::new();
+        for &addr in run {
+            if let Some(f) = symbols.at(addr)
+                && in_run.insert(f)
+            {
+                seq += 1;
+                let s = stats.entry(f).or_insert((0, seq));
+                s.0 += 1;
+            }
+        }
+    }
+    let mut hot: Vec<(usize, (usize, usize))> = stats.into_iter().collect();
+    hot.sort_by_key(|&(_, (runs, first))| (std::cmp::Reverse(runs), first));
+    let bytes: u64 = hot
+        .iter()
+        .map(|&(f, _)| symbols.funcs[f].1 - symbols.funcs[f].0)
+        .sum();
+    let mut text = String::from(
+        "/* Generated by `make hot-layout` (bench/layout.rs): the functions plugin runs\n   \
+         execute, most shared first, linked ahead of the rest of .text so that a run\n   \
+         maps little more than the code it runs (see docs/benchmarks.md). */\n\
+         SECTIONS\n{\n  .text.hot :\n  {\n",
+    );
+    let mut written = HashSet::new();
+    for (f, _) in &hot {
+        let p = pattern(&symbols.funcs[*f].2);
+        if written.insert(p.clone()) {
+            text.push_str(&format!("    *(.text.{p})\n"));
+        }
+    }
+    text.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    std::fs::write(out, text).map_err(|e| format!("{}: {e}", out.display()))?;
+    crate::progress(&format!(
+        "{} runs, {} functions ({} KB) executed; {} patterns written to {}",
+        runs.len(),
+        hot.len(),
+        bytes / 1024,
+        written.len(),
+        out.display()
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pattern;
+
+    #[test]
+    fn hashes_become_wildcards() {
+        assert_eq!(
+            pattern("_ZN9cni_multi4main17h06aa90d61bffafdfE"),
+            "_ZN9cni_multi4main17h*"
+        );
+        assert_eq!(
+            pattern("_RINvMs0_NtNtCsaz6eC2DG7lh_3std9backtraceB6_"),
+            "_RINvMs0_NtNtCs*_3std9backtraceB6_"
+        );
+        assert_eq!(
+            pattern("_ZN4core3ptr13drop_in_place$LT$u8$GT$17h0123456789abcdefE"),
+            "_ZN4core3ptr13drop_in_place?LT?u8?GT?17h*"
+        );
+        assert_eq!(pattern("memcpy"), "memcpy");
+    }
+}
