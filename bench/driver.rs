@@ -144,8 +144,8 @@ fn scenarios() -> Vec<(&'static str, Value, Value)> {
 /// current size: one iptables-restore adding a chain and a UDP-port jump to it
 /// from CNI-HOSTPORT-DNAT (as portmap's ADD does), one deleting them by spec
 /// (as its DEL does); both commits revalidate every chain the table reaches,
-/// and the tool resolves each `--dport` through getaddrinfo. Wall ms of both.
-fn layout_floor() -> Res<f64> {
+/// and the tool resolves each `--dport` through getaddrinfo. Wall ms of each.
+fn layout_floor() -> Res<(f64, f64)> {
     let restore = |input: &str| -> Res<()> {
         let mut child = Command::new("iptables-restore")
             .args(["-w", "--noflush"])
@@ -171,11 +171,12 @@ fn layout_floor() -> Res<f64> {
         "*nat\n:CNI-BENCH-FLOOR - [0:0]\n-A CNI-BENCH-FLOOR -p udp -m udp --dport 1 -j RETURN\n\
          -A CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\nCOMMIT\n",
     )?;
+    let added = Instant::now();
     restore(
         "*nat\n-D CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\n\
          -F CNI-BENCH-FLOOR\n-X CNI-BENCH-FLOOR\nCOMMIT\n",
     )?;
-    Ok(ms(start.elapsed()))
+    Ok((ms(added - start), ms(added.elapsed())))
 }
 
 /// The libcni client's `elapsed_ns=` (the library call alone, as a runtime
@@ -439,10 +440,22 @@ impl Bench {
         }
         let (add_first, add_last) = (first20(&adds), last20(&adds));
         let (del_full, del_empty) = (first20(&dels), last20(&dels));
-        let (layout_first, layout_last) = (first20(&layout_first), last20(&layout_last));
+        let floor = |v: &[(f64, f64)], del: bool| -> Vec<f64> {
+            v.iter().map(|&(a, d)| if del { d } else { a }).collect()
+        };
+        let (add_floor_first, add_floor_last) = (
+            first20(&floor(&layout_first, false)),
+            last20(&floor(&layout_last, false)),
+        );
+        let (del_floor_first, del_floor_last) = (
+            first20(&floor(&layout_first, true)),
+            last20(&floor(&layout_last, true)),
+        );
         Ok(json!({
-            "layout_floor_first20_median_ms": layout_first, "layout_floor_last20_median_ms": layout_last,
-            "layout_floor_growth": layout_last / layout_first,
+            "layout_add_first20_median_ms": add_floor_first, "layout_add_last20_median_ms": add_floor_last,
+            "layout_add_growth": add_floor_last / add_floor_first,
+            "layout_del_first20_median_ms": del_floor_first, "layout_del_last20_median_ms": del_floor_last,
+            "layout_del_growth": del_floor_last / del_floor_first,
             "containers": adds.len(), "requested": count, "projected_s": projected_s,
             "took_s": start.elapsed().as_secs_f64(),
             "add_first20_median_ms": add_first, "add_last20_median_ms": add_last,
@@ -1270,16 +1283,27 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
             "",
         ),
         (
-            "same: rule layout floor (a restore adding a chain + jump, one deleting them), after the first 20 ADDs".into(),
-            "layout_floor_first20_median_ms",
+            "same: layout floor, one iptables-restore adding a chain + a UDP-port jump to it, after the first 20 ADDs".into(),
+            "layout_add_first20_median_ms",
             " ms",
         ),
         (
-            "same: that floor after the last 20 ADDs".into(),
-            "layout_floor_last20_median_ms",
+            "same: that restore after the last 20 ADDs".into(),
+            "layout_add_last20_median_ms",
             " ms",
         ),
-        ("same: that floor, last / first".into(), "layout_floor_growth", ""),
+        ("same: that restore, last / first".into(), "layout_add_growth", ""),
+        (
+            "same: layout floor, one iptables-restore deleting them (by spec), after the first 20 ADDs".into(),
+            "layout_del_first20_median_ms",
+            " ms",
+        ),
+        (
+            "same: that restore after the last 20 ADDs".into(),
+            "layout_del_last20_median_ms",
+            " ms",
+        ),
+        ("same: that restore, last / first".into(), "layout_del_growth", ""),
     ] {
         line(&label, chain(ours, key), chain(refr, key), unit, at);
     }
