@@ -179,6 +179,51 @@ fn layout_floor() -> Res<(f64, f64)> {
     Ok((ms(added - start), ms(added.elapsed())))
 }
 
+/// Runs every command at once, each given its stdin text, with one waiter
+/// thread per call, so each call's time ends when it exits, not when the
+/// driver gets round to waiting for it. Each call's time (`call_time`) and
+/// output; an error if any failed.
+fn concurrent<'a>(
+    cmds: impl Iterator<Item = (Command, &'a str)>,
+    what: &str,
+) -> Res<Vec<(f64, std::process::Output)>> {
+    let waiters: Vec<_> = cmds
+        .map(|(mut cmd, input)| {
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+            let input = input.to_string();
+            let t0 = Instant::now();
+            let child = cmd.spawn();
+            std::thread::spawn(move || {
+                let out = child.and_then(|mut c| {
+                    if let Some(mut stdin) = c.stdin.take() {
+                        std::io::Write::write_all(&mut stdin, input.as_bytes())?;
+                    }
+                    c.wait_with_output()
+                });
+                let wall = ms(t0.elapsed());
+                let took = out.as_ref().map_or(wall, |o| call_time(&o.stderr, wall));
+                (took, out)
+            })
+        })
+        .collect();
+    let mut calls = Vec::new();
+    for waiter in waiters {
+        let (took, out) = waiter
+            .join()
+            .map_err(|_| "waiter thread failed".to_string())?;
+        let out = out.map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("{what}: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        calls.push((took, out));
+    }
+    Ok(calls)
+}
+
+fn mean_took(calls: &[(f64, std::process::Output)]) -> f64 {
+    calls.iter().map(|c| c.0).sum::<f64>() / calls.len().max(1) as f64
+}
+
 /// The libcni client's `elapsed_ns=` (the library call alone, as a runtime
 /// process pays it), else the client process's wall time (cnitool's).
 fn call_time(stderr: &[u8], wall: f64) -> f64 {
@@ -549,51 +594,76 @@ impl Bench {
         let spaces: Vec<String> = (0..n).map(|_| self.netns()).collect::<Res<_>>()?;
         let run = |verb: &str| -> Res<(f64, f64, Vec<String>)> {
             let start = Instant::now();
-            // One waiter thread per call: each call's time ends when it exits,
-            // not when the driver gets round to waiting for it.
-            let waiters: Vec<_> = spaces
-                .iter()
-                .map(|ns| {
-                    let mut cmd = self.cnitool(im, &conf, &json!({}), &[verb, "parallel", ns]);
-                    cmd.stdout(Stdio::piped());
-                    let t0 = Instant::now();
-                    let child = cmd.spawn();
-                    std::thread::spawn(move || {
-                        let out = child.and_then(|c| c.wait_with_output());
-                        let wall = ms(t0.elapsed());
-                        let took = out.as_ref().map_or(wall, |o| call_time(&o.stderr, wall));
-                        (took, out)
-                    })
-                })
-                .collect();
-            let mut per_call = Vec::new();
+            let cmds = spaces.iter().map(|ns| {
+                (
+                    self.cnitool(im, &conf, &json!({}), &[verb, "parallel", ns]),
+                    "",
+                )
+            });
+            let calls = concurrent(cmds, &format!("parallel {verb}"))?;
             let mut ips = Vec::new();
-            for waiter in waiters {
-                let (took, out) = waiter
-                    .join()
-                    .map_err(|_| "waiter thread failed".to_string())?;
-                let out = out.map_err(|e| e.to_string())?;
-                per_call.push(took);
-                if !out.status.success() {
-                    return Err(format!(
-                        "parallel {verb}: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    ));
-                }
+            for (_, out) in &calls {
                 if let Ok(v) = serde_json::from_slice::<Value>(&out.stdout)
                     && let Some(ip) = v["ips"][0]["address"].as_str()
                 {
                     ips.push(ip.to_string());
                 }
             }
-            Ok((
-                ms(start.elapsed()),
-                per_call.iter().sum::<f64>() / per_call.len() as f64,
-                ips,
-            ))
+            Ok((ms(start.elapsed()), mean_took(&calls), ips))
         };
         let (add_wall, add_mean, mut ips) = run("add")?;
         let (del_wall, del_mean, _) = run("del")?;
+        // What the same concurrency costs without our plugin: each call's
+        // iptables-restore alone (a chain with ipMasq's two rules and the jump
+        // to it from POSTROUTING, 30 at once, then removed), and the client's
+        // VERSION of the bridge binary (one exec each).
+        let restore_floor = if ipmasq {
+            let inputs: Vec<String> = (0..n)
+                .map(|i| {
+                    format!(
+                        "*nat\n:CNI-BENCH-P{i} - [0:0]\n-A CNI-BENCH-P{i} -d 10.104.0.0/16 -j ACCEPT\n\
+                         -A CNI-BENCH-P{i} ! -d 224.0.0.0/4 -j MASQUERADE\n\
+                         -A POSTROUTING -s 10.104.200.{i}/32 -j CNI-BENCH-P{i}\nCOMMIT\n"
+                    )
+                })
+                .collect();
+            let restore = || {
+                let mut cmd = Command::new("iptables-restore");
+                cmd.args(["-w", "--noflush"]).stderr(Stdio::piped());
+                cmd
+            };
+            let added = concurrent(
+                inputs.iter().map(|input| (restore(), input.as_str())),
+                "parallel restore",
+            )?;
+            let undo: String = (0..n)
+                .map(|i| {
+                    format!(
+                        "-D POSTROUTING -s 10.104.200.{i}/32 -j CNI-BENCH-P{i}\n-F CNI-BENCH-P{i}\n-X CNI-BENCH-P{i}\n"
+                    )
+                })
+                .collect();
+            concurrent(
+                std::iter::once((restore(), format!("*nat\n{undo}COMMIT\n").as_str())),
+                "restore",
+            )?;
+            Some(mean_took(&added))
+        } else {
+            None
+        };
+        let version = |_| {
+            (
+                self.cnitool(im, &conf, &json!({}), &["version", "parallel"]),
+                "",
+            )
+        };
+        let version_floor = match self.driver {
+            Driver::Libcni(_) => Some(mean_took(&concurrent(
+                (0..n).map(version),
+                "parallel VERSION",
+            )?)),
+            Driver::Cnitool => None,
+        };
         ips.sort();
         ips.dedup();
         let store = self
@@ -625,7 +695,8 @@ impl Bench {
         }
         Ok(json!({
             "containers": n, "distinct_ips": ips.len(), "reservations_left": left, "ports_left": links,
-            "add_wall_ms": add_wall, "add_per_call_ms": add_mean, "del_wall_ms": del_wall, "del_per_call_ms": del_mean
+            "add_wall_ms": add_wall, "add_per_call_ms": add_mean, "del_wall_ms": del_wall, "del_per_call_ms": del_mean,
+            "restore_alone_per_call_ms": restore_floor, "version_per_call_ms": version_floor
         }))
     }
 
@@ -1239,6 +1310,19 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
                 s.push_str(&format!("| {label} | {} |\n", cell(a, unit, at[0])));
             }
         };
+    let pf = |v: &Value, k: &str| num(&v["parallel_ipmasq"][k]);
+    for (label, key) in [
+        (
+            "30 parallel bridge(ipMasq) ADDs: their iptables-restore alone, 30 at once, per call",
+            "restore_alone_per_call_ms",
+        ),
+        (
+            "30 parallel: the bridge binary's VERSION through the client, 30 at once, per call",
+            "version_per_call_ms",
+        ),
+    ] {
+        line(label, pf(ours, key), pf(refr, key), " ms", [None, None]);
+    }
     let floor = |v: &Value| num(&v["floor"]["median_ms"]);
     line(
         "floor: the bridge binary's VERSION through the client (one exec), median",
@@ -1378,7 +1462,26 @@ mod trace {
             .unwrap_or(0)
     }
 
-    pub fn run(mut cmd: Command, stdin: &[u8]) -> Result<Traced, String> {
+    /// One stop of a tracee, past the first process's first (where the
+    /// options are set): its pid, and the ptrace event (0: a signal or a step).
+    pub struct Stop {
+        pub pid: i32,
+        pub first: i32,
+        pub event: i32,
+    }
+
+    /// Runs `cmd` under ptrace, `stdin` written to it, `opts` set at its first
+    /// stop (so every process it starts is traced too). `on_stop` sees every
+    /// later stop and says whether the tracee single-steps (true) or runs on;
+    /// `on_exit` sees each exit. Signals other than ptrace's own are
+    /// delivered. Returns the first process's exit code (128 when killed).
+    pub fn follow(
+        mut cmd: Command,
+        stdin: &[u8],
+        opts: libc::c_int,
+        mut on_stop: impl FnMut(Stop) -> bool,
+        mut on_exit: impl FnMut(i32),
+    ) -> Result<i32, String> {
         // SAFETY: only ptrace(2), async-signal-safe, runs between fork and exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -1394,12 +1497,6 @@ mod trace {
         if let Some(mut input) = child.stdin.take() {
             let _ = input.write_all(stdin);
         }
-        let opts = libc::PTRACE_O_TRACEFORK
-            | libc::PTRACE_O_TRACEVFORK
-            | libc::PTRACE_O_TRACECLONE
-            | libc::PTRACE_O_TRACEEXIT;
-        let mut processes = 1;
-        let mut hwm = 0;
         let mut status_code = -1;
         let mut set_options = true;
         loop {
@@ -1410,6 +1507,7 @@ mod trace {
                 break;
             }
             if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+                on_exit(pid);
                 if pid == first {
                     status_code = if libc::WIFEXITED(status) {
                         libc::WEXITSTATUS(status)
@@ -1425,11 +1523,39 @@ mod trace {
             let sig = libc::WSTOPSIG(status);
             let event = (status >> 16) & 0xff;
             let mut deliver = 0;
+            let mut step = false;
             if pid == first && set_options {
                 // SAFETY: pid is our stopped tracee.
                 unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as libc::c_long) };
                 set_options = false;
-            } else if event == libc::PTRACE_EVENT_FORK || event == libc::PTRACE_EVENT_VFORK {
+            } else {
+                if event == 0 && sig != libc::SIGTRAP && sig != libc::SIGSTOP {
+                    deliver = sig;
+                }
+                step = on_stop(Stop { pid, first, event });
+            }
+            let request = if step {
+                libc::PTRACE_SINGLESTEP
+            } else {
+                libc::PTRACE_CONT
+            };
+            // SAFETY: pid is a stopped tracee of ours.
+            unsafe { libc::ptrace(request, pid, 0, deliver as libc::c_long) };
+        }
+        let _ = child.wait();
+        Ok(status_code)
+    }
+
+    pub fn run(cmd: Command, stdin: &[u8]) -> Result<Traced, String> {
+        let opts = libc::PTRACE_O_TRACEFORK
+            | libc::PTRACE_O_TRACEVFORK
+            | libc::PTRACE_O_TRACECLONE
+            | libc::PTRACE_O_TRACEEXIT;
+        let mut processes = 1;
+        let mut hwm = 0;
+        let on_stop = |stop: Stop| {
+            let Stop { pid, first, event } = stop;
+            if event == libc::PTRACE_EVENT_FORK || event == libc::PTRACE_EVENT_VFORK {
                 processes += 1;
             } else if event == libc::PTRACE_EVENT_EXIT && pid == first {
                 hwm = hwm_kb(pid);
@@ -1445,17 +1571,14 @@ mod trace {
                         .unwrap_or_default();
                     eprintln!("{maps}");
                 }
-            } else if event == 0 && sig != libc::SIGTRAP && sig != libc::SIGSTOP {
-                deliver = sig;
             }
-            // SAFETY: pid is a stopped tracee of ours.
-            unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, deliver as libc::c_long) };
-        }
-        let _ = child.wait();
+            false
+        };
+        let status = follow(cmd, stdin, opts, on_stop, |_| {})?;
         Ok(Traced {
             processes,
             first_hwm_kb: hwm,
-            status: status_code,
+            status,
         })
     }
 }

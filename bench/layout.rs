@@ -19,7 +19,6 @@ use crate::{Bench, Impl, Res, scenarios};
 use nix::libc;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -108,91 +107,54 @@ struct Proc {
 /// Runs `cmd` (the client) and single-steps each process it starts that execs
 /// `bin`; returns each such process's executed addresses (relative to the
 /// binary's load address), first hit first.
-fn trace(mut cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
-    // SAFETY: only ptrace(2), async-signal-safe, runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let first = child.id() as i32;
+fn trace(cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
     let opts = libc::PTRACE_O_TRACEFORK
         | libc::PTRACE_O_TRACEVFORK
         | libc::PTRACE_O_TRACECLONE
-        | libc::PTRACE_O_TRACEEXEC
-        | libc::PTRACE_O_TRACEEXIT;
-    let mut procs: HashMap<i32, Proc> = HashMap::new();
+        | libc::PTRACE_O_TRACEEXEC;
+    let procs = std::cell::RefCell::new(HashMap::<i32, Proc>::new());
     let mut done = Vec::new();
-    let mut client_status = None;
-    let mut set_options = true;
-    loop {
-        let mut status = 0;
-        // SAFETY: plain waitpid on our tracees.
-        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL) };
-        if pid < 0 {
-            break;
-        }
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
-            if let Some(p) = procs.remove(&pid)
-                && !p.order.is_empty()
-            {
-                done.push(p.order);
-            }
-            if pid == first {
-                client_status = Some(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
-            }
-            continue;
-        }
-        if !libc::WIFSTOPPED(status) {
-            continue;
-        }
-        let sig = libc::WSTOPSIG(status);
-        let event = (status >> 16) & 0xff;
-        let mut deliver = 0;
-        if pid == first && set_options {
-            // SAFETY: pid is our stopped tracee.
-            unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as libc::c_long) };
-            set_options = false;
-        } else if event == libc::PTRACE_EVENT_EXEC {
-            // The client itself is never recorded: only the plugins it runs.
-            let ours = pid != first
-                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == bin);
-            let p = procs.entry(pid).or_default();
-            p.text = if ours { text_of(pid, bin) } else { None };
-        } else if event == 0 && sig != libc::SIGTRAP && sig != libc::SIGSTOP {
-            deliver = sig;
-        }
+    let on_stop = |stop: crate::trace::Stop| {
+        let pid = stop.pid;
+        let mut procs = procs.borrow_mut();
         let p = procs.entry(pid).or_default();
-        let request = if let Some((base, lo, hi)) = p.text {
-            let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::uninit();
-            // SAFETY: pid is a stopped tracee; GETREGS fills the struct.
-            let ok = unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0, regs.as_mut_ptr()) } == 0;
-            if ok {
-                // SAFETY: GETREGS succeeded, so the struct is initialized.
-                let ip = unsafe { regs.assume_init() }.rip;
-                if (lo..hi).contains(&ip) && p.seen.insert(ip) {
-                    p.order.push(ip - base);
-                }
-            }
-            libc::PTRACE_SINGLESTEP
-        } else {
-            libc::PTRACE_CONT
+        if stop.event == libc::PTRACE_EVENT_EXEC {
+            // The client itself is never recorded: only the plugins it runs.
+            let ours = pid != stop.first
+                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| e == bin);
+            p.text = if ours { text_of(pid, bin) } else { None };
+        }
+        let Some((base, lo, hi)) = p.text else {
+            return false;
         };
-        // SAFETY: pid is a stopped tracee of ours.
-        unsafe { libc::ptrace(request, pid, 0, deliver as libc::c_long) };
+        let mut regs = std::mem::MaybeUninit::<libc::user_regs_struct>::uninit();
+        // SAFETY: pid is a stopped tracee; GETREGS fills the struct.
+        let ok = unsafe { libc::ptrace(libc::PTRACE_GETREGS, pid, 0, regs.as_mut_ptr()) } == 0;
+        if ok {
+            // SAFETY: GETREGS succeeded, so the struct is initialized.
+            let ip = unsafe { regs.assume_init() }.rip;
+            if (lo..hi).contains(&ip) && p.seen.insert(ip) {
+                p.order.push(ip - base);
+            }
+        }
+        true
+    };
+    let on_exit = |pid| {
+        if let Some(p) = procs.borrow_mut().remove(&pid)
+            && !p.order.is_empty()
+        {
+            done.push(p.order);
+        }
+    };
+    let cmd = {
+        let mut cmd = cmd;
+        cmd.stderr(std::process::Stdio::inherit());
+        cmd
+    };
+    match crate::trace::follow(cmd, b"", opts, on_stop, on_exit)? {
+        0 => Ok(done),
+        code => Err(format!("a traced run failed (exit {code})")),
     }
-    let _ = child.wait();
-    if client_status != Some(true) {
-        return Err("a traced run failed".into());
-    }
-    Ok(done)
 }
 
 /// The pattern naming one function's section, its hashes wildcards.
