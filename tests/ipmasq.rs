@@ -5,7 +5,8 @@
 mod harness;
 
 use harness::{
-    Call, Netns, TempDir, enter_test_host, iptables_table, plugin_dir, run_in, sha512_prefix,
+    Call, Netns, Outcome, TempDir, enter_test_host, iptables_table, plugin_dir, run_in,
+    sha512_prefix,
 };
 use serde_json::{Value, json};
 
@@ -110,6 +111,69 @@ fn bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table
         assert_eq!(nat(), before, "{plugin}: DEL restores the nat table");
         assert!(!pings(&ns, "192.0.2.2"));
     }
+}
+
+/// ipMasq's ADD (iptables) writes only the container's own chain and its
+/// jumps from the built-in POSTROUTING, so it takes no node-wide lock (the
+/// reference takes none) and parallel ADDs do not queue behind each other's
+/// restore: with the netfilter lock held elsewhere, twenty ADDs at once all
+/// complete with their rules; their DELs then leave the nat table as it was.
+#[test]
+fn ipmasq_adds_take_no_node_wide_lock_and_run_in_parallel() {
+    use std::os::unix::fs::OpenOptionsExt;
+    enter_test_host();
+    let (bin, store) = (plugin_dir(), TempDir::new("masq-par"));
+    let c = conf("bridge", &store);
+    let before = nat();
+    let namespaces: Vec<Netns> = (0..20).map(|_| Netns::new()).collect();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open("/run/cni-multi.netfilter.lock")
+        .expect("lock file");
+    let held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("flock");
+    let id = |i: usize| format!("par-{i}");
+    let children: Vec<_> = namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| call("bridge", "ADD", ns.path(), &id(i), &c, &bin).spawn())
+        .collect();
+    let added: Vec<Value> = children.into_iter().map(|c| Outcome::of(c).ok()).collect();
+    drop(held);
+    let rules = nat();
+    for (i, result) in added.iter().enumerate() {
+        let ip = result["ips"][0]["address"].as_str().expect("ip");
+        let host = ip.split('/').next().expect("ip");
+        let chain = format!("CNI-{}", sha512_prefix(&format!("masq-net{}", id(i)), 24));
+        assert!(
+            rules
+                .lines()
+                .any(|l| l.starts_with(&format!("-A POSTROUTING -s {host}/32 "))
+                    && l.ends_with(&format!("-j {chain}"))),
+            "{i}: {rules}"
+        );
+        assert!(
+            rules
+                .lines()
+                .any(|l| l.starts_with(&format!("-A {chain} ! -d 224.0.0.0/4 "))
+                    && l.ends_with("-j MASQUERADE")),
+            "{i}: {rules}"
+        );
+    }
+    let children: Vec<_> = namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| call("bridge", "DEL", ns.path(), &id(i), &c, &bin).spawn())
+        .collect();
+    for child in children {
+        Outcome::of(child).ok();
+    }
+    assert_eq!(nat(), before);
 }
 
 #[test]

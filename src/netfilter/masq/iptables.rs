@@ -200,7 +200,7 @@ pub fn add_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
     batch
 }
 
-/// Masquerades traffic of the plan's addresses (as allocated). The caller holds the lock.
+/// Masquerades traffic of the plan's addresses (as allocated). Needs no lock (see `masq::add`).
 pub fn add(plan: &Plan) -> Result<()> {
     let (chain, _) = names(plan);
     each_parallel(&by_family(&plan.addresses), |(family, _)| {

@@ -42,10 +42,20 @@ impl Plan {
 
 /// Masquerades traffic from the plan's addresses.
 pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
-    let _lock = lock()?;
     match backend {
+        // Without the lock, as the reference: the container's own chain and
+        // its jumps from the built-in POSTROUTING are all an ADD writes, so
+        // no other attachment's ADD, DEL or GC reads or writes them, and each
+        // restore commits atomically (iptables-nft retries a commit another
+        // one overtook; iptables-legacy waits for the xtables lock). Under
+        // the lock, parallel ADDs queued behind each other's restore.
         Backend::Iptables => iptables::add(plan),
-        Backend::Nftables => nftables::add(plan),
+        // The shared table goes with its last rule (DEL), so an ADD must not
+        // run between a DEL's read and its commit.
+        Backend::Nftables => {
+            let _lock = lock()?;
+            nftables::add(plan)
+        }
     }
 }
 
