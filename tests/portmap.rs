@@ -1335,8 +1335,12 @@ fn nft_conditions_v6_gate_ipv6_traffic_to_the_mapping() {
     let rules = ruleset();
     let expected = "ip6 saddr fd00:c::/64 iifname \"to-client6\" tcp dport 8080 dnat";
     assert!(rules.contains(expected), "missing {expected}\n{rules}");
+    // The first container had this address: the host may still hold a
+    // reachable neighbour entry naming its MAC (IPv6 has no gratuitous ARP),
+    // and would send the forwarded traffic there for up to ~45 s.
+    run_in(None, "ip", &["-6", "neigh", "flush", "dev", "cni-pm6"]);
     assert_eq!(
-        tcp_fetch_soon(Some(client.path()), "[fd00:c::1]:8080", 10).as_deref(),
+        tcp_fetch_soon(Some(client.path()), "[fd00:c::1]:8080", 30).as_deref(),
         Some("hello"),
         "a source inside, on the named interface, is forwarded to {ip}"
     );
