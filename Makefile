@@ -43,7 +43,7 @@ all: build
 # +crt-static needs an explicit --target, or proc-macro crates fail to build
 # (musl links statically by default; the flag is harmless there).
 # src/hot-text.ld links the code plugin runs execute ahead of the rest, so a
-# run maps ~1 MB of the binary instead of all of it (`make hot-layout`).
+# run maps ~1.5 MB of the binary instead of nearly all of it (`make hot-layout`).
 build:
 	RUSTFLAGS="-C target-feature=+crt-static -C link-arg=-Wl,-T,$(CURDIR)/src/hot-text.ld" \
 		$(CARGO) build --release --locked --target $(TARGET)

@@ -146,37 +146,26 @@ fn scenarios() -> Vec<(&'static str, Value, Value)> {
 /// (as its DEL does); both commits revalidate every chain the table reaches,
 /// and the tool resolves each `--dport` through getaddrinfo. Wall ms of each.
 fn layout_floor() -> Res<(f64, f64)> {
-    let restore = |input: &str| -> Res<()> {
-        let mut child = Command::new("iptables-restore")
-            .args(["-w", "--noflush"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("iptables-restore: {e}"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            std::io::Write::write_all(&mut stdin, input.as_bytes()).map_err(|e| e.to_string())?;
-        }
-        let out = child.wait_with_output().map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(format!(
-                "iptables-restore: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok(())
+    let restore = |input: &str| -> Res<f64> {
+        let calls = concurrent(std::iter::once((restore_cmd(), input)), "iptables-restore")?;
+        Ok(mean_took(&calls))
     };
-    let start = Instant::now();
-    restore(
+    let added = restore(
         "*nat\n:CNI-BENCH-FLOOR - [0:0]\n-A CNI-BENCH-FLOOR -p udp -m udp --dport 1 -j RETURN\n\
          -A CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\nCOMMIT\n",
     )?;
-    let added = Instant::now();
-    restore(
+    let deleted = restore(
         "*nat\n-D CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\n\
          -F CNI-BENCH-FLOOR\n-X CNI-BENCH-FLOOR\nCOMMIT\n",
     )?;
-    Ok((ms(added - start), ms(added.elapsed())))
+    Ok((added, deleted))
+}
+
+/// `iptables-restore --noflush`, as the plugins run it.
+fn restore_cmd() -> Command {
+    let mut cmd = Command::new("iptables-restore");
+    cmd.args(["-w", "--noflush"]).stderr(Stdio::piped());
+    cmd
 }
 
 /// Runs every command at once, each given its stdin text, with one waiter
@@ -627,13 +616,8 @@ impl Bench {
                     )
                 })
                 .collect();
-            let restore = || {
-                let mut cmd = Command::new("iptables-restore");
-                cmd.args(["-w", "--noflush"]).stderr(Stdio::piped());
-                cmd
-            };
             let added = concurrent(
-                inputs.iter().map(|input| (restore(), input.as_str())),
+                inputs.iter().map(|input| (restore_cmd(), input.as_str())),
                 "parallel restore",
             )?;
             let undo: String = (0..n)
@@ -644,7 +628,7 @@ impl Bench {
                 })
                 .collect();
             concurrent(
-                std::iter::once((restore(), format!("*nat\n{undo}COMMIT\n").as_str())),
+                std::iter::once((restore_cmd(), format!("*nat\n{undo}COMMIT\n").as_str())),
                 "restore",
             )?;
             Some(mean_took(&added))

@@ -9,8 +9,8 @@
 //!
 //! How: the runs are made through the libcni client (Go's libcni execs each
 //! plugin, as runtimes do) with an unstripped binary; every plugin process it
-//! starts (an exec of that binary) is single-stepped with ptrace and each instruction address is mapped to its
-//! function with `nm`. Functions most runs execute come first, then each in
+//! starts (an exec of that binary) is single-stepped with ptrace and each
+//! instruction address is mapped to its function with `nm`. Functions most runs execute come first, then each in
 //! the order runs first reached it. Symbol hashes are wildcards in the
 //! patterns, so the script stays useful across small code changes; a function
 //! it no longer names is linked where the linker puts it, nothing fails.
@@ -107,7 +107,7 @@ struct Proc {
 /// Runs `cmd` (the client) and single-steps each process it starts that execs
 /// `bin`; returns each such process's executed addresses (relative to the
 /// binary's load address), first hit first.
-fn trace(cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
+fn trace(mut cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
     let opts = libc::PTRACE_O_TRACEFORK
         | libc::PTRACE_O_TRACEVFORK
         | libc::PTRACE_O_TRACECLONE
@@ -146,11 +146,7 @@ fn trace(cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
             done.push(p.order);
         }
     };
-    let cmd = {
-        let mut cmd = cmd;
-        cmd.stderr(std::process::Stdio::inherit());
-        cmd
-    };
+    cmd.stderr(std::process::Stdio::inherit());
     match crate::trace::follow(cmd, b"", opts, on_stop, on_exit)? {
         0 => Ok(done),
         code => Err(format!("a traced run failed (exit {code})")),
@@ -159,6 +155,8 @@ fn trace(cmd: Command, bin: &Path) -> Res<Vec<Vec<u64>>> {
 
 /// The pattern naming one function's section, its hashes wildcards.
 fn pattern(name: &str) -> String {
+    // `$` (legacy mangling's escapes) is outside what the script lexer takes
+    // unquoted, and a quoted name is no pattern: any one character matches it.
     let mut name = name.to_string();
     // Legacy mangling ends in `17h` and 16 hex digits of hash, then `E`.
     if name.len() > 20 && name.ends_with('E') {
@@ -168,7 +166,10 @@ fn pattern(name: &str) -> String {
             name.push('*');
         }
     }
-    // v0 mangling names each crate with `Cs<hash>_`.
+    // v0 mangling (`_R…`) names each crate with `Cs<hash>_`.
+    if !name.starts_with("_R") {
+        return name.replace('$', "?");
+    }
     let mut out = String::new();
     let mut rest = name.as_str();
     while let Some(i) = rest.find("Cs") {
@@ -183,9 +184,7 @@ fn pattern(name: &str) -> String {
         }
     }
     out.push_str(rest);
-    // `$` and `.` (legacy escapes) are not special in a section pattern, but
-    // `$` is outside what the script lexer takes unquoted.
-    out.replace('$', "?")
+    out
 }
 
 pub fn generate(b: &Bench, im: &Impl, bin: &Path, out: &Path) -> Res<()> {
@@ -205,8 +204,8 @@ pub fn generate(b: &Bench, im: &Impl, bin: &Path, out: &Path) -> Res<()> {
         }
         b.drop_netns(&ns);
     }
-    // A 1.1.0 network: VERSION (what cnitool's validate asks), STATUS, and a
-    // GC that finds one attachment to remove.
+    // A 1.1.0 network: VERSION (libcni's GetVersionInfo), STATUS, and a GC
+    // that finds one attachment to remove.
     let plugins = json!([{"type": "bridge", "bridge": "bench-lay",
         "ipam": {"type": "host-local", "subnet": "10.109.0.0/16", "dataDir": "@STORE@"}}]);
     let conf = b.conf_dir_at(im, "statusgc", &plugins, "1.1.0")?;
@@ -287,5 +286,10 @@ mod tests {
             "_ZN4core3ptr13drop_in_place?LT?u8?GT?17h*"
         );
         assert_eq!(pattern("memcpy"), "memcpy");
+        // Only v0 names have crate hashes.
+        assert_eq!(
+            pattern("_ZN3Css_4main17h0123456789abcdefE"),
+            "_ZN3Css_4main17h*"
+        );
     }
 }

@@ -138,12 +138,16 @@ fn ipmasq_adds_take_no_node_wide_lock_and_run_in_parallel() {
         .map_err(|(_, e)| e)
         .expect("flock");
     let id = |i: usize| format!("par-{i}");
-    let children: Vec<_> = namespaces
-        .iter()
-        .enumerate()
-        .map(|(i, ns)| call("bridge", "ADD", ns.path(), &id(i), &c, &bin).spawn())
-        .collect();
-    let added: Vec<Value> = children.into_iter().map(|c| Outcome::of(c).ok()).collect();
+    // Every call started before the first is waited for.
+    let all_at_once = |verb: &str| -> Vec<Value> {
+        let children: Vec<_> = namespaces
+            .iter()
+            .enumerate()
+            .map(|(i, ns)| call("bridge", verb, ns.path(), &id(i), &c, &bin).spawn())
+            .collect();
+        children.into_iter().map(|c| Outcome::of(c).ok()).collect()
+    };
+    let added = all_at_once("ADD");
     drop(held);
     let rules = nat();
     for (i, result) in added.iter().enumerate() {
@@ -165,14 +169,7 @@ fn ipmasq_adds_take_no_node_wide_lock_and_run_in_parallel() {
             "{i}: {rules}"
         );
     }
-    let children: Vec<_> = namespaces
-        .iter()
-        .enumerate()
-        .map(|(i, ns)| call("bridge", "DEL", ns.path(), &id(i), &c, &bin).spawn())
-        .collect();
-    for child in children {
-        Outcome::of(child).ok();
-    }
+    all_at_once("DEL");
     assert_eq!(nat(), before);
 }
 
