@@ -11,6 +11,7 @@ trap 'rm -rf "$d"' EXIT
 fail() { echo "deb-check: $*" >&2; exit 1; }
 
 # The expected file list, from the binary's plugin list and contrib/systemd.
+conffile=/etc/default/cni-multi-doctor
 {
     echo /usr/bin/cni-multi
     echo /usr/lib/cni/cni-multi
@@ -19,6 +20,7 @@ fail() { echo "deb-check: $*" >&2; exit 1; }
     for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do
         [ -f "$unit" ] && echo "/lib/systemd/system/$(basename "$unit")"
     done
+    echo "$conffile"
     echo /usr/share/doc/cni-multi/copyright
     echo /usr/share/doc/cni-multi/changelog.Debian.gz
     echo /usr/share/lintian/overrides/cni-multi
@@ -48,6 +50,9 @@ for name in $("$bin" --list); do
     CNI_COMMAND=VERSION "$root/usr/lib/cni/$name" </dev/null | grep -q supportedVersions || fail "$name does not answer VERSION"
     count=$((count + 1))
 done
+# The doctor units' environment file: the example, a conffile (kept on upgrade, removed on purge).
+cmp -s contrib/systemd/cni-multi-doctor.env "$root$conffile" || fail "$conffile is not contrib/systemd/cni-multi-doctor.env"
+dpkgr -s cni-multi | grep -q "^ $conffile " || fail "$conffile is not a conffile"
 for unit in "$root"/lib/systemd/system/*; do
     ! grep -q @BINDIR@ "$unit" || fail "$unit: @BINDIR@ not replaced"
     ! grep -q '^ExecStart=' "$unit" || grep -q '^ExecStart=/usr/lib/cni/cni-multi ' "$unit" || fail "$unit: ExecStart"

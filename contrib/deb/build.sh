@@ -4,7 +4,8 @@
 # /usr/lib/cni with one link per plugin beside it (where Debian's
 # containernetworking-plugins puts them, which it replaces), the same links in
 # /opt/cni/bin (where runtimes look by default), /usr/bin/cni-multi, the
-# systemd units of contrib/systemd, and the copyright file.
+# systemd units of contrib/systemd, the doctor units' environment file as
+# /etc/default/cni-multi-doctor (a conffile), and the copyright file.
 #   MAINTAINER  the Maintainer field (default: the last commit's author)
 set -eu
 bin=$1
@@ -18,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 doc=$root/usr/share/doc/cni-multi
 install -d "$root/DEBIAN" "$root/usr/lib/cni" "$root/opt/cni/bin" "$root/usr/bin" \
-    "$root/lib/systemd/system" "$doc" "$root/usr/share/lintian/overrides"
+    "$root/lib/systemd/system" "$root/etc/default" "$doc" "$root/usr/share/lintian/overrides"
 
 install -m 0755 "$bin" "$root/usr/lib/cni/cni-multi"
 ln -s ../lib/cni/cni-multi "$root/usr/bin/cni-multi"
@@ -36,6 +37,12 @@ for unit in "$repo"/contrib/systemd/*.service "$repo"/contrib/systemd/*.socket "
     sed 's|@BINDIR@|/usr/lib/cni|g' "$unit" >"$root/lib/systemd/system/$(basename "$unit")"
     chmod 0644 "$root/lib/systemd/system/$(basename "$unit")"
 done
+
+# The doctor units' environment (EnvironmentFile=-/etc/default/cni-multi-doctor),
+# every line commented: a conffile, so dpkg keeps the operator's edits.
+install -m 0644 "$repo/contrib/systemd/cni-multi-doctor.env" "$root/etc/default/cni-multi-doctor"
+echo /etc/default/cni-multi-doctor >"$root/DEBIAN/conffiles"
+chmod 0644 "$root/DEBIAN/conffiles"
 
 {
     echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"
@@ -106,7 +113,8 @@ Description: CNI plugins in one static binary
  plugin in /usr/lib/cni and /opt/cni/bin. It also provides cnitool and the
  dhcp lease daemon with its systemd units.
 CONTROL
-(cd "$root" && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
+# Conffiles are left out, as dh_md5sums does: dpkg records their sums itself.
+(cd "$root" && find . -type f ! -path './DEBIAN/*' ! -path './etc/*' -printf '%P\0' | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
 dpkg-deb --root-owner-group -Zxz --build "$root" "$out" >/dev/null
 echo "deb: $out"

@@ -114,6 +114,7 @@ pub fn execute(
         }
         Command::Del => {
             refuse_own_netns(&inv.env)?;
+            crate::cni::deleting::mark(inv.conf.name(), &inv.env.container_id, &inv.env.ifname);
             plugin.del(&inv).map(|_| None)
         }
         Command::Check => plugin.check(&inv).map(|_| None),

@@ -4,6 +4,7 @@
 pub mod capabilities;
 pub mod config;
 pub mod delegate;
+pub mod deleting;
 pub mod dispatch;
 pub mod env;
 pub mod error;

@@ -275,6 +275,16 @@ fn unescape(v: &str) -> Option<Vec<u8>> {
 }
 
 /// A connection to a message bus, authenticated and named.
+/// What waiting for a signal gave.
+#[derive(Debug)]
+pub enum Next {
+    Signal(Message),
+    /// None came before the deadline.
+    Quiet,
+    /// The bus closed the connection: it is gone, and so are our matches.
+    Closed,
+}
+
 pub struct Conn {
     stream: UnixStream,
     /// Bytes read but not yet consumed.
@@ -435,6 +445,17 @@ impl Conn {
         })
     }
 
+    /// The unique name of the connection that owns `name` now.
+    pub fn name_owner(&mut self, name: &str) -> Result<String> {
+        self.call_string(&Call {
+            destination: BUS_NAME,
+            path: BUS_PATH,
+            interface: BUS_NAME,
+            member: "GetNameOwner",
+            args: &[name],
+        })
+    }
+
     /// Asks the bus to route us the signals `rule` matches (a match rule
     /// such as `type='signal',interface='…',member='…'`).
     pub fn add_match(&mut self, rule: &str) -> Result<()> {
@@ -453,16 +474,30 @@ impl Conn {
     /// message is skipped. None when the bus closed the connection: the bus
     /// is gone, and so are our matches.
     pub fn next_signal(&mut self, interface: &str, member: &str) -> Result<Option<Message>> {
+        match self.next_signal_by(interface, member, None)? {
+            Next::Signal(msg) => Ok(Some(msg)),
+            Next::Quiet | Next::Closed => Ok(None),
+        }
+    }
+
+    /// As `next_signal`, waiting until `deadline` at most.
+    pub fn next_signal_by(
+        &mut self,
+        interface: &str,
+        member: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Next> {
         let what = format!("the signal {interface}.{member}");
         loop {
-            match self.message(None, &what) {
-                Ok(msg) if msg.is_signal(interface, member) => return Ok(Some(msg)),
+            match self.message(deadline, &what) {
+                Ok(msg) if msg.is_signal(interface, member) => return Ok(Next::Signal(msg)),
                 Ok(_) => continue,
-                Err(Error::Closed) => return Ok(None),
+                Err(Error::Timeout { .. }) => return Ok(Next::Quiet),
+                Err(Error::Closed) => return Ok(Next::Closed),
                 Err(Error::Io { source, .. })
                     if source.kind() == io::ErrorKind::ConnectionReset =>
                 {
-                    return Ok(None);
+                    return Ok(Next::Closed);
                 }
                 Err(e) => return Err(e),
             }

@@ -133,34 +133,74 @@ impl Cache {
     }
 
     /// As `entries`, each with its file. Unreadable or foreign files are
-    /// skipped; an unreadable directory is an error.
+    /// left out (`scan` lists them).
     pub fn files(&self) -> CniResult<Vec<(PathBuf, Entry)>> {
+        Ok(self
+            .scan()?
+            .into_iter()
+            .filter_map(|f| match f {
+                Scanned::Entry(path, e) => Some((path, *e)),
+                Scanned::Unreadable(..) => None,
+            })
+            .collect())
+    }
+
+    /// Every file of the results directory, sorted by name: the entries that
+    /// name an interface, and those that cannot be read as one (cut short by
+    /// a crash, another format) with why. A dot file is a write in progress
+    /// (or one a crash cut short), not an entry.
+    pub fn scan(&self) -> CniResult<Vec<Scanned>> {
         let results = self.dir.join("results");
         let dir = match std::fs::read_dir(&results) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error("read", &results, e)),
         };
-        // A dot file is a write in progress (or one a crash cut short), not an entry.
-        let mut paths: Vec<PathBuf> = dir
-            .flatten()
-            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-            .map(|e| e.path())
-            .collect();
+        let mut paths = Vec::new();
+        for e in dir {
+            let e = e.map_err(|e| io_error("read", &results, e))?;
+            if !e.file_name().to_string_lossy().starts_with('.') {
+                paths.push(e.path());
+            }
+        }
         paths.sort();
         let mut out = Vec::new();
         for path in paths {
-            let Ok(bytes) = crate::files::read_state_limited(&path, crate::files::MAX_FILE) else {
-                continue;
+            let bytes = match crate::files::read_state_limited(&path, crate::files::MAX_FILE) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    out.push(Scanned::Unreadable(path, e.to_string()));
+                    continue;
+                }
             };
-            if let Ok(Cached::Entry(e)) = parse(&bytes)
-                && !e.ifname.is_empty()
-            {
-                out.push((path, *e));
+            match parse(&bytes) {
+                Ok(Cached::Entry(e)) if !e.ifname.is_empty() => {
+                    out.push(Scanned::Entry(path, e));
+                }
+                Ok(Cached::Entry(_)) => {
+                    out.push(Scanned::Unreadable(
+                        path,
+                        "the entry names no interface".into(),
+                    ));
+                }
+                Ok(Cached::LegacyResult(_)) => out.push(Scanned::Unreadable(
+                    path,
+                    format!("not a {KIND} entry (an older or foreign format)"),
+                )),
+                Err(e) => out.push(Scanned::Unreadable(path, e.to_string())),
             }
         }
         Ok(out)
     }
+}
+
+/// One file of the results directory.
+#[derive(Debug)]
+pub enum Scanned {
+    Entry(PathBuf, Box<Entry>),
+    /// Not readable as an entry, and why.
+    Unreadable(PathBuf, String),
 }
 
 fn parse(bytes: &[u8]) -> Result<Cached, json::Error> {

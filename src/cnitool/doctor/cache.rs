@@ -9,8 +9,15 @@ use anyhow::Result;
 
 pub const KIND: &str = "cache";
 pub const ACTION: &str = "DEL with the cached config";
+/// An entry that cannot be read cannot be judged: it keeps what may be its.
+pub const UNREADABLE: &str =
+    "none (unreadable: what may be its is kept; remove it by hand once its pod is gone)";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    for (path, why) in &node.unreadable {
+        let object = format!("{} ({why})", path.display());
+        out.push(Finding::new(KIND, "", "", "", &object, UNREADABLE));
+    }
     for (i, a) in node.attachments.iter().enumerate() {
         if a.state != State::Dead {
             continue;

@@ -49,7 +49,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             continue;
         }
         let owner = owner_of(name, &known);
-        if owner.is_some_and(|(id, _)| node.keeps_container(id)) {
+        if node.keeps_container(owner.map_or("", |(id, _)| id)) {
             continue;
         }
         let dead = owner.and_then(|(id, _)| {

@@ -76,7 +76,7 @@ fn fix(net: IpNet) -> Result<bool> {
     if !present(net)? {
         return Ok(true);
     }
-    if super::namespaces::addresses().contains(&net.addr()) {
+    if super::namespaces::in_use_now(net.addr()) {
         return Ok(false);
     }
     firewall::del_addresses(&[net])?;

@@ -70,7 +70,7 @@ fn fix(zone: &str, net: IpNet) -> Result<bool> {
     if !present(zone, net)? {
         return Ok(true);
     }
-    if super::namespaces::addresses().contains(&net.addr()) {
+    if super::namespaces::in_use_now(net.addr()) {
         return Ok(false);
     }
     let plan = Plan {

@@ -29,6 +29,7 @@ mod repair;
 mod report;
 mod tmp;
 mod tuning;
+mod vantage;
 mod veth;
 mod watch;
 
@@ -49,6 +50,14 @@ pub struct DoctorArgs {
     /// Leave state younger than this alone (an ADD may be in flight)
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     min_age: u64,
+    /// Repair a live attachment only once its state was seen missing this
+    /// long with its cache entry unchanged (a DEL may be under way)
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    repair_after: u64,
+    /// Run again this long after each run ends, until stopped (for a
+    /// container; exit 2 when the node cannot be inspected)
+    #[arg(long, value_name = "SECONDS", conflicts_with = "on_firewalld_reload")]
+    every: Option<u64>,
     /// Print {"findings": [...]} instead of a table
     #[arg(long)]
     json: bool,
@@ -152,6 +161,14 @@ pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
     if args.on_firewalld_reload {
         return watch::main(&settings, args);
     }
+    if let Some(every) = args.every {
+        loop {
+            if run(&settings, args) == 2 {
+                return 2;
+            }
+            std::thread::sleep(Duration::from_secs(every));
+        }
+    }
     run(&settings, args)
 }
 
@@ -159,7 +176,8 @@ pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
 fn run(s: &Settings, args: &DoctorArgs) -> i32 {
     let min_age = Duration::from_secs(args.min_age);
     let inspected = (|| {
-        let node = Node::inspect(&s.conf_dir, s.runtime.clone(), min_age, SystemTime::now())?;
+        let mut node = Node::inspect(&s.conf_dir, s.runtime.clone(), min_age, SystemTime::now())?;
+        node.repair_after = Duration::from_secs(args.repair_after);
         let mut findings = Vec::new();
         for find in KINDS {
             find(&node, &mut findings)?;
@@ -176,25 +194,35 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
             return 2;
         }
     };
+    node.judged();
     if args.fix {
         fix_all(&node, &mut findings);
     }
     if let Err(e) = node.save_sightings() {
         eprintln!("cnitool doctor: {}", super::report(&e));
     }
-    println!(
-        "{}",
-        if args.json {
-            to_json(&findings)
-        } else {
-            table(&findings)
+    if args.json {
+        println!("{}", to_json(&findings, node.young()));
+    } else {
+        println!("{}", table(&findings));
+        if node.young() > 0 {
+            println!(
+                "{} object(s) younger than --min-age ({} s) left alone: an ADD or DEL may be in flight",
+                node.young(),
+                args.min_age
+            );
         }
-    );
+    }
     i32::from(findings.iter().any(|f| !f.fixed))
 }
 
-/// The dead attachments' DELs first, then the rest in order.
+/// The dead attachments' DELs first, then the rest in order; repairs after
+/// their second look.
 fn fix_all(node: &Node, findings: &mut [Finding]) {
+    let wait = node.repair_wait();
+    if !wait.is_zero() && findings.iter().any(|f| f.kind == repair::KIND) {
+        std::thread::sleep(wait);
+    }
     let (first, rest): (Vec<_>, Vec<_>) = findings.iter_mut().partition(|f| f.kind == cache::KIND);
     for f in first.into_iter().chain(rest) {
         let Some(fix) = &f.fix else {

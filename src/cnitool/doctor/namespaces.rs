@@ -11,10 +11,12 @@ use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
-/// Every address found; a namespace that goes away or cannot be entered
-/// meanwhile is skipped (said on stderr when it is not gone).
-pub fn addresses() -> BTreeSet<IpAddr> {
+/// Every address found, and whether every namespace could be read: one that
+/// goes away meanwhile holds nothing, but one that cannot be entered (said on
+/// stderr) may hold any address.
+pub fn addresses() -> (BTreeSet<IpAddr>, bool) {
     let mut out = BTreeSet::new();
+    let mut complete = true;
     let own = std::fs::metadata("/proc/thread-self/ns/net")
         .map(|m| (m.dev(), m.ino()))
         .ok();
@@ -29,13 +31,26 @@ pub fn addresses() -> BTreeSet<IpAddr> {
         }
         match addresses_in(&path) {
             Ok(ips) => out.extend(ips),
-            Err(e) => eprintln!(
-                "cnitool doctor: cannot read the addresses of {}: {e:#}",
-                path.display()
-            ),
+            // A task that ended meanwhile took its namespace reference with it.
+            Err(_) if path.starts_with("/proc") && !path.exists() => {}
+            Err(e) => {
+                eprintln!(
+                    "cnitool doctor: cannot read the addresses of {}, every address counts as \
+                     in use: {e:#}",
+                    path.display()
+                );
+                complete = false;
+            }
         }
     }
-    out
+    (out, complete)
+}
+
+/// Whether a namespace holds the address now, read again (as a fix does
+/// right before it removes): an unreadable namespace may hold it.
+pub fn in_use_now(ip: IpAddr) -> bool {
+    let (ips, complete) = addresses();
+    !complete || ips.contains(&ip)
 }
 
 /// Where the node's namespaces are: every task's and every bind mount's.

@@ -3,12 +3,13 @@
 //! and since when an ownerless object has been seen (kernel objects carry no
 //! age of their own).
 
-use crate::runtime::cache::{Cache, Entry};
+use super::vantage::{self, Mounts, Seen};
+use crate::runtime::cache::{Cache, Entry, Scanned};
 use crate::runtime::conf::{self, NetworkList};
 use crate::runtime::{Runtime, RuntimeConf};
 use anyhow::{Context, Result};
 use serde_json::Value;
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -21,8 +22,8 @@ pub enum State {
     Alive,
     /// Its netns path is gone, or no longer a namespace.
     Dead,
-    /// No netns recorded, or one under /proc whose process is gone (the
-    /// namespace may live on): never judged.
+    /// No netns recorded, or one under /proc whose process is gone or is
+    /// another process now (the namespace may live on): never judged dead.
     Unknown,
     /// Younger than --min-age: an ADD or DEL may be in flight.
     Fresh,
@@ -58,10 +59,28 @@ pub struct Node {
     pub lists: Vec<NetworkList>,
     /// Every entry of the main cache and of each configured multus's cniDir.
     pub attachments: Vec<Cached>,
+    /// Cache files that could not be read as entries, and why: whatever may
+    /// be theirs is kept.
+    pub unreadable: Vec<(PathBuf, String)>,
     pub min_age: Duration,
     pub now: SystemTime,
     sightings: RefCell<Sightings>,
-    ips: OnceCell<BTreeSet<IpAddr>>,
+    ips: OnceCell<Addresses>,
+    /// How long a live attachment's state must have been seen missing
+    /// before it is repaired (--repair-after).
+    pub repair_after: Duration,
+    /// The longest a repair found still has to wait for its second look.
+    repair_wait: Cell<Duration>,
+    /// Objects left alone for being younger than --min-age (while judging).
+    young: Cell<usize>,
+    judging: Cell<bool>,
+}
+
+/// The addresses in use on the node; incomplete when a namespace could not
+/// be read (then every address counts as in use).
+struct Addresses {
+    ips: BTreeSet<IpAddr>,
+    complete: bool,
 }
 
 impl Node {
@@ -78,10 +97,19 @@ impl Node {
                 caches.push(Cache::new(dir));
             }
         }
+        let mounts = Mounts::of_self();
         let mut attachments = Vec::new();
+        let mut unreadable = Vec::new();
         for cache in &caches {
-            for (path, entry) in cache.files()? {
-                let state = judge(&path, &entry, min_age, now)?;
+            for scanned in cache.scan()? {
+                let (path, entry) = match scanned {
+                    Scanned::Entry(path, entry) => (path, *entry),
+                    Scanned::Unreadable(path, why) => {
+                        unreadable.push((path, why));
+                        continue;
+                    }
+                };
+                let state = judge(&path, &entry, mounts, min_age, now)?;
                 attachments.push(Cached {
                     path,
                     cache: cache.clone(),
@@ -90,34 +118,88 @@ impl Node {
                 });
             }
         }
+        let young = attachments
+            .iter()
+            .filter(|a| a.state == State::Fresh)
+            .count();
         let sightings = Sightings::load(&runtime.cache.dir, min_age, now);
         Ok(Node {
             runtime,
             lists,
             attachments,
+            unreadable,
             min_age,
             now,
             sightings: RefCell::new(sightings),
             ips: OnceCell::new(),
+            repair_after: Duration::ZERO,
+            repair_wait: Cell::new(Duration::ZERO),
+            young: Cell::new(young),
+            judging: Cell::new(true),
         })
+    }
+
+    /// Whether an unreadable cache entry may be the attachment of this
+    /// container (its file name holds `-<id>-`); with no container known, any
+    /// unreadable entry may own the object.
+    pub fn in_doubt(&self, container_id: &str) -> bool {
+        self.unreadable.iter().any(|(path, _)| {
+            container_id.is_empty()
+                || path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(&format!("-{container_id}-")))
+        })
+    }
+
+    /// A live attachment's state seen missing (under a key that changes with
+    /// its cache entry): how long until it may be repaired is noted.
+    pub fn repair_seen(&self, key: &str) {
+        let seen = self.sightings.borrow_mut().seen_for(key);
+        let wait = self.repair_after.saturating_sub(seen);
+        self.repair_wait.set(self.repair_wait.get().max(wait));
+    }
+
+    /// How long to wait before the second look at the repairs found.
+    pub fn repair_wait(&self) -> Duration {
+        self.repair_wait.get()
+    }
+
+    /// How many objects were left alone for being younger than --min-age.
+    pub fn young(&self) -> usize {
+        self.young.get()
+    }
+
+    /// Judging ends: checks made by fixes are not counted as young state.
+    pub fn judged(&self) {
+        self.judging.set(false);
+    }
+
+    fn count_young(&self, old: bool) -> bool {
+        if !old && self.judging.get() {
+            self.young.set(self.young.get() + 1);
+        }
+        old
     }
 
     /// Whether a cached attachment that is not dead names this owner (an empty
     /// `ifname`: any interface of the container, as legacy state names none).
     pub fn keeps(&self, network: &str, container_id: &str, ifname: &str) -> bool {
-        self.attachments.iter().any(|a| {
-            a.state != State::Dead
-                && a.entry.network_name == network
-                && a.entry.container_id == container_id
-                && (ifname.is_empty() || a.entry.ifname == ifname)
-        })
+        self.in_doubt(container_id)
+            || self.attachments.iter().any(|a| {
+                a.state != State::Dead
+                    && a.entry.network_name == network
+                    && a.entry.container_id == container_id
+                    && (ifname.is_empty() || a.entry.ifname == ifname)
+            })
     }
 
     /// Whether any attachment of the container, on any network, is not dead.
     pub fn keeps_container(&self, container_id: &str) -> bool {
-        self.attachments
-            .iter()
-            .any(|a| a.state != State::Dead && a.entry.container_id == container_id)
+        self.in_doubt(container_id)
+            || self
+                .attachments
+                .iter()
+                .any(|a| a.state != State::Dead && a.entry.container_id == container_id)
     }
 
     /// The dead cached attachment that owns an object, if any: its DEL removes it.
@@ -187,14 +269,17 @@ impl Node {
     /// Whether a file was last changed at least --min-age ago (a link is not
     /// followed; a file gone meanwhile is not old).
     pub fn old_file(&self, path: &Path) -> Result<bool> {
-        old_enough(path, self.min_age, self.now)
+        Ok(self.count_young(old_enough(path, self.min_age, self.now)?))
     }
 
     /// Whether an ownerless object (by a key naming it) has been seen by
     /// earlier runs for at least --min-age: kernel objects carry no time, so
     /// their age is counted from the first run that saw them without owner.
+    /// While an unreadable cache entry exists, no ownerless object settles:
+    /// it may be that entry's.
     pub fn settled(&self, key: &str) -> bool {
-        self.sightings.borrow_mut().settled(key)
+        let settled = self.sightings.borrow_mut().settled(key);
+        self.count_young(settled) && !self.in_doubt("")
     }
 
     /// Keeps the sightings of this run for the next one.
@@ -206,11 +291,14 @@ impl Node {
     /// result) or by any interface of any network namespace on the node but
     /// this one. Positive evidence of use, read only to keep things: a
     /// container that claims an address can keep it reserved, nothing more.
+    /// A namespace that could not be read may hold any address: then every
+    /// address counts as in use.
     pub fn ip_in_use(&self, ip: IpAddr) -> bool {
-        self.ips.get_or_init(|| self.ips_in_use()).contains(&ip)
+        let a = self.ips.get_or_init(|| self.ips_in_use());
+        !a.complete || a.ips.contains(&ip)
     }
 
-    fn ips_in_use(&self) -> BTreeSet<IpAddr> {
+    fn ips_in_use(&self) -> Addresses {
         let mut ips = BTreeSet::new();
         for a in &self.attachments {
             if a.state != State::Dead
@@ -219,8 +307,9 @@ impl Node {
                 ips.extend(result_ips(result));
             }
         }
-        ips.extend(super::namespaces::addresses());
-        ips
+        let (found, complete) = super::namespaces::addresses();
+        ips.extend(found);
+        Addresses { ips, complete }
     }
 }
 
@@ -246,7 +335,13 @@ pub fn result_ips(result: &Value) -> Vec<IpAddr> {
     out
 }
 
-fn judge(path: &Path, entry: &Entry, min_age: Duration, now: SystemTime) -> Result<State> {
+fn judge(
+    path: &Path,
+    entry: &Entry,
+    mounts: Mounts,
+    min_age: Duration,
+    now: SystemTime,
+) -> Result<State> {
     if !old_enough(path, min_age, now)? {
         return Ok(State::Fresh);
     }
@@ -254,13 +349,41 @@ fn judge(path: &Path, entry: &Entry, min_age: Duration, now: SystemTime) -> Resu
         return Ok(State::Unknown);
     }
     let netns = Path::new(&entry.netns);
-    if netns_alive(netns)? {
-        Ok(State::Alive)
-    } else if netns.starts_with("/proc") {
-        Ok(State::Unknown)
-    } else {
-        Ok(State::Dead)
+    let seen = vantage::seen(netns)
+        .with_context(|| format!("failed to statfs netns {}", netns.display()))?;
+    if netns.starts_with("/proc") {
+        // A PID names whatever process has it now: alive only while it is
+        // the task that was there when the attachment was cached.
+        let cached = std::fs::symlink_metadata(path)
+            .and_then(|m| m.modified())
+            .with_context(|| format!("failed to stat {}", path.display()))?;
+        let same_task = vantage::task_started_by(netns, cached) == Some(true);
+        return Ok(if seen == Seen::Namespace && same_task {
+            State::Alive
+        } else {
+            State::Unknown
+        });
     }
+    if seen == Seen::Namespace {
+        return Ok(State::Alive);
+    }
+    let dir = netns.parent().unwrap_or(Path::new("/"));
+    if !mounts.trusts(seen, dir) {
+        let what = match seen {
+            Seen::Missing => "is missing",
+            _ => "is not a namespace",
+        };
+        anyhow::bail!(
+            "{} (the netns of container {} on network {}) {what} from here, and this process \
+             does not see the host's mounts (it runs in a mount namespace of its own), so no \
+             pod can be judged; run the doctor in the host's mount namespace (e.g. `nsenter \
+             -t 1 -m`), or mount the netns directory with HostToContainer propagation",
+            netns.display(),
+            entry.container_id,
+            entry.network_name
+        );
+    }
+    Ok(State::Dead)
 }
 
 /// The cniDir of every multus plugin configured (where it caches its
@@ -299,13 +422,11 @@ pub fn old_enough(path: &Path, min_age: Duration, now: SystemTime) -> Result<boo
 /// Whether `path` still is a namespace; a missing path (or a plain file left
 /// where a bind mount was) is not.
 pub fn netns_alive(path: &Path) -> Result<bool> {
-    use nix::errno::Errno;
-    use nix::sys::statfs::{NSFS_MAGIC, statfs};
-    match statfs(path) {
-        Ok(fs) => Ok(fs.filesystem_type() == NSFS_MAGIC),
-        Err(Errno::ENOENT | Errno::ENOTDIR) => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("failed to statfs netns {}", path.display())),
-    }
+    Ok(
+        vantage::seen(path)
+            .with_context(|| format!("failed to statfs netns {}", path.display()))?
+            == Seen::Namespace,
+    )
 }
 
 /// When each ownerless object was first seen, kept between runs in
@@ -337,6 +458,11 @@ impl Sightings {
     }
 
     fn settled(&mut self, key: &str) -> bool {
+        self.seen_for(key) >= self.min_age
+    }
+
+    /// How long ago an earlier run first saw it (zero when none did).
+    fn seen_for(&mut self, key: &str) -> Duration {
         let first = self
             .before
             .get(key)
@@ -344,11 +470,11 @@ impl Sightings {
             .unwrap_or(self.now)
             .min(self.now);
         self.seen.insert(key.to_string(), first);
-        self.now - first >= self.min_age.as_secs()
+        Duration::from_secs(self.now - first)
     }
 
     fn save(&self, cache_dir: &Path) -> Result<()> {
-        if self.min_age.is_zero() && self.before.is_empty() {
+        if self.min_age.is_zero() && self.before.is_empty() && self.seen.is_empty() {
             return Ok(());
         }
         let path = cache_dir.join(SIGHTINGS);

@@ -51,6 +51,9 @@ fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
     let Some((id, ifname, net)) = owner_of(&name) else {
         return Ok(());
     };
+    if node.in_doubt(id) {
+        return Ok(());
+    }
     let owners: Vec<&Cached> = node
         .attachments
         .iter()

@@ -4,6 +4,13 @@
 //! with their own ADD, which rewrites its chains; the masquerading of bridge
 //! and ptp is checked and added as their ADD writes it. Plugins run through
 //! the runtime, so another implementation's state is repaired by that one.
+//!
+//! A repair never races a DEL: libcni's DEL removes the cache entry only
+//! after every plugin's DEL, so a half-deleted attachment looks alive with
+//! its rules gone. One is repaired only when no DEL of it was begun since it
+//! was cached (every DEL of ours marks itself, `cni::deleting`), when its
+//! state was seen missing twice `--repair-after` apart with its cache entry
+//! unchanged, and undone when the entry changed or a DEL began meanwhile.
 
 use super::Finding;
 use super::node::{Cached, Node, State};
@@ -11,9 +18,10 @@ use crate::cni::env::Command;
 use crate::netfilter::masq::{self, IpMasq};
 use crate::runtime::RuntimeConf;
 use crate::runtime::conf::{self, NetworkList, PluginConf};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use ipnet::IpNet;
 use serde_json::Value;
+use std::time::SystemTime;
 
 pub const KIND: &str = "repair";
 const READD: &str = "re-add with the plugin's ADD";
@@ -28,24 +36,26 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         ) else {
             continue;
         };
+        let Some(cached) = Fingerprint::of(&a.path) else {
+            continue;
+        };
+        if cached.del_begun(a) {
+            continue;
+        }
         for (j, plugin) in list.plugins.iter().enumerate() {
-            let object = match plugin.plugin_type.as_str() {
+            let (object, action) = match plugin.plugin_type.as_str() {
                 "portmap" | "firewall" if check(node, a, &list, plugin, result).is_err() => {
-                    format!("{} rules", plugin.plugin_type)
+                    (format!("{} rules", plugin.plugin_type), READD)
                 }
                 "bridge" | "ptp" => match masq_plan(a, &list, plugin, result)? {
                     Some((backend, plan)) if masq::check(backend, &plan).is_err() => {
-                        format!("{} masquerading", plugin.plugin_type)
+                        (format!("{} masquerading", plugin.plugin_type), MASQ)
                     }
                     _ => continue,
                 },
                 _ => continue,
             };
-            let action = if object.ends_with("rules") {
-                READD
-            } else {
-                MASQ
-            };
+            node.repair_seen(&cached.key(j));
             let e = &a.entry;
             out.push(
                 Finding::new(
@@ -56,43 +66,91 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                     &object,
                     action,
                 )
-                .fix(move |node| repair(node, i, j)),
+                .fix(move |node| repair(node, i, j, cached)),
             );
         }
     }
     Ok(())
 }
 
-/// Repairs plugin `j` of attachment `i`, unless the attachment was deleted
-/// meanwhile; true when the state checks out afterwards.
-fn repair(node: &Node, i: usize, j: usize) -> Result<bool> {
+/// What a cache entry was when it was judged: a rewrite (a new ADD) or its
+/// removal (a DEL's end) shows as a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    modified: SystemTime,
+    len: u64,
+    ino: u64,
+}
+
+impl Fingerprint {
+    fn of(path: &std::path::Path) -> Option<Fingerprint> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Fingerprint {
+            modified: m.modified().ok()?,
+            len: m.len(),
+            ino: m.ino(),
+        })
+    }
+
+    /// The key its sightings are kept under: a changed entry starts over.
+    fn key(&self, plugin: usize) -> String {
+        let at = self
+            .modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{KIND} {} {} {} {plugin}", self.ino, at.as_nanos(), self.len)
+    }
+
+    /// Whether a DEL of the attachment began since it was cached.
+    fn del_begun(&self, a: &Cached) -> bool {
+        let e = &a.entry;
+        crate::cni::deleting::marked(&e.network_name, &e.container_id, &e.ifname)
+            .is_some_and(|at| at >= self.modified)
+    }
+
+    /// Whether the entry is as it was judged and no DEL of it has begun.
+    fn holds(&self, a: &Cached) -> bool {
+        Fingerprint::of(&a.path) == Some(*self) && !self.del_begun(a)
+    }
+}
+
+/// Repairs plugin `j` of attachment `i` unless the attachment changed or a
+/// DEL of it began (then what a repair added is taken back); true when the
+/// state checks out afterwards.
+fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> {
     let a = &node.attachments[i];
     let e = &a.entry;
-    let still = a
-        .cache
-        .read(&e.network_name, &e.container_id, &e.ifname)
-        .context("failed to re-read the cache entry")?
-        .is_some();
     let list = conf::list_from_bytes(&e.config, &a.path)?;
     let (Some(result), Some(plugin)) = (e.result.as_ref(), list.plugins.get(j)) else {
         return Ok(false);
     };
-    if !still {
-        // Deleted meanwhile: nothing to repair, and nothing to re-add.
-        return Ok(true);
+    if !cached.holds(a) {
+        return Ok(false);
     }
+    let rt = RuntimeConf::of_cached(e, &e.netns);
     if let Some((backend, plan)) = masq_plan(a, &list, plugin, result)? {
-        if masq::check(backend, &plan).is_err() {
-            masq::add(backend, &plan)?;
+        if masq::check(backend, &plan).is_ok() {
+            return Ok(true);
+        }
+        masq::add(backend, &plan)?;
+        if !cached.holds(a) {
+            masq::del(backend, &plan)?;
+            return Ok(false);
         }
         return Ok(masq::check(backend, &plan).is_ok());
     }
     if check(node, a, &list, plugin, result).is_ok() {
         return Ok(true);
     }
-    let rt = RuntimeConf::of_cached(e, &e.netns);
     node.runtime
         .plugin_verb(&list, plugin, Command::Add, &rt, result, false)?;
+    if !cached.holds(a) {
+        // A DEL began while we added: what we added would outlive it.
+        node.runtime
+            .plugin_verb(&list, plugin, Command::Del, &rt, result, false)?;
+        return Ok(false);
+    }
     Ok(check(node, a, &list, plugin, result).is_ok())
 }
 

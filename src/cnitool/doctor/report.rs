@@ -2,8 +2,9 @@
 
 use super::Finding;
 
-pub fn to_json(findings: &[Finding]) -> String {
-    let v = serde_json::json!({ "findings": findings });
+/// `young`: how many objects were left alone for being younger than --min-age.
+pub fn to_json(findings: &[Finding], young: usize) -> String {
+    let v = serde_json::json!({ "findings": findings, "young": young });
     serde_json::to_string_pretty(&v).unwrap_or_else(|_| r#"{"findings": []}"#.into())
 }
 
@@ -68,18 +69,18 @@ mod tests {
     #[test]
     fn findings_as_json() {
         assert_eq!(
-            serde_json::from_str::<Value>(&to_json(&[])).expect("json"),
-            serde_json::json!({"findings": []})
+            serde_json::from_str::<Value>(&to_json(&[], 2)).expect("json"),
+            serde_json::json!({"findings": [], "young": 2})
         );
         let v: Value =
-            serde_json::from_str(&to_json(&[finding("ipam", "remove reservation", true)]))
+            serde_json::from_str(&to_json(&[finding("ipam", "remove reservation", true)], 0))
                 .expect("json");
         assert_eq!(
             v,
             serde_json::json!({"findings": [{
                 "kind": "ipam", "network": "net", "containerId": "c1", "ifname": "eth0",
                 "object": "/x/10.0.0.2", "action": "remove reservation", "fixed": true
-            }]})
+            }], "young": 0})
         );
     }
 

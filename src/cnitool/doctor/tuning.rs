@@ -6,7 +6,7 @@
 
 use super::Finding;
 use super::node::{Cached, Node, State, remove_file};
-use crate::plugins::tuning::{DEFAULT_DATA_DIR, backup_file, backup_network};
+use crate::plugins::tuning::{DEFAULT_DATA_DIR, backup_file, backup_network, is_backup};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -29,6 +29,15 @@ fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
     let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
         return Ok(());
     };
+    // Only tuning's own backups are judged: a dataDir may hold anyone's files.
+    if !is_backup(path) {
+        return Ok(());
+    }
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    let (id, ifname) = stem.rsplit_once('_').unwrap_or((stem, ""));
+    if node.in_doubt(id) {
+        return Ok(());
+    }
     let network = backup_network(path);
     // The attachments this file could belong to (a `_` in an ID can make two
     // names alike: any of them keeps it).
@@ -48,8 +57,6 @@ fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
             (n.clone(), i.clone(), f.clone(), BY_DEL)
         }
         None => {
-            let stem = name.strip_suffix(".json").unwrap_or(&name);
-            let (id, ifname) = stem.rsplit_once('_').unwrap_or((stem, ""));
             let n = network.unwrap_or_default();
             (n, id.to_string(), ifname.to_string(), ACTION)
         }

@@ -5,15 +5,25 @@
 //! run, so a reload during that run is not missed. It runs until the bus goes
 //! away (a restarted bus has forgotten the subscription): then it fails, for
 //! its service manager to start it again.
+//!
+//! Anyone on the system bus may broadcast a signal named `Reloaded`: only
+//! those sent by the connection that owns firewalld's name count (the match
+//! rule names the sender, and the unique name is checked), and a burst gives
+//! one pass, at most one per `GAP`.
 
 use super::super::Settings;
 use super::DoctorArgs;
-use crate::dbus::{self, Conn};
+use crate::dbus::{self, Conn, Next};
+use std::time::{Duration, Instant};
 
-const INTERFACE: &str = "org.fedoraproject.FirewallD1";
+const NAME: &str = "org.fedoraproject.FirewallD1";
+const PATH: &str = "/org/fedoraproject/FirewallD1";
+const INTERFACE: &str = NAME;
 const MEMBER: &str = "Reloaded";
 /// The exit status when the bus cannot be watched (any more).
 const NO_BUS: i32 = 3;
+/// The least time between two passes.
+const GAP: Duration = Duration::from_secs(5);
 
 pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
     let mut conn = match subscribe() {
@@ -24,12 +34,10 @@ pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
         }
     };
     super::run(settings, args);
+    let mut last = Instant::now();
     loop {
-        match conn.next_signal(INTERFACE, MEMBER) {
-            Ok(Some(_)) => {
-                eprintln!("cnitool doctor: firewalld reloaded; checking again");
-                super::run(settings, args);
-            }
+        match reloaded(&mut conn, None) {
+            Ok(Some(_)) => {}
             Ok(None) => {
                 eprintln!("cnitool doctor: the system bus went away");
                 return NO_BUS;
@@ -39,13 +47,53 @@ pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
                 return NO_BUS;
             }
         }
+        // The rest of a burst, and what comes until the gap is over, is this pass's.
+        let until = last + GAP;
+        loop {
+            match reloaded(&mut conn, Some(until)) {
+                Ok(Some(true)) => continue,
+                Ok(Some(false)) => break,
+                Ok(None) => {
+                    eprintln!("cnitool doctor: the system bus went away");
+                    return NO_BUS;
+                }
+                Err(e) => {
+                    eprintln!("cnitool doctor: failed to wait for firewalld's reloads: {e}");
+                    return NO_BUS;
+                }
+            }
+        }
+        eprintln!("cnitool doctor: firewalld reloaded; checking again");
+        super::run(settings, args);
+        last = Instant::now();
+    }
+}
+
+/// Waits (until `deadline`, if any) for a `Reloaded` from firewalld itself:
+/// Some(true) when one came, Some(false) when the deadline passed, None when
+/// the bus closed. Signals from any other sender are skipped.
+fn reloaded(conn: &mut Conn, deadline: Option<Instant>) -> dbus::Result<Option<bool>> {
+    loop {
+        let msg = match conn.next_signal_by(INTERFACE, MEMBER, deadline)? {
+            Next::Signal(msg) => msg,
+            Next::Quiet => return Ok(Some(false)),
+            Next::Closed => return Ok(None),
+        };
+        let owner = conn.name_owner(NAME).ok();
+        if msg.sender.is_some() && msg.sender == owner {
+            return Ok(Some(true));
+        }
+        eprintln!(
+            "cnitool doctor: ignored a {MEMBER} signal from {}, which is not firewalld",
+            msg.sender.as_deref().unwrap_or("an unnamed sender")
+        );
     }
 }
 
 fn subscribe() -> dbus::Result<Conn> {
     let mut conn = Conn::system()?;
     conn.add_match(&format!(
-        "type='signal',interface='{INTERFACE}',member='{MEMBER}'"
+        "type='signal',sender='{NAME}',path='{PATH}',interface='{INTERFACE}',member='{MEMBER}'"
     ))?;
     Ok(conn)
 }

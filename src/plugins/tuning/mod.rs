@@ -274,6 +274,31 @@ pub(crate) fn backup_network(path: &Path) -> Option<String> {
     (!backup.network.is_empty()).then_some(backup.network)
 }
 
+/// Whether a file is a backup tuning (ours or the reference's) wrote: named
+/// `<containerID>_<ifname>.json` and a JSON object of backup keys only. Any
+/// other file in a `dataDir` (an admin's notes) is nobody's backup.
+pub(crate) fn is_backup(path: &Path) -> bool {
+    const KEYS: [&str; 6] = ["mac", "promisc", "mtu", "allmulti", "txQLen", "network"];
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_suffix(".json"))
+        .and_then(|stem| stem.rsplit_once('_'))
+        .is_some_and(|(id, ifname)| {
+            crate::cni::env::is_valid_name(id) && crate::cni::env::validate_ifname(ifname).is_ok()
+        });
+    let Ok(bytes) = crate::files::read_state_limited(path, 64 << 10) else {
+        return false;
+    };
+    let own_keys = match crate::cni::json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(m)) => m
+            .keys()
+            .all(|k| KEYS.iter().any(|known| known.eq_ignore_ascii_case(k))),
+        _ => false,
+    };
+    named && own_keys && crate::cni::json::from_slice::<Backup>(&bytes).is_ok()
+}
+
 fn prev(inv: &Invocation) -> CniResult<NetResult> {
     inv.conf
         .container_prev_result()?
