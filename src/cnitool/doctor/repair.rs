@@ -99,7 +99,12 @@ impl Fingerprint {
             .modified
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        format!("{KIND} {} {} {} {plugin}", self.ino, at.as_nanos(), self.len)
+        format!(
+            "{KIND} {} {} {} {plugin}",
+            self.ino,
+            at.as_nanos(),
+            self.len
+        )
     }
 
     /// Whether a DEL of the attachment began since it was cached.
