@@ -202,7 +202,7 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
         eprintln!("cnitool doctor: {}", super::report(&e));
     }
     if args.json {
-        println!("{}", to_json(&findings, node.young()));
+        println!("{}", to_json(&findings));
     } else {
         println!("{}", table(&findings));
         if node.young() > 0 {

@@ -2,9 +2,8 @@
 
 use super::Finding;
 
-/// `young`: how many objects were left alone for being younger than --min-age.
-pub fn to_json(findings: &[Finding], young: usize) -> String {
-    let v = serde_json::json!({ "findings": findings, "young": young });
+pub fn to_json(findings: &[Finding]) -> String {
+    let v = serde_json::json!({ "findings": findings });
     serde_json::to_string_pretty(&v).unwrap_or_else(|_| r#"{"findings": []}"#.into())
 }
 
@@ -69,18 +68,18 @@ mod tests {
     #[test]
     fn findings_as_json() {
         assert_eq!(
-            serde_json::from_str::<Value>(&to_json(&[], 2)).expect("json"),
-            serde_json::json!({"findings": [], "young": 2})
+            serde_json::from_str::<Value>(&to_json(&[])).expect("json"),
+            serde_json::json!({"findings": []})
         );
         let v: Value =
-            serde_json::from_str(&to_json(&[finding("ipam", "remove reservation", true)], 0))
+            serde_json::from_str(&to_json(&[finding("ipam", "remove reservation", true)]))
                 .expect("json");
         assert_eq!(
             v,
             serde_json::json!({"findings": [{
                 "kind": "ipam", "network": "net", "containerId": "c1", "ifname": "eth0",
                 "object": "/x/10.0.0.2", "action": "remove reservation", "fixed": true
-            }], "young": 0})
+            }]})
         );
     }
 
