@@ -120,3 +120,81 @@ fn firewalld_sources_of_dead_and_ownerless_attachments_are_removed() {
     assert_eq!(doctor(&["--min-age", "0"], 0), Vec::<Value>::new());
     cnitool(&["del", "fwz-net", live.path()]).ok();
 }
+
+/// Anyone on the system bus may broadcast a signal named `Reloaded`: twenty
+/// of them from uid 65534 give the watcher no pass; firewalld's own reload
+/// gives one.
+#[test]
+fn spoofed_reload_signals_from_another_user_cause_no_pass() {
+    let test = "spoofed_reload_signals_from_another_user_cause_no_pass";
+    if tools_missing(test) {
+        return;
+    }
+    enter_test_host();
+    // A system-bus-like policy where any user may connect and send signals.
+    let bus = Bus::with(
+        None,
+        r#"</policy><policy context="default"><allow user="*"/><allow send_type="signal"/>"#,
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bus.dir.0, std::fs::Permissions::from_mode(0o755))
+        .expect("chmod bus dir");
+    let _fw = Firewalld::start(&bus);
+    let rt = Runtime::new("fwspoof");
+    let log_dir = harness::TempDir::new("fwspoof-log");
+    let log = log_dir.0.join("watcher.log");
+    let file = std::fs::File::create(&log).expect("log");
+    let mut watcher = rt
+        .command(
+            &["doctor", "--fix", "--on-firewalld-reload", "--min-age", "0"],
+            &json!({}),
+            None,
+        )
+        .env("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+        .stdout(file.try_clone().expect("log fd"))
+        .stderr(file)
+        .spawn()
+        .expect("spawn the watcher");
+    let passes = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .matches("no stale CNI state found")
+            .count()
+    };
+    let wait_for = |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while passes() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        passes()
+    };
+    assert_eq!(wait_for(1), 1, "the first pass");
+
+    for _ in 0..20 {
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg("dbus-send")
+            .arg(format!("--bus={}", bus.address))
+            .args([
+                "--type=signal",
+                firewalld::FIREWALLD_PATH,
+                "org.fedoraproject.FirewallD1.Reloaded",
+            ])
+            .output()
+            .expect("dbus-send as nobody");
+        assert!(
+            out.status.success(),
+            "the bus takes nobody's signal: {out:?}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert_eq!(passes(), 1, "no pass for spoofed signals:\n{text}");
+    assert!(!text.contains("firewalld reloaded"), "{text}");
+
+    let reload = bus.send("org.fedoraproject.FirewallD1.reload", &[]);
+    assert!(reload.status.success(), "{reload:?}");
+    assert_eq!(wait_for(2), 2, "firewalld's own reload gives a pass");
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+}

@@ -15,6 +15,7 @@ mod firewall;
 mod firewall_nft;
 mod firewalld;
 mod flannel;
+mod hostview;
 mod ifb;
 mod ipam;
 mod macspoofchk;

@@ -77,7 +77,7 @@ pub fn candidates() -> Vec<PathBuf> {
     out
 }
 
-fn addresses_in(path: &std::path::Path) -> anyhow::Result<Vec<IpAddr>> {
+pub fn addresses_in(path: &std::path::Path) -> anyhow::Result<Vec<IpAddr>> {
     let ns = match NetNs::open(path) {
         Ok(ns) => ns,
         Err(crate::netns::Error::NotFound(_)) => return Ok(Vec::new()),

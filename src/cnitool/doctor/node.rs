@@ -35,6 +35,9 @@ pub struct Cached {
     pub cache: Cache,
     pub entry: Entry,
     pub state: State,
+    /// Its namespace: the cached netns, or for an entry without one (libcni
+    /// before 1.2) the namespace the host shows to be its pod's.
+    pub netns: String,
 }
 
 impl Cached {
@@ -113,11 +116,13 @@ impl Node {
                 attachments.push(Cached {
                     path,
                     cache: cache.clone(),
+                    netns: entry.netns.clone(),
                     entry,
                     state,
                 });
             }
         }
+        super::hostview::judge(&mut attachments)?;
         let young = attachments
             .iter()
             .filter(|a| a.state == State::Fresh)

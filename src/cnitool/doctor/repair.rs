@@ -133,7 +133,7 @@ fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> 
     if !cached.holds(a) {
         return Ok(false);
     }
-    let rt = RuntimeConf::of_cached(e, &e.netns);
+    let rt = RuntimeConf::of_cached(e, &a.netns);
     if let Some((backend, plan)) = masq_plan(a, &list, plugin, result)? {
         if masq::check(backend, &plan).is_ok() {
             return Ok(true);
@@ -166,7 +166,7 @@ fn check(
     plugin: &PluginConf,
     result: &Value,
 ) -> crate::cni::CniResult<()> {
-    let rt = RuntimeConf::of_cached(&a.entry, &a.entry.netns);
+    let rt = RuntimeConf::of_cached(&a.entry, &a.netns);
     // Our CHECK reads the rules the reference writes as its own (and does not
     // share the reference portmap's CHECK failing every IPv4-only pod).
     node.runtime

@@ -158,8 +158,8 @@ fn live_nsids(node: &Node, sock: &mut Socket) -> Result<Option<BTreeSet<i32>>> {
     let mut paths: Vec<PathBuf> = node
         .attachments
         .iter()
-        .filter(|a| a.state != State::Dead && !a.entry.netns.is_empty())
-        .map(|a| PathBuf::from(&a.entry.netns))
+        .filter(|a| a.state != State::Dead && !a.netns.is_empty())
+        .map(|a| PathBuf::from(&a.netns))
         .collect();
     paths.extend(super::namespaces::candidates());
     let mut seen = BTreeSet::new();
