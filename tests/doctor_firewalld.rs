@@ -134,7 +134,7 @@ fn spoofed_reload_signals_from_another_user_cause_no_pass() {
     // A system-bus-like policy where any user may connect and send signals.
     let bus = Bus::with(
         None,
-        r#"</policy><policy context="default"><allow user="*"/><allow send_type="signal"/>"#,
+        r#"</policy><policy context="default"><allow user="*"/><allow send_type="signal"/><allow send_destination="org.freedesktop.DBus"/><allow receive_sender="org.freedesktop.DBus"/>"#,
     );
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bus.dir.0, std::fs::Permissions::from_mode(0o755))
