@@ -64,6 +64,7 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes
  doctor_firewalld:firewalld_sources_of_dead_and_ownerless_attachments_are_removed
  doctor_firewalld:spoofed_reload_signals_from_another_user_cause_no_pass
+ doctor_libcni:libcni_1_1_attachments_are_judged_fixed_and_repaired
  doctor_leaks:adds_killed_at_every_mutating_syscall_are_found_and_fixed"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
