@@ -1,17 +1,15 @@
 //! What ipMasq's and portmap's iptables kinds share: a per-container chain in
 //! `nat` whose rules' comment names network and container (the reference's
-//! format), listed when its owner is dead or, ownerless, once settled and
-//! while no namespace holds an address its rules name; removed by the
-//! plugin's own DEL in the netfilter layer.
+//! format), owned by that attachment (any interface), in use while a
+//! namespace holds an address its rules name; removed by the plugin's own
+//! DEL in the netfilter layer.
 
-use super::Finding;
+use super::engine::{Age, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Family;
 use crate::netfilter::iptables::{Flavour, other_flavour, use_flavour};
 use anyhow::Result;
 use std::net::IpAddr;
-
-pub use super::BY_DEL;
 
 /// A per-container chain and what names its owner.
 pub struct Owned {
@@ -31,57 +29,47 @@ pub fn flavours() -> Vec<Flavour> {
         .collect()
 }
 
-/// Findings of `kind` for `chains`, read in `flavour`; `remove(network,
+/// The objects of `kind` for `chains`, read in `flavour`; `remove(network,
 /// container)` is the plugin's DEL of that container's rules (run in the
 /// same flavour).
-pub fn find(
+pub fn objects(
     node: &Node,
-    out: &mut Vec<Finding>,
     kind: &'static str,
     action: &'static str,
     (flavour, chains): (Flavour, Vec<Owned>),
     remove: fn(&str, &str) -> Result<()>,
-) {
-    for m in chains {
-        if node.keeps(&m.network, &m.container_id, "") {
-            continue;
-        }
-        let object = format!("{} nat {}", flavour.command(m.family), m.chain);
-        let dead = node.dead_owner(&m.network, &m.container_id, "").is_some();
-        if !dead
-            && (!node.settled(&format!("{kind} {object}"))
-                || m.addresses.iter().any(|ip| node.ip_in_use(*ip)))
-        {
-            continue;
-        }
-        // Its DEL runs the default tools: another flavour's chain is ours to remove.
-        let action = if dead && flavour == Flavour::Default {
-            BY_DEL
-        } else {
-            action
-        };
-        let Owned {
-            family,
-            network,
-            container_id,
-            chain,
-            ..
-        } = m;
-        out.push(
-            Finding::new(kind, &network, &container_id, "", &object, action).fix(move |node| {
-                let _flavour = use_flavour(flavour);
-                if !present(family, &chain)? {
-                    return Ok(true);
-                }
-                // An ADD that finished meanwhile has a cache entry by now.
-                if node.named_now(&network, &container_id, "")? {
-                    return Ok(false);
-                }
-                remove(&network, &container_id)?;
-                present(family, &chain).map(|p| !p)
-            }),
-        );
-    }
+) -> Vec<Object> {
+    chains
+        .into_iter()
+        .map(|m| {
+            let label = format!("{} nat {}", flavour.command(m.family), m.chain);
+            let named = Named::new(&m.network, &m.container_id, "");
+            let (family, chain) = (m.family, m.chain.clone());
+            let (network, id) = (m.network.clone(), m.container_id.clone());
+            Object {
+                kind,
+                id: label.clone(),
+                label,
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::Object,
+                age: Age::Sighted,
+                addresses: m.addresses,
+                busy: false,
+                action,
+                // Its DEL runs the default tools: another flavour's chain is ours to remove.
+                dead_action: (flavour != Flavour::Default).then_some(action),
+                present: Box::new(move |_| {
+                    let _flavour = use_flavour(flavour);
+                    present(family, &chain)
+                }),
+                remove: Box::new(move |_| {
+                    let _flavour = use_flavour(flavour);
+                    remove(&network, &id)
+                }),
+            }
+        })
+        .collect()
 }
 
 /// Whether iptables (either family) can be read here at all.

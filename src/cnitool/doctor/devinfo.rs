@@ -9,7 +9,8 @@
 //! multus ADD writes there, and every multus ADD leaves a cache entry.
 
 use super::Finding;
-use super::node::{Node, State, multus_cni_dirs, remove_file};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::node::{Node, multus_cni_dirs, remove_file};
 use crate::cni::env::is_valid_name;
 use crate::plugins::multus::DEVICE_INFO_DIR;
 use anyhow::{Context, Result};
@@ -18,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 pub const KIND: &str = "devinfo";
 pub const ACTION: &str = "remove device-info file";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let dir = Path::new(DEVICE_INFO_DIR);
@@ -41,33 +41,36 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         }
     }
     paths.sort();
+    let mut objects = Vec::new();
     for path in paths {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        if name.starts_with('.') || !node.old_file(&path)? {
+        if name.starts_with('.') {
             continue;
         }
-        let owner = owner_of(name, &known);
-        if node.keeps_container(owner.map_or("", |(id, _)| id)) {
-            continue;
-        }
-        let dead = owner.and_then(|(id, _)| {
-            node.attachments
-                .iter()
-                .find(|a| a.state == State::Dead && a.entry.container_id == id)
+        let (id, ifname) = owner_of(name, &known).unwrap_or(("", ""));
+        let named = Named::new("", id, ifname);
+        let (p1, p2) = (path.clone(), path.clone());
+        objects.push(Object {
+            kind: KIND,
+            id: path.display().to_string(),
+            label: path.display().to_string(),
+            owner: Owner::of(node, Named::new("", id, "")),
+            names: named,
+            label_when_dead: Label::EntryNetwork,
+            age: Age::File(path),
+            addresses: Vec::new(),
+            busy: false,
+            action: ACTION,
+            dead_action: None,
+            present: Box::new(move |_| {
+                Ok(std::fs::symlink_metadata(&p1).is_ok_and(|m| m.file_type().is_file()))
+            }),
+            remove: Box::new(move |_| remove_file(&p2).map(drop)),
         });
-        let (network, action) = match dead {
-            Some(a) => (a.entry.network_name.as_str(), BY_DEL),
-            None => ("", ACTION),
-        };
-        let (id, ifname) = owner.unwrap_or(("", ""));
-        let object = path.display().to_string();
-        let finding = Finding::new(KIND, network, id, ifname, &object, action);
-        let id = id.to_string();
-        out.push(finding.fix(move |node| fix(node, &path, &id)));
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
 /// Every container ID the node knows: its cached attachments' and the
@@ -123,20 +126,6 @@ fn owner_of<'a>(name: &'a str, known: &BTreeSet<String>) -> Option<(&'a str, &'a
             (hex && rest[64..].starts_with('_')).then(|| (id, &rest[65..]))
         })
     })
-}
-
-/// Removes the file unless it is gone already, changed since it was judged
-/// (an ADD in flight), or its container has a cache entry again.
-fn fix(node: &Node, path: &Path, id: &str) -> Result<bool> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-        Ok(m) if !m.file_type().is_file() => return Ok(false),
-        _ => {}
-    }
-    if !node.old_file(path)? || (!id.is_empty() && node.named_now("", id, "")?) {
-        return Ok(false);
-    }
-    remove_file(path)
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 //! every file it finds and keeps renewing it.
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::cni::env::Command;
-use crate::daemons::dhcp::state::{self, Saved};
+use crate::daemons::dhcp::state;
 use crate::dhcp::protocol::{DEFAULT_SOCKET, default_state_dir};
 use anyhow::Result;
 use serde_json::Value;
@@ -19,65 +20,46 @@ pub const KIND: &str = "dhcp";
 pub const ACTION: &str = "release the lease through the daemon";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for socket in sockets(node) {
         let dir = default_state_dir(&socket);
         for (path, saved) in state::read_leases(&dir)? {
             let a = &saved.attachment;
-            if node.keeps(&a.network, &a.container_id, &a.ifname) {
-                continue;
-            }
-            let dead = node
-                .dead_owner(&a.network, &a.container_id, &a.ifname)
-                .is_some();
-            if !dead && (!node.old_file(&path)? || node.ip_in_use(saved.lease.address.into())) {
-                continue;
-            }
-            let action = if dead { super::BY_DEL } else { ACTION };
-            let object = format!("{} ({})", path.display(), saved.lease.address);
+            let named = Named::new(&a.network, &a.container_id, &a.ifname);
+            let label = format!("{} ({})", path.display(), saved.lease.address);
             let (socket, dir) = (socket.clone(), dir.clone());
-            out.push(
-                Finding::new(
-                    KIND,
-                    &a.network,
-                    &a.container_id,
-                    &a.ifname,
-                    &object,
-                    action,
-                )
-                .fix(move |node| release(node, &socket, &dir, &path, &saved, dead)),
-            );
+            let gone_file = path.clone();
+            objects.push(Object {
+                kind: KIND,
+                id: path.display().to_string(),
+                label,
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::Object,
+                age: Age::File(path),
+                addresses: vec![saved.lease.address.into()],
+                busy: false,
+                action: ACTION,
+                dead_action: None,
+                present: Box::new(move |_| Ok(!gone(&gone_file))),
+                // Through the daemon, which forgets the lease and sends
+                // DHCPRELEASE; with the daemon stopped the file alone goes
+                // (under its lock), or a daemon that starts would renew it.
+                remove: Box::new(move |_| {
+                    let a = &saved.attachment;
+                    match crate::plugins::dhcp::release(&socket, a.clone(), saved.request.clone()) {
+                        Ok(()) => {}
+                        Err(e) if e.not_running() => {
+                            state::remove_unkept(&dir, a)?;
+                        }
+                        Err(e) => return Err(e.into_error(Command::Del, None).into()),
+                    }
+                    Ok(())
+                }),
+            });
         }
     }
-    Ok(())
-}
-
-/// Releases one lease; true when its file is gone afterwards.
-fn release(
-    node: &Node,
-    socket: &Path,
-    dir: &Path,
-    path: &Path,
-    saved: &Saved,
-    dead: bool,
-) -> Result<bool> {
-    if gone(path) {
-        return Ok(true);
-    }
-    let a = &saved.attachment;
-    // An ADD that finished meanwhile has a cache entry by now.
-    if !dead && node.named_now(&a.network, &a.container_id, &a.ifname)? {
-        return Ok(false);
-    }
-    match crate::plugins::dhcp::release(socket, a.clone(), saved.request.clone()) {
-        Ok(()) => {}
-        Err(e) if e.not_running() => {
-            if !state::remove_unkept(dir, a)? {
-                return Ok(false);
-            }
-        }
-        Err(e) => return Err(e.into_error(Command::Del, None).into()),
-    }
-    Ok(gone(path))
+    engine::findings(node, objects, out)
 }
 
 fn gone(path: &Path) -> bool {

@@ -1,10 +1,11 @@
 //! `firewall` over nftables: a gone container's accept rules in
-//! `inet cni_firewall`, whose comment is only the container ID: any live
-//! attachment of that container keeps them.
+//! `inet cni_firewall`, whose comment is only the container ID: any
+//! attachment of that container owns them.
 
 use super::Finding;
-use super::firewall::{BY_DEL, KIND};
-use super::node::{Node, State};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::firewall::KIND;
+use super::node::Node;
 use crate::netfilter::Backend;
 use crate::netfilter::firewall::{self, IngressPolicy, Plan, Target, nftables};
 use anyhow::Result;
@@ -12,37 +13,33 @@ use anyhow::Result;
 pub const ACTION: &str = "remove the container's rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    for a in nftables::read()? {
-        let cid = a.container_id.as_str();
-        if node.keeps_container(cid) || a.addresses.iter().any(|ip| node.ip_in_use(*ip)) {
-            continue;
-        }
-        let object = format!("nft inet {} {cid}", nftables::TABLE);
-        let dead = node
-            .attachments
-            .iter()
-            .find(|a| a.state == State::Dead && a.entry.container_id == cid);
-        let (network, action) = match dead {
-            Some(a) => (a.entry.network_name.as_str(), BY_DEL),
-            None if node.settled(&format!("{KIND} {object}")) => ("", ACTION),
-            None => continue,
-        };
-        let id = a.container_id.clone();
-        out.push(
-            Finding::new(KIND, network, cid, "", &object, action).fix(move |node| {
-                if !present(&id)? {
-                    return Ok(true);
-                }
-                // An ADD that finished meanwhile has a cache entry by now.
-                if node.named_now("", &id, "")? {
-                    return Ok(false);
-                }
-                firewall::del(Target::Rules(Backend::Nftables), &plan(&id))?;
-                present(&id).map(|p| !p)
-            }),
-        );
-    }
-    Ok(())
+    let objects = nftables::read()?
+        .into_iter()
+        .map(|a| {
+            let cid = a.container_id.clone();
+            let label = format!("nft inet {} {cid}", nftables::TABLE);
+            let named = Named::new("", &cid, "");
+            let (p, r) = (cid.clone(), cid);
+            Object {
+                kind: KIND,
+                id: label.clone(),
+                label,
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::EntryNetwork,
+                age: Age::Sighted,
+                addresses: a.addresses,
+                busy: false,
+                action: ACTION,
+                dead_action: None,
+                present: Box::new(move |_| present(&p)),
+                remove: Box::new(move |_| {
+                    Ok(firewall::del(Target::Rules(Backend::Nftables), &plan(&r))?)
+                }),
+            }
+        })
+        .collect();
+    engine::findings(node, objects, out)
 }
 
 /// A DEL's plan: nftables' rules are found by the container ID alone.

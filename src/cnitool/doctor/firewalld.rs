@@ -6,8 +6,9 @@
 //! allocates from.
 
 use super::Finding;
-use super::firewall::{BY_DEL, KIND};
-use super::node::{Node, State, result_ips};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::firewall::KIND;
+use super::node::Node;
 use crate::cni::json::map_field;
 use crate::netfilter::firewall::{self, IngressPolicy, Plan, Target, firewalld};
 use crate::runtime::conf::NetworkList;
@@ -23,56 +24,46 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     if zones.is_empty() {
         return Ok(());
     }
+    let mut objects = Vec::new();
     for (zone, subnets) in zones {
         let Some(sources) = firewalld::sources(&zone)? else {
             return Ok(());
         };
         for net in sources {
             let ip = net.addr();
-            if node.ip_in_use(ip) {
+            let candidates = node.holding(ip);
+            // Operators add sources too: an ownerless one is judged only
+            // inside a subnet the network's IPAM allocates from.
+            if candidates.is_empty() && !subnets.iter().any(|s| s.contains(&ip)) {
                 continue;
             }
-            let object = format!("firewalld zone {zone} source {net}");
-            let dead = node.attachments.iter().find(|a| {
-                a.state == State::Dead
-                    && a.entry
-                        .result
-                        .as_ref()
-                        .is_some_and(|r| result_ips(r).contains(&ip))
+            let label = format!("firewalld zone {zone} source {net}");
+            let (z1, z2) = (zone.clone(), zone.clone());
+            objects.push(Object {
+                kind: KIND,
+                id: label.clone(),
+                label,
+                owner: Owner {
+                    candidates,
+                    named: Named::nobody(),
+                },
+                names: Named::nobody(),
+                label_when_dead: Label::Entry,
+                age: Age::Sighted,
+                addresses: vec![ip],
+                busy: false,
+                action: ACTION,
+                dead_action: None,
+                present: Box::new(move |_| present(&z1, net)),
+                remove: Box::new(move |_| remove(&z2, net)),
             });
-            let (network, id, ifname, action) = match dead {
-                Some(a) => (
-                    a.entry.network_name.as_str(),
-                    a.entry.container_id.as_str(),
-                    a.entry.ifname.as_str(),
-                    BY_DEL,
-                ),
-                None if subnets.iter().any(|s| s.contains(&ip))
-                    && node.settled(&format!("{KIND} {object}")) =>
-                {
-                    ("", "", "", ACTION)
-                }
-                None => continue,
-            };
-            let zone = zone.clone();
-            out.push(
-                Finding::new(KIND, network, id, ifname, &object, action)
-                    .fix(move |_| fix(&zone, net)),
-            );
         }
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
-/// Removes the source unless it is gone already or a namespace holds the
-/// address now (an ADD that took it meanwhile adds the same source).
-fn fix(zone: &str, net: IpNet) -> Result<bool> {
-    if !present(zone, net)? {
-        return Ok(true);
-    }
-    if super::namespaces::in_use_now(net.addr()) {
-        return Ok(false);
-    }
+/// Removes the source as the plugin's DEL does.
+fn remove(zone: &str, net: IpNet) -> Result<()> {
     let plan = Plan {
         container_id: String::new(),
         addresses: vec![net],
@@ -81,8 +72,7 @@ fn fix(zone: &str, net: IpNet) -> Result<bool> {
         bridge: String::new(),
         zone: zone.to_string(),
     };
-    firewall::del(Target::Firewalld, &plan)?;
-    present(zone, net).map(|p| !p)
+    Ok(firewall::del(Target::Firewalld, &plan)?)
 }
 
 fn present(zone: &str, net: IpNet) -> Result<bool> {

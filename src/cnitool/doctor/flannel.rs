@@ -1,18 +1,19 @@
 //! `flannel`: flannel's saved delegate configs (`<dataDir>/<containerID>`,
-//! naming their network) of containers that no attachment not known dead of
-//! that network holds: a dead one's DEL removes it, one no cache entry names
-//! is removed once old enough.
+//! naming their network), owned by any attachment of that container on that
+//! network: a dead one's DEL removes it, one no cache entry names is removed
+//! once old enough.
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::{Node, remove_file};
 use crate::plugins::flannel::{DEFAULT_DATA_DIR, saved_network};
 use anyhow::{Context, Result};
 
 pub const KIND: &str = "flannel";
 pub const ACTION: &str = "remove saved delegate config";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for dir in node.data_dirs("flannel", DEFAULT_DATA_DIR) {
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
@@ -30,18 +31,24 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let Some(network) = saved_network(&path) else {
                 continue;
             };
-            if node.keeps(&network, &id, "") || !node.old_file(&path)? {
-                continue;
-            }
-            let dead = node.dead_owner(&network, &id, "");
-            let ifname = dead.map(|a| a.entry.ifname.clone()).unwrap_or_default();
-            let action = if dead.is_some() { BY_DEL } else { ACTION };
-            let object = path.display().to_string();
-            out.push(
-                Finding::new(KIND, &network, &id, &ifname, &object, action)
-                    .fix(move |_| remove_file(&path)),
-            );
+            let named = Named::new(&network, &id, "");
+            let (p1, p2) = (path.clone(), path.clone());
+            objects.push(Object {
+                kind: KIND,
+                id: path.display().to_string(),
+                label: path.display().to_string(),
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::Entry,
+                age: Age::File(path),
+                addresses: Vec::new(),
+                busy: false,
+                action: ACTION,
+                dead_action: None,
+                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
+                remove: Box::new(move |_| remove_file(&p2).map(drop)),
+            });
         }
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }

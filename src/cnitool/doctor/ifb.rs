@@ -5,6 +5,7 @@
 //! on a host link other than a stale veth redirects packets to it.
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::{Node, State};
 use crate::netlink::Socket;
 use crate::netlink::link::Link;
@@ -15,7 +16,6 @@ use std::collections::BTreeSet;
 
 pub const KIND: &str = "ifb";
 pub const ACTION: &str = "delete link";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut sock = Socket::open()?;
@@ -23,65 +23,54 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     if ifbs.is_empty() {
         return Ok(());
     }
-    let kept: BTreeSet<String> = node
-        .attachments
-        .iter()
-        .filter(|a| a.state != State::Dead)
-        .map(|a| ifb_name(&a.entry.network_name, &a.entry.container_id))
-        .collect();
+    // Read once: the fixes of stale veths (listed before) only take redirects away.
     let redirected = redirected(node, &mut sock)?;
+    let mut objects = Vec::new();
     for ifb in ifbs {
-        if kept.contains(&ifb.name) {
-            continue;
-        }
-        let dead = node.attachments.iter().find(|a| {
-            a.state == State::Dead
-                && ifb_name(&a.entry.network_name, &a.entry.container_id) == ifb.name
-                && conf::list_from_bytes(&a.entry.config, &a.path)
-                    .is_ok_and(|l| l.plugins.iter().any(|p| p.plugin_type == "bandwidth"))
+        // A dead attachment owns it only when its config chains bandwidth.
+        let candidates: Vec<usize> = (0..node.attachments.len())
+            .filter(|&i| {
+                let a = &node.attachments[i];
+                ifb_name(&a.entry.network_name, &a.entry.container_id) == ifb.name
+                    && (a.state != State::Dead
+                        || conf::list_from_bytes(&a.entry.config, &a.path)
+                            .is_ok_and(|l| l.plugins.iter().any(|p| p.plugin_type == "bandwidth")))
+            })
+            .collect();
+        let (network, id) = aliased_owner(&ifb).unwrap_or_default();
+        let names = Named::new(&network, &id, "");
+        let label = format!("link {}", ifb.name);
+        let (name, index) = (ifb.name.clone(), ifb.index);
+        objects.push(Object {
+            kind: KIND,
+            id: format!("link {} {}", ifb.name, ifb.index),
+            label,
+            owner: Owner {
+                candidates,
+                named: names.clone(),
+            },
+            names,
+            label_when_dead: Label::Entry,
+            age: Age::Sighted,
+            addresses: Vec::new(),
+            busy: redirected.contains(&ifb.index),
+            action: ACTION,
+            dead_action: None,
+            present: Box::new(move |_| {
+                let mut sock = Socket::open()?;
+                match sock.link_by_index(index) {
+                    Ok(l) => Ok(l.name == name && is_bandwidths(&l)),
+                    Err(e) if e.is_not_found() => Ok(false),
+                    Err(e) => Err(e.into()),
+                }
+            }),
+            remove: Box::new(move |_| match Socket::open()?.delete_link(index) {
+                Err(e) if !e.is_not_found() => Err(e.into()),
+                _ => Ok(()),
+            }),
         });
-        let key = format!("ifb link {} {}", ifb.name, ifb.index);
-        if dead.is_none() && (redirected.contains(&ifb.index) || !node.settled(&key)) {
-            continue;
-        }
-        let (network, id, ifname, action) = match dead {
-            Some(a) => (
-                a.entry.network_name.clone(),
-                a.entry.container_id.clone(),
-                a.entry.ifname.as_str(),
-                BY_DEL,
-            ),
-            None => {
-                let (n, c) = aliased_owner(&ifb).unwrap_or_default();
-                (n, c, "", ACTION)
-            }
-        };
-        let object = format!("link {}", ifb.name);
-        out.push(
-            Finding::new(KIND, &network, &id, ifname, &object, action)
-                .fix(move |node| remove(node, &ifb.name)),
-        );
     }
-    Ok(())
-}
-
-/// Deletes the IFB of that name unless it is gone, or a filter redirects to
-/// it now.
-fn remove(node: &Node, name: &str) -> Result<bool> {
-    let mut sock = Socket::open()?;
-    let ifb = match sock.link_by_name(name) {
-        Ok(l) if is_bandwidths(&l) => l,
-        Ok(_) => return Ok(false),
-        Err(e) if e.is_not_found() => return Ok(true),
-        Err(e) => return Err(e.into()),
-    };
-    if redirected(node, &mut sock)?.contains(&ifb.index) {
-        return Ok(false);
-    }
-    match sock.delete_link(ifb.index) {
-        Err(e) if !e.is_not_found() => Err(e.into()),
-        _ => Ok(true),
-    }
+    engine::findings(node, objects, out)
 }
 
 /// An IFB of bandwidth's naming: `bwp` and 12 lowercase hex digits.

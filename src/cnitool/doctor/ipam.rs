@@ -6,6 +6,7 @@
 //! entry names it at all and no namespace on the node holds the address.
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
 use anyhow::{Context, Result};
@@ -18,6 +19,7 @@ pub const ACTION: &str = "remove reservation";
 pub const BY_DEL: &str = "released by the DEL of its dead attachment";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for (data_dir, network) in stores(node)? {
         let dir = data_dir.join(&network);
         if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
@@ -28,34 +30,31 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             .with_context(|| format!("failed to read host-local store {}", dir.display()))?;
         for r in held {
             let file = dir.join(r.ip.to_string());
-            if node.keeps(&network, &r.container_id, &r.ifname) || !node.old_file(&file)? {
-                continue;
-            }
-            let dead = node.dead_owner(&network, &r.container_id, &r.ifname);
-            if dead.is_none() && node.ip_in_use(r.ip) {
-                continue;
-            }
-            let action = if dead.is_some() { BY_DEL } else { ACTION };
-            let object = file.display().to_string();
-            let (data_dir, network2, ip) = (data_dir.clone(), network.clone(), r.ip);
+            let named = Named::new(&network, &r.container_id, &r.ifname);
+            let (data_dir2, network2, ip) = (data_dir.clone(), network.clone(), r.ip);
             let (id, ifname) = (r.container_id.clone(), r.ifname.clone());
-            out.push(
-                Finding::new(KIND, &network, &r.container_id, &r.ifname, &object, action).fix(
-                    move |node| {
-                        let store = DiskStore::open(&data_dir, &network2)?;
-                        // Judged again under the store's lock: an ADD that
-                        // finished meanwhile has a cache entry by now.
-                        if node.named_now(&network2, &id, &ifname)? {
-                            return Ok(false);
-                        }
-                        store.release_if_owned(ip, &id, &ifname)?;
-                        Ok(true)
-                    },
-                ),
-            );
+            objects.push(Object {
+                kind: KIND,
+                id: file.display().to_string(),
+                label: file.display().to_string(),
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::Object,
+                age: Age::File(file.clone()),
+                addresses: vec![ip],
+                busy: false,
+                action: ACTION,
+                dead_action: Some(BY_DEL),
+                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&file).is_ok())),
+                // Released only while this owner holds it, under the store's lock.
+                remove: Box::new(move |_| {
+                    DiskStore::open(&data_dir2, &network2)?.release_if_owned(ip, &id, &ifname)?;
+                    Ok(())
+                }),
+            });
         }
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
 /// (dataDir, network) of every host-local plugin of the conf dir's networks

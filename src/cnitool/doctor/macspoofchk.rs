@@ -1,51 +1,51 @@
 //! `macspoofchk`: bridge's MAC spoof check (nftables `bridge nat`) of
 //! attachments that are gone: a `cni-br-iface-<containerID>-<ifname>` chain
-//! pair and its PREROUTING jump. The chains name no network.
+//! pair and its PREROUTING jump. The chains name no network, and the
+//! `-` between ID and interface cannot be told from one inside either: the
+//! attachments whose `<containerID>-<ifname>` is the chain's own it.
 
 use super::Finding;
-use super::node::{Node, State};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::node::Node;
 use crate::netfilter::macspoof;
 use anyhow::Result;
 
 pub const KIND: &str = "macspoofchk";
 pub const ACTION: &str = "remove chains and their PREROUTING jump";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for c in macspoof::read()? {
-        let owners: Vec<_> = node
-            .attachments
-            .iter()
-            .filter(|a| format!("{}-{}", a.entry.container_id, a.entry.ifname) == c.id)
+        let candidates: Vec<usize> = (0..node.attachments.len())
+            .filter(|&i| {
+                let e = &node.attachments[i].entry;
+                format!("{}-{}", e.container_id, e.ifname) == c.id
+            })
             .collect();
-        if owners.iter().any(|a| a.state != State::Dead) {
-            continue;
-        }
-        let object = format!("nft bridge nat {}", c.chain);
-        let (network, cid, ifname, action) = match owners.first() {
-            Some(a) => (
-                a.entry.network_name.as_str(),
-                a.entry.container_id.as_str(),
-                a.entry.ifname.as_str(),
-                BY_DEL,
-            ),
-            // The host veth lives as long as the container's end: kept while it is there.
-            None if c.iifname.as_deref().map_or(Ok(false), host_link)? => continue,
-            None if node.settled(&format!("{KIND} {object}")) => ("", "", "", ACTION),
-            None => continue,
-        };
+        // The host veth lives as long as the container's end.
+        let busy = c.iifname.as_deref().map_or(Ok(false), host_link)?;
+        let label = format!("nft bridge nat {}", c.chain);
         let (id, chain) = (c.id.clone(), c.chain.clone());
-        out.push(
-            Finding::new(KIND, network, cid, ifname, &object, action).fix(move |_| {
-                if !present(&chain)? {
-                    return Ok(true);
-                }
-                macspoof::teardown_id(&id)?;
-                present(&chain).map(|p| !p)
-            }),
-        );
+        objects.push(Object {
+            kind: KIND,
+            id: label.clone(),
+            label,
+            owner: Owner {
+                candidates,
+                named: Named::nobody(),
+            },
+            names: Named::nobody(),
+            label_when_dead: Label::Entry,
+            age: Age::Sighted,
+            addresses: Vec::new(),
+            busy,
+            action: ACTION,
+            dead_action: None,
+            present: Box::new(move |_| present(&chain)),
+            remove: Box::new(move |_| Ok(macspoof::teardown_id(&id)?)),
+        });
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
 /// Whether the host (this namespace) has a link of that name.

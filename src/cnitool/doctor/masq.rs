@@ -6,6 +6,7 @@
 
 use super::Finding;
 use super::chains::{self, Owned};
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Backend;
 use crate::netfilter::masq::{self, Plan, iptables, nftables};
@@ -16,7 +17,7 @@ pub const ACTION: &str = "remove chain and its POSTROUTING jumps";
 pub const ACTION_NFT: &str = "remove the attachment's rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    find_nft(node, out)?;
+    engine::findings(node, nft_objects(node)?, out)?;
     for flavour in chains::flavours() {
         let _flavour = crate::netfilter::iptables::use_flavour(flavour);
         if !chains::usable() {
@@ -32,53 +33,49 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 addresses: m.sources,
             })
             .collect();
-        chains::find(node, out, KIND, ACTION, (flavour, owned), |network, id| {
+        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |network, id| {
             Ok(masq::del(
                 Backend::Iptables,
                 &Plan::new(network, id, "", &[]),
             )?)
         });
+        engine::findings(node, objects, out)?;
     }
     Ok(())
 }
 
-/// The nftables rules of attachments no live one owns.
-fn find_nft(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
-    for m in nftables::read()? {
-        if node.keeps(&m.network, &m.container_id, &m.ifname) {
-            continue;
-        }
-        let object = format!("nft inet {} {}", nftables::TABLE, m.instance);
-        let dead = node
-            .dead_owner(&m.network, &m.container_id, &m.ifname)
-            .is_some();
-        if !dead
-            && (!node.settled(&format!("{KIND} {object}"))
-                || m.sources.iter().any(|ip| node.ip_in_use(*ip)))
-        {
-            continue;
-        }
-        let action = if dead { chains::BY_DEL } else { ACTION_NFT };
-        let (network, id, ifname) = (m.network, m.container_id, m.ifname);
-        out.push(
-            Finding::new(KIND, &network, &id, &ifname, &object, action).fix(move |node| {
-                if !present_nft(&network, &id, &ifname)? {
-                    return Ok(true);
-                }
-                // An ADD that finished meanwhile has a cache entry by now.
-                if node.named_now(&network, &id, &ifname)? {
-                    return Ok(false);
-                }
-                masq::del(Backend::Nftables, &Plan::new(&network, &id, &ifname, &[]))?;
-                present_nft(&network, &id, &ifname).map(|p| !p)
-            }),
-        );
-    }
-    Ok(())
-}
-
-fn present_nft(network: &str, id: &str, ifname: &str) -> Result<bool> {
+/// The nftables rules of each attachment.
+fn nft_objects(node: &Node) -> Result<Vec<Object>> {
     Ok(nftables::read()?
-        .iter()
-        .any(|m| m.network == network && m.container_id == id && m.ifname == ifname))
+        .into_iter()
+        .map(|m| {
+            let label = format!("nft inet {} {}", nftables::TABLE, m.instance);
+            let named = Named::new(&m.network, &m.container_id, &m.ifname);
+            let (a, b) = (named.clone(), named.clone());
+            Object {
+                kind: KIND,
+                id: label.clone(),
+                label,
+                owner: Owner::of(node, named.clone()),
+                names: named,
+                label_when_dead: Label::Object,
+                age: Age::Sighted,
+                addresses: m.sources,
+                busy: false,
+                action: ACTION_NFT,
+                dead_action: None,
+                present: Box::new(move |_| present_nft(&a)),
+                remove: Box::new(move |_| {
+                    let plan = Plan::new(&b.network, &b.container_id, &b.ifname, &[]);
+                    Ok(masq::del(Backend::Nftables, &plan)?)
+                }),
+            }
+        })
+        .collect())
+}
+
+fn present_nft(n: &Named) -> Result<bool> {
+    Ok(nftables::read()?.iter().any(|m| {
+        m.network == n.network && m.container_id == n.container_id && m.ifname == n.ifname
+    }))
 }

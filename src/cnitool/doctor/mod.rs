@@ -11,6 +11,7 @@ mod cache;
 mod chains;
 mod devinfo;
 mod dhcp;
+mod engine;
 mod firewall;
 mod firewall_nft;
 mod firewalld;
@@ -67,9 +68,6 @@ pub struct DoctorArgs {
     #[arg(long, requires = "fix")]
     on_firewalld_reload: bool,
 }
-
-/// The action of an object its dead attachment's DEL removes (the fix checks it went).
-pub const BY_DEL: &str = "removed by the DEL of its dead attachment";
 
 /// What lists the findings of one kind of state.
 type Find = fn(&Node, &mut Vec<Finding>) -> Result<()>;

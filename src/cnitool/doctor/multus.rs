@@ -5,7 +5,8 @@
 //! old enough. Its delegates' result cache (`<cniDir>/results`) is `cache`'s.
 
 use super::Finding;
-use super::node::{Node, multus_cni_dirs, remove_file};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::node::{Node, State, multus_cni_dirs, remove_file};
 use crate::cni::env::is_valid_name;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
@@ -14,7 +15,6 @@ use std::path::{Path, PathBuf};
 pub const KIND: &str = "multus";
 pub const ACTION: &str = "remove delegate cache";
 pub const STATUS_ACTION: &str = "remove network status";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for (dir, networks) in multus_cni_dirs(&node.lists) {
@@ -32,9 +32,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             );
         }
         paths.sort();
+        let mut objects = Vec::new();
         for path in paths {
-            judge(node, &networks, path, out)?;
+            objects.extend(object(node, &networks, path)?);
         }
+        engine::findings(node, objects, out)?;
     }
     Ok(())
 }
@@ -50,50 +52,47 @@ fn owner_of(name: &str) -> Option<(&str, &'static str)> {
     is_valid_name(id).then_some((id, action))
 }
 
-fn judge(
-    node: &Node,
-    networks: &BTreeSet<String>,
-    path: PathBuf,
-    out: &mut Vec<Finding>,
-) -> Result<()> {
+fn object(node: &Node, networks: &BTreeSet<String>, path: PathBuf) -> Result<Option<Object>> {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return Ok(());
+        return Ok(None);
     };
     let Some((id, action)) = owner_of(name) else {
-        return Ok(());
+        return Ok(None);
     };
-    if !regular_file(&path)? || node.keeps_container(id) || !node.old_file(&path)? {
-        return Ok(());
+    if !regular_file(&path)? {
+        return Ok(None);
     }
-    let dead = networks.iter().find_map(|n| node.dead_owner(n, id, ""));
-    let (network, ifname, action) = match dead {
-        Some(a) => (
-            a.entry.network_name.as_str(),
-            a.entry.ifname.as_str(),
-            BY_DEL,
-        ),
-        // A cniDir shared by several networks: the file does not say whose.
-        None if networks.len() == 1 => (networks.first().map_or("", |n| n.as_str()), "", action),
-        None => ("", "", action),
+    // Any attachment of the pod keeps its files; a dead one removes them
+    // with its DEL only on a network this cniDir serves.
+    let mut candidates = node.matching(&Named::new("", id, ""));
+    candidates.retain(|&i| {
+        let a = &node.attachments[i];
+        a.state != State::Dead || networks.contains(&a.entry.network_name)
+    });
+    // A cniDir shared by several networks: the file does not say whose.
+    let network = match networks.len() {
+        1 => networks.first().map_or("", |n| n.as_str()),
+        _ => "",
     };
-    let object = path.display().to_string();
-    let finding = Finding::new(KIND, network, id, ifname, &object, action);
-    out.push(finding.fix(move |node| fix(node, &path)));
-    Ok(())
-}
-
-/// Removes the file unless it is gone already or was written since (an ADD
-/// of that container in flight).
-fn fix(node: &Node, path: &Path) -> Result<bool> {
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-        Ok(m) if !m.file_type().is_file() => return Ok(false),
-        _ => {}
-    }
-    if !node.old_file(path)? {
-        return Ok(false);
-    }
-    remove_file(path)
+    let (p1, p2) = (path.clone(), path.clone());
+    Ok(Some(Object {
+        kind: KIND,
+        id: path.display().to_string(),
+        label: path.display().to_string(),
+        owner: Owner {
+            candidates,
+            named: Named::new("", id, ""),
+        },
+        names: Named::new(network, id, ""),
+        label_when_dead: Label::Entry,
+        age: Age::File(path),
+        addresses: Vec::new(),
+        busy: false,
+        action,
+        dead_action: None,
+        present: Box::new(move |_| regular_file(&p1)),
+        remove: Box::new(move |_| remove_file(&p2).map(drop)),
+    }))
 }
 
 /// Whether the path is a regular file (a link is not followed; gone is not).

@@ -46,13 +46,6 @@ pub fn addresses() -> (BTreeSet<IpAddr>, bool) {
     (out, complete)
 }
 
-/// Whether a namespace holds the address now, read again (as a fix does
-/// right before it removes): an unreadable namespace may hold it.
-pub fn in_use_now(ip: IpAddr) -> bool {
-    let (ips, complete) = addresses();
-    !complete || ips.contains(&ip)
-}
-
 /// Where the node's namespaces are: every task's and every bind mount's.
 pub fn candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();

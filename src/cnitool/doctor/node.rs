@@ -3,6 +3,7 @@
 //! and since when an ownerless object has been seen (kernel objects carry no
 //! age of their own).
 
+use super::engine::Named;
 use super::vantage::{self, Mounts, Seen};
 use crate::runtime::cache::{Cache, Entry, Scanned};
 use crate::runtime::conf::{self, NetworkList};
@@ -13,7 +14,7 @@ use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// What a cache entry says of its attachment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,14 @@ pub struct Node {
     pub repair_after: Duration,
     /// The longest a repair found still has to wait for its second look.
     repair_wait: Cell<Duration>,
+    /// The attachments of each container ID (indices into `attachments`).
+    by_container: BTreeMap<String, Vec<usize>>,
+    /// The attachments whose cached result holds each address.
+    by_ip: OnceCell<BTreeMap<IpAddr, Vec<usize>>>,
+    /// What fixes re-read (cache file names, namespaces' addresses), at most
+    /// once a second however many fixes run.
+    now_names: RefCell<Option<(Instant, BTreeSet<String>)>>,
+    now_ips: RefCell<Option<(Instant, Addresses)>>,
     /// Objects left alone for being younger than --min-age (while judging).
     young: Cell<usize>,
     judging: Cell<bool>,
@@ -127,6 +136,13 @@ impl Node {
             .iter()
             .filter(|a| a.state == State::Fresh)
             .count();
+        let mut by_container: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        for (i, a) in attachments.iter().enumerate() {
+            by_container
+                .entry(a.entry.container_id.clone())
+                .or_default()
+                .push(i);
+        }
         let sightings = Sightings::load(&runtime.cache.dir, min_age, now);
         Ok(Node {
             runtime,
@@ -137,6 +153,10 @@ impl Node {
             now,
             sightings: RefCell::new(sightings),
             ips: OnceCell::new(),
+            by_container,
+            by_ip: OnceCell::new(),
+            now_names: RefCell::new(None),
+            now_ips: RefCell::new(None),
             repair_after: Duration::ZERO,
             repair_wait: Cell::new(Duration::ZERO),
             young: Cell::new(young),
@@ -186,67 +206,120 @@ impl Node {
         old
     }
 
-    /// Whether a cached attachment that is not dead names this owner (an empty
-    /// `ifname`: any interface of the container, as legacy state names none).
-    pub fn keeps(&self, network: &str, container_id: &str, ifname: &str) -> bool {
-        self.in_doubt(container_id)
-            || self.attachments.iter().any(|a| {
-                a.state != State::Dead
-                    && a.entry.network_name == network
-                    && a.entry.container_id == container_id
-                    && (ifname.is_empty() || a.entry.ifname == ifname)
+    /// The attachments whose cached result holds the address.
+    pub fn holding(&self, ip: IpAddr) -> Vec<usize> {
+        let by_ip = self.by_ip.get_or_init(|| {
+            let mut map: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
+            for (i, a) in self.attachments.iter().enumerate() {
+                for ip in a.entry.result.as_ref().map(result_ips).unwrap_or_default() {
+                    map.entry(ip).or_default().push(i);
+                }
+            }
+            map
+        });
+        by_ip.get(&ip).cloned().unwrap_or_default()
+    }
+
+    /// The attachments of `named` (an empty network or interface: any;
+    /// no container: none).
+    pub fn matching(&self, named: &Named) -> Vec<usize> {
+        let Some(all) = self.by_container.get(&named.container_id) else {
+            return Vec::new();
+        };
+        all.iter()
+            .copied()
+            .filter(|&i| {
+                let e = &self.attachments[i].entry;
+                (named.network.is_empty() || e.network_name == named.network)
+                    && (named.ifname.is_empty() || e.ifname == named.ifname)
             })
-    }
-
-    /// Whether any attachment of the container, on any network, is not dead.
-    pub fn keeps_container(&self, container_id: &str) -> bool {
-        self.in_doubt(container_id)
-            || self
-                .attachments
-                .iter()
-                .any(|a| a.state != State::Dead && a.entry.container_id == container_id)
-    }
-
-    /// The dead cached attachment that owns an object, if any: its DEL removes it.
-    pub fn dead_owner(&self, network: &str, container_id: &str, ifname: &str) -> Option<&Cached> {
-        self.attachments.iter().find(|a| {
-            a.state == State::Dead
-                && a.entry.network_name == network
-                && a.entry.container_id == container_id
-                && (ifname.is_empty() || a.entry.ifname == ifname)
-        })
+            .collect()
     }
 
     /// Whether some cache file, readable or not, names the owner now (read
-    /// again from disk: an ADD may have finished since the node was read). An
-    /// empty `network` is any network, an empty `ifname` any interface.
-    pub fn named_now(&self, network: &str, container_id: &str, ifname: &str) -> Result<bool> {
-        let mut dirs: BTreeSet<&Path> = BTreeSet::new();
-        dirs.insert(&self.runtime.cache.dir);
-        dirs.extend(self.attachments.iter().map(|a| a.cache.dir.as_path()));
-        for dir in dirs {
-            let results = dir.join("results");
-            let entries = match std::fs::read_dir(&results) {
-                Ok(d) => d,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Err(e).with_context(|| format!("failed to read {}", results.display()));
-                }
-            };
-            let exact = format!("{network}-{container_id}-{ifname}");
-            let prefix = format!("{network}-{container_id}-");
-            for e in entries {
-                let e = e.with_context(|| format!("failed to read {}", results.display()))?;
-                let name = e.file_name().to_string_lossy().into_owned();
-                let any_net = network.is_empty()
-                    && (name.ends_with(&format!("-{container_id}-{ifname}"))
-                        || (ifname.is_empty() && name.contains(&format!("-{container_id}-"))));
-                if any_net || name == exact || (ifname.is_empty() && name.starts_with(&prefix)) {
-                    return Ok(true);
+    /// again from disk: an ADD may have finished since the node was read):
+    /// the exact file when every part is named, else the names of every
+    /// results directory, read at most once a second.
+    pub fn named_now(&self, named: &Named) -> Result<bool> {
+        let Named {
+            network,
+            container_id,
+            ifname,
+        } = named;
+        let dirs = self.cache_dirs();
+        if !network.is_empty() && !ifname.is_empty() {
+            let name = format!("{network}-{container_id}-{ifname}");
+            return Ok(dirs
+                .iter()
+                .any(|d| std::fs::symlink_metadata(d.join("results").join(&name)).is_ok()));
+        }
+        let mut cached = self.now_names.borrow_mut();
+        if cached
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(1))
+        {
+            let mut names = BTreeSet::new();
+            for dir in &dirs {
+                let results = dir.join("results");
+                let entries = match std::fs::read_dir(&results) {
+                    Ok(d) => d,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        return Err(e)
+                            .with_context(|| format!("failed to read {}", results.display()));
+                    }
+                };
+                for e in entries {
+                    let e = e.with_context(|| format!("failed to read {}", results.display()))?;
+                    names.insert(e.file_name().to_string_lossy().into_owned());
                 }
             }
+            *cached = Some((Instant::now(), names));
         }
-        Ok(false)
+        let names = cached.as_ref().map(|(_, n)| n);
+        let exact = format!("{network}-{container_id}-{ifname}");
+        let prefix = format!("{network}-{container_id}-");
+        let tail = format!("-{container_id}-{ifname}");
+        let middle = format!("-{container_id}-");
+        Ok(names.is_some_and(|names| {
+            names.iter().any(|name| {
+                let any_net = network.is_empty()
+                    && (name.ends_with(&tail) || (ifname.is_empty() && name.contains(&middle)));
+                any_net || *name == exact || (ifname.is_empty() && name.starts_with(&prefix))
+            })
+        }))
+    }
+
+    /// Whether a namespace holds one of the addresses now (read again at most
+    /// once a second: an ADD may have taken one since the node was read).
+    pub fn in_use_now(&self, ips: &[IpAddr]) -> bool {
+        if ips.is_empty() {
+            return false;
+        }
+        let mut cached = self.now_ips.borrow_mut();
+        if cached
+            .as_ref()
+            .is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(1))
+        {
+            let (ips, complete) = super::namespaces::addresses();
+            *cached = Some((Instant::now(), Addresses { ips, complete }));
+        }
+        cached
+            .as_ref()
+            .is_some_and(|(_, a)| !a.complete || ips.iter().any(|ip| a.ips.contains(ip)))
+    }
+
+    /// Every result cache read: the main one and each multus cniDir.
+    fn cache_dirs(&self) -> BTreeSet<PathBuf> {
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        dirs.insert(self.runtime.cache.dir.clone());
+        dirs.extend(self.attachments.iter().map(|a| a.cache.dir.clone()));
+        dirs.extend(
+            self.unreadable
+                .iter()
+                .filter_map(|(p, _)| p.parent().and_then(Path::parent).map(Path::to_path_buf)),
+        );
+        dirs
     }
 
     /// The `dataDir` of every configured plugin of a type (the default for
@@ -263,12 +336,6 @@ impl Node {
             };
         }
         dirs
-    }
-
-    /// Attachments whose namespace is alive (what repair looks at).
-    #[allow(dead_code)] // for the kinds still to come
-    pub fn live(&self) -> impl Iterator<Item = &Cached> {
-        self.attachments.iter().filter(|a| a.state == State::Alive)
     }
 
     /// Whether a file was last changed at least --min-age ago (a link is not

@@ -4,6 +4,7 @@
 
 use super::Finding;
 use super::chains::{self, Owned};
+use super::engine;
 use super::node::Node;
 use crate::netfilter::Backend;
 use crate::netfilter::portmap::{self, Plan, iptables};
@@ -12,7 +13,6 @@ use anyhow::Result;
 pub const KIND: &str = "portmap";
 pub const ACTION: &str = "remove chain and its CNI-HOSTPORT-DNAT jumps";
 pub const ACTION_NFT: &str = "remove the container's rules";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for flavour in chains::flavours() {
@@ -30,9 +30,10 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 addresses: m.targets,
             })
             .collect();
-        chains::find(node, out, KIND, ACTION, (flavour, owned), |network, id| {
+        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |network, id| {
             Ok(portmap::del(Backend::Iptables, &Plan::named(network, id))?)
         });
+        engine::findings(node, objects, out)?;
     }
     Ok(())
 }

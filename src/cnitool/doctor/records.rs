@@ -5,13 +5,13 @@
 //! is removed.
 
 use super::Finding;
-use super::node::{Cached, Node, State, remove_file};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::node::{Node, remove_file};
 use anyhow::{Context, Result};
 use std::path::Path;
 
 pub const KIND: &str = "record";
 pub const ACTION: &str = "remove record";
-pub use super::BY_DEL;
 
 /// The plugins that keep such records, with their default `dataDir`.
 const PLUGINS: &[(&str, &str)] = &[
@@ -21,16 +21,15 @@ const PLUGINS: &[(&str, &str)] = &[
 ];
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for (plugin, default) in PLUGINS {
         for dir in node.data_dirs(plugin, default) {
             let files = crate::files::files_with(&dir, &["json"])
                 .with_context(|| format!("failed to read {}", dir.display()))?;
-            for path in files {
-                judge(node, &path, out)?;
-            }
+            objects.extend(files.iter().filter_map(|path| object(node, path, out)));
         }
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
 /// (containerID, ifname, network hash) of a record's file name.
@@ -44,53 +43,44 @@ fn owner_of(name: &str) -> Option<(&str, &str, Option<&str>)> {
     Some((id, ifname, net))
 }
 
-fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Ok(());
-    };
-    let Some((id, ifname, net)) = owner_of(&name) else {
-        return Ok(());
-    };
-    if node.in_doubt(id) {
-        return Ok(());
-    }
-    let owners: Vec<&Cached> = node
-        .attachments
-        .iter()
-        .filter(|a| a.entry.container_id == id && a.entry.ifname == ifname)
-        .filter(|a| {
-            net.is_none_or(|h| {
-                crate::plugins::attachments::network_hash(&a.entry.network_name) == h
-            })
+fn object(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let (id, ifname, net) = owner_of(&name)?;
+    let candidates: Vec<usize> = (0..node.attachments.len())
+        .filter(|&i| {
+            let e = &node.attachments[i].entry;
+            e.container_id == id
+                && e.ifname == ifname
+                && net
+                    .is_none_or(|h| crate::plugins::attachments::network_hash(&e.network_name) == h)
         })
         .collect();
-    if owners.iter().any(|a| a.state != State::Dead) || !node.old_file(path)? {
-        return Ok(());
-    }
     let recorded = read(path);
-    let (network, action) = match owners.first() {
-        Some(a) => (a.entry.network_name.clone(), BY_DEL),
-        // Ownerless: kept while what it records is in use (an address a
-        // namespace holds, the host veth bandwidth shaped).
-        None if in_use(node, &recorded, out) => return Ok(()),
-        None => (recorded.network.clone(), ACTION),
+    let network = match candidates.first() {
+        Some(&i) => node.attachments[i].entry.network_name.clone(),
+        None => recorded.network.clone(),
     };
-    let object = path.display().to_string();
-    let file = path.to_path_buf();
-    let (cid, ifn) = (id.to_string(), ifname.to_string());
-    out.push(
-        Finding::new(KIND, &network, id, ifname, &object, action).fix(move |node| {
-            if std::fs::symlink_metadata(&file).is_err() {
-                return Ok(true);
-            }
-            // An ADD that finished meanwhile has a cache entry by now.
-            if action == ACTION && node.named_now(&network, &cid, &ifn)? {
-                return Ok(false);
-            }
-            remove_file(&file)
-        }),
-    );
-    Ok(())
+    let names = Named::new(&network, id, ifname);
+    let (p1, p2) = (path.to_path_buf(), path.to_path_buf());
+    Some(Object {
+        kind: KIND,
+        id: path.display().to_string(),
+        label: path.display().to_string(),
+        owner: Owner {
+            candidates,
+            named: names.clone(),
+        },
+        names,
+        label_when_dead: Label::Object,
+        age: Age::File(path.to_path_buf()),
+        addresses: recorded.addresses.iter().map(|a| a.addr()).collect(),
+        // The host veth bandwidth shaped, while it lives.
+        busy: host_veth_lives(&recorded, found),
+        action: ACTION,
+        dead_action: None,
+        present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
+        remove: Box::new(move |_| remove_file(&p2).map(drop)),
+    })
 }
 
 /// What the three plugins' records hold that says their attachment lives.
@@ -113,10 +103,7 @@ fn read(path: &Path) -> Recorded {
 
 /// A host veth that is a `veth` finding itself (listed before this kind)
 /// goes with the fix, so it is no evidence.
-fn in_use(node: &Node, r: &Recorded, found: &[Finding]) -> bool {
-    if r.addresses.iter().any(|a| node.ip_in_use(a.addr())) {
-        return true;
-    }
+fn host_veth_lives(r: &Recorded, found: &[Finding]) -> bool {
     let doomed = format!("link {}", r.host_veth);
     r.host_index != 0
         && !found

@@ -5,6 +5,7 @@
 //! attachment (it never became state).
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::{Node, remove_file};
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
@@ -32,6 +33,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for (plugin, default) in PLUGINS {
         dirs.extend(node.data_dirs(plugin, default));
     }
+    let mut objects = Vec::new();
     for dir in dirs {
         let entries = match std::fs::read_dir(&dir) {
             Ok(d) => d,
@@ -45,17 +47,29 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 continue;
             };
             let path = e.path();
-            let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-            if !is_file || Path::new(&format!("/proc/{pid}")).exists() || !node.old_file(&path)? {
+            if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 continue;
             }
-            let object = path.display().to_string();
-            out.push(
-                Finding::new(KIND, "", "", "", &object, ACTION).fix(move |_| remove_file(&path)),
-            );
+            let (p1, p2) = (path.clone(), path.clone());
+            objects.push(Object {
+                kind: KIND,
+                id: path.display().to_string(),
+                label: path.display().to_string(),
+                owner: Owner::default(),
+                names: Named::nobody(),
+                label_when_dead: Label::Object,
+                age: Age::File(path),
+                addresses: Vec::new(),
+                // Its writer still runs: a write in progress.
+                busy: Path::new(&format!("/proc/{pid}")).exists(),
+                action: ACTION,
+                dead_action: None,
+                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
+                remove: Box::new(move |_| remove_file(&p2).map(drop)),
+            });
         }
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
 /// The pid of a temporary file's writer: `.<name>.tmp<pid>`.

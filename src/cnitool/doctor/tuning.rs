@@ -1,71 +1,65 @@
 //! `tuning`: tuning's backups (`<dataDir>/<containerID>_<ifname>.json`) of
 //! attachments that are dead or that no cache entry names. Ours name their
 //! network; the reference's name none, so any attachment of that container
-//! and interface owns those. A stale backup cannot be restored (its link went
-//! with its namespace): it is only removed.
+//! and interface owns those. Only files that are tuning's own backups are
+//! judged (a `dataDir` may hold anyone's files). A stale backup cannot be
+//! restored (its link went with its namespace): it is only removed.
 
 use super::Finding;
-use super::node::{Cached, Node, State, remove_file};
+use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::node::{Node, remove_file};
 use crate::plugins::tuning::{DEFAULT_DATA_DIR, backup_file, backup_network, is_backup};
 use anyhow::{Context, Result};
 use std::path::Path;
 
 pub const KIND: &str = "tuning";
 pub const ACTION: &str = "remove backup";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let mut objects = Vec::new();
     for dir in node.data_dirs("tuning", DEFAULT_DATA_DIR) {
         let files = crate::files::files_with(&dir, &["json"])
             .with_context(|| format!("failed to read {}", dir.display()))?;
-        for path in files {
-            judge(node, &path, out)?;
-        }
+        objects.extend(files.iter().filter_map(|path| object(node, path)));
     }
-    Ok(())
+    engine::findings(node, objects, out)
 }
 
-fn judge(node: &Node, path: &Path, out: &mut Vec<Finding>) -> Result<()> {
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return Ok(());
-    };
-    // Only tuning's own backups are judged: a dataDir may hold anyone's files.
+fn object(node: &Node, path: &Path) -> Option<Object> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
     if !is_backup(path) {
-        return Ok(());
+        return None;
     }
     let stem = name.strip_suffix(".json").unwrap_or(&name);
     let (id, ifname) = stem.rsplit_once('_').unwrap_or((stem, ""));
-    if node.in_doubt(id) {
-        return Ok(());
-    }
     let network = backup_network(path);
     // The attachments this file could belong to (a `_` in an ID can make two
-    // names alike: any of them keeps it).
-    let owners: Vec<&Cached> = node
-        .attachments
-        .iter()
-        .filter(|a| backup_file(&a.entry.container_id, &a.entry.ifname) == name)
-        .filter(|a| network.as_ref().is_none_or(|n| *n == a.entry.network_name))
+    // names alike: any of them owns it).
+    let candidates = (0..node.attachments.len())
+        .filter(|&i| {
+            let e = &node.attachments[i].entry;
+            backup_file(&e.container_id, &e.ifname) == name
+                && network.as_ref().is_none_or(|n| *n == e.network_name)
+        })
         .collect();
-    if owners.iter().any(|a| a.state != State::Dead) || !node.old_file(path)? {
-        return Ok(());
-    }
-    let (network, id, ifname, action) = match owners.first() {
-        Some(a) => {
-            let e = &a.entry;
-            let (n, i, f) = (&e.network_name, &e.container_id, &e.ifname);
-            (n.clone(), i.clone(), f.clone(), BY_DEL)
-        }
-        None => {
-            let n = network.unwrap_or_default();
-            (n, id.to_string(), ifname.to_string(), ACTION)
-        }
-    };
-    let object = path.display().to_string();
-    let file = path.to_path_buf();
-    out.push(
-        Finding::new(KIND, &network, &id, &ifname, &object, action)
-            .fix(move |_| remove_file(&file)),
-    );
-    Ok(())
+    let names = Named::new(network.as_deref().unwrap_or_default(), id, ifname);
+    let (p1, p2) = (path.to_path_buf(), path.to_path_buf());
+    Some(Object {
+        kind: KIND,
+        id: path.display().to_string(),
+        label: path.display().to_string(),
+        owner: Owner {
+            candidates,
+            named: names.clone(),
+        },
+        names,
+        label_when_dead: Label::Entry,
+        age: Age::File(path.to_path_buf()),
+        addresses: Vec::new(),
+        busy: false,
+        action: ACTION,
+        dead_action: None,
+        present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
+        remove: Box::new(move |_| remove_file(&p2).map(drop)),
+    })
 }

@@ -7,6 +7,7 @@
 //! namespaces; deleting the host end deletes its peer.
 
 use super::Finding;
+use super::engine::{self, Age, Label, Named, Object, Owner};
 use super::node::{Cached, Node, State, netns_alive};
 use crate::netlink::Socket;
 use crate::netlink::link::Link;
@@ -19,57 +20,46 @@ use std::path::{Path, PathBuf};
 
 pub const KIND: &str = "veth";
 pub const ACTION: &str = "delete link";
-pub use super::BY_DEL;
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut sock = Socket::open()?;
-    for link in stale(node, &mut sock)? {
-        let owner = node
-            .attachments
-            .iter()
-            .find(|a| a.state == State::Dead && names_host_link(a, &link.name));
-        let key = format!("veth link {} {}", link.name, link.index);
-        if owner.is_none() && !node.settled(&key) {
-            continue;
-        }
-        let (network, id, ifname, action) = match owner {
-            Some(a) => (
-                a.entry.network_name.as_str(),
-                a.entry.container_id.as_str(),
-                a.entry.ifname.as_str(),
-                BY_DEL,
-            ),
-            None => ("", "", "", ACTION),
-        };
-        let object = format!("link {}", link.name);
-        out.push(
-            Finding::new(KIND, network, id, ifname, &object, action)
-                .fix(move |node| remove(node, &link)),
-        );
-    }
-    Ok(())
-}
-
-/// Deletes the host veth while it still is the link judged and still is
-/// stale (judged again: a process may have entered the peer's namespace).
-fn remove(node: &Node, judged: &Link) -> Result<bool> {
-    let mut sock = Socket::open()?;
-    match sock.link_by_index(judged.index) {
-        Ok(now) if now.name == judged.name => {}
-        Ok(_) => return Ok(true),
-        Err(e) if e.is_not_found() => return Ok(true),
-        Err(e) => return Err(e.into()),
-    }
-    let still = stale(node, &mut sock)?
-        .iter()
-        .any(|l| l.index == judged.index && l.name == judged.name);
-    if !still {
-        return Ok(false);
-    }
-    match sock.delete_link(judged.index) {
-        Err(e) if !e.is_not_found() => Err(e.into()),
-        _ => Ok(true),
-    }
+    let objects = stale(node, &mut sock)?
+        .into_iter()
+        .map(|link| {
+            let candidates = (0..node.attachments.len())
+                .filter(|&i| names_host_link(&node.attachments[i], &link.name))
+                .collect();
+            let (name, index) = (link.name.clone(), link.index);
+            Object {
+                kind: KIND,
+                id: format!("link {} {}", link.name, link.index),
+                label: format!("link {}", link.name),
+                owner: Owner {
+                    candidates,
+                    named: Named::nobody(),
+                },
+                names: Named::nobody(),
+                label_when_dead: Label::Entry,
+                age: Age::Sighted,
+                addresses: Vec::new(),
+                busy: false,
+                action: ACTION,
+                dead_action: None,
+                // Still the link judged (an index is reused by a new link).
+                present: Box::new(move |_| match Socket::open()?.link_by_index(index) {
+                    Ok(now) => Ok(now.name == name),
+                    Err(e) if e.is_not_found() => Ok(false),
+                    Err(e) => Err(e.into()),
+                }),
+                // Deleting the host end deletes its peer.
+                remove: Box::new(move |_| match Socket::open()?.delete_link(index) {
+                    Err(e) if !e.is_not_found() => Err(e.into()),
+                    _ => Ok(()),
+                }),
+            }
+        })
+        .collect();
+    engine::findings(node, objects, out)
 }
 
 /// The host veths on configured bridges whose peer is in no live namespace
