@@ -7,8 +7,8 @@
 mod harness;
 
 use harness::{
-    Netns, PinnedNetns, Runtime, enter_test_host, first_ip, iptables_table, run_in,
-    sha512_prefix, skip,
+    Netns, PinnedNetns, Runtime, enter_test_host, first_ip, iptables_table, run_in, sha512_prefix,
+    skip,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -25,7 +25,10 @@ fn driver() -> Option<PathBuf> {
         .get_or_init(|| {
             let root = Path::new(env!("CARGO_MANIFEST_DIR"));
             let gopath = Path::new("/usr/share/gocode");
-            if !gopath.join("src/github.com/containernetworking/cni/libcni").is_dir() {
+            if !gopath
+                .join("src/github.com/containernetworking/cni/libcni")
+                .is_dir()
+            {
                 return None;
             }
             let out = root.join("target/libcni-driver-test");
@@ -124,7 +127,10 @@ fn libcni_1_1_attachments_are_judged_fixed_and_repaired() {
         .join(format!("{NET}-{leaked_id}-eth0"));
     let cached: Value =
         serde_json::from_slice(&std::fs::read(&entry).expect("entry")).expect("entry JSON");
-    assert!(cached.get("netns").is_none(), "libcni 1.1 caches no netns: {cached}");
+    assert!(
+        cached.get("netns").is_none(),
+        "libcni 1.1 caches no netns: {cached}"
+    );
 
     // Both live: nothing to say.
     assert!(doctor(&rt, &[], 0).is_empty());
@@ -137,7 +143,10 @@ fn libcni_1_1_attachments_are_judged_fixed_and_repaired() {
         .count()
         > 1
     {
-        assert!(std::time::Instant::now() < deadline, "veth outlives its netns");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "veth outlives its netns"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let found = doctor(&rt, &[], 1);
