@@ -9,8 +9,8 @@
 //! multus ADD writes there, and every multus ADD leaves a cache entry.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, multus_cni_dirs, remove_file};
+use super::engine::{self, Label, Named, Object, Owner};
+use super::node::{Node, multus_cni_dirs};
 use crate::cni::env::is_valid_name;
 use crate::plugins::multus::DEVICE_INFO_DIR;
 use anyhow::{Context, Result};
@@ -50,24 +50,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             continue;
         }
         let (id, ifname) = owner_of(name, &known).unwrap_or(("", ""));
-        let named = Named::new("", id, ifname);
-        let (p1, p2) = (path.clone(), path.clone());
+        let owner = Owner::of(node, Named::new("", id, ""));
         objects.push(Object {
-            kind: KIND,
-            id: path.display().to_string(),
-            label: path.display().to_string(),
-            owner: Owner::of(node, Named::new("", id, "")),
-            names: named,
+            names: Named::new("", id, ifname),
             label_when_dead: Label::EntryNetwork,
-            age: Age::File(path),
-            addresses: Vec::new(),
-            busy: false,
-            action: ACTION,
-            dead_action: None,
-            present: Box::new(move |_| {
-                Ok(std::fs::symlink_metadata(&p1).is_ok_and(|m| m.file_type().is_file()))
-            }),
-            remove: Box::new(move |_| remove_file(&p2).map(drop)),
+            ..Object::file(KIND, path, owner, ACTION)
         });
     }
     engine::findings(node, objects, out)

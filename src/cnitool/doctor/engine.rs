@@ -121,6 +121,29 @@ pub struct Object {
     pub remove: Remove,
 }
 
+impl Object {
+    /// A plugin's state file: there while its path is (a link counts), removed
+    /// as a file (a link itself, never its target); owned as `owner` says.
+    pub fn file(kind: &'static str, path: PathBuf, owner: Owner, action: &'static str) -> Object {
+        let (p1, p2) = (path.clone(), path.clone());
+        Object {
+            kind,
+            id: path.display().to_string(),
+            label: path.display().to_string(),
+            names: owner.named.clone(),
+            owner,
+            label_when_dead: Label::Entry,
+            age: Age::File(path),
+            addresses: Vec::new(),
+            busy: false,
+            action,
+            dead_action: None,
+            present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
+            remove: Box::new(move |_| super::node::remove_file(&p2).map(drop)),
+        }
+    }
+}
+
 /// The engine's verdict on one object.
 enum Verdict<'a> {
     Keep,

@@ -4,8 +4,8 @@
 //! once old enough.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, remove_file};
+use super::engine::{self, Named, Object, Owner};
+use super::node::Node;
 use crate::plugins::flannel::{DEFAULT_DATA_DIR, saved_network};
 use anyhow::{Context, Result};
 
@@ -31,23 +31,8 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let Some(network) = saved_network(&path) else {
                 continue;
             };
-            let named = Named::new(&network, &id, "");
-            let (p1, p2) = (path.clone(), path.clone());
-            objects.push(Object {
-                kind: KIND,
-                id: path.display().to_string(),
-                label: path.display().to_string(),
-                owner: Owner::of(node, named.clone()),
-                names: named,
-                label_when_dead: Label::Entry,
-                age: Age::File(path),
-                addresses: Vec::new(),
-                busy: false,
-                action: ACTION,
-                dead_action: None,
-                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
-                remove: Box::new(move |_| remove_file(&p2).map(drop)),
-            });
+            let owner = Owner::of(node, Named::new(&network, &id, ""));
+            objects.push(Object::file(KIND, path, owner, ACTION));
         }
     }
     engine::findings(node, objects, out)

@@ -5,8 +5,8 @@
 //! old enough. Its delegates' result cache (`<cniDir>/results`) is `cache`'s.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, State, multus_cni_dirs, remove_file};
+use super::engine::{self, Named, Object, Owner};
+use super::node::{Node, State, multus_cni_dirs};
 use crate::cni::env::is_valid_name;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
@@ -74,24 +74,15 @@ fn object(node: &Node, networks: &BTreeSet<String>, path: PathBuf) -> Result<Opt
         1 => networks.first().map_or("", |n| n.as_str()),
         _ => "",
     };
-    let (p1, p2) = (path.clone(), path.clone());
+    let p = path.clone();
+    let owner = Owner {
+        candidates,
+        named: Named::new("", id, ""),
+    };
     Ok(Some(Object {
-        kind: KIND,
-        id: path.display().to_string(),
-        label: path.display().to_string(),
-        owner: Owner {
-            candidates,
-            named: Named::new("", id, ""),
-        },
         names: Named::new(network, id, ""),
-        label_when_dead: Label::Entry,
-        age: Age::File(path),
-        addresses: Vec::new(),
-        busy: false,
-        action,
-        dead_action: None,
-        present: Box::new(move |_| regular_file(&p1)),
-        remove: Box::new(move |_| remove_file(&p2).map(drop)),
+        present: Box::new(move |_| regular_file(&p)),
+        ..Object::file(KIND, path, owner, action)
     }))
 }
 

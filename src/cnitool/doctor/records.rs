@@ -5,8 +5,8 @@
 //! is removed.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, remove_file};
+use super::engine::{self, Label, Named, Object, Owner};
+use super::node::Node;
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -60,26 +60,14 @@ fn object(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
         Some(&i) => node.attachments[i].entry.network_name.clone(),
         None => recorded.network.clone(),
     };
-    let names = Named::new(&network, id, ifname);
-    let (p1, p2) = (path.to_path_buf(), path.to_path_buf());
+    let named = Named::new(&network, id, ifname);
+    let owner = Owner { candidates, named };
     Some(Object {
-        kind: KIND,
-        id: path.display().to_string(),
-        label: path.display().to_string(),
-        owner: Owner {
-            candidates,
-            named: names.clone(),
-        },
-        names,
         label_when_dead: Label::Object,
-        age: Age::File(path.to_path_buf()),
         addresses: recorded.addresses.iter().map(|a| a.addr()).collect(),
         // The host veth bandwidth shaped, while it lives.
         busy: host_veth_lives(&recorded, found),
-        action: ACTION,
-        dead_action: None,
-        present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
-        remove: Box::new(move |_| remove_file(&p2).map(drop)),
+        ..Object::file(KIND, path.to_path_buf(), owner, ACTION)
     })
 }
 

@@ -15,12 +15,15 @@
 use super::Finding;
 use super::node::{Cached, Node, State};
 use crate::cni::env::Command;
+use crate::netfilter::iptables::{Saved, save_existing};
 use crate::netfilter::masq::{self, IpMasq};
+use crate::netfilter::{Backend, Family, chain_name};
 use crate::runtime::RuntimeConf;
 use crate::runtime::conf::{self, NetworkList, PluginConf};
 use anyhow::Result;
 use ipnet::IpNet;
 use serde_json::Value;
+use std::cell::OnceCell;
 use std::time::SystemTime;
 
 pub const KIND: &str = "repair";
@@ -28,6 +31,7 @@ const READD: &str = "re-add with the plugin's ADD";
 const MASQ: &str = "add the masquerading its ADD wrote";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
+    let nat = Nat::default();
     let live = node.attachments.iter().enumerate();
     for (i, a) in live.filter(|(_, a)| a.state == State::Alive) {
         let (Ok(list), Some(result)) = (
@@ -43,11 +47,23 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             continue;
         }
         for (j, plugin) in list.plugins.iter().enumerate() {
+            let families = families(result);
             let (object, action) = match plugin.plugin_type.as_str() {
+                "portmap"
+                    if iptables_backend(plugin, "backend")
+                        && nat.has(&families, "CNI-HOSTPORT-DNAT", "DN-", &list.name, a) =>
+                {
+                    continue;
+                }
                 "portmap" | "firewall" if check(node, a, &list, plugin, result).is_err() => {
                     (format!("{} rules", plugin.plugin_type), READD)
                 }
                 "bridge" | "ptp" => match masq_plan(a, &list, plugin, result)? {
+                    Some((Backend::Iptables, _))
+                        if nat.has(&families, "POSTROUTING", "", &list.name, a) =>
+                    {
+                        continue;
+                    }
                     Some((backend, plan)) if masq::check(backend, &plan).is_err() => {
                         (format!("{} masquerading", plugin.plugin_type), MASQ)
                     }
@@ -71,6 +87,57 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Each family's `nat` table read once (iptables), so a live attachment whose
+/// chain is there and jumped to needs no CHECK of its own: on a node of a
+/// thousand pods, a CHECK each reads the whole table a thousand times. Only
+/// one that looks missing is CHECKed.
+#[derive(Default)]
+struct Nat(OnceCell<Vec<(Family, Option<Saved>)>>);
+
+impl Nat {
+    /// Whether every family of the attachment's addresses has its
+    /// per-container chain (`CNI-<prefix><hash>`) jumped to from `from`.
+    fn has(&self, families: &[Family], from: &str, prefix: &str, net: &str, a: &Cached) -> bool {
+        let chain = chain_name(prefix, net, &a.entry.container_id);
+        let tables = self.0.get_or_init(|| {
+            [Family::V4, Family::V6]
+                .into_iter()
+                .map(|f| (f, save_existing(f, "nat").ok().flatten()))
+                .collect()
+        });
+        !families.is_empty()
+            && families.iter().all(|f| {
+                tables.iter().any(|(family, saved)| {
+                    family == f
+                        && saved
+                            .as_ref()
+                            .is_some_and(|s| s.has_chain(&chain) && s.jumps_to(from, &chain))
+                })
+            })
+    }
+}
+
+/// The families of a cached result's addresses.
+fn families(result: &Value) -> Vec<Family> {
+    let nets = result_nets(result);
+    let mut out = Vec::new();
+    if nets.iter().any(|n| n.addr().is_ipv4()) {
+        out.push(Family::V4);
+    }
+    if nets.iter().any(|n| n.addr().is_ipv6()) {
+        out.push(Family::V6);
+    }
+    out
+}
+
+/// Whether a plugin's `key` leaves it on iptables (unset or "iptables").
+fn iptables_backend(plugin: &PluginConf, key: &str) -> bool {
+    matches!(
+        crate::cni::json::map_field(&plugin.raw, key),
+        None | Some(Value::Null)
+    ) || crate::cni::json::map_field(&plugin.raw, key).and_then(Value::as_str) == Some("iptables")
 }
 
 /// What a cache entry was when it was judged: a rewrite (a new ADD) or its

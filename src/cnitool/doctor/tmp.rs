@@ -5,8 +5,8 @@
 //! attachment (it never became state).
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, remove_file};
+use super::engine::{self, Object, Owner};
+use super::node::Node;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -50,22 +50,10 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 continue;
             }
-            let (p1, p2) = (path.clone(), path.clone());
             objects.push(Object {
-                kind: KIND,
-                id: path.display().to_string(),
-                label: path.display().to_string(),
-                owner: Owner::default(),
-                names: Named::nobody(),
-                label_when_dead: Label::Object,
-                age: Age::File(path),
-                addresses: Vec::new(),
                 // Its writer still runs: a write in progress.
                 busy: Path::new(&format!("/proc/{pid}")).exists(),
-                action: ACTION,
-                dead_action: None,
-                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
-                remove: Box::new(move |_| remove_file(&p2).map(drop)),
+                ..Object::file(KIND, path, Owner::default(), ACTION)
             });
         }
     }

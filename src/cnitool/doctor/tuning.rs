@@ -6,8 +6,8 @@
 //! restored (its link went with its namespace): it is only removed.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::{Node, remove_file};
+use super::engine::{self, Named, Object, Owner};
+use super::node::Node;
 use crate::plugins::tuning::{DEFAULT_DATA_DIR, backup_file, backup_network, is_backup};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -42,24 +42,7 @@ fn object(node: &Node, path: &Path) -> Option<Object> {
                 && network.as_ref().is_none_or(|n| *n == e.network_name)
         })
         .collect();
-    let names = Named::new(network.as_deref().unwrap_or_default(), id, ifname);
-    let (p1, p2) = (path.to_path_buf(), path.to_path_buf());
-    Some(Object {
-        kind: KIND,
-        id: path.display().to_string(),
-        label: path.display().to_string(),
-        owner: Owner {
-            candidates,
-            named: names.clone(),
-        },
-        names,
-        label_when_dead: Label::Entry,
-        age: Age::File(path.to_path_buf()),
-        addresses: Vec::new(),
-        busy: false,
-        action: ACTION,
-        dead_action: None,
-        present: Box::new(move |_| Ok(std::fs::symlink_metadata(&p1).is_ok())),
-        remove: Box::new(move |_| remove_file(&p2).map(drop)),
-    })
+    let named = Named::new(network.as_deref().unwrap_or_default(), id, ifname);
+    let owner = Owner { candidates, named };
+    Some(Object::file(KIND, path.to_path_buf(), owner, ACTION))
 }
