@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 #[path = "layout.rs"]
 mod layout;
 
+#[path = "doctor.rs"]
+mod doctor;
+
 type Res<T> = Result<T, String>;
 
 struct Impl {
@@ -62,7 +65,8 @@ fn percentile(samples: &[f64], p: f64) -> f64 {
 
 /// Whether a section is measured: all of them, or those `BENCH_ONLY` names
 /// (comma-separated: latency, a scenario's name, floor, rss, processes, scale,
-/// scale_chain, status_gc, parallel), for a partial run while working on one.
+/// scale_chain, status_gc, parallel, doctor), for a partial run while working
+/// on one.
 fn wanted(section: &str) -> bool {
     match std::env::var("BENCH_ONLY") {
         Ok(only) if !only.trim().is_empty() => only.split(',').any(|w| w.trim() == section),
@@ -654,16 +658,7 @@ impl Bench {
             .work
             .join(format!("store-{}", im.label))
             .join("parallel");
-        let left = std::fs::read_dir(&store)
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| {
-                        let n = e.file_name().to_string_lossy().into_owned();
-                        n != "lock" && !n.starts_with("last_reserved_ip")
-                    })
-                    .count()
-            })
-            .unwrap_or(0);
+        let left = reservations(&store);
         let links = String::from_utf8_lossy(
             &Command::new("ip")
                 .args(["-o", "link"])
@@ -747,6 +742,43 @@ fn cnitool_container_id(netns: &str) -> String {
     format!("cnitool-{}", &hex[..20])
 }
 
+/// The addresses reserved in one network's host-local store: the files
+/// named by an address (not its lock, last-reserved or owner index files).
+fn reservations(store: &Path) -> usize {
+    std::fs::read_dir(store)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|n| n.parse::<std::net::IpAddr>().is_ok())
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `dir` made a plugin directory of `bin`: a symlink to it for each plugin
+/// it lists, as `make install` lays them out.
+fn plugin_dir(bin: &Path, dir: &Path) -> Res<()> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let names = Command::new(bin)
+        .arg("--list")
+        .output()
+        .map_err(|e| format!("{} --list: {e}", bin.display()))?;
+    for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
+        std::os::unix::fs::symlink(bin, dir.join(name)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Whether BENCH_ONLY names the doctor row alone: no client is run, and the
+/// row is merged into the results already there.
+fn doctor_only() -> bool {
+    std::env::var("BENCH_ONLY")
+        .is_ok_and(|only| !only.trim().is_empty() && only.split(',').all(|w| w.trim() == "doctor"))
+}
+
 /// A line on stderr with the seconds since the run began: a run stopped
 /// early still tells how far it got, and with which figures.
 fn progress(what: &str) {
@@ -811,6 +843,7 @@ fn run() -> Res<()> {
     let mut fallback = 300;
     let mut libcni: Option<PathBuf> = None;
     let mut layout: Option<PathBuf> = None;
+    let mut doctor_bin: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -822,6 +855,9 @@ fn run() -> Res<()> {
             "--budget" => budget = val()?.parse().map_err(|e| format!("{e}"))?,
             "--fallback" => fallback = val()?.parse().map_err(|e| format!("{e}"))?,
             "--layout" => layout = Some(PathBuf::from(val()?)),
+            "--doctor-bin" => {
+                doctor_bin = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
+            }
             "--libcni" => {
                 libcni = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
             }
@@ -832,20 +868,13 @@ fn run() -> Res<()> {
     let work = std::env::temp_dir().join(format!("cni-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let ours_dir = work.join("bin");
-    std::fs::create_dir_all(&ours_dir).map_err(|e| e.to_string())?;
-    let names = Command::new(&bin)
-        .arg("--list")
-        .output()
-        .map_err(|e| e.to_string())?;
-    for name in String::from_utf8_lossy(&names.stdout).split_whitespace() {
-        std::os::unix::fs::symlink(&bin, ours_dir.join(name)).map_err(|e| e.to_string())?;
-    }
+    plugin_dir(&bin, &ours_dir)?;
     let _ = Command::new("ip")
         .args(["link", "set", "lo", "up"])
         .status();
     let mut impls = vec![Impl {
         label: "cni-multi",
-        plugin_dir: ours_dir,
+        plugin_dir: ours_dir.clone(),
     }];
     if let Some(dir) = &ref_dir {
         impls.push(Impl {
@@ -879,6 +908,11 @@ fn run() -> Res<()> {
     }
     let mut seq = 0;
     let mut by_driver = serde_json::Map::new();
+    // The doctor row is no client's measure: a run of it alone leaves the
+    // clients' figures of the last full run as they are.
+    if doctor_only() {
+        drivers.clear();
+    }
     for driver in drivers {
         progress(&format!("client {}", driver.label()));
         let b = Bench {
@@ -892,9 +926,38 @@ fn run() -> Res<()> {
         seq = b.seq.get();
         by_driver.insert(driver.label().into(), json!(results));
     }
-    let machine = machine();
-    let report =
-        json!({"date": date(), "machine": machine, "iterations": iterations, "drivers": by_driver});
+    let mut report = match previous(&out) {
+        Some(report) if doctor_only() => report,
+        _ => json!({"date": date(), "machine": machine(), "iterations": iterations,
+                    "drivers": by_driver}),
+    };
+    // Last: the node it builds (a thousand namespaces, their rules) stays in
+    // the bench's namespace until the bench ends.
+    if wanted("doctor") {
+        let (key, judge) = match &doctor_bin {
+            Some(path) => (
+                doctor::OTHER,
+                std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?,
+            ),
+            None => (doctor::UNDER_TEST, bin.clone()),
+        };
+        // The doctor runs its DELs with its own plugins, in its own process,
+        // as where it is installed; the node's plugins are the binary's under test.
+        let judge_dir = if judge == bin {
+            ours_dir.clone()
+        } else {
+            let dir = work.join("doctor-bin");
+            plugin_dir(&judge, &dir)?;
+            dir
+        };
+        let (live, dead) = (scale, (scale / 10).max(1));
+        progress(&format!("doctor ({live} live attachments, {dead} dead)"));
+        if !report["doctor"].is_object() {
+            report["doctor"] = json!({});
+        }
+        report["doctor"][key] =
+            doctor::row((&bin, &ours_dir), (&judge, &judge_dir), &work, live, dead)?;
+    }
     let table = markdown(&report);
     println!("{table}");
     std::fs::write(
@@ -905,6 +968,14 @@ fn run() -> Res<()> {
     std::fs::write(out.with_extension("md"), &table).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
+}
+
+/// The report of the last run, when there is one to add the doctor row to.
+fn previous(out: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(out.with_extension("json")).ok()?;
+    serde_json::from_str::<Value>(&text)
+        .ok()
+        .filter(Value::is_object)
 }
 
 /// Every measure of one client, for each plugin set.
@@ -1051,6 +1122,7 @@ fn markdown(report: &Value) -> String {
             s.push_str(&table(r));
         }
     }
+    s.push_str(&doctor::markdown(&report["doctor"]));
     s
 }
 

@@ -6,6 +6,9 @@
 # drive plugins; built when Go is here) and `cni-multi cnitool`.
 # Writes bench/results.md and bench/results.json; with BENCH_LAYOUT=FILE it
 # writes that linker script instead (`make hot-layout`, bench/layout.rs).
+# BENCH_DOCTOR_BIN=PATH: the doctor row's node is judged by that binary's
+# doctor (an older build, for a before/after); BENCH_ONLY=doctor runs that
+# row alone and adds it to the results already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BENCH_BIN:-target/cni-multi}
@@ -35,4 +38,5 @@ mount -t tmpfs none /run/netns
 ip link set lo up
 "$driver" --bin "$bin" --ref "${REF_DIR:-}" --out bench/results \
     --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-1000}" --budget "${BENCH_SCENARIO_BUDGET:-600}" --fallback "${BENCH_FALLBACK:-300}" \
-    --libcni "${BENCH_LIBCNI_PATH:-}" ${BENCH_LAYOUT:+--layout "$BENCH_LAYOUT"}
+    --libcni "${BENCH_LIBCNI_PATH:-}" --doctor-bin "${BENCH_DOCTOR_BIN:-}" \
+    ${BENCH_LAYOUT:+--layout "$BENCH_LAYOUT"}
