@@ -4,7 +4,7 @@
 mod harness;
 
 use harness::{
-    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, iptables_table, plugin_dir, run_in,
+    BIN, Netns, Outcome, PinnedNetns, TempDir, enter_test_host, iptables_table, plugin_dir,
     sha512_prefix,
 };
 use serde_json::{Value, json};
@@ -122,18 +122,7 @@ fn doctor_lists_and_fixes_dead_cache_entries_and_orphan_reservations() {
     assert!(kept.iter().all(|f| f["containerId"] == ids[0]), "{kept:?}");
     forgotten.destroy();
     // Their veths go with their namespaces, a little after the last reference.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while run_in(None, "ip", &["-o", "link", "show", "master", "cni-multi0"])
-        .lines()
-        .count()
-        > 1
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "veths outlive their netns"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    harness::wait_for_ports("cni-multi0", 1);
 
     // Fresh state is left alone.
     assert_eq!(doctor(&s, &[], 0), json!({"findings": []}));

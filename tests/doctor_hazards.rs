@@ -5,8 +5,8 @@
 mod harness;
 
 use harness::{
-    BIN, Call, Netns, Outcome, PinnedNetns, Runtime, TempDir, enter_test_host, first_ip,
-    iptables_table, run_in, sha512_prefix,
+    BIN, Call, Netns, Outcome, PinnedNetns, Runtime, TempDir, cnitool_id, enter_test_host,
+    first_ip, iptables_table, run_in,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -102,15 +102,15 @@ impl Node {
 }
 
 fn container_id(netns: &str) -> String {
-    format!("cnitool-{}", sha512_prefix(netns, 20))
+    cnitool_id(netns)
 }
 
 fn masq_chain(id: &str) -> String {
-    format!("CNI-{}", sha512_prefix(&format!("{NET}{id}"), 24))
+    harness::masq_chain(NET, id)
 }
 
 fn dnat_chain(id: &str) -> String {
-    format!("CNI-DN-{}", sha512_prefix(&format!("{NET}{id}"), 21))
+    harness::dnat_chain(NET, id)
 }
 
 fn pings(netns: &str, ip: &str) -> bool {
@@ -177,6 +177,20 @@ impl PrivateMounts {
     }
 }
 
+impl PrivateMounts {
+    /// The doctor here refuses to judge (exit 2, naming the pod's netns and
+    /// `why`), and the live pod keeps everything.
+    fn refuses(&self, node: &Node, netns: &str, ip: &str, why: &str) {
+        let out = self.doctor(node);
+        assert_eq!(out.status, 2, "{out:?}");
+        for said in [netns, why, "does not see the host's mounts"] {
+            assert!(out.stderr.contains(said), "{said}: {}", out.stderr);
+        }
+        node.assert_intact(netns, ip, "after the doctor");
+        node.rt.run(&["del", NET, netns], &json!({})).ok();
+    }
+}
+
 impl Drop for PrivateMounts {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -196,15 +210,7 @@ fn a_doctor_in_a_private_mount_namespace_refuses_and_the_live_pod_keeps_everythi
     let ip = node.add(pod.path(), 18061);
     node.assert_intact(pod.path(), &ip, "after ADD");
 
-    let out = private.doctor(&node);
-    assert_eq!(out.status, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("does not see the host's mounts") && out.stderr.contains(pod.path()),
-        "{}",
-        out.stderr
-    );
-    node.assert_intact(pod.path(), &ip, "after the doctor");
-    node.rt.run(&["del", NET, pod.path()], &json!({})).ok();
+    private.refuses(&node, pod.path(), &ip, "is not a namespace from here");
 }
 
 /// The same doctor where the netns directory is not mounted at all (a
@@ -223,15 +229,7 @@ fn a_doctor_that_cannot_see_the_netns_directory_refuses() {
         .into_owned();
     let private = PrivateMounts::new(&format!("mount -t tmpfs hidden '{dir}' &&"));
 
-    let out = private.doctor(&node);
-    assert_eq!(out.status, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("is missing from here"),
-        "{}",
-        out.stderr
-    );
-    node.assert_intact(pod.path(), &ip, "after the doctor");
-    node.rt.run(&["del", NET, pod.path()], &json!({})).ok();
+    private.refuses(&node, pod.path(), &ip, "is missing from here");
 }
 
 /// A cache entry cut short by a crash is listed (with no fix) and keeps the

@@ -7,7 +7,7 @@
 mod harness;
 
 use harness::{
-    Netns, PinnedNetns, Runtime, enter_test_host, first_ip, iptables_table, run_in, sha512_prefix,
+    Netns, PinnedNetns, Runtime, cnitool_id, enter_test_host, first_ip, iptables_table, run_in,
     skip,
 };
 use serde_json::{Value, json};
@@ -47,16 +47,12 @@ fn driver() -> Option<PathBuf> {
         .clone()
 }
 
-fn container_id(netns: &str) -> String {
-    format!("cnitool-{}", sha512_prefix(netns, 20))
-}
-
 fn masq_chain(id: &str) -> String {
-    format!("CNI-{}", sha512_prefix(&format!("{NET}{id}"), 24))
+    harness::masq_chain(NET, id)
 }
 
 fn dnat_chain(id: &str) -> String {
-    format!("CNI-DN-{}", sha512_prefix(&format!("{NET}{id}"), 21))
+    harness::dnat_chain(NET, id)
 }
 
 /// `libcni-driver VERB lc-net NETNS` with this setup; stdout.
@@ -113,7 +109,7 @@ fn libcni_1_1_attachments_are_judged_fixed_and_repaired() {
     );
     let (leaked, live) = (PinnedNetns::new(), Netns::new());
     let leaked_path = leaked.path().to_string();
-    let (leaked_id, live_id) = (container_id(leaked.path()), container_id(live.path()));
+    let (leaked_id, live_id) = (cnitool_id(leaked.path()), cnitool_id(live.path()));
     let leaked_ip = first_ip(
         &serde_json::from_str(&libcni(&driver, &rt, "add", leaked.path(), 18071)).expect("JSON"),
     );

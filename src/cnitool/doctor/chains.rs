@@ -4,7 +4,7 @@
 //! namespace holds an address its rules name; removed by the plugin's own
 //! DEL in the netfilter layer.
 
-use super::engine::{Age, Label, Named, Object, Owner};
+use super::engine::{Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Family;
 use crate::netfilter::iptables::{Flavour, other_flavour, use_flavour};
@@ -46,27 +46,20 @@ pub fn objects(
             let named = Named::new(&m.network, &m.container_id, "");
             let (family, chain) = (m.family, m.chain.clone());
             let (network, id) = (m.network.clone(), m.container_id.clone());
+            let present = Box::new(move |_: &Node| {
+                let _flavour = use_flavour(flavour);
+                present(family, &chain)
+            });
+            let remove = Box::new(move |_: &Node| {
+                let _flavour = use_flavour(flavour);
+                remove(&network, &id)
+            });
             Object {
-                kind,
-                id: label.clone(),
-                label,
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::Object,
-                age: Age::Sighted,
                 addresses: m.addresses,
-                busy: false,
-                action,
                 // Its DEL runs the default tools: another flavour's chain is ours to remove.
                 dead_action: (flavour != Flavour::Default).then_some(action),
-                present: Box::new(move |_| {
-                    let _flavour = use_flavour(flavour);
-                    present(family, &chain)
-                }),
-                remove: Box::new(move |_| {
-                    let _flavour = use_flavour(flavour);
-                    remove(&network, &id)
-                }),
+                ..Object::kernel(kind, label, Owner::of(node, named), action, present, remove)
             }
         })
         .collect()

@@ -70,6 +70,14 @@ impl Owner {
             named,
         }
     }
+
+    /// The attachments whose cached result holds the address; it names nobody.
+    pub fn holding(node: &Node, ip: IpAddr) -> Owner {
+        Owner {
+            candidates: node.holding(ip),
+            named: Named::nobody(),
+        }
+    }
 }
 
 /// How an object's age is known.
@@ -122,6 +130,33 @@ pub struct Object {
 }
 
 impl Object {
+    /// A kernel object (a chain, rules, a link, a zone source), known by its
+    /// label; its age is counted by sightings under that label.
+    pub fn kernel(
+        kind: &'static str,
+        label: String,
+        owner: Owner,
+        action: &'static str,
+        present: Present,
+        remove: Remove,
+    ) -> Object {
+        Object {
+            kind,
+            id: label.clone(),
+            label,
+            names: owner.named.clone(),
+            owner,
+            label_when_dead: Label::Entry,
+            age: Age::Sighted,
+            addresses: Vec::new(),
+            busy: false,
+            action,
+            dead_action: None,
+            present,
+            remove,
+        }
+    }
+
     /// A plugin's state file: there while its path is (a link counts), removed
     /// as a file (a link itself, never its target); owned as `owner` says.
     pub fn file(kind: &'static str, path: PathBuf, owner: Owner, action: &'static str) -> Object {

@@ -4,7 +4,7 @@
 //! holds it keeps them.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Family;
 use crate::netfilter::firewall::{self, iptables};
@@ -37,29 +37,25 @@ fn object(node: &Node, flavour: Flavour, net: IpNet) -> Object {
         flavour.command(family),
         iptables::FORWARD_CHAIN
     );
+    let present = Box::new(move |_: &Node| {
+        let _flavour = use_flavour(flavour);
+        Ok(iptables::read()?.contains(&net))
+    });
+    let remove = Box::new(move |_: &Node| {
+        let _flavour = use_flavour(flavour);
+        Ok(firewall::del_addresses(&[net])?)
+    });
     Object {
-        kind: KIND,
-        id: label.clone(),
-        label,
-        owner: Owner {
-            candidates: node.holding(ip),
-            named: Named::nobody(),
-        },
-        names: Named::nobody(),
-        label_when_dead: Label::Entry,
-        age: Age::Sighted,
         addresses: vec![ip],
-        busy: false,
-        action: ACTION,
         // Its DEL runs the default tools only.
         dead_action: (flavour != Flavour::Default).then_some(ACTION),
-        present: Box::new(move |_| {
-            let _flavour = use_flavour(flavour);
-            Ok(iptables::read()?.contains(&net))
-        }),
-        remove: Box::new(move |_| {
-            let _flavour = use_flavour(flavour);
-            Ok(firewall::del_addresses(&[net])?)
-        }),
+        ..Object::kernel(
+            KIND,
+            label,
+            Owner::holding(node, ip),
+            ACTION,
+            present,
+            remove,
+        )
     }
 }

@@ -3,7 +3,7 @@
 //! attachment of that container owns them.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Label, Named, Object, Owner};
 use super::firewall::KIND;
 use super::node::Node;
 use crate::netfilter::Backend;
@@ -20,22 +20,15 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let label = format!("nft inet {} {cid}", nftables::TABLE);
             let named = Named::new("", &cid, "");
             let (p, r) = (cid.clone(), cid);
+            let present = Box::new(move |_: &Node| present(&p));
+            let remove = Box::new(move |_: &Node| {
+                Ok(firewall::del(Target::Rules(Backend::Nftables), &plan(&r))?)
+            });
+            let owner = Owner::of(node, named);
             Object {
-                kind: KIND,
-                id: label.clone(),
-                label,
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::EntryNetwork,
-                age: Age::Sighted,
                 addresses: a.addresses,
-                busy: false,
-                action: ACTION,
-                dead_action: None,
-                present: Box::new(move |_| present(&p)),
-                remove: Box::new(move |_| {
-                    Ok(firewall::del(Target::Rules(Backend::Nftables), &plan(&r))?)
-                }),
+                ..Object::kernel(KIND, label, owner, ACTION, present, remove)
             }
         })
         .collect();

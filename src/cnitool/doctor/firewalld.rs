@@ -6,7 +6,7 @@
 //! allocates from.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Object, Owner};
 use super::firewall::KIND;
 use super::node::Node;
 use crate::cni::json::map_field;
@@ -31,31 +31,19 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         };
         for net in sources {
             let ip = net.addr();
-            let candidates = node.holding(ip);
+            let owner = Owner::holding(node, ip);
             // Operators add sources too: an ownerless one is judged only
             // inside a subnet the network's IPAM allocates from.
-            if candidates.is_empty() && !subnets.iter().any(|s| s.contains(&ip)) {
+            if owner.candidates.is_empty() && !subnets.iter().any(|s| s.contains(&ip)) {
                 continue;
             }
             let label = format!("firewalld zone {zone} source {net}");
             let (z1, z2) = (zone.clone(), zone.clone());
+            let present = Box::new(move |_: &Node| present(&z1, net));
+            let remove = Box::new(move |_: &Node| remove(&z2, net));
             objects.push(Object {
-                kind: KIND,
-                id: label.clone(),
-                label,
-                owner: Owner {
-                    candidates,
-                    named: Named::nobody(),
-                },
-                names: Named::nobody(),
-                label_when_dead: Label::Entry,
-                age: Age::Sighted,
                 addresses: vec![ip],
-                busy: false,
-                action: ACTION,
-                dead_action: None,
-                present: Box::new(move |_| present(&z1, net)),
-                remove: Box::new(move |_| remove(&z2, net)),
+                ..Object::kernel(KIND, label, owner, ACTION, present, remove)
             });
         }
     }

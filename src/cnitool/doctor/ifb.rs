@@ -5,8 +5,9 @@
 //! on a host link other than a stale veth redirects packets to it.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Named, Object, Owner};
 use super::node::{Node, State};
+use super::veth::{delete_link, link_is};
 use crate::netlink::Socket;
 use crate::netlink::link::Link;
 use crate::plugins::bandwidth::{ALIAS_PREFIX, ifb_name};
@@ -38,36 +39,20 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             })
             .collect();
         let (network, id) = aliased_owner(&ifb).unwrap_or_default();
-        let names = Named::new(&network, &id, "");
-        let label = format!("link {}", ifb.name);
         let (name, index) = (ifb.name.clone(), ifb.index);
+        let present =
+            Box::new(move |_: &Node| link_is(index, |l| l.name == name && is_bandwidths(l)));
+        let remove = Box::new(move |_: &Node| delete_link(index));
+        let owner = Owner {
+            candidates,
+            named: Named::new(&network, &id, ""),
+        };
+        let label = format!("link {}", ifb.name);
         objects.push(Object {
-            kind: KIND,
+            // An index in the key: a new link of the same name starts over.
             id: format!("link {} {}", ifb.name, ifb.index),
-            label,
-            owner: Owner {
-                candidates,
-                named: names.clone(),
-            },
-            names,
-            label_when_dead: Label::Entry,
-            age: Age::Sighted,
-            addresses: Vec::new(),
             busy: redirected.contains(&ifb.index),
-            action: ACTION,
-            dead_action: None,
-            present: Box::new(move |_| {
-                let mut sock = Socket::open()?;
-                match sock.link_by_index(index) {
-                    Ok(l) => Ok(l.name == name && is_bandwidths(&l)),
-                    Err(e) if e.is_not_found() => Ok(false),
-                    Err(e) => Err(e.into()),
-                }
-            }),
-            remove: Box::new(move |_| match Socket::open()?.delete_link(index) {
-                Err(e) if !e.is_not_found() => Err(e.into()),
-                _ => Ok(()),
-            }),
+            ..Object::kernel(KIND, label, owner, ACTION, present, remove)
         });
     }
     engine::findings(node, objects, out)

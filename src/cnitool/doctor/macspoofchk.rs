@@ -5,7 +5,7 @@
 //! attachments whose `<containerID>-<ifname>` is the chain's own it.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::macspoof;
 use anyhow::Result;
@@ -26,23 +26,15 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         let busy = c.iifname.as_deref().map_or(Ok(false), host_link)?;
         let label = format!("nft bridge nat {}", c.chain);
         let (id, chain) = (c.id.clone(), c.chain.clone());
+        let present = Box::new(move |_: &Node| present(&chain));
+        let remove = Box::new(move |_: &Node| Ok(macspoof::teardown_id(&id)?));
+        let owner = Owner {
+            candidates,
+            named: Named::nobody(),
+        };
         objects.push(Object {
-            kind: KIND,
-            id: label.clone(),
-            label,
-            owner: Owner {
-                candidates,
-                named: Named::nobody(),
-            },
-            names: Named::nobody(),
-            label_when_dead: Label::Entry,
-            age: Age::Sighted,
-            addresses: Vec::new(),
             busy,
-            action: ACTION,
-            dead_action: None,
-            present: Box::new(move |_| present(&chain)),
-            remove: Box::new(move |_| Ok(macspoof::teardown_id(&id)?)),
+            ..Object::kernel(KIND, label, owner, ACTION, present, remove)
         });
     }
     engine::findings(node, objects, out)

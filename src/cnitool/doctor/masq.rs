@@ -6,7 +6,7 @@
 
 use super::Finding;
 use super::chains::{self, Owned};
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Backend;
 use crate::netfilter::masq::{self, Plan, iptables, nftables};
@@ -52,23 +52,16 @@ fn nft_objects(node: &Node) -> Result<Vec<Object>> {
             let label = format!("nft inet {} {}", nftables::TABLE, m.instance);
             let named = Named::new(&m.network, &m.container_id, &m.ifname);
             let (a, b) = (named.clone(), named.clone());
+            let present = Box::new(move |_: &Node| present_nft(&a));
+            let remove = Box::new(move |_: &Node| {
+                let plan = Plan::new(&b.network, &b.container_id, &b.ifname, &[]);
+                Ok(masq::del(Backend::Nftables, &plan)?)
+            });
+            let owner = Owner::of(node, named);
             Object {
-                kind: KIND,
-                id: label.clone(),
-                label,
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::Object,
-                age: Age::Sighted,
                 addresses: m.sources,
-                busy: false,
-                action: ACTION_NFT,
-                dead_action: None,
-                present: Box::new(move |_| present_nft(&a)),
-                remove: Box::new(move |_| {
-                    let plan = Plan::new(&b.network, &b.container_id, &b.ifname, &[]);
-                    Ok(masq::del(Backend::Nftables, &plan)?)
-                }),
+                ..Object::kernel(KIND, label, owner, ACTION_NFT, present, remove)
             }
         })
         .collect())

@@ -121,7 +121,7 @@ impl Node {
                         continue;
                     }
                 };
-                let state = judge(&path, &entry, mounts, min_age, now)?;
+                let state = judge(&path, &entry, &mounts, min_age, now)?;
                 attachments.push(Cached {
                     path,
                     cache: cache.clone(),
@@ -347,11 +347,9 @@ impl Node {
     /// Whether an ownerless object (by a key naming it) has been seen by
     /// earlier runs for at least --min-age: kernel objects carry no time, so
     /// their age is counted from the first run that saw them without owner.
-    /// While an unreadable cache entry exists, no ownerless object settles:
-    /// it may be that entry's.
     pub fn settled(&self, key: &str) -> bool {
         let settled = self.sightings.borrow_mut().settled(key);
-        self.count_young(settled) && !self.in_doubt("")
+        self.count_young(settled)
     }
 
     /// Keeps the sightings of this run for the next one.
@@ -410,7 +408,7 @@ pub fn result_ips(result: &Value) -> Vec<IpAddr> {
 fn judge(
     path: &Path,
     entry: &Entry,
-    mounts: Mounts,
+    mounts: &Mounts,
     min_age: Duration,
     now: SystemTime,
 ) -> Result<State> {

@@ -4,7 +4,7 @@
 //! them.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Label, Named, Object, Owner};
 use super::node::Node;
 use super::portmap::{ACTION_NFT, KIND};
 use crate::netfilter::portmap::{self, Plan, nftables};
@@ -23,22 +23,15 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let label = format!("nft {table} {} {cid}", nftables::TABLE);
             let named = Named::new("", &cid, "");
             let (a, b) = (cid.clone(), cid);
+            let present = Box::new(move |_: &Node| present(family, &a));
+            let remove = Box::new(move |_: &Node| {
+                Ok(portmap::del(Backend::Nftables, &Plan::named("", &b))?)
+            });
+            let owner = Owner::of(node, named);
             Object {
-                kind: KIND,
-                id: label.clone(),
-                label,
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::EntryNetwork,
-                age: Age::Sighted,
                 addresses: h.saddrs,
-                busy: false,
-                action: ACTION_NFT,
-                dead_action: None,
-                present: Box::new(move |_| present(family, &a)),
-                remove: Box::new(move |_| {
-                    Ok(portmap::del(Backend::Nftables, &Plan::named("", &b))?)
-                }),
+                ..Object::kernel(KIND, label, owner, ACTION_NFT, present, remove)
             }
         })
         .collect();

@@ -46,8 +46,8 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         if cached.del_begun(a) {
             continue;
         }
+        let families = families(result);
         for (j, plugin) in list.plugins.iter().enumerate() {
-            let families = families(result);
             let (object, action) = match plugin.plugin_type.as_str() {
                 "portmap"
                     if iptables_backend(plugin, "backend")
@@ -134,10 +134,10 @@ fn families(result: &Value) -> Vec<Family> {
 
 /// Whether a plugin's `key` leaves it on iptables (unset or "iptables").
 fn iptables_backend(plugin: &PluginConf, key: &str) -> bool {
-    matches!(
-        crate::cni::json::map_field(&plugin.raw, key),
-        None | Some(Value::Null)
-    ) || crate::cni::json::map_field(&plugin.raw, key).and_then(Value::as_str) == Some("iptables")
+    match crate::cni::json::map_field(&plugin.raw, key) {
+        None | Some(Value::Null) => true,
+        Some(v) => v.as_str() == Some("iptables"),
+    }
 }
 
 /// What a cache entry was when it was judged: a rewrite (a new ADD) or its

@@ -20,14 +20,14 @@ pub enum Seen {
 }
 
 /// How much of the host's mounts this process sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mounts {
     /// The mount namespace the kernel booted with: what is not mounted here
     /// is mounted nowhere a runtime pins namespaces.
     Host,
-    /// Another mount namespace: a directory shows the host's mounts only
-    /// where its mount receives propagation from the host.
-    Own,
+    /// Another mount namespace (its mountinfo): a directory shows the host's
+    /// mounts only where its mount receives propagation from the host.
+    Own(String),
 }
 
 impl Mounts {
@@ -35,9 +35,11 @@ impl Mounts {
     /// 1, which no other mount namespace has (copies get new IDs, containers
     /// pivot to a root of their own).
     pub fn of_self() -> Mounts {
-        match std::fs::read_to_string("/proc/self/mountinfo") {
-            Ok(text) if root_parent_is_rootfs(&text) => Mounts::Host,
-            _ => Mounts::Own,
+        let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        if root_parent_is_rootfs(&text) {
+            Mounts::Host
+        } else {
+            Mounts::Own(text)
         }
     }
 
@@ -46,13 +48,11 @@ impl Mounts {
     /// another only a missing one, and only in a directory whose mount
     /// receives the host's mounts (a hostPath with HostToContainer
     /// propagation): the file of an unmounted pin may be a mount it missed.
-    pub fn trusts(self, seen: Seen, dir: &Path) -> bool {
+    pub fn trusts(&self, seen: Seen, dir: &Path) -> bool {
         match (self, seen) {
-            (_, Seen::Namespace) => true,
-            (Mounts::Host, _) => true,
-            (Mounts::Own, Seen::NotNamespace) => false,
-            (Mounts::Own, Seen::Missing) => std::fs::read_to_string("/proc/self/mountinfo")
-                .is_ok_and(|text| receives_mounts(&text, dir)),
+            (_, Seen::Namespace) | (Mounts::Host, _) => true,
+            (Mounts::Own(_), Seen::NotNamespace) => false,
+            (Mounts::Own(mountinfo), Seen::Missing) => receives_mounts(mountinfo, dir),
         }
     }
 }
@@ -216,8 +216,11 @@ mod tests {
         let dir = Path::new("/nonexistent-dir");
         assert!(Mounts::Host.trusts(Seen::NotNamespace, dir));
         assert!(Mounts::Host.trusts(Seen::Missing, dir));
-        assert!(!Mounts::Own.trusts(Seen::NotNamespace, dir));
-        assert!(Mounts::Own.trusts(Seen::Namespace, dir));
+        let own = Mounts::Own(PRIVATE.to_string());
+        assert!(!own.trusts(Seen::NotNamespace, dir));
+        assert!(own.trusts(Seen::Namespace, dir));
+        assert!(!own.trusts(Seen::Missing, Path::new("/run/netns")));
+        assert!(own.trusts(Seen::Missing, Path::new("/var/run/net ns")));
     }
 
     #[test]

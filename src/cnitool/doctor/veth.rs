@@ -7,7 +7,7 @@
 //! namespaces; deleting the host end deletes its peer.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Named, Object, Owner};
 use super::node::{Cached, Node, State, netns_alive};
 use crate::netlink::Socket;
 use crate::netlink::link::Link;
@@ -30,36 +30,40 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 .filter(|&i| names_host_link(&node.attachments[i], &link.name))
                 .collect();
             let (name, index) = (link.name.clone(), link.index);
+            // Still the link judged (an index is reused by a new link).
+            let present = Box::new(move |_: &Node| link_is(index, |l| l.name == name));
+            // Deleting the host end deletes its peer.
+            let remove = Box::new(move |_: &Node| delete_link(index));
+            let owner = Owner {
+                candidates,
+                named: Named::nobody(),
+            };
+            let label = format!("link {}", link.name);
             Object {
-                kind: KIND,
+                // An index in the key: a new link of the same name starts over.
                 id: format!("link {} {}", link.name, link.index),
-                label: format!("link {}", link.name),
-                owner: Owner {
-                    candidates,
-                    named: Named::nobody(),
-                },
-                names: Named::nobody(),
-                label_when_dead: Label::Entry,
-                age: Age::Sighted,
-                addresses: Vec::new(),
-                busy: false,
-                action: ACTION,
-                dead_action: None,
-                // Still the link judged (an index is reused by a new link).
-                present: Box::new(move |_| match Socket::open()?.link_by_index(index) {
-                    Ok(now) => Ok(now.name == name),
-                    Err(e) if e.is_not_found() => Ok(false),
-                    Err(e) => Err(e.into()),
-                }),
-                // Deleting the host end deletes its peer.
-                remove: Box::new(move |_| match Socket::open()?.delete_link(index) {
-                    Err(e) if !e.is_not_found() => Err(e.into()),
-                    _ => Ok(()),
-                }),
+                ..Object::kernel(KIND, label, owner, ACTION, present, remove)
             }
         })
         .collect();
     engine::findings(node, objects, out)
+}
+
+/// Whether the link at `index` is there and is what `is` says it must be.
+pub fn link_is(index: u32, is: impl Fn(&Link) -> bool) -> Result<bool> {
+    match Socket::open()?.link_by_index(index) {
+        Ok(l) => Ok(is(&l)),
+        Err(e) if e.is_not_found() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes the link at `index` (gone already is fine).
+pub fn delete_link(index: u32) -> Result<()> {
+    match Socket::open()?.delete_link(index) {
+        Err(e) if !e.is_not_found() => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 /// The host veths on configured bridges whose peer is in no live namespace

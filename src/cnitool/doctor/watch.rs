@@ -36,22 +36,12 @@ pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
     super::run(settings, args);
     let mut last = Instant::now();
     loop {
-        match reloaded(&mut conn, None) {
-            Ok(Some(_)) => {}
-            Ok(None) => {
-                eprintln!("cnitool doctor: the system bus went away");
-                return NO_BUS;
-            }
-            Err(e) => {
-                eprintln!("cnitool doctor: failed to wait for firewalld's reloads: {e}");
-                return NO_BUS;
-            }
-        }
-        // The rest of a burst, and what comes until the gap is over, is this pass's.
-        let until = last + GAP;
+        // Wait for a reload; then the rest of its burst, and what comes until
+        // the gap since the last pass is over, is this pass's.
+        let mut deadline = None;
         loop {
-            match reloaded(&mut conn, Some(until)) {
-                Ok(Some(true)) => continue,
+            match reloaded(&mut conn, deadline) {
+                Ok(Some(true)) => deadline = Some(last + GAP),
                 Ok(Some(false)) => break,
                 Ok(None) => {
                     eprintln!("cnitool doctor: the system bus went away");
