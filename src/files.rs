@@ -166,6 +166,13 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     written
 }
 
+/// The pid of the writer of one of `write_private_atomic`'s temporary files
+/// (`.<name>.tmp<pid>`); None for any other name.
+pub fn tmp_writer(name: &str) -> Option<u32> {
+    let (_, pid) = name.strip_prefix('.')?.rsplit_once(".tmp")?;
+    pid.parse().ok().filter(|p| *p > 0)
+}
+
 /// Regular files of `dir` with one of `extensions`, sorted by name; a missing
 /// directory has none (config and manifest directories are optional).
 pub fn files_with(dir: &Path, extensions: &[&str]) -> io::Result<Vec<PathBuf>> {
@@ -227,6 +234,15 @@ fn utf8(bytes: Vec<u8>) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_temporary_file_names_its_writer() {
+        assert_eq!(tmp_writer(".net-c1-eth0.tmp123"), Some(123));
+        assert_eq!(tmp_writer(".c1@eth0.json.tmp9"), Some(9));
+        for other in ["net-c1-eth0", ".net.tmp", ".net.tmpx", ".x.tmp0"] {
+            assert_eq!(tmp_writer(other), None, "{other}");
+        }
+    }
     use std::os::unix::fs::PermissionsExt;
 
     #[test]

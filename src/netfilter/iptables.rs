@@ -249,6 +249,19 @@ impl Drop for FlavourGuard {
     }
 }
 
+/// The flavours whose rules the host may hold: the default tools', and the
+/// other flavour's when a host has both (one it switched from may keep rules).
+pub fn flavours() -> Vec<Flavour> {
+    std::iter::once(Flavour::Default)
+        .chain(other_flavour())
+        .collect()
+}
+
+/// Each family's `nat` table as saved (None: no such table, or no tools).
+pub fn nat_tables() -> [(Family, Option<Saved>); 2] {
+    [Family::V4, Family::V6].map(|f| (f, save_existing(f, "nat").ok().flatten()))
+}
+
 /// The flavour the default tools are not, when both flavours' tools are
 /// installed and the default is one of them.
 pub fn other_flavour() -> Option<Flavour> {

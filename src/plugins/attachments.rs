@@ -48,6 +48,15 @@ fn record_path(dir: &Path, network: &str, container_id: &str, ifname: &str) -> P
     dir.join(format!("{container_id}@{ifname}@{net}.json"))
 }
 
+/// (containerID, ifname, network hash) of a record's file name (older
+/// records have no network hash).
+pub fn record_owner(name: &str) -> Option<(&str, &str, Option<&str>)> {
+    let mut parts = name.strip_suffix(".json")?.split('@');
+    let (id, ifname, net) = (parts.next()?, parts.next()?, parts.next());
+    let valid = crate::cni::env::is_valid_name(id) && !ifname.is_empty();
+    (valid && parts.next().is_none()).then_some((id, ifname, net))
+}
+
 /// The part of a record's file name that names its network.
 pub fn network_hash(network: &str) -> String {
     crate::digest::sha512_hex(network.as_bytes())[..16].to_string()
@@ -153,6 +162,18 @@ impl Split {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_names_its_attachment() {
+        assert_eq!(record_owner("c1@eth0.json"), Some(("c1", "eth0", None)));
+        assert_eq!(
+            record_owner("c1@eth0@0123456789abcdef.json"),
+            Some(("c1", "eth0", Some("0123456789abcdef")))
+        );
+        for bad in ["c1.json", "c1@eth0@x@y.json", "../x@eth0.json", "c1@.json"] {
+            assert_eq!(record_owner(bad), None, "{bad}");
+        }
+    }
 
     fn rec(network: &str, id: &str, ifname: &str, ip: &str) -> Record {
         Record {

@@ -277,6 +277,20 @@ fn alias(network: &str, container_id: &str) -> String {
     format!("{ALIAS_PREFIX} {network} {container_id}")
 }
 
+/// Whether a link name is one `ifb_name` gives: `bwp` and 12 lowercase hex digits.
+pub fn is_ifb_name(name: &str) -> bool {
+    let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+    name.len() == 15 && name.strip_prefix("bwp").is_some_and(|h| h.bytes().all(hex))
+}
+
+/// The network and container an IFB's alias names, when they give its name
+/// (a label to show, never to judge by).
+pub fn aliased_owner(name: &str, alias: &str) -> Option<(String, String)> {
+    let rest = alias.strip_prefix(ALIAS_PREFIX)?.strip_prefix(' ')?;
+    let (network, id) = rest.split_once(' ')?;
+    (ifb_name(network, id) == name).then(|| (network.to_string(), id.to_string()))
+}
+
 /// The host end of the container's veth among prevResult's host interfaces,
 /// proven from the host side: its peer is the container's interface, in the
 /// container's namespace (the index the container's end names is the container's word).
@@ -549,6 +563,18 @@ impl Plugin for Bandwidth {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ifb_names_and_aliases() {
+        let name = ifb_name("net", "ctr");
+        assert!(is_ifb_name(&name));
+        let owner = aliased_owner(&name, &alias("net", "ctr"));
+        assert_eq!(owner, Some(("net".to_string(), "ctr".to_string())));
+        assert_eq!(aliased_owner(&name, &alias("net", "other")), None);
+        for other in ["bwp12345", "bwpXYZ456789012", "eth0"] {
+            assert!(!is_ifb_name(other), "{other}");
+        }
+    }
 
     #[test]
     fn names_and_parameters() {

@@ -8,6 +8,7 @@ pub(crate) mod dhcp;
 mod dummy;
 pub(crate) mod firewall;
 pub mod flannel;
+pub mod footprint;
 mod host_device;
 mod host_local;
 mod ipvlan;

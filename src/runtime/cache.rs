@@ -40,6 +40,54 @@ pub struct Entry {
     pub result: Option<Value>,
 }
 
+impl Entry {
+    /// The cached result's addresses with their prefixes (`ips[].address`,
+    /// or 0.2.0's `ip4.ip`/`ip6.ip`).
+    pub fn nets(&self) -> Vec<ipnet::IpNet> {
+        let Some(result) = &self.result else {
+            return Vec::new();
+        };
+        let ips = result.get("ips").and_then(Value::as_array);
+        let listed = ips.into_iter().flatten().map(|ip| ip.get("address"));
+        let old = ["ip4", "ip6"].map(|k| result.get(k).and_then(|v| v.get("ip")));
+        listed
+            .chain(old)
+            .filter_map(|v| v?.as_str()?.parse().ok())
+            .collect()
+    }
+
+    /// The cached result's addresses.
+    pub fn ips(&self) -> Vec<std::net::IpAddr> {
+        self.nets().iter().map(ipnet::IpNet::addr).collect()
+    }
+
+    /// The cached result's interfaces outside any sandbox (a bridge, a host
+    /// veth), with their MAC when it is given.
+    pub fn host_interfaces(&self) -> Vec<(String, Option<[u8; 6]>)> {
+        let ifaces = self.result.as_ref().and_then(|r| r.get("interfaces"));
+        let ifaces = ifaces.and_then(Value::as_array).into_iter().flatten();
+        ifaces
+            .filter(|i| {
+                i.get("sandbox")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            })
+            .filter_map(|i| {
+                let mac = i.get("mac").and_then(Value::as_str).and_then(parse_mac);
+                Some((i.get("name")?.as_str()?.to_string(), mac))
+            })
+            .collect()
+    }
+}
+
+fn parse_mac(text: &str) -> Option<[u8; 6]> {
+    let bytes: Option<Vec<u8>> = text
+        .split(':')
+        .map(|b| u8::from_str_radix(b, 16).ok())
+        .collect();
+    bytes?.try_into().ok()
+}
+
 mod b64 {
     use serde::{Deserialize, Deserializer, Serializer};
 
@@ -224,6 +272,47 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_results_addresses_and_host_interfaces() {
+        let entry = |result: Value| Entry {
+            result: Some(result),
+            ..parse_entry_default()
+        };
+        let e = entry(serde_json::json!({
+        "ips": [{"address": "10.1.0.5/24"}, {"address": "fd00::5/64"}, {"address": "bad"}],
+        "interfaces": [
+            {"name": "cni0", "mac": "0a:58:0a:f4:00:01"},
+            {"name": "veth1234", "mac": "aa:bb:cc:dd:ee:ff", "sandbox": ""},
+            {"name": "eth0", "mac": "0a:58:0a:f4:00:05", "sandbox": "/var/run/netns/x"},
+            {"name": "vethbad", "mac": "zz:00"}
+        ]}));
+        let nets: Vec<String> = e.nets().iter().map(ToString::to_string).collect();
+        assert_eq!(nets, ["10.1.0.5/24", "fd00::5/64"]);
+        assert_eq!(
+            e.ips()[0],
+            "10.1.0.5".parse::<std::net::IpAddr>().expect("ip")
+        );
+        let hosts = e.host_interfaces();
+        assert_eq!(hosts.len(), 3);
+        assert_eq!(
+            hosts[1],
+            (
+                "veth1234".into(),
+                Some([0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff])
+            )
+        );
+        assert_eq!(hosts[2], ("vethbad".into(), None));
+        let old = entry(serde_json::json!({"ip4": {"ip": "10.1.0.6/24"}}));
+        assert_eq!(
+            old.ips(),
+            ["10.1.0.6".parse::<std::net::IpAddr>().expect("ip")]
+        );
+    }
+
+    fn parse_entry_default() -> Entry {
+        serde_json::from_str("{}").expect("an empty entry")
+    }
 
     #[test]
     fn layout_is_libcni_s() {

@@ -4,6 +4,7 @@
 //! delegates, dhcp its lease, host-local its addresses), then the entry goes.
 
 use super::Finding;
+use super::engine::Named;
 use super::node::{Node, State};
 use anyhow::Result;
 
@@ -16,24 +17,15 @@ pub const UNREADABLE: &str =
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for (path, why) in &node.unreadable {
         let object = format!("{} ({why})", path.display());
-        out.push(Finding::new(KIND, "", "", "", &object, UNREADABLE));
+        out.push(Finding::new(KIND, &Named::nobody(), &object, UNREADABLE));
     }
     for (i, a) in node.attachments.iter().enumerate() {
         if a.state != State::Dead {
             continue;
         }
-        let e = &a.entry;
         let object = a.path.display().to_string();
         out.push(
-            Finding::new(
-                KIND,
-                &e.network_name,
-                &e.container_id,
-                &e.ifname,
-                &object,
-                ACTION,
-            )
-            .fix(move |node| {
+            Finding::new(KIND, &Named::of(&a.entry), &object, ACTION).fix(move |node| {
                 let a = &node.attachments[i];
                 a.del(&node.runtime)?;
                 Ok(!a.path.exists())

@@ -7,7 +7,7 @@
 use super::engine::{Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Family;
-use crate::netfilter::iptables::{Flavour, other_flavour, use_flavour};
+use crate::netfilter::iptables::{Flavour, use_flavour};
 use anyhow::Result;
 use std::net::IpAddr;
 
@@ -19,14 +19,6 @@ pub struct Owned {
     pub chain: String,
     /// The addresses its rules name (evidence of use).
     pub addresses: Vec<IpAddr>,
-}
-
-/// The iptables flavours to look at: the default tools', and the other
-/// flavour's when a host has both (one it switched from may keep rules).
-pub fn flavours() -> Vec<Flavour> {
-    std::iter::once(Flavour::Default)
-        .chain(other_flavour())
-        .collect()
 }
 
 /// The objects of `kind` for `chains`, read in `flavour`; `remove(network,

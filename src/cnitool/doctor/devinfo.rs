@@ -10,10 +10,10 @@
 
 use super::Finding;
 use super::engine::{self, Label, Named, Object, Owner};
-use super::node::{Node, multus_cni_dirs};
+use super::node::{Node, entries, multus_cni_dirs};
 use crate::cni::env::is_valid_name;
-use crate::plugins::multus::DEVICE_INFO_DIR;
-use anyhow::{Context, Result};
+use crate::plugins::multus::{DEVICE_INFO_DIR, device_info_owner};
+use anyhow::Result;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -27,19 +27,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         return Ok(());
     }
     let known = known_containers(node, cni_dirs.keys())?;
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(|| format!("failed to read {}", dir.display())),
-    };
-    let mut paths = Vec::new();
-    for entry in entries {
-        let entry = entry.with_context(|| format!("failed to read {}", dir.display()))?;
-        // A link or directory is nobody's device-info file.
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
-            paths.push(entry.path());
-        }
-    }
+    // A link or directory is nobody's device-info file.
+    let files = entries(dir)?
+        .into_iter()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()));
+    let mut paths: Vec<_> = files.map(|e| e.path()).collect();
     paths.sort();
     let mut objects = Vec::new();
     for path in paths {
@@ -49,7 +41,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         if name.starts_with('.') {
             continue;
         }
-        let (id, ifname) = owner_of(name, &known).unwrap_or(("", ""));
+        let (id, ifname) = device_info_owner(name, &known).unwrap_or(("", ""));
         let owner = Owner::of(node, Named::new("", id, ""));
         objects.push(Object {
             names: Named::new("", id, ifname),
@@ -72,12 +64,7 @@ fn known_containers<'a>(
         .map(|a| a.entry.container_id.clone())
         .collect();
     for dir in cni_dirs {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).with_context(|| format!("failed to read {}", dir.display())),
-        };
-        for entry in entries.flatten() {
+        for entry in entries(dir)? {
             let name = entry.file_name().to_string_lossy().into_owned();
             let id = name.strip_suffix(".status").unwrap_or(&name);
             if is_valid_name(id) && !id.starts_with('.') {
@@ -86,56 +73,4 @@ fn known_containers<'a>(
         }
     }
     Ok(ids)
-}
-
-/// The container (and interface) a file name holds as `-<id>_<ifname>`:
-/// the longest known ID that fits, else a 64-hex ID as runtimes make them.
-fn owner_of<'a>(name: &'a str, known: &BTreeSet<String>) -> Option<(&'a str, &'a str)> {
-    let fits = |id: &str| -> Option<(&'a str, &'a str)> {
-        let at = name.find(&format!("-{id}_"))?;
-        let start = at + 1;
-        let ifname = &name[start + id.len() + 1..];
-        Some((&name[start..start + id.len()], ifname))
-    };
-    let mut best: Option<(&'a str, &'a str)> = None;
-    for id in known.iter().filter(|id| !id.is_empty()) {
-        if let Some(found) = fits(id)
-            && best.is_none_or(|(b, _)| b.len() < found.0.len())
-        {
-            best = Some(found);
-        }
-    }
-    best.or_else(|| {
-        name.match_indices('-').find_map(|(at, _)| {
-            let rest = &name[at + 1..];
-            let id = rest.get(..64)?;
-            let hex = id.bytes().all(|b| b.is_ascii_hexdigit());
-            (hex && rest[64..].starts_with('_')).then(|| (id, &rest[65..]))
-        })
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn owners_of_device_info_names() {
-        let known: BTreeSet<String> = ["abc", "abc_d", "x-y"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(owner_of("ns-nad-abc_net1", &known), Some(("abc", "net1")));
-        // The longest known ID wins where two fit.
-        assert_eq!(
-            owner_of("ns-nad-abc_d_net1", &known),
-            Some(("abc_d", "net1"))
-        );
-        assert_eq!(owner_of("ns-nad-x-y_eth_1", &known), Some(("x-y", "eth_1")));
-        let hex = "0123456789abcdef".repeat(4);
-        let name = format!("ns-nad-{hex}_net2");
-        assert_eq!(owner_of(&name, &known), Some((hex.as_str(), "net2")));
-        assert_eq!(owner_of("ns-nad-other_net1", &known), None);
-        assert_eq!(owner_of("abc_net1", &known), None);
-    }
 }

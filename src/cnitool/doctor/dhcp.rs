@@ -6,13 +6,12 @@
 //! every file it finds and keeps renewing it.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
+use super::engine::{self, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::cni::env::Command;
 use crate::daemons::dhcp::state;
-use crate::dhcp::protocol::{DEFAULT_SOCKET, default_state_dir};
+use crate::dhcp::protocol::default_state_dir;
 use anyhow::Result;
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -29,18 +28,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let label = format!("{} ({})", path.display(), saved.lease.address);
             let (socket, dir) = (socket.clone(), dir.clone());
             let gone_file = path.clone();
+            let owner = Owner::of(node, named);
             objects.push(Object {
-                kind: KIND,
-                id: path.display().to_string(),
                 label,
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::Object,
-                age: Age::File(path),
                 addresses: vec![saved.lease.address.into()],
-                busy: false,
-                action: ACTION,
-                dead_action: None,
                 present: Box::new(move |_| Ok(!gone(&gone_file))),
                 // Through the daemon, which forgets the lease and sends
                 // DHCPRELEASE; with the daemon stopped the file alone goes
@@ -56,6 +48,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                     }
                     Ok(())
                 }),
+                ..Object::file(KIND, path, owner, ACTION)
             });
         }
     }
@@ -67,32 +60,8 @@ fn gone(path: &Path) -> bool {
 }
 
 /// The daemon socket of every dhcp network of the conf dir and of every
-/// cached config (the default one where a network names none).
+/// cached config.
 fn sockets(node: &Node) -> BTreeSet<PathBuf> {
-    let mut out = BTreeSet::new();
-    for list in &node.lists {
-        sockets_of(list, &mut out);
-    }
-    for a in &node.attachments {
-        if let Ok(list) = crate::runtime::conf::list_from_bytes(&a.entry.config, &a.path) {
-            sockets_of(&list, &mut out);
-        }
-    }
-    out
-}
-
-fn sockets_of(list: &crate::runtime::conf::NetworkList, out: &mut BTreeSet<PathBuf>) {
-    for p in &list.plugins {
-        let Some(Value::Object(ipam)) = crate::cni::json::map_field(&p.raw, "ipam") else {
-            continue;
-        };
-        let field = |k: &str| crate::cni::json::map_field(ipam, k).and_then(Value::as_str);
-        if field("type") != Some("dhcp") {
-            continue;
-        }
-        match field("daemonSocketPath") {
-            Some(s) if s.starts_with('/') => out.insert(PathBuf::from(s)),
-            _ => out.insert(PathBuf::from(DEFAULT_SOCKET)),
-        };
-    }
+    let found = node.footprints(true).into_iter();
+    found.filter_map(|(_, _, f)| f.dhcp_socket).collect()
 }

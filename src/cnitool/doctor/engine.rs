@@ -47,6 +47,11 @@ impl Named {
         }
     }
 
+    /// The attachment a cache entry is of.
+    pub fn of(e: &crate::runtime::cache::Entry) -> Named {
+        Named::new(&e.network_name, &e.container_id, &e.ifname)
+    }
+
     /// Nobody can be named (a link, an address): judged by evidence alone.
     pub fn nobody() -> Named {
         Named::default()
@@ -227,7 +232,7 @@ pub fn findings(node: &Node, objects: Vec<Object>, out: &mut Vec<Finding>) -> Re
                 let e = &a.entry;
                 let names = match o.label_when_dead {
                     Label::Object => o.names.clone(),
-                    Label::Entry => Named::new(&e.network_name, &e.container_id, &e.ifname),
+                    Label::Entry => Named::of(e),
                     Label::EntryNetwork => Named {
                         network: e.network_name.clone(),
                         ..o.names.clone()
@@ -236,14 +241,7 @@ pub fn findings(node: &Node, objects: Vec<Object>, out: &mut Vec<Finding>) -> Re
                 (names, o.dead_action.unwrap_or(BY_DEL))
             }
         };
-        let finding = Finding::new(
-            o.kind,
-            &names.network,
-            &names.container_id,
-            &names.ifname,
-            &o.label,
-            action,
-        );
+        let finding = Finding::new(o.kind, &names, &o.label, action);
         out.push(finding.fix(move |node| fix(node, &o)));
     }
     Ok(())

@@ -6,11 +6,10 @@
 //! entry names it at all and no namespace on the node holds the address.
 
 use super::Finding;
-use super::engine::{self, Age, Label, Named, Object, Owner};
-use super::node::Node;
-use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
+use super::engine::{self, Label, Named, Object, Owner};
+use super::node::{Node, entries};
+use crate::ipam::store::DiskStore;
 use anyhow::{Context, Result};
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -33,24 +32,17 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let named = Named::new(&network, &r.container_id, &r.ifname);
             let (data_dir2, network2, ip) = (data_dir.clone(), network.clone(), r.ip);
             let (id, ifname) = (r.container_id.clone(), r.ifname.clone());
+            let owner = Owner::of(node, named);
             objects.push(Object {
-                kind: KIND,
-                id: file.display().to_string(),
-                label: file.display().to_string(),
-                owner: Owner::of(node, named.clone()),
-                names: named,
                 label_when_dead: Label::Object,
-                age: Age::File(file.clone()),
                 addresses: vec![ip],
-                busy: false,
-                action: ACTION,
                 dead_action: Some(BY_DEL),
-                present: Box::new(move |_| Ok(std::fs::symlink_metadata(&file).is_ok())),
                 // Released only while this owner holds it, under the store's lock.
                 remove: Box::new(move |_| {
                     DiskStore::open(&data_dir2, &network2)?.release_if_owned(ip, &id, &ifname)?;
                     Ok(())
                 }),
+                ..Object::file(KIND, file, owner, ACTION)
             });
         }
     }
@@ -58,16 +50,15 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 }
 
 /// (dataDir, network) of every host-local plugin of the conf dir's networks
-/// and of every cached config (a delegate multus read from its own
-/// directories or a NAD has a cache entry, not a file in the conf dir).
+/// and of every cached config.
 fn stores(node: &Node) -> Result<BTreeSet<(PathBuf, String)>> {
     let mut out = BTreeSet::new();
-    for list in &node.lists {
-        stores_of(list, &mut out);
-    }
-    for a in &node.attachments {
-        if let Ok(list) = crate::runtime::conf::list_from_bytes(&a.entry.config, &a.path) {
-            stores_of(&list, &mut out);
+    for (list, _, f) in node.footprints(true) {
+        if let Some(dir) = f
+            .host_local
+            .filter(|_| crate::cni::env::is_valid_name(&list.name))
+        {
+            out.insert((dir, list.name.clone()));
         }
     }
     let data_dirs: BTreeSet<PathBuf> = out.iter().map(|(d, _)| d.clone()).collect();
@@ -80,40 +71,11 @@ fn stores(node: &Node) -> Result<BTreeSet<(PathBuf, String)>> {
 /// The stores of a dataDir whatever their network: real directories (a link
 /// is not followed) with a network's name.
 fn unconfigured(data_dir: &std::path::Path, out: &mut BTreeSet<(PathBuf, String)>) -> Result<()> {
-    let unreadable = || format!("failed to read {}", data_dir.display());
-    let entries = match std::fs::read_dir(data_dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e).with_context(unreadable),
-    };
-    for entry in entries {
-        let entry = entry.with_context(unreadable)?;
+    for entry in entries(data_dir)? {
         let name = entry.file_name().to_string_lossy().into_owned();
         if entry.file_type().is_ok_and(|t| t.is_dir()) && crate::cni::env::is_valid_name(&name) {
             out.insert((data_dir.to_path_buf(), name));
         }
     }
     Ok(())
-}
-
-fn stores_of(list: &crate::runtime::conf::NetworkList, out: &mut BTreeSet<(PathBuf, String)>) {
-    let field = |m: &serde_json::Map<String, Value>, k: &str| -> Option<Value> {
-        crate::cni::json::map_field(m, k).cloned()
-    };
-    if !crate::cni::env::is_valid_name(&list.name) {
-        return;
-    }
-    for p in &list.plugins {
-        let Some(Value::Object(ipam)) = field(&p.raw, "ipam") else {
-            continue;
-        };
-        if field(&ipam, "type").as_ref().and_then(Value::as_str) != Some("host-local") {
-            continue;
-        }
-        let data_dir = match field(&ipam, "dataDir") {
-            Some(Value::String(d)) if d.starts_with('/') => d,
-            _ => DEFAULT_DATA_DIR.to_string(),
-        };
-        out.insert((PathBuf::from(data_dir), list.name.clone()));
-    }
 }

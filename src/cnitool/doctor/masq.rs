@@ -18,7 +18,7 @@ pub const ACTION_NFT: &str = "remove the attachment's rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     engine::findings(node, nft_objects(node)?, out)?;
-    for flavour in chains::flavours() {
+    for flavour in crate::netfilter::iptables::flavours() {
         let _flavour = crate::netfilter::iptables::use_flavour(flavour);
         if !chains::usable() {
             continue;

@@ -9,35 +9,29 @@
 
 mod cache;
 mod chains;
+mod data_files;
 mod devinfo;
 mod dhcp;
 mod engine;
 mod firewall;
-mod firewall_nft;
-mod firewalld;
-mod flannel;
 mod hostview;
-mod ifb;
 mod ipam;
+mod links;
 mod macspoofchk;
 mod masq;
 mod multus;
 mod namespaces;
 mod node;
 mod portmap;
-mod portmap_nft;
-mod records;
 mod repair;
 mod report;
 mod tmp;
-mod tuning;
-mod vantage;
-mod veth;
 mod watch;
 
 use super::Settings;
 use anyhow::Result;
 use clap::Args;
+use engine::Named;
 use node::Node;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
@@ -80,16 +74,16 @@ const KINDS: &[Find] = &[
     dhcp::find,
     masq::find,
     portmap::find,
-    portmap_nft::find,
+    portmap::find_nft,
     firewall::find,
-    firewall_nft::find,
-    firewalld::find,
+    firewall::find_nft,
+    firewall::find_firewalld,
     macspoofchk::find,
-    veth::find,
-    ifb::find,
-    tuning::find,
-    flannel::find,
-    records::find,
+    links::find_veths,
+    links::find_ifbs,
+    data_files::find_tuning,
+    data_files::find_flannel,
+    data_files::find_records,
     tmp::find,
     multus::find,
     devinfo::find,
@@ -118,19 +112,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(
-        kind: &'static str,
-        network: &str,
-        container_id: &str,
-        ifname: &str,
-        object: &str,
-        action: &str,
-    ) -> Finding {
+    pub fn new(kind: &'static str, names: &Named, object: &str, action: &str) -> Finding {
         Finding {
             kind,
-            network: network.into(),
-            container_id: container_id.into(),
-            ifname: ifname.into(),
+            network: names.network.clone(),
+            container_id: names.container_id.clone(),
+            ifname: names.ifname.clone(),
             object: object.into(),
             action: action.into(),
             fixed: false,
@@ -149,13 +136,7 @@ impl Finding {
 pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
     let settings = match settings {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "cnitool doctor: cannot inspect the node: {}",
-                super::report(&e)
-            );
-            return 2;
-        }
+        Err(e) => return cannot_inspect(&e),
     };
     if args.on_firewalld_reload {
         return watch::main(&settings, args);
@@ -185,13 +166,7 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
     })();
     let (node, mut findings) = match inspected {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!(
-                "cnitool doctor: cannot inspect the node: {}",
-                super::report(&e)
-            );
-            return 2;
-        }
+        Err(e) => return cannot_inspect(&e),
     };
     node.judged();
     if args.fix {
@@ -213,6 +188,15 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
         }
     }
     i32::from(findings.iter().any(|f| !f.fixed))
+}
+
+/// Says why the node cannot be inspected; the exit status for it.
+fn cannot_inspect(e: &anyhow::Error) -> i32 {
+    eprintln!(
+        "cnitool doctor: cannot inspect the node: {}",
+        super::report(e)
+    );
+    2
 }
 
 /// The dead attachments' DELs first, then the rest in order; repairs after

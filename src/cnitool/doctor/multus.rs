@@ -6,7 +6,7 @@
 
 use super::Finding;
 use super::engine::{self, Named, Object, Owner};
-use super::node::{Node, State, multus_cni_dirs};
+use super::node::{Node, State, entries, multus_cni_dirs};
 use crate::cni::env::is_valid_name;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
@@ -18,19 +18,7 @@ pub const STATUS_ACTION: &str = "remove network status";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for (dir, networks) in multus_cni_dirs(&node.lists) {
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e).with_context(|| format!("failed to read {}", dir.display())),
-        };
-        let mut paths = Vec::new();
-        for entry in entries {
-            paths.push(
-                entry
-                    .with_context(|| format!("failed to read {}", dir.display()))?
-                    .path(),
-            );
-        }
+        let mut paths: Vec<_> = entries(&dir)?.iter().map(|e| e.path()).collect();
         paths.sort();
         let mut objects = Vec::new();
         for path in paths {

@@ -1,53 +1,90 @@
-//! The addresses every network namespace on the node holds, but the doctor's
-//! own: what processes and threads (/proc/<pid>/task/<tid>/ns/net) and bind mounts (/run/netns,
-//! /var/run/netns) keep alive. Evidence that an address is in use, whoever
+//! The node's network namespaces, read in one pass: every one a task (each
+//! thread may have its own), a bind mount (/run/netns, /var/run/netns) or a
+//! cache entry holds, but the doctor's own; with the ID this namespace gives
+//! each and the addresses each holds. Evidence of life and of use, whoever
 //! made the namespace and whether or not a cache entry names it.
 
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netns::NetNs;
+use crate::netns::{NetNs, vantage};
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Every address found, and whether every namespace could be read: one that
-/// goes away meanwhile holds nothing, but one that cannot be entered (said on
-/// stderr) may hold any address.
-pub fn addresses() -> (BTreeSet<IpAddr>, bool) {
-    let mut out = BTreeSet::new();
-    let mut complete = true;
-    let own = std::fs::metadata("/proc/thread-self/ns/net")
-        .map(|m| (m.dev(), m.ino()))
-        .ok();
-    let mut seen = BTreeSet::new();
-    for path in candidates() {
-        let Ok(meta) = std::fs::metadata(&path) else {
-            continue;
+/// One namespace: where it was found, its ID here, its addresses.
+pub struct Space {
+    pub path: PathBuf,
+    pub nsid: Option<i32>,
+    pub ips: Vec<IpAddr>,
+}
+
+/// Every namespace read; incomplete when one could not be (said on stderr):
+/// it may hold any address and any veth's peer.
+pub struct Census {
+    pub spaces: Vec<Space>,
+    pub complete: bool,
+}
+
+impl Census {
+    /// The namespaces of the node and those at `paths`; their addresses too
+    /// when `addresses`. The ID of every veth peer's namespace is assigned
+    /// first (a link dump does that), so a namespace read here that has no
+    /// ID has no veth here.
+    pub fn read(paths: impl IntoIterator<Item = PathBuf>, addresses: bool) -> Census {
+        let mut census = Census {
+            spaces: Vec::new(),
+            complete: true,
         };
-        let id = (meta.dev(), meta.ino());
-        if Some(id) == own || !seen.insert(id) {
-            continue;
-        }
-        match addresses_in(&path) {
-            Ok(ips) => out.extend(ips),
-            // A task that ended meanwhile took its namespace reference with it.
-            Err(_) if path.starts_with("/proc") && !path.exists() => {}
+        let mut sock = match Socket::open().and_then(|mut s| s.links().map(|_| s)) {
+            Ok(s) => s,
             Err(e) => {
-                eprintln!(
-                    "cnitool doctor: cannot read the addresses of {}, every address counts as \
-                     in use: {e:#}",
-                    path.display()
-                );
-                complete = false;
+                eprintln!("cnitool doctor: cannot read the host's links: {e}");
+                census.complete = false;
+                return census;
+            }
+        };
+        let own = std::fs::metadata("/proc/thread-self/ns/net")
+            .map(|m| (m.dev(), m.ino()))
+            .ok();
+        let mut seen = BTreeSet::new();
+        for path in paths.into_iter().chain(candidates()) {
+            let Ok(meta) = std::fs::metadata(&path) else {
+                continue;
+            };
+            let id = (meta.dev(), meta.ino());
+            if Some(id) == own || !seen.insert(id) {
+                continue;
+            }
+            match read(&mut sock, &path, addresses) {
+                Ok(Some(space)) => census.spaces.push(space),
+                Ok(None) => {}
+                // A task that ended meanwhile took its namespace reference with it.
+                Err(_) if path.starts_with("/proc") && !path.exists() => {}
+                Err(e) => {
+                    eprintln!(
+                        "cnitool doctor: cannot read the namespace {}, so every address counts \
+                         as in use and no veth or entry without netns is judged: {e:#}",
+                        path.display()
+                    );
+                    census.complete = false;
+                }
             }
         }
+        census
     }
-    (out, complete)
+
+    /// Every address the namespaces hold.
+    pub fn ips(&self) -> BTreeSet<IpAddr> {
+        self.spaces
+            .iter()
+            .flat_map(|s| s.ips.iter().copied())
+            .collect()
+    }
 }
 
 /// Where the node's namespaces are: every task's and every bind mount's.
-pub fn candidates() -> Vec<PathBuf> {
+fn candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(procs) = std::fs::read_dir("/proc") {
         for p in procs.flatten() {
@@ -70,27 +107,37 @@ pub fn candidates() -> Vec<PathBuf> {
     out
 }
 
-pub fn addresses_in(path: &std::path::Path) -> anyhow::Result<Vec<IpAddr>> {
+/// The namespace at `path`; None when it is gone or no namespace (a file of
+/// a bind-mount directory may be anything).
+fn read(sock: &mut Socket, path: &Path, addresses: bool) -> anyhow::Result<Option<Space>> {
     let ns = match NetNs::open(path) {
         Ok(ns) => ns,
-        Err(crate::netns::Error::NotFound(_)) => return Ok(Vec::new()),
+        Err(crate::netns::Error::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    // Only a namespace: a file of the bind-mount directory may be anything.
-    if !super::node::netns_alive(path)? {
-        return Ok(Vec::new());
+    if !vantage::is_namespace(path)? {
+        return Ok(None);
     }
-    let ips = ns.run(|| -> anyhow::Result<Vec<IpAddr>> {
-        let mut sock = Socket::open()?;
-        let mut ips = Vec::new();
-        for family in [Family::V4, Family::V6] {
-            ips.extend(
-                sock.all_addresses(family)?
-                    .into_iter()
-                    .map(|a| a.addr.addr()),
-            );
-        }
-        Ok(ips)
-    })??;
-    Ok(ips)
+    let nsid = sock.netns_id(ns.fd())?;
+    let ips = if addresses {
+        ns.run(|| -> anyhow::Result<Vec<IpAddr>> {
+            let mut sock = Socket::open()?;
+            let mut ips = Vec::new();
+            for family in [Family::V4, Family::V6] {
+                ips.extend(
+                    sock.all_addresses(family)?
+                        .into_iter()
+                        .map(|a| a.addr.addr()),
+                );
+            }
+            Ok(ips)
+        })??
+    } else {
+        Vec::new()
+    };
+    Ok(Some(Space {
+        path: path.to_path_buf(),
+        nsid,
+        ips,
+    }))
 }

@@ -4,12 +4,13 @@
 //! age of their own).
 
 use super::engine::Named;
-use super::vantage::{self, Mounts, Seen};
+use super::namespaces::Census;
+use crate::netns::vantage::{self, Mounts, Seen};
+use crate::plugins::footprint::Footprint;
 use crate::runtime::cache::{Cache, Entry, Scanned};
-use crate::runtime::conf::{self, NetworkList};
+use crate::runtime::conf::{self, NetworkList, PluginConf};
 use crate::runtime::{Runtime, RuntimeConf};
 use anyhow::{Context, Result};
-use serde_json::Value;
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -35,6 +36,8 @@ pub struct Cached {
     pub path: PathBuf,
     pub cache: Cache,
     pub entry: Entry,
+    /// The cached config (None when it does not parse).
+    pub list: Option<NetworkList>,
     pub state: State,
     /// Its namespace: the cached netns, or for an entry without one (libcni
     /// before 1.2) the namespace the host shows to be its pod's.
@@ -45,7 +48,10 @@ impl Cached {
     /// The runtime that runs this entry's DEL: the cached config, its own cache
     /// (multus keeps its delegates' entries apart), no netns.
     pub fn del(&self, main: &Runtime) -> Result<()> {
-        let list = conf::list_from_bytes(&self.entry.config, &self.path)?;
+        let list = match &self.list {
+            Some(l) => l.clone(),
+            None => conf::list_from_bytes(&self.entry.config, &self.path)?,
+        };
         let runtime = Runtime {
             cni_path: main.cni_path.clone(),
             cache: self.cache.clone(),
@@ -69,6 +75,7 @@ pub struct Node {
     pub min_age: Duration,
     pub now: SystemTime,
     sightings: RefCell<Sightings>,
+    census: OnceCell<Census>,
     ips: OnceCell<Addresses>,
     /// How long a live attachment's state must have been seen missing
     /// before it is repaired (--repair-after).
@@ -123,6 +130,7 @@ impl Node {
                 };
                 let state = judge(&path, &entry, &mounts, min_age, now)?;
                 attachments.push(Cached {
+                    list: conf::list_from_bytes(&entry.config, &path).ok(),
                     path,
                     cache: cache.clone(),
                     netns: entry.netns.clone(),
@@ -131,7 +139,15 @@ impl Node {
                 });
             }
         }
-        super::hostview::judge(&mut attachments)?;
+        // Entries without a netns are judged from the node's namespaces.
+        let census = OnceCell::new();
+        if attachments
+            .iter()
+            .any(|a| a.state == State::Unknown && a.entry.netns.is_empty())
+        {
+            let read = census.get_or_init(|| Census::read(netns_paths(&attachments), true));
+            super::hostview::judge(&mut attachments, read)?;
+        }
         let young = attachments
             .iter()
             .filter(|a| a.state == State::Fresh)
@@ -152,6 +168,7 @@ impl Node {
             min_age,
             now,
             sightings: RefCell::new(sightings),
+            census,
             ips: OnceCell::new(),
             by_container,
             by_ip: OnceCell::new(),
@@ -211,7 +228,7 @@ impl Node {
         let by_ip = self.by_ip.get_or_init(|| {
             let mut map: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
             for (i, a) in self.attachments.iter().enumerate() {
-                for ip in a.entry.result.as_ref().map(result_ips).unwrap_or_default() {
+                for ip in a.entry.ips() {
                     map.entry(ip).or_default().push(i);
                 }
             }
@@ -249,9 +266,8 @@ impl Node {
         let dirs = self.cache_dirs();
         if !network.is_empty() && !ifname.is_empty() {
             let name = format!("{network}-{container_id}-{ifname}");
-            return Ok(dirs
-                .iter()
-                .any(|d| std::fs::symlink_metadata(d.join("results").join(&name)).is_ok()));
+            let exists = |d: &PathBuf| std::fs::symlink_metadata(d.join("results").join(&name));
+            return Ok(dirs.iter().any(|d| exists(d).is_ok()));
         }
         let mut cached = self.now_names.borrow_mut();
         if cached
@@ -260,17 +276,7 @@ impl Node {
         {
             let mut names = BTreeSet::new();
             for dir in &dirs {
-                let results = dir.join("results");
-                let entries = match std::fs::read_dir(&results) {
-                    Ok(d) => d,
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => {
-                        return Err(e)
-                            .with_context(|| format!("failed to read {}", results.display()));
-                    }
-                };
-                for e in entries {
-                    let e = e.with_context(|| format!("failed to read {}", results.display()))?;
+                for e in entries(&dir.join("results"))? {
                     names.insert(e.file_name().to_string_lossy().into_owned());
                 }
             }
@@ -301,7 +307,8 @@ impl Node {
             .as_ref()
             .is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(1))
         {
-            let (ips, complete) = super::namespaces::addresses();
+            let census = Census::read(netns_paths(&self.attachments), true);
+            let (ips, complete) = (census.ips(), census.complete);
             *cached = Some((Instant::now(), Addresses { ips, complete }));
         }
         cached
@@ -322,20 +329,26 @@ impl Node {
         dirs
     }
 
-    /// The `dataDir` of every configured plugin of a type (the default for
-    /// one that sets none).
-    pub fn data_dirs(&self, plugin_type: &str, default: &str) -> BTreeSet<PathBuf> {
-        let mut dirs = BTreeSet::new();
-        for p in self.lists.iter().flat_map(|l| &l.plugins) {
-            if p.plugin_type != plugin_type {
-                continue;
-            }
-            match crate::cni::json::map_field(&p.raw, "dataDir") {
-                Some(Value::String(d)) if d.starts_with('/') => dirs.insert(PathBuf::from(d)),
-                _ => dirs.insert(PathBuf::from(default)),
-            };
-        }
-        dirs
+    /// Every configured plugin's footprint, with its network; with
+    /// `cached`, every cached config's too (a delegate multus read from its
+    /// own directories or a NAD has a cache entry, not a file here).
+    pub fn footprints(&self, cached: bool) -> Vec<(&NetworkList, &PluginConf, Footprint)> {
+        let more = self.attachments.iter().filter(|_| cached);
+        let lists = self
+            .lists
+            .iter()
+            .chain(more.filter_map(|a| a.list.as_ref()));
+        let plugins = lists.flat_map(|l| l.plugins.iter().map(move |p| (l, p)));
+        plugins.map(|(l, p)| (l, p, Footprint::of(p))).collect()
+    }
+
+    /// The `dataDir`s of the configured plugins `pick` takes.
+    pub fn data_dirs(&self, pick: impl Fn(&PluginConf, &Footprint) -> bool) -> BTreeSet<PathBuf> {
+        let picked = self
+            .footprints(false)
+            .into_iter()
+            .filter(|(_, p, f)| pick(p, f));
+        picked.filter_map(|(_, _, f)| f.data_dir).collect()
     }
 
     /// Whether a file was last changed at least --min-age ago (a link is not
@@ -369,40 +382,27 @@ impl Node {
     }
 
     fn ips_in_use(&self) -> Addresses {
-        let mut ips = BTreeSet::new();
-        for a in &self.attachments {
-            if a.state != State::Dead
-                && let Some(result) = &a.entry.result
-            {
-                ips.extend(result_ips(result));
-            }
+        let live = self.attachments.iter().filter(|a| a.state != State::Dead);
+        let mut ips: BTreeSet<IpAddr> = live.flat_map(|a| a.entry.ips()).collect();
+        let census = self.census();
+        ips.extend(census.ips());
+        Addresses {
+            ips,
+            complete: census.complete,
         }
-        let (found, complete) = super::namespaces::addresses();
-        ips.extend(found);
-        Addresses { ips, complete }
+    }
+
+    /// The node's namespaces with their addresses, read once a run.
+    pub fn census(&self) -> &Census {
+        self.census
+            .get_or_init(|| Census::read(netns_paths(&self.attachments), true))
     }
 }
 
-/// The addresses of a cached result (`ips[].address`, or 0.2.0's `ip4`/`ip6`).
-pub fn result_ips(result: &Value) -> Vec<IpAddr> {
-    let mut out = Vec::new();
-    let mut push = |v: Option<&Value>| {
-        if let Some(ip) = v
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse::<ipnet::IpNet>().ok())
-        {
-            out.push(ip.addr());
-        }
-    };
-    if let Some(Value::Array(ips)) = result.get("ips") {
-        for ip in ips {
-            push(ip.get("address"));
-        }
-    }
-    for k in ["ip4", "ip6"] {
-        push(result.get(k).and_then(|v| v.get("ip")));
-    }
-    out
+/// The namespaces the cache entries name.
+pub fn netns_paths(attachments: &[Cached]) -> Vec<PathBuf> {
+    let named = attachments.iter().filter(|a| !a.netns.is_empty());
+    named.map(|a| PathBuf::from(&a.netns)).collect()
 }
 
 fn judge(
@@ -462,14 +462,8 @@ fn judge(
 pub fn multus_cni_dirs(lists: &[NetworkList]) -> BTreeMap<PathBuf, BTreeSet<String>> {
     let mut out: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
     for l in lists {
-        for p in l.plugins.iter().filter(|p| p.plugin_type == "multus") {
-            let dir = match crate::cni::json::map_field(&p.raw, "cniDir") {
-                Some(Value::String(d)) if d.starts_with('/') => d.clone(),
-                _ => crate::plugins::multus::DEFAULT_CNI_DIR.to_string(),
-            };
-            out.entry(PathBuf::from(dir))
-                .or_default()
-                .insert(l.name.clone());
+        for dir in l.plugins.iter().filter_map(|p| Footprint::of(p).cni_dir) {
+            out.entry(dir).or_default().insert(l.name.clone());
         }
     }
     out
@@ -489,20 +483,9 @@ pub fn old_enough(path: &Path, min_age: Duration, now: SystemTime) -> Result<boo
     Ok(now.duration_since(mtime).unwrap_or_default() >= min_age)
 }
 
-/// Whether `path` still is a namespace; a missing path (or a plain file left
-/// where a bind mount was) is not.
-pub fn netns_alive(path: &Path) -> Result<bool> {
-    Ok(
-        vantage::seen(path)
-            .with_context(|| format!("failed to statfs netns {}", path.display()))?
-            == Seen::Namespace,
-    )
-}
-
 /// When each ownerless object was first seen, kept between runs in
 /// `<cache dir>/doctor/sightings.json` (root only). Only objects seen in this
 /// run are written back, so one that got an owner or went starts over.
-#[allow(dead_code)] // for the kinds still to come
 struct Sightings {
     min_age: Duration,
     now: u64,
@@ -512,7 +495,6 @@ struct Sightings {
 
 const SIGHTINGS: &str = "doctor/sightings.json";
 
-#[allow(dead_code)] // for the kinds still to come
 impl Sightings {
     fn load(cache_dir: &Path, min_age: Duration, now: SystemTime) -> Sightings {
         let before = crate::files::read_state_limited(cache_dir.join(SIGHTINGS), 16 << 20)
@@ -554,6 +536,16 @@ impl Sightings {
     }
 }
 
+/// The entries of a directory; a missing one has none.
+pub fn entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
+    let unreadable = || format!("failed to read {}", dir.display());
+    match std::fs::read_dir(dir) {
+        Ok(d) => d.map(|e| e.with_context(unreadable)).collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(unreadable),
+    }
+}
+
 /// Removes a state file (a link itself, never its target); true when it is
 /// gone afterwards, whoever removed it.
 pub fn remove_file(path: &Path) -> Result<bool> {
@@ -565,13 +557,6 @@ pub fn remove_file(path: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn liveness_is_nsfs() {
-        assert!(netns_alive(Path::new("/proc/self/ns/net")).expect("statfs"));
-        assert!(!netns_alive(Path::new("/proc/self/status")).expect("statfs"));
-        assert!(!netns_alive(Path::new("/nonexistent/netns")).expect("statfs"));
-    }
 
     #[test]
     fn an_object_settles_after_min_age_of_sightings() {
@@ -588,22 +573,5 @@ mod tests {
         assert_eq!(s.seen.get("old"), Some(&600));
         s.min_age = Duration::ZERO;
         assert!(s.settled("new"));
-    }
-
-    #[test]
-    fn result_ips_of_both_versions() {
-        let v = serde_json::json!({"ips": [{"address": "10.1.0.5/24"}, {"address": "fd00::5/64"}]});
-        assert_eq!(
-            result_ips(&v),
-            vec![
-                "10.1.0.5".parse::<IpAddr>().expect("ip"),
-                "fd00::5".parse().expect("ip")
-            ]
-        );
-        let old = serde_json::json!({"ip4": {"ip": "10.1.0.6/24"}});
-        assert_eq!(
-            result_ips(&old),
-            vec!["10.1.0.6".parse::<IpAddr>().expect("ip")]
-        );
     }
 }

@@ -13,13 +13,15 @@
 //! unchanged, and undone when the entry changed or a DEL began meanwhile.
 
 use super::Finding;
+use super::engine::Named;
 use super::node::{Cached, Node, State};
 use crate::cni::env::Command;
-use crate::netfilter::iptables::{Saved, save_existing};
-use crate::netfilter::masq::{self, IpMasq};
+use crate::netfilter::iptables::{Saved, nat_tables};
+use crate::netfilter::masq::{self, IpMasq, Plan};
 use crate::netfilter::{Backend, Family, chain_name};
+use crate::plugins::footprint::Footprint;
 use crate::runtime::RuntimeConf;
-use crate::runtime::conf::{self, NetworkList, PluginConf};
+use crate::runtime::conf::{NetworkList, PluginConf};
 use anyhow::Result;
 use ipnet::IpNet;
 use serde_json::Value;
@@ -34,10 +36,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let nat = Nat::default();
     let live = node.attachments.iter().enumerate();
     for (i, a) in live.filter(|(_, a)| a.state == State::Alive) {
-        let (Ok(list), Some(result)) = (
-            conf::list_from_bytes(&a.entry.config, &a.path),
-            a.entry.result.as_ref(),
-        ) else {
+        let (Some(list), Some(result)) = (&a.list, a.entry.result.as_ref()) else {
             continue;
         };
         let Some(cached) = Fingerprint::of(&a.path) else {
@@ -46,19 +45,19 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         if cached.del_begun(a) {
             continue;
         }
-        let families = families(result);
+        let families = families(&a.entry.nets());
         for (j, plugin) in list.plugins.iter().enumerate() {
             let (object, action) = match plugin.plugin_type.as_str() {
                 "portmap"
-                    if iptables_backend(plugin, "backend")
+                    if Footprint::of(plugin).iptables
                         && nat.has(&families, "CNI-HOSTPORT-DNAT", "DN-", &list.name, a) =>
                 {
                     continue;
                 }
-                "portmap" | "firewall" if check(node, a, &list, plugin, result).is_err() => {
+                "portmap" | "firewall" if check(node, a, list, plugin, result).is_err() => {
                     (format!("{} rules", plugin.plugin_type), READD)
                 }
-                "bridge" | "ptp" => match masq_plan(a, &list, plugin, result)? {
+                "bridge" | "ptp" => match masq_plan(a, list, plugin)? {
                     Some((Backend::Iptables, _))
                         if nat.has(&families, "POSTROUTING", "", &list.name, a) =>
                     {
@@ -72,17 +71,9 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 _ => continue,
             };
             node.repair_seen(&cached.key(j));
-            let e = &a.entry;
             out.push(
-                Finding::new(
-                    KIND,
-                    &e.network_name,
-                    &e.container_id,
-                    &e.ifname,
-                    &object,
-                    action,
-                )
-                .fix(move |node| repair(node, i, j, cached)),
+                Finding::new(KIND, &Named::of(&a.entry), &object, action)
+                    .fix(move |node| repair(node, i, j, cached)),
             );
         }
     }
@@ -94,34 +85,26 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 /// thousand pods, a CHECK each reads the whole table a thousand times. Only
 /// one that looks missing is CHECKed.
 #[derive(Default)]
-struct Nat(OnceCell<Vec<(Family, Option<Saved>)>>);
+struct Nat(OnceCell<[(Family, Option<Saved>); 2]>);
 
 impl Nat {
     /// Whether every family of the attachment's addresses has its
     /// per-container chain (`CNI-<prefix><hash>`) jumped to from `from`.
     fn has(&self, families: &[Family], from: &str, prefix: &str, net: &str, a: &Cached) -> bool {
         let chain = chain_name(prefix, net, &a.entry.container_id);
-        let tables = self.0.get_or_init(|| {
-            [Family::V4, Family::V6]
-                .into_iter()
-                .map(|f| (f, save_existing(f, "nat").ok().flatten()))
-                .collect()
-        });
-        !families.is_empty()
-            && families.iter().all(|f| {
-                tables.iter().any(|(family, saved)| {
-                    family == f
-                        && saved
-                            .as_ref()
-                            .is_some_and(|s| s.has_chain(&chain) && s.jumps_to(from, &chain))
-                })
-            })
+        let tables = self.0.get_or_init(nat_tables);
+        let jumped = |s: &Saved| s.has_chain(&chain) && s.jumps_to(from, &chain);
+        let has = |f: &Family| {
+            tables
+                .iter()
+                .any(|(t, s)| t == f && s.as_ref().is_some_and(jumped))
+        };
+        !families.is_empty() && families.iter().all(has)
     }
 }
 
 /// The families of a cached result's addresses.
-fn families(result: &Value) -> Vec<Family> {
-    let nets = result_nets(result);
+fn families(nets: &[IpNet]) -> Vec<Family> {
     let mut out = Vec::new();
     if nets.iter().any(|n| n.addr().is_ipv4()) {
         out.push(Family::V4);
@@ -130,14 +113,6 @@ fn families(result: &Value) -> Vec<Family> {
         out.push(Family::V6);
     }
     out
-}
-
-/// Whether a plugin's `key` leaves it on iptables (unset or "iptables").
-fn iptables_backend(plugin: &PluginConf, key: &str) -> bool {
-    match crate::cni::json::map_field(&plugin.raw, key) {
-        None | Some(Value::Null) => true,
-        Some(v) => v.as_str() == Some("iptables"),
-    }
 }
 
 /// What a cache entry was when it was judged: a rewrite (a new ADD) or its
@@ -193,7 +168,9 @@ impl Fingerprint {
 fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> {
     let a = &node.attachments[i];
     let e = &a.entry;
-    let list = conf::list_from_bytes(&e.config, &a.path)?;
+    let Some(list) = &a.list else {
+        return Ok(false);
+    };
     let (Some(result), Some(plugin)) = (e.result.as_ref(), list.plugins.get(j)) else {
         return Ok(false);
     };
@@ -201,7 +178,7 @@ fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> 
         return Ok(false);
     }
     let rt = RuntimeConf::of_cached(e, &a.netns);
-    if let Some((backend, plan)) = masq_plan(a, &list, plugin, result)? {
+    if let Some((backend, plan)) = masq_plan(a, list, plugin)? {
         if masq::check(backend, &plan).is_ok() {
             return Ok(true);
         }
@@ -212,18 +189,18 @@ fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> 
         }
         return Ok(masq::check(backend, &plan).is_ok());
     }
-    if check(node, a, &list, plugin, result).is_ok() {
+    if check(node, a, list, plugin, result).is_ok() {
         return Ok(true);
     }
     node.runtime
-        .plugin_verb(&list, plugin, Command::Add, &rt, result, false)?;
+        .plugin_verb(list, plugin, Command::Add, &rt, result, false)?;
     if !cached.holds(a) {
         // A DEL began while we added: what we added would outlive it.
         node.runtime
-            .plugin_verb(&list, plugin, Command::Del, &rt, result, false)?;
+            .plugin_verb(list, plugin, Command::Del, &rt, result, false)?;
         return Ok(false);
     }
-    Ok(check(node, a, &list, plugin, result).is_ok())
+    Ok(check(node, a, list, plugin, result).is_ok())
 }
 
 fn check(
@@ -246,41 +223,13 @@ fn masq_plan(
     a: &Cached,
     list: &NetworkList,
     plugin: &PluginConf,
-    result: &Value,
-) -> Result<Option<(crate::netfilter::Backend, masq::Plan)>> {
-    if !matches!(plugin.plugin_type.as_str(), "bridge" | "ptp") {
+) -> Result<Option<(Backend, Plan)>> {
+    let Some((on, backend)) = Footprint::of(plugin).ip_masq else {
         return Ok(None);
-    }
-    let on = crate::cni::json::map_field(&plugin.raw, "ipMasq").and_then(Value::as_bool);
-    let backend = crate::cni::json::map_field(&plugin.raw, "ipMasqBackend")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let Ok(m) = IpMasq::new(on == Some(true), backend) else {
+    };
+    let Ok(m) = IpMasq::new(on, backend) else {
         return Ok(None);
     };
     let e = &a.entry;
-    Ok(m.plan(&list.name, &e.container_id, &e.ifname, &result_nets(result))?)
-}
-
-/// The addresses of a cached result with their prefixes.
-fn result_nets(result: &Value) -> Vec<IpNet> {
-    let Some(Value::Array(ips)) = result.get("ips") else {
-        return Vec::new();
-    };
-    ips.iter()
-        .filter_map(|ip| ip.get("address")?.as_str()?.parse().ok())
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn result_nets_keep_prefixes() {
-        let v = serde_json::json!({"ips": [{"address": "10.1.0.5/24"}, {"address": "fd00::5/64"}, {"address": "bad"}]});
-        let nets: Vec<String> = result_nets(&v).iter().map(ToString::to_string).collect();
-        assert_eq!(nets, ["10.1.0.5/24", "fd00::5/64"]);
-        assert!(result_nets(&serde_json::json!({"ip4": {"ip": "10.1.0.6/24"}})).is_empty());
-    }
+    Ok(m.plan(&list.name, &e.container_id, &e.ifname, &e.nets())?)
 }

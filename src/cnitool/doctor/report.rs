@@ -12,55 +12,54 @@ pub fn table(findings: &[Finding]) -> String {
     if findings.is_empty() {
         return "no stale CNI state found".into();
     }
-    let mut rows = vec![
-        [
-            "KIND",
-            "NETWORK",
-            "CONTAINER",
-            "IFNAME",
-            "OBJECT",
-            "ACTION",
-            "FIXED",
-        ]
-        .map(String::from),
+    let head = [
+        "KIND",
+        "NETWORK",
+        "CONTAINER",
+        "IFNAME",
+        "OBJECT",
+        "ACTION",
+        "FIXED",
     ];
-    for f in findings {
-        rows.push([
-            f.kind.into(),
-            f.network.clone(),
-            f.container_id.clone(),
-            f.ifname.clone(),
-            f.object.clone(),
-            f.action.clone(),
-            if f.fixed { "yes" } else { "no" }.into(),
-        ]);
-    }
-    let mut widths = [0usize; 7];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    rows.iter()
-        .map(|row| {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(widths)
-                .map(|(c, w)| format!("{c:w$}"))
-                .collect();
-            cells.join("  ").trim_end().to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let rows = findings.iter().map(|f| {
+        let fixed = if f.fixed { "yes" } else { "no" };
+        [
+            f.kind,
+            &f.network,
+            &f.container_id,
+            &f.ifname,
+            &f.object,
+            &f.action,
+            fixed,
+        ]
+    });
+    let rows: Vec<[&str; 7]> = std::iter::once(head).chain(rows).collect();
+    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max();
+    let widths: Vec<usize> = (0..7).map(|c| width(c).unwrap_or(0)).collect();
+    let line = |r: &[&str; 7]| {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:w$}"))
+            .collect();
+        cells.join("  ").trim_end().to_string()
+    };
+    rows.iter().map(line).collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cnitool::doctor::engine::Named;
     use serde_json::Value;
 
     fn finding(kind: &'static str, action: &str, fixed: bool) -> Finding {
-        let mut f = Finding::new(kind, "net", "c1", "eth0", "/x/10.0.0.2", action);
+        let mut f = Finding::new(
+            kind,
+            &Named::new("net", "c1", "eth0"),
+            "/x/10.0.0.2",
+            action,
+        );
         f.fixed = fixed;
         f
     }

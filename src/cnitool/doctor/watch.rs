@@ -28,10 +28,7 @@ const GAP: Duration = Duration::from_secs(5);
 pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
     let mut conn = match subscribe() {
         Ok(conn) => conn,
-        Err(e) => {
-            eprintln!("cnitool doctor: cannot watch firewalld's reloads: {e}");
-            return NO_BUS;
-        }
+        Err(e) => return no_bus(&format!("cannot watch firewalld's reloads: {e}")),
     };
     super::run(settings, args);
     let mut last = Instant::now();
@@ -43,20 +40,20 @@ pub(super) fn main(settings: &Settings, args: &DoctorArgs) -> i32 {
             match reloaded(&mut conn, deadline) {
                 Ok(Some(true)) => deadline = Some(last + GAP),
                 Ok(Some(false)) => break,
-                Ok(None) => {
-                    eprintln!("cnitool doctor: the system bus went away");
-                    return NO_BUS;
-                }
-                Err(e) => {
-                    eprintln!("cnitool doctor: failed to wait for firewalld's reloads: {e}");
-                    return NO_BUS;
-                }
+                Ok(None) => return no_bus("the system bus went away"),
+                Err(e) => return no_bus(&format!("failed to wait for firewalld's reloads: {e}")),
             }
         }
         eprintln!("cnitool doctor: firewalld reloaded; checking again");
         super::run(settings, args);
         last = Instant::now();
     }
+}
+
+/// Says why the bus cannot be watched (any more); the exit status for it.
+fn no_bus(why: &str) -> i32 {
+    eprintln!("cnitool doctor: {why}");
+    NO_BUS
 }
 
 /// Waits (until `deadline`, if any) for a `Reloaded` from firewalld itself:

@@ -21,7 +21,7 @@ mod status;
 
 pub use config::DEFAULT_CNI_DIR;
 pub(crate) use config::Keys;
-pub use delegates::DEVICE_INFO_DIR;
+pub use delegates::{DEVICE_INFO_DIR, device_info_owner};
 pub use status::status_path;
 
 use crate::cni::result::{NetResult, Versioned};

@@ -1,8 +1,8 @@
-//! What this process can see of the host, so a namespace is judged dead only
-//! on evidence. A pinned namespace is a bind mount: in a mount namespace of
-//! its own (a unit with `PrivateMounts`, a container without mount
-//! propagation, `unshare -m`) the doctor sees the empty file under a mount it
-//! does not have, or no file at all, while the pod lives. And a
+//! What this process can see of the host's namespaces, so one is judged
+//! gone only on evidence. A pinned namespace is a bind mount: in a mount
+//! namespace of its own (a unit with `PrivateMounts`, a container without
+//! mount propagation, `unshare -m`) a process sees the empty file under a
+//! mount it does not have, or no file at all, while the pod lives. And a
 //! `/proc/<pid>/ns/net` path names whatever process has that PID now.
 
 use std::path::{Path, PathBuf};
@@ -67,6 +67,12 @@ pub fn seen(path: &Path) -> std::io::Result<Seen> {
         Err(Errno::ENOENT | Errno::ENOTDIR) => Ok(Seen::Missing),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `path` is a namespace now; a missing path (or a plain file left
+/// where a bind mount was) is not.
+pub fn is_namespace(path: &Path) -> std::io::Result<bool> {
+    Ok(seen(path)? == Seen::Namespace)
 }
 
 /// Whether mountinfo's line for `/` has mount 1 as its parent.
@@ -249,6 +255,13 @@ mod tests {
             task_started_by(Path::new("/proc/0/ns/net"), SystemTime::now()),
             None
         );
+    }
+
+    #[test]
+    fn a_namespace_is_nsfs() {
+        assert!(is_namespace(Path::new("/proc/self/ns/net")).expect("statfs"));
+        assert!(!is_namespace(Path::new("/proc/self/status")).expect("statfs"));
+        assert!(!is_namespace(Path::new("/nonexistent/netns")).expect("statfs"));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! namespace and returns to its own afterwards. (A thread per entry cost a 2 MB
 //! stack map and its unmap with a TLB shootdown: more than the netlink work.)
 
+pub mod vantage;
+
 use nix::sched::{CloneFlags, setns};
 use std::fmt;
 use std::fs::File;
