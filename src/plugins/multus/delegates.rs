@@ -13,13 +13,9 @@ use crate::runtime::RuntimeConf;
 use crate::runtime::conf::{self, NetworkList};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-
-/// Where device-info files of attachments with a `deviceID` live (the NAD
-/// client's `GetCNIDeviceInfoPath`).
-pub const DEVICE_INFO_DIR: &str = "/var/run/k8s.cni.cncf.io/devinfo/cni";
 
 #[derive(Debug, Clone)]
 pub struct Delegate {
@@ -177,7 +173,7 @@ impl Delegate {
     /// (the NAD client's `GetCNIDeviceInfoPath`).
     pub fn device_info_path(&self, container_id: &str, ifname: &str) -> String {
         let file = format!("{}-{container_id}_{ifname}", self.name).replace('/', "-");
-        format!("{DEVICE_INFO_DIR}/{file}")
+        format!("{}/{file}", super::devinfo::DEVICE_INFO_DIR)
     }
 
     /// multus's runtimeConfig with this delegate's requests over it (Multus's
@@ -596,53 +592,9 @@ pub fn load(path: &Path, cni_version: &str) -> Result<Option<Vec<Delegate>>, Loa
     Ok(Some(out))
 }
 
-/// The container (and interface) a device-info file's name holds as
-/// `-<containerID>_<ifname>`: the longest of the `known` IDs that fits, else
-/// a 64-hex ID as runtimes make them. (Network, ID and interface may each
-/// hold `-` and `_`, so the name alone cannot be split.)
-pub fn device_info_owner<'a>(
-    name: &'a str,
-    known: &BTreeSet<String>,
-) -> Option<(&'a str, &'a str)> {
-    let fits = |id: &str| -> Option<(&'a str, &'a str)> {
-        let start = name.find(&format!("-{id}_"))? + 1;
-        Some((
-            &name[start..start + id.len()],
-            &name[start + id.len() + 1..],
-        ))
-    };
-    let known = known
-        .iter()
-        .filter(|id| !id.is_empty())
-        .filter_map(|id| fits(id));
-    known.max_by_key(|(id, _)| id.len()).or_else(|| {
-        name.match_indices('-').find_map(|(at, _)| {
-            let rest = &name[at + 1..];
-            let id = rest.get(..64)?;
-            let hex = id.bytes().all(|b| b.is_ascii_hexdigit());
-            (hex && rest[64..].starts_with('_')).then(|| (id, &rest[65..]))
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn owners_of_device_info_names() {
-        let known: BTreeSet<String> = ["abc", "abc_d", "x-y"].map(String::from).into();
-        let owner = |name| device_info_owner(name, &known);
-        assert_eq!(owner("ns-nad-abc_net1"), Some(("abc", "net1")));
-        // The longest known ID wins where two fit.
-        assert_eq!(owner("ns-nad-abc_d_net1"), Some(("abc_d", "net1")));
-        assert_eq!(owner("ns-nad-x-y_eth_1"), Some(("x-y", "eth_1")));
-        let hex = "0123456789abcdef".repeat(4);
-        let name = format!("ns-nad-{hex}_net2");
-        assert_eq!(owner(&name), Some((hex.as_str(), "net2")));
-        assert_eq!(owner("ns-nad-other_net1"), None);
-        assert_eq!(owner("abc_net1"), None);
-    }
 
     const CONF: &[u8] = br#"{"cniVersion":"1.0.0","name":"mv","type":"macvlan","master":"eth0","ipam":{"type":"static"}}"#;
     const LIST: &[u8] =

@@ -13,6 +13,7 @@ mod annotations;
 mod config;
 mod delegates;
 mod devices;
+mod devinfo;
 mod gateway;
 mod log;
 mod nad;
@@ -21,7 +22,7 @@ mod status;
 
 pub use config::DEFAULT_CNI_DIR;
 pub(crate) use config::Keys;
-pub use delegates::{DEVICE_INFO_DIR, device_info_owner};
+pub use devinfo::{DEVICE_INFO_DIR, device_info_owner};
 pub use status::status_path;
 
 use crate::cni::result::{NetResult, Versioned};
