@@ -361,3 +361,68 @@ fn a_tampered_or_symlinked_state_is_refused() {
             .is_none()
     );
 }
+
+/// A rollback that cannot put a replaced plugin back says so and fails; the
+/// journal stays, naming what was not restored.
+#[test]
+fn rollback_fails_loudly_when_a_backup_is_gone() {
+    let dir = TempDir::new("opt-cni-bin");
+    std::fs::write(dir.0.join("bridge"), b"#!/bin/sh\necho not ours\n").expect("write");
+    install(Path::new(BIN), &dir.0, &["--force"]);
+    let backup = dir.0.join(".cni-multi/backup/bridge");
+    std::fs::remove_file(&backup).expect("the backup");
+    let out = Command::new(BIN)
+        .args(["install", "--rollback", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("rollback");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(stderr.contains("cannot restore bridge"), "{stderr}");
+    assert!(dir.0.join(".cni-multi/state.json").is_file());
+}
+
+/// Before a name is replaced, its backup and the journal that names it are
+/// on disk for good: the backup directory and the state directory are
+/// fsync'd after the backup link and the journal's rename (seen with strace),
+/// so a power loss cannot keep the swap and lose what undoes it.
+#[test]
+fn backups_and_journal_are_durable_before_the_swap() {
+    let dir = TempDir::new("opt-cni-bin");
+    std::fs::write(dir.0.join("bridge"), b"#!/bin/sh\necho not ours\n").expect("write");
+    let log = dir.0.with_extension("strace");
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-y",
+            "-qq",
+            "-e",
+            "trace=fsync,rename,renameat,renameat2,link,linkat",
+        ])
+        .arg("-o")
+        .arg(&log)
+        .arg(BIN)
+        .args(["install", "--force", "--dir"])
+        .arg(&dir.0)
+        .output()
+        .expect("strace (tests/install-deps.sh installs it)");
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&log).expect("strace log");
+    let _ = std::fs::remove_file(&log);
+    let d = dir.0.display().to_string();
+    let at = |call: &str, arg: String| {
+        text.lines()
+            .position(|l| l.contains(call) && l.contains(&arg))
+    };
+    let journal = at("rename", format!("{d}/.cni-multi/state.json"));
+    let state_synced = at("fsync(", format!("<{d}/.cni-multi>"));
+    let linked = at("link", format!("{d}/.cni-multi/backup/bridge"));
+    let backup_synced = at("fsync(", format!("<{d}/.cni-multi/backup>"));
+    let swapped = at("rename", format!("\"{d}/bridge\""));
+    let (Some(j), Some(js), Some(l), Some(ls), Some(s)) =
+        (journal, state_synced, linked, backup_synced, swapped)
+    else {
+        panic!("{journal:?} {state_synced:?} {linked:?} {backup_synced:?} {swapped:?}:\n{text}");
+    };
+    assert!(j < js && js < l && l < ls && ls < s, "{text}");
+}

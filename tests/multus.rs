@@ -983,6 +983,52 @@ fn del_without_the_cache_deletes_every_selection_despite_the_policies() {
     assert!(links(&ns).is_empty(), "{:?}", links(&ns));
 }
 
+/// A pod whose cached list is gone is deleted from its annotation, which a
+/// tenant wrote: 128,000 selections there must not become 128,000 delegate
+/// DELs (minutes at every retry) when no ADD ever attached more than
+/// maxAttachments' highest value allows; a selection repeated with the same
+/// interface is one attachment, deleted once.
+#[test]
+fn del_from_a_128000_selection_annotation_runs_at_most_the_cap() {
+    use std::os::unix::fs::PermissionsExt;
+    enter_test_host();
+    let s = Setup::new();
+    let ns = Netns::new();
+    let log = TempDir::new("multus-delcount");
+    let dels = log.0.join("dels");
+    let script = format!(
+        "#!/bin/sh\n[ \"$CNI_COMMAND\" = DEL ] && echo \"$CNI_IFNAME\" >> '{}'\n\
+         [ \"$CNI_COMMAND\" = VERSION ] && printf '{{\"cniVersion\":\"1.0.0\",\"supportedVersions\":[\"1.0.0\"]}}'\nexit 0\n",
+        dels.display()
+    );
+    std::fs::write(s.bin.0.join("delcount"), script).expect("script");
+    let mode = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(s.bin.0.join("delcount"), mode).expect("chmod");
+    s.add_nad(
+        "default",
+        "count-net",
+        json!({"cniVersion": "1.0.0", "name": "count-net", "type": "delcount"}),
+    );
+    let del = |networks: String| {
+        let mut conf = s.conf(json!({}));
+        conf["runtimeConfig"] = json!({"io.kubernetes.cri.pod-annotations":
+            {"k8s.v1.cni.cncf.io/networks": networks}});
+        s.call("DEL", &ns, "nocache-many", &conf, ("default", "p"))
+            .run()
+            .ok();
+        let text = std::fs::read_to_string(&dels).unwrap_or_default();
+        let _ = std::fs::remove_file(&dels);
+        text.lines().map(String::from).collect::<Vec<_>>()
+    };
+    let ran = del(vec!["count-net"; 128_000].join(","));
+    // The default network and 4,095 selections: 4,096, the highest cap.
+    assert_eq!(ran.len(), 4095, "{:?}", ran.last());
+    assert_eq!((ran[0].as_str(), ran[4094].as_str()), ("net4095", "net1"));
+    let same = r#"{"name":"count-net","interface":"dup0"}"#;
+    let ran = del(format!("[{same},{same},{same}]"));
+    assert_eq!(ran, ["dup0"]);
+}
+
 /// Inline `delegates` (no `clusterNetwork`) are the default network; its
 /// plugin is found in `binDir` (not on CNI_PATH) and gets multus's
 /// `runtimeConfig` as its capability args.

@@ -98,7 +98,9 @@ impl Dir {
         }
         let bytes = serde_json::to_vec_pretty(state)?;
         files::write_private_atomic(&self.state_file(), &bytes)?;
-        Ok(())
+        // The rename, and the state directory's own entry, survive a crash.
+        sync_dir(&self.state_dir())?;
+        self.sync()
     }
 
     fn refuse_symlinked_state_dir(&self) -> Result<()> {
@@ -152,16 +154,17 @@ impl Dir {
         let backup = self.backup(file);
         files::create_dir_mode(backup.parent().unwrap_or(&self.path), 0o700)?;
         let from = self.name(name);
-        if fs_err::hard_link(&from, &backup).is_ok() {
-            return Ok(());
+        if fs_err::hard_link(&from, &backup).is_err() {
+            let bytes = files::read_state_limited(&from, MAX_BINARY)?;
+            let mode = fs_err::symlink_metadata(&from)?.permissions().mode();
+            let mut out = files::open_state(&backup, StateOpen::CreateNew)?;
+            out.write_all(&bytes)?;
+            out.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
+            out.sync_all()?;
         }
-        let bytes = files::read_state_limited(&from, MAX_BINARY)?;
-        let mode = fs_err::symlink_metadata(&from)?.permissions().mode();
-        let mut out = files::open_state(&backup, StateOpen::CreateNew)?;
-        out.write_all(&bytes)?;
-        out.set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
-        out.sync_all()?;
-        Ok(())
+        // Durable before the name it keeps is replaced.
+        sync_dir(&self.state_dir().join("backup"))?;
+        sync_dir(&self.state_dir())
     }
 
     /// Puts `bytes` at `name` as a 0755 file: temporary file (O_EXCL), write,
@@ -213,9 +216,7 @@ impl Dir {
 
     /// Makes the renames durable.
     pub fn sync(&self) -> Result<()> {
-        File::open(&self.path)
-            .and_then(|d| d.sync_all())
-            .with_context(|| format!("failed to sync {}", self.path.display()))
+        sync_dir(&self.path)
     }
 
     /// A temporary name beside `name`; one a crash of ours left (a file or
@@ -262,4 +263,10 @@ pub fn answers_version(path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+/// fsyncs a directory: the entries made or renamed in it survive a crash.
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("failed to sync {}", dir.display()))
 }

@@ -222,11 +222,16 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
     }
     // Restores first, then links go, the binary last.
     steps.sort_by_key(|(n, s)| (*s == Restore::Remove, n == BINARY));
+    let mut lost = 0;
     for (name, step) in &steps {
         match step {
             Restore::File(b) if dir.has_backup(b) => dir.restore_file(name, b)?,
             Restore::File(b) => {
-                eprintln!("cni-multi install: {name}: backup {b} is gone; left as is")
+                eprintln!(
+                    "cni-multi install: cannot restore {name}: its backup {b} is gone; {name} \
+                     is left as it is"
+                );
+                lost += 1;
             }
             Restore::Link(t) => dir.put_link(name, t)?,
             Restore::Remove => dir.remove(name)?,
@@ -234,6 +239,10 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
         }
     }
     dir.sync()?;
+    if lost > 0 {
+        // The journal stays: what could not be restored is still recorded.
+        return Ok(1);
+    }
     settle(dir, &mut state, cli.rollback)?;
     Ok(0)
 }

@@ -50,6 +50,8 @@ pub(crate) struct Keys {
 /// `maxAttachments` says otherwise: each one costs an interface, addresses from
 /// shared ranges and a delegate run, and tenants choose how many they ask for.
 pub const DEFAULT_MAX_ATTACHMENTS: usize = 32;
+/// The most `maxAttachments` may allow: no pod ever got more attachments.
+pub const MAX_ATTACHMENTS_LIMIT: usize = 4096;
 
 /// `portMappings` as Multus re-encodes it for delegates (lower-case keys,
 /// whatever casing the runtime sent).
@@ -192,10 +194,10 @@ impl Conf {
         };
         let max_attachments = match k.max_attachments {
             None => DEFAULT_MAX_ATTACHMENTS,
-            Some(n @ 1..=4096) => n as usize,
+            Some(n) if (1..=MAX_ATTACHMENTS_LIMIT as u64).contains(&n) => n as usize,
             Some(n) => {
                 return Err(Error::invalid_config(format!(
-                    "invalid maxAttachments {n}: must be 1 to 4096"
+                    "invalid maxAttachments {n}: must be 1 to {MAX_ATTACHMENTS_LIMIT}"
                 )));
             }
         };

@@ -287,7 +287,7 @@ impl<'a> Call<'a> {
         let container_id = &self.inv.env.container_id;
         let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
         let status_file = status::status_path(&self.s.cni_dir, container_id);
-        let Some((delegates, from_cache)) = self.delegates_to_delete(&cache_file)? else {
+        let Some((mut delegates, from_cache)) = self.delegates_to_delete(&cache_file)? else {
             // Nothing cached and no pod to read: nothing is known to delete,
             // and failing would block the pod forever.
             self.s.log.error(&format!(
@@ -297,11 +297,20 @@ impl<'a> Call<'a> {
             let _ = std::fs::remove_file(&status_file);
             return Ok(());
         };
-        let ifnames: Vec<String> = delegates
+        let mut ifnames: Vec<String> = delegates
             .iter()
             .enumerate()
             .map(|(i, d)| d.ifname(&self.inv.env.ifname, i))
             .collect();
+        // A selection repeated with the same interface is one attachment.
+        let mut seen = std::collections::BTreeSet::new();
+        let unique: Vec<bool> = (delegates.iter().zip(&ifnames))
+            .map(|(d, i)| seen.insert((d.list.name.clone(), i.clone())))
+            .collect();
+        let mut keep = unique.iter().copied();
+        delegates.retain(|_| keep.next().unwrap_or(true));
+        let mut keep = unique.iter().copied();
+        ifnames.retain(|_| keep.next().unwrap_or(true));
         let errors = self.del_range(&delegates, &ifnames, delegates.len());
         let remove = !self.s.retry_delete_on_error
             || errors.is_empty()

@@ -205,8 +205,13 @@ impl Call<'_> {
         let Some(text) = pod.annotations.get(annotations::NETWORKS_ANNOTATION) else {
             return Ok(Vec::new());
         };
-        let selections = annotations::parse_networks(text, &pod.namespace)?;
+        let mut selections = annotations::parse_networks(text, &pod.namespace)?;
         let max = self.s.max_attachments;
+        if verb == Verb::Del {
+            // No ADD ever attached more than any maxAttachments allows (the
+            // key may have been lowered since, so not today's value).
+            selections.truncate(super::config::MAX_ATTACHMENTS_LIMIT.saturating_sub(defaults));
+        }
         if verb == Verb::Add && defaults + selections.len() > max {
             return Err(Error::invalid_config(format!(
                 "the pod asks for {} networks besides its {defaults} default ones: at most {max} \
