@@ -88,6 +88,8 @@ fn root_parent_is_rootfs(mountinfo: &str) -> bool {
 /// shared mount or a slave of one, so mounts made on the host reach it.
 fn receives_mounts(mountinfo: &str, dir: &Path) -> bool {
     let mut best: Option<(usize, bool)> = None;
+    // A container's root is its image, whatever its propagation: only a
+    // mount of its own at or above the directory (below `/`) can be the host's.
     for line in mountinfo.lines() {
         let fields: Vec<&str> = line.split(' ').collect();
         let Some(point) = fields.get(4).map(|p| unescape(p)) else {
@@ -106,7 +108,7 @@ fn receives_mounts(mountinfo: &str, dir: &Path) -> bool {
             best = Some((depth, propagated));
         }
     }
-    best.is_some_and(|(_, p)| p)
+    best.is_some_and(|(depth, p)| p && depth > 1)
 }
 
 /// mountinfo escapes space, tab, newline and backslash as octal.
@@ -215,6 +217,8 @@ mod tests {
         assert!(!receives_mounts(PRIVATE, Path::new("/run/netns")));
         assert!(receives_mounts(PRIVATE, Path::new("/var/run/net ns")));
         assert!(!receives_mounts(PRIVATE, Path::new("/var/run")));
+        let slave_root = "43 42 254:0 / / rw master:1 - overlay overlay rw\n";
+        assert!(!receives_mounts(slave_root, Path::new("/run/netns")));
     }
 
     #[test]

@@ -34,6 +34,7 @@ const MASQ: &str = "add the masquerading its ADD wrote";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let nat = Nat::default();
+    let iptables_here = OnceCell::new();
     let live = node.attachments.iter().enumerate();
     for (i, a) in live.filter(|(_, a)| a.state == State::Alive) {
         let (Some(list), Some(result)) = (&a.list, a.entry.result.as_ref()) else {
@@ -47,9 +48,14 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         }
         let families = families(&a.entry.nets());
         for (j, plugin) in list.plugins.iter().enumerate() {
+            // Rules this process cannot see (no iptables tools here, as in
+            // the doctor's image) are not judged missing.
+            let footprint = Footprint::of(plugin);
+            let unseen = !iptables_here.get_or_init(super::chains::usable);
             let (object, action) = match plugin.plugin_type.as_str() {
+                "portmap" if footprint.iptables && unseen => continue,
                 "portmap"
-                    if Footprint::of(plugin).iptables
+                    if footprint.iptables
                         && nat.has(&families, "CNI-HOSTPORT-DNAT", "DN-", &list.name, a) =>
                 {
                     continue;
@@ -57,6 +63,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 "portmap" | "firewall" if check(node, a, list, plugin, result).is_err() => {
                     (format!("{} rules", plugin.plugin_type), READD)
                 }
+                "bridge" | "ptp" if unseen && auto_masq(&footprint) => continue,
                 "bridge" | "ptp" => match masq_plan(a, list, plugin)? {
                     Some((Backend::Iptables, _))
                         if nat.has(&families, "POSTROUTING", "", &list.name, a) =>
@@ -215,6 +222,14 @@ fn check(
     // share the reference portmap's CHECK failing every IPv4-only pod).
     node.runtime
         .plugin_verb(list, plugin, Command::Check, &rt, result, true)
+}
+
+/// Whether masquerading's backend is left to the host's tools (which the
+/// ADD saw and this process may not).
+fn auto_masq(f: &Footprint) -> bool {
+    f.ip_masq
+        .as_ref()
+        .is_some_and(|(on, b)| *on && b.as_deref().is_none_or(str::is_empty))
 }
 
 /// The masquerading plan of a bridge or ptp plugin with ipMasq (None for any
