@@ -3,7 +3,8 @@
 # exec`): a private containerd whose CRI plugin runs the plugins under test
 # for pods driven as kubelet drives them (cri.py), then checks addresses,
 # reachability, port mapping, shaping, and that teardown leaves nothing, also
-# over many cycles and across a SIGKILL + restart of containerd.
+# over many cycles and across a SIGKILL + restart of containerd. Last, with
+# cni-multi's image, the doctor DaemonSet's pod as its manifest runs it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -29,7 +30,9 @@ if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
     mkdir -p "$bin_dir"
 fi
 
-cat >"$d/config.toml" <<EOF
+# write_config FILE BIN_DIR CONF_DIR NETNS_UNDER_STATE: the daemon's config.
+write_config() {
+    cat >"$1" <<EOF
 version = 2
 root = "$d/root"
 state = "$state"
@@ -48,7 +51,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   sandbox_image = "$CNIM_IMAGE"
   disable_apparmor = true
   restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
+  netns_mounts_under_state_dir = $4
   enable_selinux = false
   stream_server_address = "127.0.0.1"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -59,10 +62,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "$bin_dir"
-    conf_dir = "$d/net.d"
+    bin_dir = "$2"
+    conf_dir = "$3"
     max_conf_num = 1
 EOF
+}
+config=$d/config.toml
+write_config "$config" "$bin_dir" "$d/net.d" true
 
 # containerd's default 10-containerd-net.conflist, dual-stack, plus the
 # bandwidth and tuning plugins; host-local keeps its leases in a private dir.
@@ -94,7 +100,7 @@ EOF
 cri() { timeout 180 "$CNIM_PY" "$here/cri.py" --sock "$sock" --gen "$CNIM_GEN" "$@"; }
 
 start_containerd() {
-    containerd --config "$d/config.toml" >>"$d/containerd.log" 2>&1 &
+    containerd --config "$config" >>"$d/containerd.log" 2>&1 &
     ctd_pid=$!
     cri version --wait 30
 }
@@ -175,22 +181,22 @@ check "containerd: image $CNIM_IMAGE imported" \
 check "containerd: CRI image service knows $CNIM_IMAGE" cri image "$CNIM_IMAGE"
 
 # The DaemonSet's init container, as containerd runs it: the image installs
-# cni-multi and its links into the bind-mounted directory the pods then use.
+# cni-multi and its links into the bind-mounted directory (DIR) the pods then use.
 install_with_image() {
-    local c=(ctr -a "$sock" -n cnim-install) name
+    local c=(ctr -a "$sock" -n cnim-install) name dir=$1
     timeout 60 "${c[@]}" images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null || return 1
     timeout 120 "${c[@]}" run --rm --snapshotter native \
-        --mount "type=bind,src=$bin_dir,dst=/host/opt/cni/bin,options=rbind:rw" \
+        --mount "type=bind,src=$dir,dst=/host/opt/cni/bin,options=rbind:rw" \
         "$CNIM_INSTALL_REF" cnim-install >"$d/install.out" 2>&1 || { tail -n 5 "$d/install.out"; return 1; }
-    [ -f "$bin_dir/cni-multi" ] && [ ! -L "$bin_dir/cni-multi" ] || { echo "no cni-multi file in $bin_dir"; return 1; }
-    cmp -s "$bin_dir/cni-multi" "$CNIM_INSTALL_BIN" || { echo "$bin_dir/cni-multi is not the image's binary"; return 1; }
-    for name in $("$bin_dir/cni-multi" --list); do
-        [ "$(readlink "$bin_dir/$name")" = cni-multi ] || { echo "$name is not a link to cni-multi"; return 1; }
+    if [ ! -f "$dir/cni-multi" ] || [ -L "$dir/cni-multi" ]; then echo "no cni-multi file in $dir"; return 1; fi
+    cmp -s "$dir/cni-multi" "$CNIM_INSTALL_BIN" || { echo "$dir/cni-multi is not the image's binary"; return 1; }
+    for name in $("$dir/cni-multi" --list); do
+        [ "$(readlink "$dir/$name")" = cni-multi ] || { echo "$name is not a link to cni-multi"; return 1; }
     done
 }
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
     check "containerd: the install image ($CNIM_INSTALL_REF) puts cni-multi and its links into the plugin dir" \
-        install_with_image
+        install_with_image "$bin_dir"
 fi
 
 # --- four pods: hostPort, bandwidth, two plain --------------------------------
@@ -270,3 +276,297 @@ restart_teardown() {
 }
 check "containerd: pods made before a SIGKILL of containerd are removed after its restart" restart_teardown
 leak_checks "containerd/restart" "$ipam/$NET" "$netnsdir"
+
+# --- the doctor DaemonSet, as its manifest runs it ----------------------------
+# contrib/kubernetes/cni-multi-doctor.yaml's pod, run through the CRI as
+# kubelet would run it (cri.py run-manifest reads the command, env, hostPath
+# mounts and their propagation, host namespaces, securityContext and limits
+# from the file), with the image `make image` built, on this lane laid out as
+# the node the manifest expects: plugins in /opt/cni/bin (put there by the
+# install image), the config in /etc/cni/net.d (both private tmpfs, run.sh),
+# cache and host-local's store under /var/lib/cni, the pods' netns pinned
+# under /var/run/netns (containerd's default), and every mount shared, as
+# systemd leaves a node: a HostToContainer mount then receives what the node
+# mounts after the container started, and a container's root is a slave
+# mount, as it is on a node. This shell's mount namespace is the lane's own
+# (`ip netns exec` made it, its mounts copies of run.sh's private ones), so
+# sharing here reaches neither run.sh's namespace nor the host; it must be
+# done here, not in run.sh: a slave copy of a shared mount would not pass on
+# what is mounted in this namespace.
+# The network uses the nftables backends: the image holds no iptables, and
+# the manifest keeps the DaemonSet off nodes whose networks use iptables.
+DNET=cnim-doc DV4NET=10.88.8.0/24 DV6NET=fd00:88:8::/64 DGW4=10.88.8.1 DHOSTPORT=18281
+manifest=$(cd "$here/../.." && pwd)/contrib/kubernetes/cni-multi-doctor.yaml
+dstore=/var/lib/cni/networks/$DNET
+ct() { CNI_PATH=/opt/cni/bin NETCONFPATH=/etc/cni/net.d timeout 60 /opt/cni/bin/cni-multi cnitool "$@"; }
+
+doctor_node() {
+    stop_containerd
+    mount --make-rshared / || return 1
+    mkdir -p /etc/cni/net.d /opt/cni/bin
+    config=$d/config-doctor.toml
+    write_config "$config" /opt/cni/bin /etc/cni/net.d false
+    cat >/etc/cni/net.d/10-cnim-doc.conflist <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "$DNET",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "cnimd0",
+      "isGateway": true,
+      "ipMasq": true,
+      "ipMasqBackend": "nftables",
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$DV4NET"}], [{"subnet": "$DV6NET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}, "backend": "nftables"},
+    {"type": "bandwidth", "capabilities": {"bandwidth": true}},
+    {"type": "tuning"}
+  ]
+}
+EOF
+    start_containerd >/dev/null || { echo "restart failed: $(tail -n 5 "$d/containerd.log")"; return 1; }
+    install_with_image /opt/cni/bin || return 1
+    # The manifest's image, as a node that was handed `make image`'s archive has it.
+    timeout 60 ctr -a "$sock" -n k8s.io images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null
+}
+
+cnitool_id() { printf 'cnitool-%s' "$(printf %s "$1" | sha512sum | cut -c1-20)"; }
+
+declare -A CT_ID CT_IPS
+# plant NAME: an attachment as a runtime on libcni 1.2 leaves it (the cache
+# entry names its netns): cnitool's, in /run/netns/NAME.
+plant() {
+    local out ip
+    ct netns add "$1" >/dev/null || return 1
+    out=$(ct add "$DNET" "/run/netns/$1" 2>&1) || { echo "$out"; return 1; }
+    CT_ID[$1]=$(cnitool_id "/run/netns/$1")
+    CT_IPS[$1]=$(python3 -c 'import json, sys; print(" ".join(i["address"].split("/")[0] for i in json.load(sys.stdin)["ips"]))' <<<"$out")
+    LEAK_IDS+=("${CT_ID[$1]}")
+    for ip in ${CT_IPS[$1]}; do LEAK_IPS+=("$ip"); done
+    [ -f "/var/lib/cni/results/$DNET-${CT_ID[$1]}-eth0" ] || { echo "no cache entry of $1"; return 1; }
+}
+# plant_dead NAME: an attachment whose runtime never ran the DEL: its netns is
+# gone, its cache entry, reservations and rules stay.
+plant_dead() {
+    plant "$1" && ct netns del "$1" >/dev/null
+}
+
+# Everything the doctor judges made older than its --min-age (300 s).
+age_state() {
+    find /var/lib/cni /run/cni -type f -exec touch -h -d '10 minutes ago' {} + 2>/dev/null || true
+}
+
+# What a doctor run could remove: cache entries, reservations, rules, links.
+node_state() {
+    find /var/lib/cni/results "$dstore" -type f | sort
+    nft list ruleset 2>/dev/null
+    ip -o link show | awk -F': ' '{print $2}'
+}
+
+# The pods: a dead attachment, a live one pinned in /run/netns, and three CRI
+# pods (hostPort + bandwidth, two plain).
+doctor_pods() {
+    plant_dead cnimdoc-dead || return 1
+    plant cnimdoc-live || return 1
+    run_pod dweb --host-port "$DHOSTPORT:80" --bandwidth "$RATE" || return 1
+    run_pod da || return 1
+    run_pod db || return 1
+    age_state
+}
+
+# passed NAME CMD...: check, and whether it passed.
+passed() {
+    check "$@"
+    tail -n 1 "$CNIM_RESULTS" | grep -q '^ok '
+}
+
+DOCTOR_SID="" DOCTOR_CID=""
+run_doctor() { # run_doctor LOGNAME [cri.py run-manifest options]
+    local out name=$1
+    shift
+    mkdir -p "$d/logs/$name"
+    out=$(cri run-manifest "$manifest" --log-dir "$d/logs/$name" "$@" 2>&1) || { echo "$out"; return 1; }
+    read -r DOCTOR_SID DOCTOR_CID <<<"$out"
+}
+rm_doctor() {
+    [ -z "$DOCTOR_SID" ] || cri rm-pod "$DOCTOR_SID" || return 1
+    DOCTOR_SID="" DOCTOR_CID=""
+}
+exited() { cri status "$1" | grep -qx 'state CONTAINER_EXITED'; }
+finished() { exited "$1" || reported "$1"; }
+# A run's report: its table's header, or "no stale CNI state found" (stdout).
+reported() { cri log "$1" --stream stdout | grep -Eq '^KIND |no stale CNI state found'; }
+# settled CID: its log did not grow for a second.
+settled() {
+    local a b
+    a=$(cri log "$1" | wc -c)
+    sleep 1
+    b=$(cri log "$1" | wc -c)
+    [ "$a" = "$b" ]
+}
+# The finding rows of a report (FILE): those whose first column is a kind.
+rows_of() {
+    awk '$1 ~ /^(cache|ipam|dhcp|masq|portmap|firewall|macspoofchk|repair|veth|ifb|tuning|flannel|multus|devinfo|record|tmp)$/' "$1"
+}
+# mounts_seen PID: its mounts of /, /run and /var/run (and below) with their
+# propagation (mountinfo's optional fields).
+mounts_seen() {
+    awk '$5 == "/" || $5 ~ /^\/(var\/)?run(\/|$)/ {
+            tags = ""; for (i = 7; $i != "-"; i++) tags = tags " " $i; print $5 (tags == "" ? " private" : tags) }' \
+        "/proc/$1/mountinfo" 2>/dev/null | tr '\n' ';'
+}
+# named IDS...: the planted attachments' names for their container IDs.
+named() {
+    local id n out=""
+    for id in "$@"; do
+        for n in "${!CT_ID[@]}"; do [ "${CT_ID[$n]}" != "$id" ] || out+="$n "; done
+    done
+    echo "$out"
+}
+
+# The manifest's container: its first run (of --every) lists the dead
+# attachment's state and removes it, every finding fixed, and nothing else;
+# the --every loop keeps running.
+doctor_fixes_dead() {
+    local id=${CT_ID[cnimdoc-dead]} rows kinds k ip
+    run_doctor doctor || return 1
+    retry 60 finished "$DOCTOR_CID" || { echo "no report in 60 s: $(cri log "$DOCTOR_CID" | tail -n 5 | tr '\n' ' ')"; return 1; }
+    retry 10 settled "$DOCTOR_CID" || true
+    cri log "$DOCTOR_CID" >"$d/doctor.out"
+    cri status "$DOCTOR_CID" | grep -qx 'state CONTAINER_RUNNING' ||
+        { echo "the --every loop ended: $(cri status "$DOCTOR_CID" | tr '\n' ' '); log: $(tail -n 20 "$d/doctor.out")"; return 1; }
+    rows=$(rows_of "$d/doctor.out")
+    [ -n "$rows" ] || { echo "no finding: $(cat "$d/doctor.out")"; return 1; }
+    if awk -v id="$id" '$3 != id || $NF != "yes"' <<<"$rows" | grep -q .; then
+        echo "findings not of $id, or not fixed: $(awk -v id="$id" '$3 != id || $NF != "yes"' <<<"$rows" | tr '\n' ' ')"
+        return 1
+    fi
+    kinds=$(awk '{print $1}' <<<"$rows" | sort -u | tr '\n' ' ')
+    for k in cache ipam masq; do
+        [[ " $kinds" == *" $k "* ]] || { echo "no $k finding (found: $kinds)"; return 1; }
+    done
+    [ ! -e "/var/lib/cni/results/$DNET-$id-eth0" ] || { echo "its cache entry is still there"; return 1; }
+    for ip in ${CT_IPS[cnimdoc-dead]}; do
+        [ ! -e "$dstore/$ip" ] || { echo "its reservation $ip is still there"; return 1; }
+    done
+    ! nft list ruleset 2>/dev/null | grep -q -- "$id" || { echo "a rule still names $id"; return 1; }
+}
+
+# Every live attachment kept: cache entries, reservations, the pods' addresses.
+doctor_kept_live() {
+    local f p ip dead=${CT_ID[cnimdoc-dead]} ips
+    while read -r f; do
+        [[ $f == *"$dead"* ]] && continue
+        for ip in ${CT_IPS[cnimdoc-dead]}; do [ "$f" = "$dstore/$ip" ] && continue 2; done
+        [ -e "$f" ] || { echo "$f was removed"; return 1; }
+    done < <(grep '^/' <<<"$DOCTOR_BEFORE")
+    for p in dweb da db; do
+        ips=$(tr ' ' '\n' <<<"${IPS[$p]% }" | sort)
+        [ "$(pod_addresses "${NETNS[$p]}")" = "$ips" ] || { echo "pod $p has $(pod_addresses "${NETNS[$p]}" | tr '\n' ' ')"; return 1; }
+    done
+    ips=$(tr ' ' '\n' <<<"${CT_IPS[cnimdoc-live]}" | sort)
+    [ "$(pod_addresses /run/netns/cnimdoc-live)" = "$ips" ] || { echo "cnimdoc-live lost its addresses"; return 1; }
+}
+
+# doctor_sees_later_pin NAME [refuses]: a pod pinned (in /run/netns/NAME) after
+# the doctor's container started reaches it only by propagation. A run in that
+# container (plain, no --fix) judges the pod alive and finds the node clean;
+# with "refuses", it must instead see the bare file and refuse (exit 2).
+doctor_sees_later_pin() {
+    local out rc=0
+    plant "$1" || return 1
+    age_state
+    out=$(cri exec "$DOCTOR_CID" -- /cni-multi cnitool doctor --min-age 300 2>&1) || rc=$?
+    if [ -n "${2:-}" ]; then
+        if [ "$rc" != 2 ] || ! grep -q 'cannot inspect the node' <<<"$out" || ! grep -q "/run/netns/$1" <<<"$out"; then
+            echo "exit $rc: $out"
+            return 1
+        fi
+        return 0
+    fi
+    if [ "$rc" != 0 ] || ! grep -q 'no stale CNI state found' <<<"$out"; then
+        echo "exit $rc: $out"
+        return 1
+    fi
+}
+
+# The same container with every mount but no propagation: a pod pinned after
+# it started shows as a bare file, and the doctor refuses (exit 2) rather than
+# judge it dead: the HostToContainer of the manifest is what it needs.
+doctor_private_refuses() {
+    run_doctor doctor-private --private-propagation || return 1
+    retry 60 finished "$DOCTOR_CID" || { echo "no report in 60 s: $(cri log "$DOCTOR_CID" | tail -n 5 | tr '\n' ' ')"; return 1; }
+    exited "$DOCTOR_CID" && { echo "its first run refused: $(cri log "$DOCTOR_CID" | tail -n 3 | tr '\n' ' ')"; return 1; }
+    doctor_sees_later_pin cnimdoc-late2 refuses || return 1
+    rm_doctor
+}
+
+# Without the mounts that show it the node's netns pins (the manifest's
+# /run/netns, /var/run/netns, /run and /var/run), the same container must not
+# judge: it exits 2 and removes nothing, neither a dead attachment (planted
+# anew) nor the live pinned ones, whose netns it cannot see.
+doctor_refuses_without_mounts() {
+    local before after st pid mounts
+    plant_dead cnimdoc-dead2 || return 1
+    age_state
+    before=$(node_state)
+    run_doctor doctor-nomounts --without /run --without /var/run || return 1
+    retry 60 finished "$DOCTOR_CID" || { echo "neither exited nor reported in 60 s: $(cri log "$DOCTOR_CID" | tail -n 5)"; return 1; }
+    retry 10 settled "$DOCTOR_CID" || true
+    st=$(cri status "$DOCTOR_CID")
+    pid=$(sed -n 's/^pid //p' <<<"$st")
+    mounts=$(mounts_seen "$pid")
+    cri log "$DOCTOR_CID" >"$d/doctor-nomounts.out"
+    after=$(node_state)
+    rm_doctor || return 1
+    if ! grep -qx 'exit 2' <<<"$st" || grep -qx 'state CONTAINER_RUNNING' <<<"$st"; then
+        # shellcheck disable=SC2046 # a list of IDs
+        echo "it did not refuse ($(grep '^state' <<<"$st" | cut -d' ' -f2)): it judged dead and ran the DEL of:" \
+            "$(named $(rows_of "$d/doctor-nomounts.out" | awk '$1 == "cache" {print $3}'))(its mounts: $mounts)"
+        return 1
+    fi
+    grep -q 'cannot inspect the node' "$d/doctor-nomounts.out" || { echo "log: $(cat "$d/doctor-nomounts.out")"; return 1; }
+    [ "$before" = "$after" ] || { echo "it changed the node: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -n 10 | tr '\n' ' ')"; return 1; }
+}
+
+doctor_cleanup() {
+    local n
+    rm_doctor || true
+    for n in cnimdoc-dead cnimdoc-dead2; do ct del "$DNET" "/run/netns/$n" >/dev/null 2>&1 || true; done
+    for n in cnimdoc-live cnimdoc-late cnimdoc-late2; do
+        [ -e "/run/netns/$n" ] || continue
+        ct del "$DNET" "/run/netns/$n" || return 1
+        ct netns del "$n" || return 1
+    done
+    rm_all_pods
+}
+
+if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
+    if passed "containerd/doctor: node laid out as the manifest expects (/opt/cni/bin from the install image, /etc/cni/net.d, netns in /var/run/netns, mounts shared)" doctor_node &&
+        passed "containerd/doctor: a dead attachment (netns gone, no DEL), a live pinned one and 3 CRI pods on $DNET (nftables)" doctor_pods; then
+        DOCTOR_BEFORE=$(node_state)
+        check "containerd/doctor: the manifest's container finds the dead attachment and fixes it (cache entry, reservations, rules gone), its --every loop running" \
+            doctor_fixes_dead
+        check "containerd/doctor: every live attachment keeps its cache entry, reservations and addresses" doctor_kept_live
+        check "containerd/doctor: a netns pinned after the container started is seen (HostToContainer): a run in it finds the node clean" \
+            doctor_sees_later_pin cnimdoc-late
+        rm_doctor || true
+        for fam in 4 6; do
+            check "containerd/doctor: pod da still reaches pod db over IPv$fam" ping_from "${NETNS[da]}" "$(ip_of db "$fam")"
+        done
+        check "containerd/doctor: pod db still reaches the pinned live pod" ping_from "${NETNS[db]}" "${CT_IPS[cnimdoc-live]%% *}"
+        check "containerd/doctor: hostPort $DHOSTPORT still reaches pod dweb" http_get "http://$DGW4:$DHOSTPORT/" "hello from dweb"
+        check "containerd/doctor: with the mounts but no propagation, a netns pinned after it started makes it refuse (exit 2)" \
+            doctor_private_refuses
+        check "containerd/doctor: without its /run and /var/run mounts (the netns pins) the manifest's container exits 2, 'cannot inspect the node', and removes nothing" \
+            doctor_refuses_without_mounts
+    fi
+    check "containerd/doctor: every pod and attachment removed" doctor_cleanup
+    leak_checks "containerd/doctor" "$dstore" /run/netns cni-
+    check "containerd/doctor: no netns of cnitool's left" no_netns_mounts /run/netns cnimdoc-
+fi

@@ -12,6 +12,13 @@ Usage: cri.py --sock SOCKET --gen STUB_DIR COMMAND ...
   rm-pod SANDBOX_ID          stop + remove its containers, then StopPodSandbox, RemovePodSandbox
   list                       every sandbox id
   exec CONTAINER_ID CMD...   ExecSync; prints stdout, exits with the command's code
+  run-manifest MANIFEST --log-dir DIR [--without PATH]... [--private-propagation]
+                             the pod of the one DaemonSet in MANIFEST (a Kubernetes
+                             YAML file), run as kubelet runs it (see manifest_pod);
+                             prints "SANDBOX_ID CONTAINER_ID"
+  status CONTAINER_ID        ContainerStatus: lines "state S", "exit N", "log PATH", "pid P"
+  log CONTAINER_ID [--stream stdout|stderr]
+                             the messages of its CRI log file (of one stream)
 
 STUB_DIR holds cri_api_pb2*.py, generated from cri_api.proto by grpc_tools.protoc.
 Errors print "CODE: details" on stderr (the CNI error text is in the details) and
@@ -19,6 +26,7 @@ exit 1. Every call has a deadline, so a hung runtime fails instead of blocking.
 """
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
@@ -141,6 +149,246 @@ def cmd_list(rt, _img, _args):
     return 0
 
 
+# --- a DaemonSet's pod, as kubelet runs it ------------------------------------
+# What the lane cannot do as kubelet does is refused rather than skipped, so a
+# manifest that grows a field the translation below ignores fails the lane
+# instead of being tested without it.
+
+# Pod and container fields that only steer scheduling or the API server.
+POD_IGNORED = {"priorityClassName", "tolerations", "nodeSelector", "affinity", "terminationGracePeriodSeconds"}
+POD_KNOWN = POD_IGNORED | {"hostNetwork", "hostPID", "hostIPC", "containers", "volumes",
+                           "automountServiceAccountToken", "enableServiceLinks"}
+CONTAINER_KNOWN = {"name", "image", "imagePullPolicy", "command", "args", "env", "securityContext",
+                   "resources", "volumeMounts"}
+SECURITY_KNOWN = {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem", "runAsUser",
+                  "runAsGroup", "runAsNonRoot", "capabilities", "seccompProfile", "appArmorProfile"}
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+
+
+class ManifestError(Exception):
+    pass
+
+
+def refuse_unknown(what, obj, known):
+    extra = sorted(set(obj) - known)
+    if extra:
+        raise ManifestError("%s: %s not translated by cri.py (add it to manifest_pod)" % (what, ", ".join(extra)))
+
+
+def load_daemonset(path):
+    import yaml  # noqa: E402 - from the lane's venv
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    sets = [d for d in docs if d.get("kind") == "DaemonSet"]
+    if len(sets) != 1:
+        raise ManifestError("%s: %d DaemonSets, want one" % (path, len(sets)))
+    return sets[0]
+
+
+def cpu_millis(q):
+    q = str(q)
+    return int(q[:-1]) if q.endswith("m") else int(float(q) * 1000)
+
+
+def memory_bytes(q):
+    q = str(q)
+    for suffix, mult in [("Ki", 1 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30), ("k", 10**3), ("M", 10**6), ("G", 10**9)]:
+        if q.endswith(suffix):
+            return int(q[:-len(suffix)]) * mult
+    return int(q)
+
+
+def profile(kind, spec):
+    # seccompProfile / appArmorProfile {type, localhostProfile} -> SecurityProfile
+    types = {"RuntimeDefault": NS.SecurityProfile.RuntimeDefault, "Unconfined": NS.SecurityProfile.Unconfined,
+             "Localhost": NS.SecurityProfile.Localhost}
+    if spec.get("type") not in types:
+        raise ManifestError("%s type %r" % (kind, spec.get("type")))
+    return NS.SecurityProfile(profile_type=types[spec["type"]], localhost_ref=spec.get("localhostProfile", ""))
+
+
+def host_path_volume(volume):
+    # kubelet's hostPath types: DirectoryOrCreate makes the directory (0755),
+    # Directory must be one; the mount source is the path as given (the
+    # runtime follows symlinks, as /var/run -> /run).
+    refuse_unknown("volume %s" % volume.get("name"), volume, {"name", "hostPath"})
+    hp = volume.get("hostPath")
+    if not hp:
+        raise ManifestError("volume %s: only hostPath volumes are translated" % volume.get("name"))
+    path, kind = hp["path"], hp.get("type", "")
+    if kind == "DirectoryOrCreate":
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif kind == "Directory":
+        if not os.path.isdir(path):
+            raise ManifestError("hostPath %s (type Directory) is not a directory" % path)
+    elif kind:
+        raise ManifestError("hostPath type %s not translated" % kind)
+    return path
+
+
+def manifest_pod(path, args):
+    """The DaemonSet's pod as kubelet hands it to the runtime: (sandbox config,
+    container config) of its one container. Taken from the file: the pod's
+    host namespaces, the container's image, command, args, env, hostPath
+    mounts with readOnly and mountPropagation, securityContext (capabilities,
+    privileged, user and group, read-only root, no_new_privs, seccomp), the
+    AppArmor annotation, and its CPU/memory limits and CPU request.
+    --without PATH (repeated) leaves out every volumeMount at PATH or below;
+    --private-propagation keeps the mounts, none with propagation. Not emulated (kubelet's own
+    additions, no field of the manifest): the service account token (the
+    manifest turns it off), /etc/hosts and the termination log."""
+    ds = load_daemonset(path)
+    template = ds["spec"]["template"]
+    meta, pod = template.get("metadata", {}), template["spec"]
+    refuse_unknown("pod spec", pod, POD_KNOWN)
+    if pod.get("automountServiceAccountToken", True):
+        raise ManifestError("automountServiceAccountToken: the lane has no token to mount")
+    if len(pod["containers"]) != 1:
+        raise ManifestError("%d containers, the lane runs one" % len(pod["containers"]))
+    c = pod["containers"][0]
+    refuse_unknown("container %s" % c["name"], c, CONTAINER_KNOWN)
+    if c.get("imagePullPolicy") not in ("IfNotPresent", "Never"):
+        raise ManifestError("imagePullPolicy %r: the lane has no registry" % c.get("imagePullPolicy"))
+
+    mode = {True: NS.NODE}
+    namespaces = NS.NamespaceOption(network=mode.get(pod.get("hostNetwork", False), NS.POD),
+                                    pid=mode.get(pod.get("hostPID", False), NS.CONTAINER),
+                                    ipc=mode.get(pod.get("hostIPC", False), NS.POD))
+    sc = c.get("securityContext", {})
+    refuse_unknown("securityContext", sc, SECURITY_KNOWN)
+    caps = sc.get("capabilities", {})
+    refuse_unknown("capabilities", caps, {"add", "drop"})
+    if sc.get("runAsNonRoot") and sc.get("runAsUser", 1) == 0:
+        raise ManifestError("runAsNonRoot with runAsUser 0")
+    csc = NS.LinuxContainerSecurityContext(
+        capabilities=NS.Capability(add_capabilities=caps.get("add", []), drop_capabilities=caps.get("drop", [])),
+        privileged=bool(sc.get("privileged", False)),
+        namespace_options=namespaces,
+        readonly_rootfs=bool(sc.get("readOnlyRootFilesystem", False)),
+        no_new_privs=sc.get("allowPrivilegeEscalation") is False,
+    )
+    if "runAsUser" in sc:
+        csc.run_as_user.value = sc["runAsUser"]
+    if "runAsGroup" in sc:
+        csc.run_as_group.value = sc["runAsGroup"]
+    if "seccompProfile" in sc:
+        csc.seccomp.CopyFrom(profile("seccompProfile", sc["seccompProfile"]))
+        csc.seccomp_profile_path = {"RuntimeDefault": "runtime/default", "Unconfined": "unconfined"}.get(
+            sc["seccompProfile"]["type"], "localhost/" + sc["seccompProfile"].get("localhostProfile", ""))
+    apparmor = sc.get("appArmorProfile")
+    annotation = meta.get("annotations", {}).get(APPARMOR_ANNOTATION + c["name"])
+    if annotation:
+        apparmor = {"runtime/default": {"type": "RuntimeDefault"}, "unconfined": {"type": "Unconfined"}}.get(
+            annotation, {"type": "Localhost", "localhostProfile": annotation.removeprefix("localhost/")})
+    if apparmor:
+        csc.apparmor.CopyFrom(profile("appArmorProfile", apparmor))
+        csc.apparmor_profile = annotation or ""
+
+    resources = NS.LinuxContainerResources()
+    res = c.get("resources", {})
+    limits, requests = res.get("limits", {}), res.get("requests", {})
+    if "cpu" in limits:
+        resources.cpu_period = 100000
+        resources.cpu_quota = cpu_millis(limits["cpu"]) * 100000 // 1000
+    cpu_request = requests.get("cpu", limits.get("cpu"))
+    resources.cpu_shares = max(2, cpu_millis(cpu_request) * 1024 // 1000) if cpu_request else 2
+    if "memory" in limits:
+        resources.memory_limit_in_bytes = memory_bytes(limits["memory"])
+
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    propagation = {None: NS.PROPAGATION_PRIVATE, "None": NS.PROPAGATION_PRIVATE,
+                   "HostToContainer": NS.PROPAGATION_HOST_TO_CONTAINER,
+                   "Bidirectional": NS.PROPAGATION_BIDIRECTIONAL}
+    mounts = []
+    for vm in c.get("volumeMounts", []):
+        refuse_unknown("volumeMount %s" % vm["name"], vm, {"name", "mountPath", "readOnly", "mountPropagation"})
+        if any(vm["mountPath"] == p or vm["mountPath"].startswith(p.rstrip("/") + "/") for p in args.without):
+            continue
+        if vm["name"] not in volumes:
+            raise ManifestError("volumeMount %s names no volume" % vm["name"])
+        prop = propagation[vm.get("mountPropagation")]
+        mounts.append(NS.Mount(container_path=vm["mountPath"], host_path=host_path_volume(volumes[vm["name"]]),
+                               readonly=bool(vm.get("readOnly", False)),
+                               propagation=NS.PROPAGATION_PRIVATE if args.private_propagation else prop))
+
+    env = []
+    for e in c.get("env", []):
+        refuse_unknown("env %s" % e.get("name"), e, {"name", "value"})
+        env.append(NS.KeyValue(key=e["name"], value=str(e.get("value", ""))))
+
+    name = ds["metadata"]["name"] + "-" + uuid.uuid4().hex[:5]
+    sandbox = NS.PodSandboxConfig(
+        metadata=NS.PodSandboxMetadata(name=name, uid=str(uuid.uuid4()),
+                                       namespace=ds["metadata"].get("namespace", "default"), attempt=0),
+        # kubelet names no hostname for a pod in the node's network (and UTS)
+        # namespace: runc refuses to set one there.
+        hostname="" if pod.get("hostNetwork") else name,
+        log_directory=args.log_dir,
+        labels=dict(meta.get("labels", {}), **{"cnim-lane": "1"}),
+        annotations=meta.get("annotations", {}),
+        linux=NS.LinuxPodSandboxConfig(security_context=NS.LinuxSandboxSecurityContext(
+            namespace_options=namespaces, privileged=csc.privileged)),
+    )
+    container = NS.ContainerConfig(
+        metadata=NS.ContainerMetadata(name=c["name"], attempt=0),
+        image=NS.ImageSpec(image=c["image"]),
+        command=c.get("command", []),
+        args=c.get("args", []),
+        envs=env,
+        mounts=mounts,
+        labels=dict(meta.get("labels", {})),
+        annotations=meta.get("annotations", {}),
+        log_path="%s/0.log" % c["name"],
+        linux=NS.LinuxContainerConfig(resources=resources, security_context=csc),
+    )
+    return sandbox, container
+
+
+def cmd_run_manifest(rt, img, args):
+    try:
+        sandbox, container = manifest_pod(args.manifest, args)
+    except (ManifestError, KeyError, ValueError, OSError) as e:
+        print("%s: %s" % (args.manifest, e), file=sys.stderr)
+        return 1
+    r = img.ImageStatus(NS.ImageStatusRequest(image=container.image), timeout=CALL_TIMEOUT)
+    if not r.image.id:
+        print("image %s is not on the node (imagePullPolicy IfNotPresent, no registry here)" % container.image.image,
+              file=sys.stderr)
+        return 1
+    sid = rt.RunPodSandbox(NS.RunPodSandboxRequest(config=sandbox), timeout=CALL_TIMEOUT).pod_sandbox_id
+    cid = rt.CreateContainer(NS.CreateContainerRequest(pod_sandbox_id=sid, config=container, sandbox_config=sandbox),
+                             timeout=CALL_TIMEOUT).container_id
+    rt.StartContainer(NS.StartContainerRequest(container_id=cid), timeout=CALL_TIMEOUT)
+    print(sid, cid)
+    return 0
+
+
+def cmd_status(rt, _img, args):
+    r = rt.ContainerStatus(NS.ContainerStatusRequest(container_id=args.id, verbose=True), timeout=CALL_TIMEOUT)
+    s = r.status
+    print("state", NS.ContainerState.Name(s.state))
+    print("exit", s.exit_code)
+    print("log", s.log_path or "-")
+    # containerd's verbose info: the task's PID (0 once it exited).
+    print("pid", json.loads(r.info.get("info", "{}")).get("pid", 0))
+    return 0
+
+
+def cmd_log(rt, _img, args):
+    # CRI log lines: "TIMESTAMP STREAM TAG MESSAGE", TAG P for a partial line
+    # that the next one continues, F for a full one.
+    s = rt.ContainerStatus(NS.ContainerStatusRequest(container_id=args.id), timeout=CALL_TIMEOUT).status
+    out = []
+    with open(s.log_path, errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").split(" ", 3)
+            if len(parts) < 3 or (args.stream and parts[1] != args.stream):
+                continue
+            out.append((parts[3] if len(parts) > 3 else "") + ("" if parts[2] == "P" else "\n"))
+    sys.stdout.write("".join(out))
+    return 0
+
+
 def cmd_exec(rt, _img, args):
     r = rt.ExecSync(NS.ExecSyncRequest(container_id=args.id, cmd=args.cmd, timeout=30), timeout=CALL_TIMEOUT)
     sys.stdout.write(r.stdout.decode(errors="replace"))
@@ -177,6 +425,20 @@ def main():
     s.add_argument("id")
     s.add_argument("cmd", nargs="+")
     s.set_defaults(fn=cmd_exec)
+    s = sub.add_parser("run-manifest")
+    s.add_argument("manifest")
+    s.add_argument("--log-dir", required=True)
+    s.add_argument("--without", action="append", default=[], metavar="PATH",
+                   help="leave out the volumeMounts at PATH or below it")
+    s.add_argument("--private-propagation", action="store_true", help="no mount with propagation")
+    s.set_defaults(fn=cmd_run_manifest)
+    s = sub.add_parser("status")
+    s.add_argument("id")
+    s.set_defaults(fn=cmd_status)
+    s = sub.add_parser("log")
+    s.add_argument("id")
+    s.add_argument("--stream", choices=["stdout", "stderr"], help="only this stream's lines")
+    s.set_defaults(fn=cmd_log)
     args = p.parse_args()
 
     sys.path.insert(0, args.gen)
