@@ -130,6 +130,9 @@ impl PinnedNetns {
                 .args(["del", "pod"])
                 .output();
         }
+        // `netns add` made the directory a mount point (as iproute2 does
+        // /run/netns): unmounted, the TempDir can remove it.
+        let _ = nix::mount::umount2(&self.dir.0, nix::mount::MntFlags::MNT_DETACH);
     }
 }
 
