@@ -20,7 +20,7 @@ need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
 need firewalld firewalld
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
-# attachments a runtime made through it (tests/doctor_libcni.rs, bench/libcni).
+# attachments a runtime made through it (tests/doctor.rs, bench/libcni).
 need go golang-go
 [ -d /usr/share/gocode/src/github.com/containernetworking/cni/libcni ] || missing="$missing golang-github-appc-cni-dev"
 # The reference's plugins (Go), for the tests that share a node with them.

@@ -130,6 +130,9 @@ impl PinnedNetns {
                 .args(["del", "pod"])
                 .output();
         }
+        // `netns add` made the directory a mount point (as iproute2 does
+        // /run/netns): unmounted, the TempDir can remove it.
+        let _ = nix::mount::umount2(&self.dir.0, nix::mount::MntFlags::MNT_DETACH);
     }
 }
 
@@ -710,33 +713,6 @@ pub fn run_other_plugin(
 /// The container ID cnitool (and bench/libcni) derives from a netns path.
 pub fn cnitool_id(netns: &str) -> String {
     format!("cnitool-{}", sha512_prefix(netns, 20))
-}
-
-/// The reference's per-container masquerading chain in `nat`.
-pub fn masq_chain(network: &str, id: &str) -> String {
-    format!("CNI-{}", sha512_prefix(&format!("{network}{id}"), 24))
-}
-
-/// The reference's per-container hostPort DNAT chain in `nat`.
-pub fn dnat_chain(network: &str, id: &str) -> String {
-    format!("CNI-DN-{}", sha512_prefix(&format!("{network}{id}"), 21))
-}
-
-/// Waits (10 s at most) until `bridge` has `ports` links or fewer: veths go
-/// with their namespaces a little after the last reference.
-pub fn wait_for_ports(bridge: &str, ports: usize) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while run_in(None, "ip", &["-o", "link", "show", "master", bridge])
-        .lines()
-        .count()
-        > ports
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "veths outlive their netns"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
 }
 
 /// Whether a chained plugin's `dataDir` holds a record of (containerID, ifname)

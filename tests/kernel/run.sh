@@ -44,7 +44,7 @@ BINARY_TIMEOUT=${KERNEL_BINARY_TIMEOUT:-900}
 VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # Under TCG a process start costs ~0.2 s, so these stress loops (1000 ADDs,
 # 100 ADD/DEL cycles, 2000 dhcp ADD/DEL cycles, 108 ADDs under strace each
-# followed by two doctor runs: thousands of plugin and iptables runs, ~20 minutes
+# followed by four doctor runs: thousands of plugin and iptables runs, ~20 minutes
 # together) would not fit the lane's budget. Each is about repetition, not
 # about a kernel feature the CI machine lacks, and `make test` runs them on
 # the host; every other test of every binary runs in the VM. With KVM they
@@ -62,9 +62,9 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  firewalld:del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone
  firewalld:gc_removes_the_sources_of_unkept_attachments
  firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes
- doctor_firewalld:firewalld_sources_of_dead_and_ownerless_attachments_are_removed
- doctor_firewalld:spoofed_reload_signals_from_another_user_cause_no_pass
- doctor_libcni:libcni_1_1_attachments_are_judged_fixed_and_repaired
+ doctor:firewalld_sources_of_dead_and_ownerless_attachments_are_removed
+ doctor_hazards:spoofed_reload_signals_from_another_user_cause_no_pass
+ doctor:libcni_1_1_attachments_are_judged_fixed_and_repaired
  doctor_leaks:adds_killed_at_every_mutating_syscall_are_found_and_fixed"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
