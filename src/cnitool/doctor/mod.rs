@@ -1,11 +1,7 @@
 //! `cnitool doctor`: CNI state on this node that belongs to no live
-//! attachment, whichever implementation made it. A live attachment is a
-//! result-cache entry whose netns still is a network namespace (`node`).
-//! Each kind of state is a module with a `find` that lists its findings, each
-//! finding carrying its own fix; `--fix` runs the DELs of dead attachments
-//! first (they release most of the rest), then every other fix, each of
-//! which checks first whether its object is gone already. State younger than
-//! `--min-age` is never judged: an ADD may be in flight.
+//! attachment, whichever implementation made it, and live attachments'
+//! state that is missing. Read `engine` first: it judges what each kind lists
+//! and runs every fix; `--fix` runs the DELs of dead attachments first.
 
 mod cache;
 mod chains;
