@@ -107,21 +107,7 @@ fn testdata_conflists_add_check_del() {
     s.use_testdata("ptp.conflist");
     s.use_testdata("macvlan.conflist");
     std::fs::copy("testdata/loopback.conf", s.conf.0.join("loopback.conf")).expect("copy");
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "eth0",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0-peer",
-        ],
-    );
-    run_in(None, "ip", &["link", "set", "eth0", "up"]);
+    harness::make_eth0();
 
     let nat = || {
         run_in(None, "iptables-save", &["-t", "nat"])

@@ -18,7 +18,7 @@ mod harness;
 
 use doctor::Fate::{Dead, Deleted, Killed, Ownerless};
 use doctor::{Maker, Node, REFERENCE, Scenario, under};
-use harness::{PinnedNetns, TempDir, enter_test_host, run_in};
+use harness::{PinnedNetns, TempDir, enter_test_host};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -157,19 +157,7 @@ fn adds_killed_at_every_mutating_syscall_are_found_and_fixed() {
 #[test]
 fn multus_leaks_are_found_and_fixed() {
     enter_test_host();
-    let eth0 = [
-        "link",
-        "add",
-        "eth0",
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0-peer",
-    ];
-    run_in(None, "ip", &eth0);
-    run_in(None, "ip", &["link", "set", "eth0", "up"]);
-    run_in(None, "ip", &["link", "set", "eth0-peer", "up"]);
+    harness::make_eth0();
     let mut node = Node::new(
         "lkm",
         &[

@@ -7,7 +7,7 @@
 
 mod harness;
 
-use harness::{Call, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in};
+use harness::{Call, Netns, Outcome, TempDir, enter_test_host, make_eth0, plugin_dir};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -168,27 +168,6 @@ fn read_json(path: &Path) -> Value {
 
 fn write_json(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_string_pretty(v).expect("json")).expect("write");
-}
-
-/// The host's `eth0`, macvlan's master in the NAD (the test host is a
-/// namespace of its own, so the name is free).
-fn make_eth0() {
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "eth0",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0-peer",
-        ],
-    );
-    run_in(None, "ip", &["link", "set", "eth0", "up"]);
-    run_in(None, "ip", &["link", "set", "eth0-peer", "up"]);
 }
 
 /// Link names of the pod, lo aside.

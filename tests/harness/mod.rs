@@ -142,6 +142,28 @@ impl Drop for PinnedNetns {
     }
 }
 
+/// The host's `eth0` (one end of a veth pair, both up): a master for macvlan
+/// and a NAD's device. The test host is a namespace of its own, so the name is free.
+#[allow(dead_code)]
+pub fn make_eth0() {
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "eth0",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "eth0-peer",
+        ],
+    );
+    run_in(None, "ip", &["link", "set", "eth0", "up"]);
+    run_in(None, "ip", &["link", "set", "eth0-peer", "up"]);
+}
+
 /// Runs a command in the host namespace (or in `netns`) and returns its stdout;
 /// panics on failure, so a test never asserts on an empty string by accident.
 pub fn run_in(netns: Option<&Path>, program: &str, args: &[&str]) -> String {
