@@ -1,6 +1,6 @@
 # cni-multi: one static binary for every CNI plugin.
 #   make               static release binary
-#   make install       binary + one symlink per plugin into $(DESTDIR)$(BINDIR),
+#   make install       binary + one stub per plugin into $(DESTDIR)$(BINDIR),
 #                      and the systemd units (dhcp daemon, doctor) into $(DESTDIR)$(SYSTEMDDIR)
 #   make test          THE test command: installs missing system packages, then
 #                      fmt, clippy, unit + integration tests, static install check
@@ -50,8 +50,9 @@ build:
 	cp target/$(TARGET)/release/cni-multi $(BIN)
 
 # `cni-multi install`: atomic, idempotent, keeps what it replaces (--rollback).
+# The plugin stubs run $(BINDIR)/cni-multi, where the files end up.
 install: build
-	$(BIN) install --dir "$(DESTDIR)$(BINDIR)"
+	$(BIN) install --dir "$(DESTDIR)$(BINDIR)" --host-dir "$(BINDIR)"
 	install -d "$(DESTDIR)$(SYSTEMDDIR)"
 	for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do \
 		sed 's|@BINDIR@|$(BINDIR)|g' "$$unit" > "$(DESTDIR)$(SYSTEMDDIR)/$$(basename "$$unit")" && \

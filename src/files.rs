@@ -143,6 +143,20 @@ pub fn remove_state(path: &Path) -> io::Result<()> {
 pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_dir_mode(dir, 0o700)?;
+    replace_with(path, bytes, 0o600)
+}
+
+/// [`write_private_atomic`] into an existing directory with this mode, the
+/// rename made durable (the directory fsync'd).
+pub fn write_file_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace_with(path, bytes, mode)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs_err::File::open(dir)?.sync_all()
+}
+
+/// A temporary file with `bytes`, fsync'd, renamed over `path`.
+fn replace_with(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
@@ -156,6 +170,10 @@ pub fn write_private_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             let _ = fs_err::remove_file(&tmp);
         }
         let mut file = open_state(&tmp, StateOpen::CreateNew)?;
+        if mode != 0o600 {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
         file.write_all(bytes)?;
         file.sync_all()?;
         fs_err::rename(&tmp, path)

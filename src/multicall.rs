@@ -7,10 +7,12 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
 
-pub const BINARY: &str = "cni-multi";
+pub const BINARY: &str = plugins::stub::BINARY;
 
 /// Runs the binary with these arguments; returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
+    // Called through a plugin stub: dispatch as if through a link of its name.
+    let args = plugins::stub::as_link_args(&args);
     let invoked_as = args
         .first()
         .and_then(|a| Path::new(a).file_name())
@@ -68,7 +70,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
 fn usage() -> String {
     let mut s = format!(
         "{BINARY} {}: the CNI plugins in one binary\n\n\
-         Usage:\n  <plugin>                 when installed as a symlink named after the plugin\n  \
+         Usage:\n  <plugin>                 when installed as a stub or link named after the plugin\n  \
          {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n  \
          {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
          {BINARY} install ...    put this binary and its plugin links into /opt/cni/bin ('install --help')\n  \

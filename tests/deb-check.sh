@@ -2,7 +2,8 @@
 # make test-deb: the .deb (make deb) installs into a throwaway root with dpkg
 # (--root, maintainer scripts run chrootless with DPKG_ROOT set, so they touch
 # nothing of this machine), holds exactly the expected files, every plugin
-# link answers VERSION, lintian reports no error, and a purge leaves nothing.
+# stub is the one `cni-multi install` writes and answers VERSION, lintian
+# reports no error, and a purge leaves nothing.
 set -eu
 deb=${1:?usage: deb-check.sh PACKAGE.deb}
 bin=target/cni-multi
@@ -42,13 +43,23 @@ diff -u "$d/want" "$d/got" >&2 || fail "file list differs (- expected, + package
 [ -f "$root/usr/lib/cni/cni-multi" ] && [ ! -L "$root/usr/lib/cni/cni-multi" ] || fail "no binary in /usr/lib/cni"
 [ "$(readlink "$root/opt/cni/bin/cni-multi")" = /usr/lib/cni/cni-multi ] || fail "/opt/cni/bin/cni-multi link"
 [ "$(readlink "$root/usr/bin/cni-multi")" = ../lib/cni/cni-multi ] || fail "/usr/bin/cni-multi link"
+# The stubs run /usr/lib/cni/cni-multi, which is in the throwaway root: run
+# them as the kernel would (`cni-multi --stub STUB`), and let install judge
+# them (a dry run changes nothing when every stub is byte for byte its own).
 count=0
 for name in $("$bin" --list); do
     for dir in usr/lib/cni opt/cni/bin; do
-        [ "$(readlink "$root/$dir/$name")" = cni-multi ] || fail "/$dir/$name is not a link to cni-multi"
+        [ -f "$root/$dir/$name" ] && [ ! -L "$root/$dir/$name" ] || fail "/$dir/$name is not a stub file"
+        [ "$(head -n 1 "$root/$dir/$name")" = "#!/usr/lib/cni/cni-multi --stub" ] || fail "/$dir/$name: $(head -n 1 "$root/$dir/$name")"
+        CNI_COMMAND=VERSION "$root/usr/lib/cni/cni-multi" --stub "$root/$dir/$name" </dev/null |
+            grep -q supportedVersions || fail "/$dir/$name does not answer VERSION"
     done
-    CNI_COMMAND=VERSION "$root/usr/lib/cni/$name" </dev/null | grep -q supportedVersions || fail "$name does not answer VERSION"
     count=$((count + 1))
+done
+for dir in usr/lib/cni opt/cni/bin; do
+    "$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v ': unchanged$' |
+        grep -qx "cni-multi install: nothing to change in $root/$dir" ||
+        fail "/$dir: install would change stubs: $("$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v unchanged)"
 done
 # The doctor units' environment file: the example, a conffile (kept on upgrade, removed on purge).
 cmp -s contrib/systemd/cni-multi-doctor.env "$root$conffile" || fail "$conffile is not contrib/systemd/cni-multi-doctor.env"

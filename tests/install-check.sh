@@ -1,6 +1,7 @@
 #!/bin/sh
-# The static release binary installs into a DESTDIR with one symlink per plugin,
-# and every link answers VERSION with the seven spec versions.
+# The static release binary installs into a DESTDIR with one stub per plugin
+# naming the binary where it will be ($BINDIR, not the DESTDIR), and every
+# stub answers VERSION with the seven spec versions.
 set -eu
 bin=target/cni-multi
 file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
@@ -17,12 +18,15 @@ dir="$d/opt/cni/bin"
 want='"supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]'
 count=0
 for name in $("$dir/cni-multi" --list); do
-    [ -L "$dir/$name" ] || { echo "install-check: no symlink for $name" >&2; exit 1; }
-    out=$(CNI_COMMAND=VERSION "$dir/$name" </dev/null)
+    [ -f "$dir/$name" ] && [ ! -L "$dir/$name" ] || { echo "install-check: no stub for $name" >&2; exit 1; }
+    [ "$(head -n 1 "$dir/$name")" = "#!/opt/cni/bin/cni-multi --stub" ] ||
+        { echo "install-check: $name: $(head -n 1 "$dir/$name")" >&2; exit 1; }
+    # As the kernel runs the stub once the files are in /opt/cni/bin.
+    out=$(CNI_COMMAND=VERSION "$dir/cni-multi" --stub "$dir/$name" </dev/null)
     case "$out" in
         *"$want"*) count=$((count + 1)) ;;
         *) echo "install-check: $name VERSION gave: $out" >&2; exit 1 ;;
     esac
 done
 size=$(stat -c %s "$dir/cni-multi")
-echo "install-check: static binary ($size bytes, $((0x$hot)) of them hot plugin code), $count plugin symlinks answer VERSION"
+echo "install-check: static binary ($size bytes, $((0x$hot)) of them hot plugin code), $count plugin stubs answer VERSION"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Usage: build.sh BINARY OUT.deb
 # A Debian package of the static BINARY with dpkg-deb: the binary in
-# /usr/lib/cni with one link per plugin beside it (where Debian's
-# containernetworking-plugins puts them, which it replaces), the same links in
+# /usr/lib/cni with one stub per plugin beside it (where Debian's
+# containernetworking-plugins puts them, which it replaces), the same stubs in
 # /opt/cni/bin (where runtimes look by default), /usr/bin/cni-multi, the
 # systemd units of contrib/systemd, the doctor units' environment file as
 # /etc/default/cni-multi-doctor (a conffile), and the copyright file.
@@ -24,10 +24,17 @@ install -d "$root/DEBIAN" "$root/usr/lib/cni" "$root/opt/cni/bin" "$root/usr/bin
 install -m 0755 "$bin" "$root/usr/lib/cni/cni-multi"
 ln -s ../lib/cni/cni-multi "$root/usr/bin/cni-multi"
 ln -s /usr/lib/cni/cni-multi "$root/opt/cni/bin/cni-multi"
+# A plugin stub as `cni-multi install` writes it (src/plugins/stub.rs; make
+# test-deb checks they are the same): a file, not a link, so another
+# installer's copy over one name costs that name only.
+stub() {
+    printf '#!/usr/lib/cni/cni-multi --stub\n# cni-multi plugin stub: runs the binary above as the plugin this file is named after\n' >"$1"
+    chmod 0755 "$1"
+}
 for name in $("$bin" --list); do
     case "$name" in */* | "" | . | ..) echo "deb: refusing plugin name '$name'" >&2; exit 1 ;; esac
-    ln -s cni-multi "$root/usr/lib/cni/$name"
-    ln -s cni-multi "$root/opt/cni/bin/$name"
+    stub "$root/usr/lib/cni/$name"
+    stub "$root/opt/cni/bin/$name"
 done
 
 # Every unit in contrib/systemd (the dhcp daemon's, and any other there);
@@ -109,7 +116,7 @@ Replaces: containernetworking-plugins
 Description: CNI plugins in one static binary
  The Container Network Interface reference plugins (bridge, ptp, macvlan,
  ipvlan, host-local, dhcp, portmap, bandwidth, firewall, tuning and the
- others) as a single statically linked multicall binary, with one link per
+ others) as a single statically linked multicall binary, with one stub per
  plugin in /usr/lib/cni and /opt/cni/bin. It also provides cnitool and the
  dhcp lease daemon with its systemd units.
 CONTROL

@@ -2,7 +2,9 @@
 # Usage: build.sh BINARY OUT.tar
 # An OCI image from scratch holding only the static BINARY as /cni-multi, whose
 # entrypoint installs it into the host's /opt/cni/bin (mounted at
-# /host/opt/cni/bin): `cni-multi install --dir /host/opt/cni/bin`. Written as
+# /host/opt/cni/bin): `cni-multi install --dir /host/opt/cni/bin --host-dir
+# /opt/cni/bin` (the plugin stubs run the binary where the node sees it; a
+# later --host-dir in the container's args wins, for nodes with another dir). Written as
 # an OCI archive named localhost/cni-multi:<version>; no registry involved.
 # buildah keeps its storage in a temporary directory, removed afterwards.
 set -eu
@@ -23,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 ctr=$(b from scratch)
 b copy --chmod 0755 "$ctr" "$bin" /cni-multi >/dev/null
-b config --entrypoint '["/cni-multi","install","--dir","/host/opt/cni/bin"]' \
+b config --entrypoint '["/cni-multi","install","--dir","/host/opt/cni/bin","--host-dir","/opt/cni/bin"]' \
     --label org.opencontainers.image.title=cni-multi \
     --label org.opencontainers.image.version="$version" \
     --label org.opencontainers.image.description="The CNI plugins in one static binary; installs itself into /host/opt/cni/bin" \

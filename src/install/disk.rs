@@ -71,6 +71,9 @@ impl Dir {
             return Ok(Observed::Other);
         }
         let bytes = files::read_state_limited(&path, MAX_BINARY)?;
+        if let Some(binary) = crate::plugins::stub::parse(&bytes) {
+            return Ok(Observed::Stub(binary.to_string()));
+        }
         Ok(Observed::File(crate::digest::sha512_hex(&bytes)))
     }
 
@@ -238,9 +241,10 @@ pub fn own_binary() -> Result<Vec<u8>> {
 }
 
 /// Runs `path` as a plugin asked for VERSION; Err says how it failed.
-pub fn answers_version(path: &Path) -> Result<()> {
+pub fn answers_version(path: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
     use std::process::{Command, Stdio};
     let mut child = Command::new(path)
+        .args(args)
         .env_clear()
         .env("CNI_COMMAND", "VERSION")
         .stdin(Stdio::piped())

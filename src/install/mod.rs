@@ -1,7 +1,9 @@
-//! `cni-multi install`: puts this binary and one link per plugin into a CNI
-//! bin directory atomically, keeps what it replaces, and puts it back with
-//! `--rollback` (the last install) or `--uninstall` (everything).
+//! `cni-multi install`: puts this binary and one stub per plugin (see
+//! `plugins::stub`) into a CNI bin directory atomically, keeps what it
+//! replaces, and puts it back with `--rollback` (the last install) or
+//! `--uninstall` (everything).
 
+mod conf;
 mod disk;
 mod plan;
 
@@ -9,13 +11,14 @@ use crate::plugins::PLUGINS;
 use anyhow::{Context, Result};
 use clap::Parser;
 use disk::Dir;
-use plan::{BINARY, Observed, Restore, State, Step, Was};
+use plan::{BINARY, Held, Layout, Observed, Restore, State, Step, Was};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-/// Install cni-multi and its plugin links into a CNI bin directory.
+/// Install cni-multi and a stub per plugin into a CNI bin directory.
 #[derive(Debug, Parser)]
-#[command(name = "cni-multi install", version, about, long_about = None)]
+// A later option wins, so a container's args can override its entrypoint's.
+#[command(name = "cni-multi install", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     /// The directory runtimes find plugins in (CNI_PATH)
     #[arg(long, value_name = "DIR", default_value = "/opt/cni/bin")]
@@ -26,6 +29,28 @@ struct Cli {
     /// Replace files cni-multi did not install (each is kept for --rollback)
     #[arg(long)]
     force: bool,
+    /// Where runtimes find DIR, when this process sees it elsewhere (an
+    /// installer container with the node's directory mounted): stubs run
+    /// HOST_DIR/cni-multi
+    #[arg(long, value_name = "HOST_DIR")]
+    host_dir: Option<PathBuf>,
+    /// Plugin names as symbolic links instead of stubs: no disk blocks, but a
+    /// copy over one name writes into the binary every name runs (read-only
+    /// images only)
+    #[arg(long)]
+    links: bool,
+    /// Names other installers own (comma-separated, e.g. flannel,multus):
+    /// installed when free, never replaced, not reported as clobbered
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    leave: Vec<String>,
+    /// Also install the network configurations (*.conflist, *.conf, *.json)
+    /// of this directory into --conf-dir, each checked first; a missing or
+    /// empty directory installs none
+    #[arg(long, value_name = "DIR")]
+    conf_from: Option<PathBuf>,
+    /// Where --conf-from's configurations go
+    #[arg(long, value_name = "DIR", default_value = "/etc/cni/net.d")]
+    conf_dir: PathBuf,
     /// Put the directory back as it was before the last install that changed something
     #[arg(long, conflicts_with_all = ["force", "uninstall"])]
     rollback: bool,
@@ -70,7 +95,34 @@ fn run(cli: &Cli) -> Result<i32> {
     if cli.rollback || cli.uninstall {
         return restore(&dir, cli, state, &me);
     }
-    install(&dir, cli, state, &bytes, &me)
+    let layout = layout(cli)?;
+    let code = install(&dir, cli, state, &bytes, &me, &layout)?;
+    if let Some(from) = &cli.conf_from {
+        conf::install(from, &cli.conf_dir, cli.dry_run)?;
+    }
+    Ok(code)
+}
+
+/// Stubs running the binary where runtimes will find it, or links.
+fn layout(cli: &Cli) -> Result<Layout> {
+    if cli.links {
+        return Ok(Layout::Links);
+    }
+    let host = match &cli.host_dir {
+        Some(h) => h.clone(),
+        None => std::path::absolute(&cli.dir)
+            .with_context(|| format!("failed to make {} absolute", cli.dir.display()))?,
+    };
+    let binary = host.join(BINARY);
+    let text = binary
+        .to_str()
+        .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", binary.display()))?;
+    crate::plugins::stub::text(text).map_err(|why| {
+        anyhow::anyhow!(
+            "cannot write plugin stubs: {why}; --host-dir names a usable path, --links makes links"
+        )
+    })?;
+    Ok(Layout::Stubs(text.to_string()))
 }
 
 /// Every name install manages, the binary first.
@@ -84,20 +136,40 @@ fn names() -> Vec<String> {
     names
 }
 
-fn install(dir: &Dir, cli: &Cli, mut state: State, bytes: &[u8], me: &str) -> Result<i32> {
+fn install(
+    dir: &Dir,
+    cli: &Cli,
+    mut state: State,
+    bytes: &[u8],
+    me: &str,
+    layout: &Layout,
+) -> Result<i32> {
     let mut steps = Vec::new();
     for name in names() {
         let now = dir.observe(&name)?;
-        let step = plan::plan_install(&name, &now, me, state.owned.contains_key(&name), cli.force);
+        let held = Held {
+            owned: state.owned.contains_key(&name),
+            installed: &state.binary,
+            force: cli.force,
+            left: cli.leave.contains(&name),
+        };
+        let step = plan::plan_install(&name, &now, me, layout, held);
         steps.push((name, now, step));
     }
     for (name, _, step) in &steps {
         println!("{name}: {}", step.describe());
     }
-    let kept = steps.iter().filter(|s| s.2 == Step::KeptForeign).count();
-    if kept > 0 {
+    let count = |step| steps.iter().filter(|s| s.2 == step).count();
+    if count(Step::KeptForeign) > 0 {
         eprintln!(
-            "cni-multi install: {kept} names hold files cni-multi did not install; --force replaces them (kept for --rollback)"
+            "cni-multi install: {} names hold files cni-multi did not install; --force replaces them (kept for --rollback)",
+            count(Step::KeptForeign)
+        );
+    }
+    if count(Step::Clobbered) > 0 {
+        eprintln!(
+            "cni-multi install: {} plugin names were overwritten by another installer (only those names run its files); --force takes them back, --leave leaves them to it",
+            count(Step::Clobbered)
         );
     }
     if !steps.iter().any(|s| s.2.changes()) {
@@ -111,7 +183,7 @@ fn install(dir: &Dir, cli: &Cli, mut state: State, bytes: &[u8], me: &str) -> Re
         return Ok(0);
     }
     journal(dir, &mut state, &steps, me)?;
-    apply(dir, &state, &steps, bytes)?;
+    apply(dir, &state, &steps, bytes, layout)?;
     dir.sync()?;
     Ok(verify(dir))
 }
@@ -124,12 +196,17 @@ fn journal(
     steps: &[(String, Observed, Step)],
     me: &str,
 ) -> Result<()> {
-    state.last.clear();
+    // A repair is not an install: it leaves the journal of the last one, so
+    // `--rollback` still goes back to before that.
+    let journaled = |s: &&(String, Observed, Step)| s.2.changes() && s.2 != Step::Repair;
+    if steps.iter().any(|s| journaled(&s)) {
+        state.last.clear();
+    }
     dir.prune_backups(state)?;
     let mut taken = Vec::new();
-    for (name, now, _) in steps.iter().filter(|s| s.2.changes()) {
+    for (name, now, _) in steps.iter().filter(journaled) {
         let backup = match now {
-            Observed::File(_) => Some(dir.free_backup_name(name, &taken)),
+            Observed::File(_) | Observed::Stub(_) => Some(dir.free_backup_name(name, &taken)),
             _ => None,
         };
         let (undo, original) = plan::record(now, state.owned.get(name), backup.as_deref());
@@ -141,31 +218,56 @@ fn journal(
     dir.write_state(state)
 }
 
-fn apply(dir: &Dir, state: &State, steps: &[(String, Observed, Step)], bytes: &[u8]) -> Result<()> {
-    for (name, _, _) in steps.iter().filter(|s| s.2.changes()) {
-        if let Some(Was::File(backup)) = state.last.get(name).map(|u| &u.was) {
+fn apply(
+    dir: &Dir,
+    state: &State,
+    steps: &[(String, Observed, Step)],
+    bytes: &[u8],
+    layout: &Layout,
+) -> Result<()> {
+    for (name, _, step) in steps.iter().filter(|s| s.2.changes()) {
+        if *step != Step::Repair
+            && let Some(Was::File(backup)) = state.last.get(name).map(|u| &u.was)
+        {
             dir.keep(name, backup)?;
         }
-        if name == BINARY {
-            dir.put_file(name, bytes)?;
-        } else {
-            dir.put_link(name, BINARY)?;
+        match layout {
+            _ if name == BINARY => dir.put_file(name, bytes)?,
+            Layout::Stubs(binary) => {
+                let text = crate::plugins::stub::text(binary).map_err(anyhow::Error::msg)?;
+                dir.put_file(name, text.as_bytes())?
+            }
+            Layout::Links => dir.put_link(name, BINARY)?,
         }
     }
     Ok(())
 }
 
-/// Every plugin name in the directory answers VERSION; 0 when all do.
+/// Every plugin name of ours in the directory answers VERSION; 0 when all
+/// do. Stubs naming the binary elsewhere (`--host-dir`) run through this
+/// directory's binary as the kernel would run them. Other installers' files
+/// are run too, but only reported: they are not ours to fail on.
 fn verify(dir: &Dir) -> i32 {
     let mut failed = 0;
     for name in names().iter().filter(|n| *n != BINARY) {
         let path = dir.name(name);
-        if fs_err::symlink_metadata(&path).is_err() {
-            continue;
-        }
-        if let Err(why) = disk::answers_version(&path) {
-            eprintln!("cni-multi install: {}: {why:#}", path.display());
-            failed += 1;
+        let Ok(now) = dir.observe(name) else { continue };
+        let run = match &now {
+            Observed::Stub(b) if Path::new(b) != dir.name(BINARY) => {
+                let stub = [crate::plugins::stub::FLAG.as_ref(), path.as_os_str()];
+                disk::answers_version(&dir.name(BINARY), &stub)
+            }
+            Observed::Absent | Observed::Other => continue,
+            _ => disk::answers_version(&path, &[]),
+        };
+        let ours = now.is_plugin_form();
+        match run {
+            Err(why) if ours => {
+                eprintln!("cni-multi install: {}: {why:#}", path.display());
+                failed += 1;
+            }
+            Err(why) => eprintln!("cni-multi install: {} (not ours): {why:#}", path.display()),
+            Ok(()) => {}
         }
     }
     if failed > 0 {

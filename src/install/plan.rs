@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The binary's own name in the directory; every plugin link points at it.
-pub const BINARY: &str = "cni-multi";
+/// The binary's own name in the directory; every plugin name runs it.
+pub use crate::plugins::stub::BINARY;
 
 /// What a name in the directory is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,10 +13,33 @@ pub enum Observed {
     Absent,
     /// A symbolic link and its target.
     Link(String),
+    /// A plugin stub of cni-multi's and the binary it runs.
+    Stub(String),
     /// A regular file and the SHA-512 (hex) of its bytes.
     File(String),
     /// A directory, device, socket or a link whose target is not UTF-8: never touched.
     Other,
+}
+
+impl Observed {
+    /// A plugin name in one of cni-multi's forms (a stub, or a link to the binary).
+    pub fn is_plugin_form(&self) -> bool {
+        match self {
+            Observed::Stub(_) => true,
+            Observed::Link(t) => t == BINARY,
+            _ => false,
+        }
+    }
+}
+
+/// How plugin names are laid out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// Stubs running the binary at this path (as runtimes see it).
+    Stubs(String),
+    /// Symbolic links to the binary: no disk blocks, but a write through one
+    /// name lands in the binary every name runs.
+    Links,
 }
 
 /// What a name was before a change, kept in the state file.
@@ -57,20 +80,31 @@ pub enum Step {
     Unchanged,
     /// Nothing there: ours goes in.
     Install,
-    /// A cni-multi file or link of ours that differs: replaced, the old one
-    /// kept for `--rollback`.
+    /// A cni-multi binary, stub or link of ours that differs: replaced, the
+    /// old one kept for `--rollback`.
     Upgrade,
     /// Not ours and `--force`: kept in the backup directory, then replaced.
     Replace,
     /// Not ours, no `--force`.
     KeptForeign,
+    /// A plugin name we held now holds another file (a foreign installer's
+    /// copy): kept unless `--force`.
+    Clobbered,
+    /// A name left to another installer (`--leave`) holds its file.
+    Left,
+    /// The binary we installed no longer has its bytes: rewritten. Not
+    /// journaled, so `--rollback` never puts the damage back.
+    Repair,
     /// A directory or special file: never replaced.
     KeptOther,
 }
 
 impl Step {
     pub fn changes(self) -> bool {
-        matches!(self, Step::Install | Step::Upgrade | Step::Replace)
+        matches!(
+            self,
+            Step::Install | Step::Upgrade | Step::Replace | Step::Repair
+        )
     }
 
     pub fn describe(self) -> &'static str {
@@ -80,36 +114,62 @@ impl Step {
             Step::Upgrade => "replaced (previous cni-multi kept for --rollback)",
             Step::Replace => "replaced (backup kept)",
             Step::KeptForeign => "kept: not ours, use --force",
+            Step::Clobbered => {
+                "clobbered: another installer wrote its file over our plugin name; kept, --force takes the name back"
+            }
+            Step::Left => "left to another installer (--leave)",
+            Step::Repair => "damaged: not the bytes cni-multi installed; repaired",
             Step::KeptOther => "kept: not a file or link, never replaced",
         }
     }
 }
 
-/// What a name should be: the binary (by digest) or a link to it.
-pub fn desired(name: &str, self_digest: &str) -> Observed {
-    if name == BINARY {
-        Observed::File(self_digest.to_string())
-    } else {
-        Observed::Link(BINARY.to_string())
+/// What a name should be: the binary (by digest) or a plugin name in `layout`.
+pub fn desired(name: &str, self_digest: &str, layout: &Layout) -> Observed {
+    match layout {
+        _ if name == BINARY => Observed::File(self_digest.to_string()),
+        Layout::Stubs(binary) => Observed::Stub(binary.clone()),
+        Layout::Links => Observed::Link(BINARY.to_string()),
     }
 }
 
-/// The install step for `name` given what is there and whether we hold it.
+/// What install knows of a name besides what is there.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Held<'a> {
+    /// The name is in the state file.
+    pub owned: bool,
+    /// The digest of the binary the state file says was installed.
+    pub installed: &'a str,
+    pub force: bool,
+    /// Left to another installer (`--leave`).
+    pub left: bool,
+}
+
+/// The install step for `name` given what is there and what we hold.
 pub fn plan_install(
     name: &str,
     now: &Observed,
     self_digest: &str,
-    owned: bool,
-    force: bool,
+    layout: &Layout,
+    held: Held,
 ) -> Step {
-    if *now == desired(name, self_digest) {
+    if *now == desired(name, self_digest, layout) {
         return Step::Unchanged;
     }
+    let ours = if name == BINARY {
+        matches!(now, Observed::File(d) if d == held.installed)
+    } else {
+        now.is_plugin_form()
+    };
     match now {
         Observed::Absent => Step::Install,
         Observed::Other => Step::KeptOther,
-        Observed::Link(_) | Observed::File(_) if owned => Step::Upgrade,
-        Observed::Link(_) | Observed::File(_) if force => Step::Replace,
+        // A stub or link of any cni-multi (symlinks.sh, a package) is ours to update.
+        _ if ours => Step::Upgrade,
+        _ if held.owned && name == BINARY => Step::Repair,
+        _ if held.left => Step::Left,
+        _ if held.force => Step::Replace,
+        _ if held.owned => Step::Clobbered,
         _ => Step::KeptForeign,
     }
 }
@@ -120,7 +180,7 @@ pub fn plan_install(
 pub fn record(now: &Observed, owned: Option<&Was>, backup: Option<&str>) -> (Undo, Was) {
     let was = match (now, backup) {
         (Observed::Link(t), _) => Was::Link(t.clone()),
-        (Observed::File(_), Some(b)) => Was::File(b.to_string()),
+        (Observed::File(_) | Observed::Stub(_), Some(b)) => Was::File(b.to_string()),
         _ => Was::Absent,
     };
     let original = owned.cloned().unwrap_or_else(|| was.clone());
@@ -158,12 +218,12 @@ impl Restore {
     }
 }
 
-/// Whether `now` is what cni-multi put at `name`: the link, or a binary whose
-/// digest is the installed one's or this build's.
+/// Whether `now` is what cni-multi put at `name`: a stub or link, or a
+/// binary whose digest is the installed one's or this build's.
 pub fn is_ours(name: &str, now: &Observed, state: &State, self_digest: &str) -> bool {
     match now {
         Observed::File(d) if name == BINARY => *d == state.binary || d == self_digest,
-        other => *other == desired(name, self_digest) && name != BINARY,
+        other => name != BINARY && other.is_plugin_form(),
     }
 }
 
@@ -208,42 +268,129 @@ mod tests {
     fn install_steps_per_name() {
         let link = |t: &str| Observed::Link(t.to_string());
         let file = |d: &str| Observed::File(d.to_string());
+        let stub = |b: &str| Observed::Stub(b.to_string());
+        let stubs = Layout::Stubs("/opt/cni/bin/cni-multi".into());
+        let here = stub("/opt/cni/bin/cni-multi");
+        // (name, now, owned, force, left, step)
         let cases = [
-            // (name, now, owned, force, step)
-            ("bridge", Observed::Absent, false, false, Step::Install),
-            ("bridge", link(BINARY), false, false, Step::Unchanged),
-            ("bridge", link(BINARY), true, true, Step::Unchanged),
-            ("bridge", file("reference"), false, false, Step::KeptForeign),
-            ("bridge", file("reference"), false, true, Step::Replace),
             (
                 "bridge",
-                link("/usr/lib/cni/bridge"),
+                Observed::Absent,
+                false,
+                false,
+                false,
+                Step::Install,
+            ),
+            ("bridge", here.clone(), false, false, false, Step::Unchanged),
+            ("bridge", here.clone(), true, true, true, Step::Unchanged),
+            ("bridge", link(BINARY), true, false, false, Step::Upgrade),
+            ("bridge", link(BINARY), false, false, false, Step::Upgrade),
+            (
+                "bridge",
+                stub("/usr/lib/cni/cni-multi"),
+                false,
+                false,
+                false,
+                Step::Upgrade,
+            ),
+            (
+                "bridge",
+                file("reference"),
+                false,
                 false,
                 false,
                 Step::KeptForeign,
             ),
             (
                 "bridge",
+                file("reference"),
+                false,
+                true,
+                false,
+                Step::Replace,
+            ),
+            (
+                "bridge",
+                link("/usr/lib/cni/bridge"),
+                false,
+                false,
+                false,
+                Step::KeptForeign,
+            ),
+            (
+                "flannel",
+                file("flannel's"),
+                true,
+                false,
+                false,
+                Step::Clobbered,
+            ),
+            (
+                "flannel",
+                file("flannel's"),
+                true,
+                true,
+                false,
+                Step::Replace,
+            ),
+            ("flannel", file("flannel's"), true, true, true, Step::Left),
+            (
+                "flannel",
+                Observed::Absent,
+                false,
+                true,
+                true,
+                Step::Install,
+            ),
+            ("flannel", link(BINARY), true, true, true, Step::Upgrade),
+            (
+                "bridge",
                 link("/usr/lib/cni/bridge"),
                 true,
                 false,
-                Step::Upgrade,
+                false,
+                Step::Clobbered,
             ),
-            ("bridge", Observed::Other, true, true, Step::KeptOther),
-            (BINARY, Observed::Absent, false, false, Step::Install),
-            (BINARY, file(ME), false, false, Step::Unchanged),
-            (BINARY, file("older"), true, false, Step::Upgrade),
-            (BINARY, file("older"), false, false, Step::KeptForeign),
-            (BINARY, file("older"), false, true, Step::Replace),
-            (BINARY, link(BINARY), false, false, Step::KeptForeign),
+            (
+                "bridge",
+                Observed::Other,
+                true,
+                true,
+                false,
+                Step::KeptOther,
+            ),
+            (BINARY, Observed::Absent, false, false, false, Step::Install),
+            (BINARY, file(ME), false, false, false, Step::Unchanged),
+            (BINARY, file("installed"), true, false, false, Step::Upgrade),
+            (BINARY, file("flannel's"), true, false, false, Step::Repair),
+            (
+                BINARY,
+                file("older"),
+                false,
+                false,
+                false,
+                Step::KeptForeign,
+            ),
+            (BINARY, file("older"), false, true, false, Step::Replace),
+            (BINARY, link(BINARY), false, false, false, Step::KeptForeign),
         ];
-        for (name, now, owned, force, want) in cases {
+        for (name, now, owned, force, left, want) in cases {
+            let held = Held {
+                owned,
+                installed: "installed",
+                force,
+                left,
+            };
             assert_eq!(
-                plan_install(name, &now, ME, owned, force),
+                plan_install(name, &now, ME, &stubs, held),
                 want,
-                "{name} {now:?} owned={owned} force={force}"
+                "{name} {now:?} owned={owned} force={force} left={left}"
             );
         }
+        assert_eq!(
+            plan_install("bridge", &here, ME, &Layout::Links, Held::default()),
+            Step::Upgrade
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) mod portmap;
 mod ptp;
 mod sbr;
 mod static_ipam;
+pub mod stub;
 mod tap;
 pub mod tuning;
 mod vlan;

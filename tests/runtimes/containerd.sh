@@ -187,15 +187,16 @@ install_with_image() {
     timeout 60 "${c[@]}" images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null || return 1
     timeout 120 "${c[@]}" run --rm --snapshotter native \
         --mount "type=bind,src=$dir,dst=/host/opt/cni/bin,options=rbind:rw" \
-        "$CNIM_INSTALL_REF" cnim-install >"$d/install.out" 2>&1 || { tail -n 5 "$d/install.out"; return 1; }
+        "$CNIM_INSTALL_REF" cnim-install /cni-multi install --dir /host/opt/cni/bin --host-dir "$dir" \
+        >"$d/install.out" 2>&1 || { tail -n 5 "$d/install.out"; return 1; }
     if [ ! -f "$dir/cni-multi" ] || [ -L "$dir/cni-multi" ]; then echo "no cni-multi file in $dir"; return 1; fi
     cmp -s "$dir/cni-multi" "$CNIM_INSTALL_BIN" || { echo "$dir/cni-multi is not the image's binary"; return 1; }
     for name in $("$dir/cni-multi" --list); do
-        [ "$(readlink "$dir/$name")" = cni-multi ] || { echo "$name is not a link to cni-multi"; return 1; }
+        [ "$(head -n 1 "$dir/$name")" = "#!$dir/cni-multi --stub" ] || { echo "$name is not a stub running $dir/cni-multi"; return 1; }
     done
 }
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
-    check "containerd: the install image ($CNIM_INSTALL_REF) puts cni-multi and its links into the plugin dir" \
+    check "containerd: the install image ($CNIM_INSTALL_REF) puts cni-multi and its stubs into the plugin dir" \
         install_with_image "$bin_dir"
 fi
 

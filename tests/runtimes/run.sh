@@ -113,7 +113,8 @@ done
 if [ -n "${PLUGIN_DIR:-}" ]; then
     plugins=$PLUGIN_DIR
 else
-    make -C "$repo" install DESTDIR="$tmp/install" BINDIR=/bin
+    # In place (no DESTDIR): the plugin stubs run the binary where it is.
+    make -C "$repo" install BINDIR="$tmp/install/bin" SYSTEMDDIR="$tmp/install/units" PREFIX="$tmp/install"
     plugins=$tmp/install/bin
     if [[ " $RUNTIMES " == *" containerd "* ]]; then
         # The containerd lane's plugins come from this image (see containerd.sh).

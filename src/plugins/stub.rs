@@ -1,0 +1,113 @@
+//! A plugin name as `cni-multi install` lays it out: a two-line script
+//! whose `#!` line runs the binary, not a symbolic link to it.
+//!
+//! Installers of other projects copy their own files over plugin names (`cp
+//! -f`, `install`, `shutil.copyfile`, `tar x`, `dd`). Through a symbolic link
+//! most of them write into the link's target, the one binary every name runs;
+//! a stub is a file of its own, so such a write costs that name only. The
+//! kernel execs `<binary> --stub <stub path> <args>` (the stub's path as the
+//! runtime named it), so dispatch finds the plugin in the stub's file name.
+
+/// The argument the stub's `#!` line passes before the stub's path.
+pub const FLAG: &str = "--stub";
+
+/// The binary's file name beside its stubs.
+pub const BINARY: &str = "cni-multi";
+
+/// The second line: what an operator reading the file learns.
+const NOTE: &str =
+    "# cni-multi plugin stub: runs the binary above as the plugin this file is named after\n";
+
+/// Longest `#!` line every supported kernel reads whole (128 bytes before
+/// Linux 5.1, including the newline).
+const MAX_LINE: usize = 127;
+
+/// The stub for a binary at `binary` (the path runtimes will exec it by):
+/// Err says why that path cannot be a `#!` interpreter.
+pub fn text(binary: &str) -> Result<String, String> {
+    if !binary.starts_with('/') {
+        return Err(format!("{binary:?} is not an absolute path"));
+    }
+    if binary.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{binary:?} holds white space or a control character"
+        ));
+    }
+    let line = format!("#!{binary} {FLAG}");
+    if line.len() > MAX_LINE {
+        return Err(format!(
+            "{binary:?} is too long for a #! line ({} bytes, at most {MAX_LINE})",
+            line.len()
+        ));
+    }
+    Ok(format!("{line}\n{NOTE}"))
+}
+
+/// The binary a stub names, when `bytes` are exactly a stub `text` writes.
+pub fn parse(bytes: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (line, rest) = text.split_once('\n')?;
+    let binary = line
+        .strip_prefix("#!")?
+        .strip_suffix(FLAG)?
+        .strip_suffix(' ')?;
+    (rest == NOTE && self::text(binary).ok()? == text).then_some(binary)
+}
+
+/// The arguments as if the stub were a link: `[<binary>, --stub, <stub>,
+/// args...]` becomes `[<stub>, args...]`; anything else is unchanged.
+pub fn as_link_args<T: AsRef<std::ffi::OsStr> + Clone>(args: &[T]) -> Vec<T> {
+    match args {
+        [_, flag, stub, rest @ ..] if flag.as_ref() == FLAG => {
+            std::iter::once(stub).chain(rest).cloned().collect()
+        }
+        _ => args.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stub_round_trips_and_nothing_else_parses() {
+        let t = text("/opt/cni/bin/cni-multi").expect("stub");
+        assert!(t.starts_with("#!/opt/cni/bin/cni-multi --stub\n"));
+        assert_eq!(parse(t.as_bytes()), Some("/opt/cni/bin/cni-multi"));
+        for bad in [
+            "",
+            "#!/opt/cni/bin/cni-multi --stub\n",
+            "#!/opt/cni/bin/cni-multi\n# cni-multi plugin stub: runs the binary above as the plugin this file is named after\n",
+            "I am flannel-cni-plugin",
+        ] {
+            assert_eq!(parse(bad.as_bytes()), None, "{bad:?}");
+        }
+        let mut extra = t.clone();
+        extra.push('x');
+        assert_eq!(parse(extra.as_bytes()), None);
+    }
+
+    #[test]
+    fn paths_a_kernel_would_misread_are_refused() {
+        for bad in ["opt/cni-multi", "/opt/cni bin/cni-multi", "/a\tb", "/x\n"] {
+            assert!(text(bad).is_err(), "{bad:?}");
+        }
+        assert!(text(&format!("/{}", "d".repeat(120))).is_err());
+        assert!(text(&format!("/{}", "d".repeat(110))).is_ok());
+    }
+
+    #[test]
+    fn stub_arguments_read_as_the_link_would_give_them() {
+        let args = [
+            "/opt/cni/bin/cni-multi",
+            "--stub",
+            "/opt/cni/bin/dhcp",
+            "daemon",
+        ];
+        assert_eq!(as_link_args(&args), ["/opt/cni/bin/dhcp", "daemon"]);
+        let plain = ["/opt/cni/bin/bridge"];
+        assert_eq!(as_link_args(&plain), plain);
+        let short = ["cni-multi", "--stub"];
+        assert_eq!(as_link_args(&short), short);
+    }
+}
