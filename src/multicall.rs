@@ -7,12 +7,12 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
 
-pub const BINARY: &str = plugins::stub::BINARY;
+pub const BINARY: &str = crate::cni::stub::BINARY;
 
 /// Runs the binary with these arguments; returns the exit status.
 pub fn main_with_args(args: Vec<OsString>) -> i32 {
     // Called through a plugin stub: dispatch as if through a link of its name.
-    let args = plugins::stub::as_link_args(&args);
+    let args = crate::cni::stub::as_link_args(&args);
     let invoked_as = args
         .first()
         .and_then(|a| Path::new(a).file_name())

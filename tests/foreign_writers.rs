@@ -41,6 +41,34 @@ fn install(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `cnitool doctor --json` over a node whose CNI_PATH is `dir` (no networks,
+/// an empty cache, in the test's own network namespace): its plugin-dir rows.
+fn doctor_plugin_dir(dir: &Path) -> Vec<(String, String)> {
+    let empty = TempDir::new("foreign-conf");
+    let out = Command::new(BIN)
+        .args(["cnitool", "doctor", "--json", "--cache-dir"])
+        .arg(&empty.0)
+        .env("CNI_PATH", dir)
+        .env("NETCONFPATH", &empty.0)
+        .output()
+        .expect("doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let rows = v["findings"].as_array().cloned().unwrap_or_default();
+    rows.iter()
+        .filter(|f| f["kind"] == "plugin-dir")
+        .map(|f| {
+            let object = f["object"].as_str().unwrap_or_default();
+            let name = Path::new(object).file_name().unwrap_or_default();
+            (
+                name.to_string_lossy().into_owned(),
+                f["action"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect()
+}
+
 fn answers_version(plugin: &Path) -> bool {
     Command::new(plugin)
         .env_clear()
@@ -55,6 +83,7 @@ fn answers_version(plugin: &Path) -> bool {
 /// checks that only `flannel` changed, and that install reports, repairs and
 /// rolls back.
 fn one_name_only(write: impl Fn(&Path, &Path)) {
+    harness::enter_test_host();
     let dir = TempDir::new("foreign-bin");
     let stage = TempDir::new("foreign-src");
     install(&dir.0, &[]);
@@ -87,6 +116,10 @@ fn one_name_only(write: impl Fn(&Path, &Path)) {
     let said = run(target.to_str().expect("utf-8"), &[]);
     assert!(String::from_utf8_lossy(&said.stdout).contains("I am flannel-cni-plugin"));
 
+    let found = doctor_plugin_dir(&dir.0);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "flannel");
+    assert!(found[0].1.contains("another installer's file"), "{found:?}");
     let report = install(&dir.0, &[]);
     assert!(report.contains("flannel: clobbered"), "{report}");
     assert_eq!(
@@ -98,6 +131,7 @@ fn one_name_only(write: impl Fn(&Path, &Path)) {
     let repaired = install(&dir.0, &["--force"]);
     assert!(repaired.contains("flannel: replaced"), "{repaired}");
     assert!(answers_version(&target), "--force takes the name back");
+    assert_eq!(doctor_plugin_dir(&dir.0), []);
     assert!(install(&dir.0, &[]).contains("nothing to change"));
 
     install(&dir.0, &["--rollback"]);
@@ -172,6 +206,7 @@ fn dd_conv_notrunc_over_a_plugin_name_costs_that_name_only() {
 
 #[test]
 fn a_binary_clobbered_through_a_link_is_reported_and_repaired() {
+    harness::enter_test_host();
     // The symbolic-link layout (`--links`, and every install before stubs):
     // `cp -f` writes through the link into the binary every name runs.
     let dir = TempDir::new("foreign-bin");
@@ -186,6 +221,13 @@ fn a_binary_clobbered_through_a_link_is_reported_and_repaired() {
         "the links layout lets the write through"
     );
     assert!(!answers_version(&dir.0.join("bridge")));
+    let found = doctor_plugin_dir(&dir.0);
+    assert!(
+        found
+            .iter()
+            .any(|(n, a)| n == "cni-multi" && a.contains("not the bytes")),
+        "{found:?}"
+    );
 
     let report = install(&dir.0, &[]);
     assert!(report.contains("cni-multi: damaged"), "{report}");
@@ -209,4 +251,30 @@ fn a_binary_clobbered_through_a_link_is_reported_and_repaired() {
             .file_type()
             .is_symlink()
     );
+}
+
+#[test]
+fn a_name_left_to_another_installer_is_neither_taken_nor_reported() {
+    harness::enter_test_host();
+    let dir = TempDir::new("foreign-bin");
+    let stage = TempDir::new("foreign-src");
+    install(&dir.0, &["--leave", "flannel,multus"]);
+    let foreign = stage.0.join("flannel");
+    std::fs::write(&foreign, foreign_plugin()).expect("write");
+    sh(r#"cp -f "$1" "$2""#, &foreign, &dir.0.join("flannel"));
+    // As a DaemonSet's installer runs at every start: --force, --leave.
+    let again = install(&dir.0, &["--force", "--leave", "flannel,multus"]);
+    assert!(
+        again.contains("flannel: left to another installer"),
+        "{again}"
+    );
+    assert_eq!(
+        std::fs::read(dir.0.join("flannel")).expect("read"),
+        foreign_plugin()
+    );
+    assert!(
+        answers_version(&dir.0.join("multus")),
+        "a free left name is installed"
+    );
+    assert_eq!(doctor_plugin_dir(&dir.0), []);
 }

@@ -268,12 +268,25 @@ pub fn find_in_path(plugin: &str, paths: &[PathBuf]) -> CniResult<PathBuf> {
         })
 }
 
-/// Same device and inode: a symlink or hard link to `b` counts as `b`.
+/// Same device and inode: a symlink or hard link to `b` counts as `b`, and
+/// so does a plugin stub whose `#!` line runs `b`.
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
+    let same =
+        |x: &std::fs::Metadata, y: &std::fs::Metadata| x.dev() == y.dev() && x.ino() == y.ino();
+    let (Ok(ma), Ok(mb)) = (std::fs::metadata(a), std::fs::metadata(b)) else {
+        return false;
+    };
+    if same(&ma, &mb) {
+        return true;
     }
+    if !ma.is_file() || ma.len() > super::stub::MAX_LEN {
+        return false;
+    }
+    std::fs::read(a).is_ok_and(|bytes| {
+        super::stub::parse(&bytes)
+            .and_then(|binary| std::fs::metadata(binary).ok())
+            .is_some_and(|m| same(&m, &mb))
+    })
 }
 
 /// libcni retries "text file busy" (a plugin being replaced) for up to 5 s.

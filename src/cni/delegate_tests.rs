@@ -246,7 +246,7 @@ fn this_binary_runs_in_process_and_other_files_are_exec_d() {
     let mut delegate = Delegate::new("counting", &env, conf)
         .expect("valid")
         .in_process(lookup_counting);
-    delegate.this_binary = this_binary;
+    delegate.this_binary = this_binary.clone();
     let result = delegate.add().expect("exec add");
     assert_eq!(result.ips[0].address.to_string(), "10.9.0.2/24");
     assert!(log.exists(), "the copy was exec'd");
@@ -254,4 +254,22 @@ fn this_binary_runs_in_process_and_other_files_are_exec_d() {
         IN_PROCESS_CALLS.load(std::sync::atomic::Ordering::SeqCst),
         2
     );
+    std::fs::remove_file(&log).expect("log");
+
+    // A plugin stub (what `cni-multi install` lays out) running this binary
+    // counts as this binary: in-process too.
+    let stubbed = Scratch::new("inproc-stubbed");
+    let text = crate::cni::stub::text(this_binary.to_str().expect("utf-8")).expect("stub");
+    std::fs::write(stubbed.0.join("counting"), text).expect("stub");
+    let env = env_with_path(&[&stubbed.0]);
+    let mut delegate = Delegate::new("counting", &env, conf)
+        .expect("valid")
+        .in_process(lookup_counting);
+    delegate.this_binary = this_binary;
+    delegate.add().expect("in-process add");
+    assert_eq!(
+        IN_PROCESS_CALLS.load(std::sync::atomic::Ordering::SeqCst),
+        3
+    );
+    assert!(!log.exists(), "no process was started");
 }

@@ -10,6 +10,7 @@ pub mod env;
 pub mod error;
 pub mod json;
 pub mod result;
+pub mod stub;
 pub mod version;
 
 pub use config::{CniArgs, NetConf};

@@ -14,11 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-/// Largest binary or backed-up plugin read whole.
-const MAX_BINARY: u64 = 512 << 20;
-
-/// Where install keeps its state file and backups inside the directory.
-pub const STATE_DIR: &str = ".cni-multi";
+use crate::plugins::installed::{self, MAX_BINARY, STATE_DIR};
 
 pub struct Dir {
     pub path: PathBuf,
@@ -53,40 +49,12 @@ impl Dir {
 
     /// What `name` is now, without following it.
     pub fn observe(&self, name: &str) -> Result<Observed> {
-        let path = self.name(name);
-        let meta = match fs_err::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Observed::Absent),
-            Err(e) => return Err(e.into()),
-        };
-        let kind = meta.file_type();
-        if kind.is_symlink() {
-            let target = fs_err::read_link(&path)?;
-            return Ok(match target.to_str() {
-                Some(t) => Observed::Link(t.to_string()),
-                None => Observed::Other,
-            });
-        }
-        if !kind.is_file() {
-            return Ok(Observed::Other);
-        }
-        let bytes = files::read_state_limited(&path, MAX_BINARY)?;
-        if let Some(binary) = crate::plugins::stub::parse(&bytes) {
-            return Ok(Observed::Stub(binary.to_string()));
-        }
-        Ok(Observed::File(crate::digest::sha512_hex(&bytes)))
+        Ok(installed::observe(&self.path, name)?)
     }
 
     /// The state file; none yet is an empty state. Never read through a symlink.
     pub fn read_state(&self) -> Result<State> {
-        self.refuse_symlinked_state_dir()?;
-        let path = self.state_file();
-        match files::read_state_limited(&path, files::MAX_FILE) {
-            Ok(bytes) => crate::cni::json::from_slice(&bytes)
-                .with_context(|| format!("failed to decode {}", path.display())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
-            Err(e) => Err(e.into()),
-        }
+        Ok(installed::read_state(&self.path)?.unwrap_or_default())
     }
 
     /// Writes the state file atomically; an empty state removes the state
@@ -107,14 +75,7 @@ impl Dir {
     }
 
     fn refuse_symlinked_state_dir(&self) -> Result<()> {
-        for dir in [self.state_dir(), self.state_dir().join("backup")] {
-            if fs_err::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
-                bail!(
-                    "refusing {}: not a directory (never followed)",
-                    dir.display()
-                );
-            }
-        }
+        installed::state_dir(&self.path)?;
         Ok(())
     }
 

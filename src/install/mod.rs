@@ -117,7 +117,7 @@ fn layout(cli: &Cli) -> Result<Layout> {
     let text = binary
         .to_str()
         .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", binary.display()))?;
-    crate::plugins::stub::text(text).map_err(|why| {
+    crate::cni::stub::text(text).map_err(|why| {
         anyhow::anyhow!(
             "cannot write plugin stubs: {why}; --host-dir names a usable path, --links makes links"
         )
@@ -144,6 +144,9 @@ fn install(
     me: &str,
     layout: &Layout,
 ) -> Result<i32> {
+    let left: std::collections::BTreeSet<String> = cli.leave.iter().cloned().collect();
+    let left_changed = state.left != left;
+    state.left = left;
     let mut steps = Vec::new();
     for name in names() {
         let now = dir.observe(&name)?;
@@ -177,7 +180,14 @@ fn install(
             "cni-multi install: nothing to change in {}",
             dir.path.display()
         );
-        return Ok(if cli.dry_run { 0 } else { verify(dir) });
+        if cli.dry_run {
+            return Ok(0);
+        }
+        // The doctor reads which names are left to other installers.
+        if left_changed && !state.owned.is_empty() {
+            dir.write_state(&state)?;
+        }
+        return Ok(verify(dir));
     }
     if cli.dry_run {
         return Ok(0);
@@ -234,7 +244,7 @@ fn apply(
         match layout {
             _ if name == BINARY => dir.put_file(name, bytes)?,
             Layout::Stubs(binary) => {
-                let text = crate::plugins::stub::text(binary).map_err(anyhow::Error::msg)?;
+                let text = crate::cni::stub::text(binary)?;
                 dir.put_file(name, text.as_bytes())?
             }
             Layout::Links => dir.put_link(name, BINARY)?,
@@ -254,7 +264,7 @@ fn verify(dir: &Dir) -> i32 {
         let Ok(now) = dir.observe(name) else { continue };
         let run = match &now {
             Observed::Stub(b) if Path::new(b) != dir.name(BINARY) => {
-                let stub = [crate::plugins::stub::FLAG.as_ref(), path.as_os_str()];
+                let stub = [crate::cni::stub::FLAG.as_ref(), path.as_os_str()];
                 disk::answers_version(&dir.name(BINARY), &stub)
             }
             Observed::Absent | Observed::Other => continue,

@@ -1,36 +1,7 @@
 //! What `cni-multi install` does to each name, decided from what is there and
 //! what the state file says, without touching the disk (unit-tested below).
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-/// The binary's own name in the directory; every plugin name runs it.
-pub use crate::plugins::stub::BINARY;
-
-/// What a name in the directory is now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
-    Absent,
-    /// A symbolic link and its target.
-    Link(String),
-    /// A plugin stub of cni-multi's and the binary it runs.
-    Stub(String),
-    /// A regular file and the SHA-512 (hex) of its bytes.
-    File(String),
-    /// A directory, device, socket or a link whose target is not UTF-8: never touched.
-    Other,
-}
-
-impl Observed {
-    /// A plugin name in one of cni-multi's forms (a stub, or a link to the binary).
-    pub fn is_plugin_form(&self) -> bool {
-        match self {
-            Observed::Stub(_) => true,
-            Observed::Link(t) => t == BINARY,
-            _ => false,
-        }
-    }
-}
+pub use crate::plugins::installed::{BINARY, Observed, State, Undo, Was};
 
 /// How plugin names are laid out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,38 +11,6 @@ pub enum Layout {
     /// Symbolic links to the binary: no disk blocks, but a write through one
     /// name lands in the binary every name runs.
     Links,
-}
-
-/// What a name was before a change, kept in the state file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Was {
-    Absent,
-    /// A file now kept under this name in the backup directory.
-    File(String),
-    /// A symbolic link with this target.
-    Link(String),
-}
-
-/// One name's entry in the journal of the last install that changed something.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Undo {
-    pub was: Was,
-    /// Whether cni-multi held the name before that install (an upgrade).
-    pub owned_before: bool,
-}
-
-/// The state file: names cni-multi holds with what each was before it first
-/// took them, the journal of the last install that changed something, and the
-/// digest of the binary it installed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct State {
-    #[serde(default)]
-    pub owned: BTreeMap<String, Was>,
-    #[serde(default)]
-    pub last: BTreeMap<String, Undo>,
-    #[serde(default)]
-    pub binary: String,
 }
 
 /// What install does to one name.

@@ -18,6 +18,7 @@ mod masq;
 mod multus;
 mod namespaces;
 mod node;
+mod plugin_dirs;
 mod portmap;
 mod repair;
 mod report;
@@ -84,6 +85,7 @@ const KINDS: &[Find] = &[
     multus::find,
     devinfo::find,
     repair::find,
+    plugin_dirs::find,
 ];
 
 /// Removes (or repairs) one finding's object; true when it is gone (or right) now.

@@ -14,6 +14,9 @@ pub const FLAG: &str = "--stub";
 /// The binary's file name beside its stubs.
 pub const BINARY: &str = "cni-multi";
 
+/// Longer than any stub: a file this long is read whole to see whether it is one.
+pub const MAX_LEN: u64 = 512;
+
 /// The second line: what an operator reading the file learns.
 const NOTE: &str =
     "# cni-multi plugin stub: runs the binary above as the plugin this file is named after\n";
@@ -22,23 +25,35 @@ const NOTE: &str =
 /// Linux 5.1, including the newline).
 const MAX_LINE: usize = 127;
 
+/// Why a path cannot be a stub's `#!` interpreter.
+#[derive(Debug)]
+pub struct Unusable(String);
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unusable {}
+
 /// The stub for a binary at `binary` (the path runtimes will exec it by):
 /// Err says why that path cannot be a `#!` interpreter.
-pub fn text(binary: &str) -> Result<String, String> {
+pub fn text(binary: &str) -> Result<String, Unusable> {
     if !binary.starts_with('/') {
-        return Err(format!("{binary:?} is not an absolute path"));
+        return Err(Unusable(format!("{binary:?} is not an absolute path")));
     }
     if binary.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "{binary:?} holds white space or a control character"
-        ));
+        let why = format!("{binary:?} holds white space or a control character");
+        return Err(Unusable(why));
     }
     let line = format!("#!{binary} {FLAG}");
     if line.len() > MAX_LINE {
-        return Err(format!(
+        let why = format!(
             "{binary:?} is too long for a #! line ({} bytes, at most {MAX_LINE})",
             line.len()
-        ));
+        );
+        return Err(Unusable(why));
     }
     Ok(format!("{line}\n{NOTE}"))
 }
