@@ -430,3 +430,69 @@ fn backups_and_journal_are_durable_before_the_swap() {
     };
     assert!(j < js && js < l && l < ls && ls < s, "{text}");
 }
+
+/// `install --force` over the reference's plugins, killed (strace injects
+/// SIGKILL) at the Nth call of `syscalls`, for every N until one runs
+/// through; after each kill `--rollback` puts the directory back byte for
+/// byte, and on a copy of the killed directory a re-install leaves every name
+/// answering VERSION and `--uninstall` then puts it back too.
+fn killed_at_every(syscalls: &str) {
+    let reference = Path::new("/usr/lib/cni");
+    let mut points = 0;
+    for n in 1.. {
+        let dir = TempDir::new("crash-bin");
+        sh(&format!("cp -a {}/. {}", reference.display(), dir.0.display()));
+        let before = snapshot(&dir.0);
+        let killed = Command::new("strace")
+            .args(["-f", "-qq", "-o", "/dev/null", "-e"])
+            .arg(format!("inject={syscalls}:signal=KILL:when={n}"))
+            .args([BIN, "install", "--force", "--dir"])
+            .arg(&dir.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("strace (tests/install-deps.sh)");
+        if killed.success() {
+            break;
+        }
+        points += 1;
+        let copy = TempDir::new("crash-copy");
+        sh(&format!("cp -a {}/. {}", dir.0.display(), copy.0.display()));
+
+        install(Path::new(BIN), &dir.0, &["--rollback"]);
+        assert_eq!(
+            snapshot(&dir.0),
+            before,
+            "killed at {syscalls} call {n}, then --rollback"
+        );
+
+        install(Path::new(BIN), &copy.0, &["--force"]);
+        for e in std::fs::read_dir(&copy.0).expect("read dir").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && name != "cni-multi" {
+                assert!(
+                    version(&e.path()).is_ok(),
+                    "killed at {syscalls} call {n}, re-installed: {name} does not answer VERSION"
+                );
+            }
+        }
+        install(Path::new(BIN), &copy.0, &["--uninstall"]);
+        assert_eq!(
+            snapshot(&copy.0),
+            before,
+            "killed at {syscalls} call {n}, re-installed, then --uninstall"
+        );
+    }
+    eprintln!("install killed at {points} calls of {syscalls}");
+    assert!(points >= 15, "only {points} calls of {syscalls}");
+}
+
+#[test]
+fn install_killed_at_any_rename_rolls_back_or_reinstalls() {
+    killed_at_every("rename,renameat,renameat2");
+}
+
+#[test]
+fn install_killed_at_any_backup_link_rolls_back_or_reinstalls() {
+    killed_at_every("link,linkat");
+}

@@ -183,16 +183,50 @@ impl Dir {
         sync_dir(&self.path)
     }
 
-    /// A temporary name beside `name`; one a crash of ours left (a file or
-    /// link with this pid) is removed first.
+    /// A temporary name beside `name` (`.<name>.tmp<pid>`, as state writes
+    /// name theirs); one a crash of ours left with this pid is removed first.
     fn temp(&self, name: &str) -> Result<PathBuf> {
         let tmp = self
             .path
-            .join(format!(".{name}.cni-multi-tmp{}", std::process::id()));
+            .join(format!(".{name}.tmp{}", std::process::id()));
         if fs_err::symlink_metadata(&tmp).is_ok_and(|m| !m.is_dir()) {
             fs_err::remove_file(&tmp)?;
         }
         Ok(tmp)
+    }
+
+    /// Removes what an install killed part way left: temporary files of the
+    /// names it manages (and of its state file), and a state directory that
+    /// never got its state file. Only under the lock, so no install that is
+    /// running owns them; files install could not have written stay.
+    pub fn clear_leftovers(&self, names: &[String]) -> Result<()> {
+        let ours = |dir: &Path, managed: &dyn Fn(&str) -> bool| -> Result<()> {
+            let Ok(entries) = fs_err::read_dir(dir) else {
+                return Ok(());
+            };
+            for e in entries.flatten() {
+                let file = e.file_name().to_string_lossy().into_owned();
+                let Some(pid) = files::tmp_writer(&file) else {
+                    continue;
+                };
+                let suffix = format!(".tmp{pid}");
+                let of = file[1..].strip_suffix(&suffix).unwrap_or_default();
+                if managed(of) && e.file_type().is_ok_and(|t| !t.is_dir()) {
+                    fs_err::remove_file(e.path())?;
+                }
+            }
+            Ok(())
+        };
+        ours(&self.path, &|n| names.iter().any(|m| m == n))?;
+        let state = installed::state_dir(&self.path)?;
+        ours(&state, &|n| n == "state.json")?;
+        if fs_err::symlink_metadata(self.state_file()).is_err() {
+            // Made, then killed before the journal: rmdir, which keeps
+            // anything that is there.
+            let _ = std::fs::remove_dir(state.join("backup"));
+            let _ = std::fs::remove_dir(&state);
+        }
+        Ok(())
     }
 }
 

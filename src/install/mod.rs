@@ -89,6 +89,9 @@ fn run(cli: &Cli) -> Result<i32> {
     } else {
         None
     };
+    if !cli.dry_run && _lock.is_some() {
+        dir.clear_leftovers(&names())?;
+    }
     let bytes = disk::own_binary()?;
     let me = crate::digest::sha512_hex(&bytes);
     let state = dir.read_state()?;
@@ -97,8 +100,15 @@ fn run(cli: &Cli) -> Result<i32> {
     }
     let layout = layout(cli)?;
     let code = install(&dir, cli, state, &bytes, &me, &layout)?;
-    if let Some(from) = &cli.conf_from {
-        conf::install(from, &cli.conf_dir, cli.dry_run)?;
+    // Networks only once their plugins answer: a config naming a broken
+    // plugin would fail every pod instead of none.
+    match &cli.conf_from {
+        Some(from) if code == 0 => conf::install(from, &cli.conf_dir, cli.dry_run)?,
+        Some(from) => eprintln!(
+            "cni-multi install: the configurations of {} are not installed",
+            from.display()
+        ),
+        None => {}
     }
     Ok(code)
 }
