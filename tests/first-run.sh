@@ -35,14 +35,17 @@ scratch=/run/first-run
 mkdir "$scratch"
 
 # A directory this machine lacks gets its mount point without a write to the
-# host: its nearest existing ancestor is overlaid with a tmpfs upper layer.
+# host: its nearest existing ancestor is overlaid with a tmpfs upper layer. A
+# repository under it (a clone in /var/lib or /opt) is bound back over the
+# overlay, so `make` writes the real target/.
+mkdir "$scratch/repo"
+mount --rbind "$repo" "$scratch/repo"
 overlaid=" "
 for d in $dirs; do
     [ -d "$d" ] && continue
     p=$d
     while [ ! -e "$p" ]; do p=$(dirname "$p"); done
     [ -d "$p" ] && [ "$p" != / ] || fail "cannot make a mount point for $d (nearest existing: $p)"
-    case "$repo/" in "$p"/*) fail "the repository is under $p, which is overlaid to make $d; run it from a clone elsewhere" ;; esac
     case "$overlaid" in *" $p "*) ;; *)
         n=$scratch/overlay/$(echo "$overlaid" | wc -w)
         mkdir -p "$n/upper" "$n/work"
@@ -52,7 +55,11 @@ for d in $dirs; do
     esac
     mkdir -p "$d"
 done
+for p in $overlaid; do
+    case "$repo/" in "$p"/*) mount --rbind "$scratch/repo" "$repo"; break ;; esac
+done
 for d in $dirs; do mount -t tmpfs -o mode=0755 tmpfs "$d"; done
+cd "$repo"
 
 # The block under `set -e`, traced to a file of its own (the trace says which
 # line failed; the block's output stays what the user sees).
