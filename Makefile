@@ -1,9 +1,11 @@
 # cni-multi: one static binary for every CNI plugin.
 #   make               static release binary
 #   make install       binary + one stub per plugin into $(DESTDIR)$(BINDIR),
+#                      a link to it in $(DESTDIR)$(PREFIX)/bin (on PATH),
 #                      and the systemd units (dhcp daemon, doctor) into $(DESTDIR)$(SYSTEMDDIR)
 #   make test          THE test command: installs missing system packages, then
-#                      fmt, clippy, unit + integration tests, static install check
+#                      fmt, clippy, unit + integration tests, static install check,
+#                      the README's first run (tests/first-run.sh)
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
 #                      and podman, each in its own netns (tests/runtimes/run.sh;
 #                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
@@ -28,6 +30,8 @@ TARGET := $(shell (rustup target list --installed 2>/dev/null | grep -qx x86_64-
             && echo x86_64-unknown-linux-musl || echo x86_64-unknown-linux-gnu)
 endif
 BINDIR  ?= /opt/cni/bin
+# `make install` also links $(PREFIX)/bin/cni-multi to the binary, so it is on PATH.
+PREFIX  ?= /usr/local
 # The units of contrib/systemd (dhcp daemon, doctor); ExecStart names $(BINDIR).
 SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
@@ -51,8 +55,20 @@ build:
 
 # `cni-multi install`: atomic, idempotent, keeps what it replaces (--rollback).
 # The plugin stubs run $(BINDIR)/cni-multi, where the files end up.
+# Then $(PREFIX)/bin/cni-multi, a link to the installed binary, puts it on PATH;
+# there only a link to a cni-multi (an earlier install's) is replaced, and that
+# is checked before anything is installed.
+PATHLINK = $(DESTDIR)$(PREFIX)/bin/cni-multi
 install: build
+	@case "$(BINDIR)" in /*) ;; *) echo "make install: BINDIR must be absolute (the link on PATH points to it)" >&2; exit 1 ;; esac; \
+	if [ -e "$(PATHLINK)" ] || [ -L "$(PATHLINK)" ]; then \
+		case "$$(readlink "$(PATHLINK)")" in /*/cni-multi) ;; \
+		*) echo "make install: $(PATHLINK) exists and is not a link to a cni-multi; not replacing it (remove it, or set PREFIX)" >&2; exit 1 ;; \
+		esac; \
+	fi
 	$(BIN) install --dir "$(DESTDIR)$(BINDIR)" --host-dir "$(BINDIR)"
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	ln -sfn "$(BINDIR)/cni-multi" "$(PATHLINK)"
 	install -d "$(DESTDIR)$(SYSTEMDDIR)"
 	for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do \
 		sed 's|@BINDIR@|$(BINDIR)|g' "$$unit" > "$(DESTDIR)$(SYSTEMDDIR)/$$(basename "$$unit")" && \
@@ -82,7 +98,14 @@ unit:
 install-check: build
 	./tests/install-check.sh
 
-test: deps lint install-check unit
+# The README's "A first run" verbatim, as root in a throwaway mount and network
+# namespace on empty /opt/cni, /etc/cni, /var/lib/cni, /usr/local/bin
+# (tests/first-run.sh); after `build`, so its own `make` finds the build current.
+.PHONY: first-run
+first-run: build
+	./tests/first-run.sh
+
+test: deps lint install-check first-run unit
 
 # Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
 test-runtimes:
