@@ -4,12 +4,26 @@
 # nothing of this machine), holds exactly the expected files, every plugin
 # stub is the one `cni-multi install` writes and answers VERSION, lintian
 # reports no error, and a purge leaves nothing.
+# BINARY (default target/cni-multi) is the build the package was made from; its
+# architecture must be the package's, and when that is not this machine's the
+# binary runs under qemu-user (make test-deb ARCH=arm64).
 set -eu
-deb=${1:?usage: deb-check.sh PACKAGE.deb}
-bin=target/cni-multi
+deb=${1:?usage: deb-check.sh PACKAGE.deb [BINARY]}
+bin=${2:-target/cni-multi}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() { echo "deb-check: $*" >&2; exit 1; }
+
+arch=$(dpkg-deb -f "$deb" Architecture)
+case "$arch" in
+    amd64) machine="x86-64" qemu=qemu-x86_64-static ;;
+    arm64) machine="ARM aarch64" qemu=qemu-aarch64-static ;;
+    *) fail "Architecture: $arch (amd64 or arm64 expected)" ;;
+esac
+file -L "$bin" | grep -q "ELF 64-bit LSB .*, $machine," || fail "Architecture: $arch, but $bin is $(file -bL "$bin")"
+run=""
+[ "$arch" = "$(dpkg --print-architecture)" ] || run=$qemu
+[ -z "$run" ] || command -v "$run" >/dev/null 2>&1 || fail "the $arch plugins run here under $run: apt-get install qemu-user-static"
 
 # The expected file list, from the binary's plugin list and contrib/systemd.
 conffile=/etc/default/cni-multi-doctor
@@ -17,7 +31,7 @@ conffile=/etc/default/cni-multi-doctor
     echo /usr/bin/cni-multi
     echo /usr/lib/cni/cni-multi
     echo /opt/cni/bin/cni-multi
-    for name in $("$bin" --list); do echo "/usr/lib/cni/$name"; echo "/opt/cni/bin/$name"; done
+    for name in $($run "$bin" --list); do echo "/usr/lib/cni/$name"; echo "/opt/cni/bin/$name"; done
     for unit in contrib/systemd/*.service contrib/systemd/*.socket contrib/systemd/*.timer; do
         [ -f "$unit" ] && echo "/lib/systemd/system/$(basename "$unit")"
     done
@@ -31,6 +45,8 @@ root=$d/root
 mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/var/log"
 : >"$root/var/lib/dpkg/status"
 dpkgr() { dpkg --root="$root" --force-not-root --force-script-chrootless --log=/dev/null "$@"; }
+# The throwaway root's dpkg takes a foreign architecture's package as multiarch does.
+[ -z "$run" ] || dpkgr --add-architecture "$arch"
 dpkgr -i "$deb" >/dev/null || fail "dpkg -i into a throwaway root failed"
 dpkgr -s cni-multi | grep -qx "Status: install ok installed" || fail "not installed: $(dpkgr -s cni-multi)"
 for field in Provides Conflicts Replaces; do
@@ -41,25 +57,26 @@ dpkgr -L cni-multi | while read -r p; do [ -d "$root$p" ] && [ ! -L "$root$p" ] 
 diff -u "$d/want" "$d/got" >&2 || fail "file list differs (- expected, + packaged)"
 
 [ -f "$root/usr/lib/cni/cni-multi" ] && [ ! -L "$root/usr/lib/cni/cni-multi" ] || fail "no binary in /usr/lib/cni"
+cmp -s "$bin" "$root/usr/lib/cni/cni-multi" || fail "/usr/lib/cni/cni-multi is not $bin"
 [ "$(readlink "$root/opt/cni/bin/cni-multi")" = /usr/lib/cni/cni-multi ] || fail "/opt/cni/bin/cni-multi link"
 [ "$(readlink "$root/usr/bin/cni-multi")" = ../lib/cni/cni-multi ] || fail "/usr/bin/cni-multi link"
 # The stubs run /usr/lib/cni/cni-multi, which is in the throwaway root: run
 # them as the kernel would (`cni-multi --stub STUB`), and let install judge
 # them (a dry run changes nothing when every stub is byte for byte its own).
 count=0
-for name in $("$bin" --list); do
+for name in $($run "$bin" --list); do
     for dir in usr/lib/cni opt/cni/bin; do
         [ -f "$root/$dir/$name" ] && [ ! -L "$root/$dir/$name" ] || fail "/$dir/$name is not a stub file"
         [ "$(head -n 1 "$root/$dir/$name")" = "#!/usr/lib/cni/cni-multi --stub" ] || fail "/$dir/$name: $(head -n 1 "$root/$dir/$name")"
-        CNI_COMMAND=VERSION "$root/usr/lib/cni/cni-multi" --stub "$root/$dir/$name" </dev/null |
+        CNI_COMMAND=VERSION $run "$root/usr/lib/cni/cni-multi" --stub "$root/$dir/$name" </dev/null |
             grep -q supportedVersions || fail "/$dir/$name does not answer VERSION"
     done
     count=$((count + 1))
 done
 for dir in usr/lib/cni opt/cni/bin; do
-    "$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v ': unchanged$' |
+    $run "$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v ': unchanged$' |
         grep -qx "cni-multi install: nothing to change in $root/$dir" ||
-        fail "/$dir: install would change stubs: $("$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v unchanged)"
+        fail "/$dir: install would change stubs: $($run "$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v unchanged)"
 done
 # The doctor units' environment file: the example, a conffile (kept on upgrade, removed on purge).
 cmp -s contrib/systemd/cni-multi-doctor.env "$root$conffile" || fail "$conffile is not contrib/systemd/cni-multi-doctor.env"
@@ -93,4 +110,4 @@ fi
 dpkgr -P cni-multi >/dev/null || fail "purge failed"
 left=$(find "$root" -mindepth 1 ! -path "$root/var*" | sort)
 [ -z "$left" ] || fail "purge left: $left"
-echo "deb-check: $(basename "$deb"): $(wc -l <"$d/got") files, $count plugins answer VERSION, installs and purges cleanly"
+echo "deb-check: $(basename "$deb") ($arch): $(wc -l <"$d/got") files, $count plugins answer VERSION${run:+ under $run}, installs and purges cleanly"
