@@ -3,10 +3,13 @@
 # exec`): a private containerd whose CRI plugin runs the plugins under test
 # for pods driven as kubelet drives them (cri.py), then checks addresses,
 # reachability, port mapping, shaping, and that teardown leaves nothing, also
-# over many cycles and across a SIGKILL + restart of containerd. Last, with
-# cni-multi's image, the doctor DaemonSet's pod as its manifest runs it.
+# over many cycles and across a SIGKILL + restart of containerd. With
+# cni-multi's image, the install DaemonSet's pod, as its manifest runs it,
+# first puts the plugins and the network config there, and last the doctor
+# DaemonSet's pod runs as its manifest runs it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$here/lib.sh"
 
@@ -22,12 +25,15 @@ ctd_pid=""
 
 restore_cgroups
 mkdir -p "$d/net.d" "$d/logs" "$ipam"
-# With cni-multi's install image (CNIM_INSTALL_IMAGE, from run.sh), the CRI's
-# plugin directory starts empty and that image, run by containerd, fills it.
-bin_dir=$CNIM_PLUGINS
+# With cni-multi's install image (CNIM_INSTALL_IMAGE, from run.sh), the CRI
+# uses the node's directories the install DaemonSet names, /opt/cni/bin and
+# /etc/cni/net.d (private tmpfs mounts, run.sh), and its pod fills them: the
+# plugins from the image, the network config from its ConfigMap, whose
+# stand-in is a directory here (cri.py lays it out as kubelet does).
+bin_dir=$CNIM_PLUGINS conf_dir=$d/net.d conf_src=$d/net.d
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
-    bin_dir=$d/cni-bin
-    mkdir -p "$bin_dir"
+    bin_dir=/opt/cni/bin conf_dir=/etc/cni/net.d conf_src=$d/configmap/cni-multi-conf
+    mkdir -p "$conf_src"
 fi
 
 # write_config FILE BIN_DIR CONF_DIR NETNS_UNDER_STATE: the daemon's config.
@@ -68,11 +74,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 EOF
 }
 config=$d/config.toml
-write_config "$config" "$bin_dir" "$d/net.d" true
+write_config "$config" "$bin_dir" "$conf_dir" true
 
 # containerd's default 10-containerd-net.conflist, dual-stack, plus the
 # bandwidth and tuning plugins; host-local keeps its leases in a private dir.
-cat >"$d/net.d/10-cnim.conflist" <<EOF
+cat >"$conf_src/10-cnim.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$NET",
@@ -180,24 +186,229 @@ check "containerd: image $CNIM_IMAGE imported" \
     timeout 60 ctr -a "$sock" -n k8s.io images import --snapshotter native "$CNIM_IMAGE_DIR/oci.tar"
 check "containerd: CRI image service knows $CNIM_IMAGE" cri image "$CNIM_IMAGE"
 
-# The DaemonSet's init container, as containerd runs it: the image installs
-# cni-multi and its links into the bind-mounted directory (DIR) the pods then use.
-install_with_image() {
-    local c=(ctr -a "$sock" -n cnim-install) name dir=$1
-    timeout 60 "${c[@]}" images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null || return 1
-    timeout 120 "${c[@]}" run --rm --snapshotter native \
-        --mount "type=bind,src=$dir,dst=/host/opt/cni/bin,options=rbind:rw" \
-        "$CNIM_INSTALL_REF" cnim-install /cni-multi install --dir /host/opt/cni/bin --host-dir "$dir" \
-        >"$d/install.out" 2>&1 || { tail -n 5 "$d/install.out"; return 1; }
+# --- the install DaemonSet, as its manifest runs it ---------------------------
+# contrib/kubernetes/cni-multi.yaml's pod, run through the CRI as kubelet
+# would run it (cri.py run-manifest: its init container to exit 0, then its
+# pause container; images, args, securityContext, limits, hostPath and
+# ConfigMap volumes as the file says), with the image `make image` built,
+# into this lane's /opt/cni/bin and /etc/cni/net.d, which the pods below then
+# run on. The bin dir starts as other DaemonSets leave a node: flannel's and
+# Multus's binaries there (theirs to keep: --leave), and a foreign bridge
+# (--force replaces it and keeps it for --rollback). The lane has no
+# registry: every image the manifest names but cni-multi's (the pause
+# container's) is the lane's busybox, whose entrypoint is a pause.
+install_manifest=$repo/contrib/kubernetes/cni-multi.yaml
+INSTALL_SID="" INIT_CID="" PAUSE_CID=""
+foreign() { printf '#!/bin/sh\necho "I am %s, from another installer"\n' "$1"; }
+
+install_images() {
+    local ref
+    timeout 60 ctr -a "$sock" -n k8s.io images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null || return 1
+    for ref in $("$CNIM_PY" -c '
+import sys, yaml
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if doc and doc.get("kind") == "DaemonSet":
+        spec = doc["spec"]["template"]["spec"]
+        for c in spec.get("initContainers", []) + spec["containers"]:
+            print(c["image"])' "$install_manifest" | sort -u); do
+        [[ $ref == localhost/cni-multi:* ]] && continue
+        timeout 30 ctr -a "$sock" -n k8s.io images tag --force "$CNIM_IMAGE" "$ref" >/dev/null || return 1
+    done
+}
+
+declare -A MPOD
+# run_manifest MANIFEST LOGNAME [cri.py run-manifest options]: MPOD[sandbox]
+# is its sandbox, MPOD[NAME] the ID of its container NAME (init or not).
+run_manifest() {
+    local out rc=0 kind name id manifest=$1 log=$2
+    shift 2
+    mkdir -p "$d/logs/$log"
+    MPOD=()
+    out=$(cri run-manifest "$manifest" --log-dir "$d/logs/$log" "$@" 2>&1) || rc=$?
+    while read -r kind name id; do
+        case $kind in
+            sandbox) MPOD[sandbox]=$name ;;
+            init | container) MPOD[$name]=$id ;;
+        esac
+    done <<<"$out"
+    [ "$rc" = 0 ] || { echo "$out"; return 1; }
+}
+
+running() { cri status "$1" | grep -qx 'state CONTAINER_RUNNING'; }
+
+# install_pod MANIFEST LOGNAME [options]: the pod runs: its init container
+# `install` exited 0, then its container `pause` runs.
+install_pod() {
+    local m=$1 log=$2
+    shift 2
+    run_manifest "$m" "$log" --pod-dir "$d/pods" "$@" || { INSTALL_SID=${MPOD[sandbox]:-}; return 1; }
+    INSTALL_SID=${MPOD[sandbox]} INIT_CID=${MPOD[install]:-} PAUSE_CID=${MPOD[pause]:-}
+    if [ -z "$INIT_CID" ] || [ -z "$PAUSE_CID" ]; then
+        echo "want an init container install and a container pause, got: ${!MPOD[*]}"
+        return 1
+    fi
+    cri status "$INIT_CID" | grep -qx 'exit 0' || { echo "install: $(cri status "$INIT_CID" | tr '\n' ' ')"; return 1; }
+    retry 10 running "$PAUSE_CID" || { echo "pause: $(cri status "$PAUSE_CID" | tr '\n' ' ')"; return 1; }
+}
+rm_install() {
+    [ -z "$INSTALL_SID" ] || cri rm-pod "$INSTALL_SID" || return 1
+    INSTALL_SID="" INIT_CID="" PAUSE_CID=""
+}
+
+# installed DIR [SKIP...]: DIR holds the image's binary and, for every plugin
+# name but SKIP, a stub running DIR/cni-multi that answers VERSION.
+installed() {
+    local dir=$1 name out
+    shift
     if [ ! -f "$dir/cni-multi" ] || [ -L "$dir/cni-multi" ]; then echo "no cni-multi file in $dir"; return 1; fi
     cmp -s "$dir/cni-multi" "$CNIM_INSTALL_BIN" || { echo "$dir/cni-multi is not the image's binary"; return 1; }
     for name in $("$dir/cni-multi" --list); do
+        [[ " $* " == *" $name "* ]] && continue
         [ "$(head -n 1 "$dir/$name")" = "#!$dir/cni-multi --stub" ] || { echo "$name is not a stub running $dir/cni-multi"; return 1; }
+        if ! out=$(CNI_COMMAND=VERSION "$dir/$name" </dev/null 2>&1) || ! grep -q '"supportedVersions"' <<<"$out"; then
+            echo "$dir/$name VERSION: $out"
+            return 1
+        fi
     done
 }
+
+install_node() {
+    local n
+    mkdir -p "$bin_dir" || return 1
+    for n in flannel multus bridge; do
+        foreign "$n" >"$bin_dir/$n" && chmod 0755 "$bin_dir/$n" || return 1
+    done
+    install_images
+}
+
+left_alone() {
+    local n
+    for n in flannel multus; do
+        [ "$(cat "$bin_dir/$n")" = "$(foreign "$n")" ] || { echo "$n now holds: $(head -c 120 "$bin_dir/$n")"; return 1; }
+    done
+}
+
+bridge_kept() {
+    local f
+    for f in "$bin_dir"/.cni-multi/backup/bridge*; do
+        [ "$(cat "$f" 2>/dev/null)" != "$(foreign bridge)" ] || return 0
+    done
+    echo "no backup of the foreign bridge: $(find "$bin_dir/.cni-multi/backup" -mindepth 1 -printf '%f ' 2>&1)"
+    return 1
+}
+
+conf_installed() {
+    cmp "$conf_src/10-cnim.conflist" "$conf_dir/10-cnim.conflist"
+}
+
+# hardened: the OCI specs containerd made of the two containers hold what the
+# manifest's securityContext, limits and hostNetwork ask for: no capability
+# at all, no_new_privs, a read-only root, a seccomp profile, a memory limit,
+# the user (install root, pause 65535), the node's network namespace and a
+# PID namespace of its own, and the ConfigMap mounted read-only.
+hardened() {
+    local id uid
+    for id in "$INIT_CID:0" "$PAUSE_CID:65535"; do
+        uid=${id##*:} id=${id%%:*}
+        [ -n "$id" ] || { echo "no container"; return 1; }
+        timeout 30 ctr -a "$sock" -n k8s.io containers info "$id" | "$CNIM_PY" -c '
+import json, os, sys
+c = json.load(sys.stdin)
+s, name = c["Spec"], c["Labels"].get("io.kubernetes.container.name", c["ID"])
+p, linux, bad = s["process"], s["linux"], []
+caps = {k: v for k, v in p.get("capabilities", {}).items() if v}
+if caps:
+    bad.append("capabilities %s" % caps)
+if not p.get("noNewPrivileges"):
+    bad.append("no no_new_privs")
+if not s.get("root", {}).get("readonly"):
+    bad.append("root writable")
+if not linux.get("seccomp"):
+    bad.append("no seccomp profile")
+if not linux.get("resources", {}).get("memory", {}).get("limit"):
+    bad.append("no memory limit")
+if p["user"]["uid"] != int(sys.argv[1]):
+    bad.append("uid %s" % p["user"]["uid"])
+# A container joins the network namespace of its sandbox by path, for
+# hostNetwork the one of the node (this lane); a PID namespace without a path
+# is its own.
+ns = {n["type"]: n.get("path", "") for n in linux.get("namespaces", [])}
+if "network" in ns and (not ns["network"] or os.stat(ns["network"]).st_ino != os.stat("/proc/self/ns/net").st_ino):
+    bad.append("not in the network namespace of the node: %s" % ns)
+if ns.get("pid", "-") != "":
+    bad.append("not in a PID namespace of its own: %s" % ns)
+for m in s.get("mounts", []):
+    if "kubernetes.io~configmap" in m.get("source", "") and "ro" not in m.get("options", []):
+        bad.append("ConfigMap mount %s writable" % m["destination"])
+if bad:
+    sys.exit("%s: %s" % (name, "; ".join(bad)))' "$uid" || return 1
+    done
+}
+
+# A restart of the DaemonSet's pod, its ConfigMap gone (optional: the volume
+# is empty): install changes nothing, flannel's and Multus's files stay theirs,
+# the installed config stays.
+install_again() {
+    local before
+    before=$(find "$bin_dir" "$conf_dir" -type f -exec sha256sum {} + | sort)
+    rm_install || return 1
+    install_pod "$install_manifest" install-again || return 1
+    cri log "$INIT_CID" --stream stdout | grep -qx 'cni-multi install: nothing to change in /host/opt/cni/bin' ||
+        { echo "install: $(cri log "$INIT_CID" | grep -v ': unchanged$' | tail -n 5 | tr '\n' ' ')"; return 1; }
+    [ "$before" = "$(find "$bin_dir" "$conf_dir" -type f -exec sha256sum {} + | sort)" ] || { echo "the node's files changed"; return 1; }
+    left_alone && conf_installed
+}
+
+# The bin dir a setting: the manifest with the lines its comments mark
+# "BIN DIR" set to another directory installs there, every stub naming it.
+install_elsewhere() {
+    local alt=/opt/cni/alt m=$d/cni-multi-alt.yaml
+    sed "/# BIN DIR/s|/opt/cni/bin|$alt|" "$install_manifest" >"$m"
+    [ "$(diff "$install_manifest" "$m" | grep -c '^>')" = 2 ] ||
+        { echo "want two lines marked BIN DIR naming /opt/cni/bin: $(diff "$install_manifest" "$m" | tr '\n' ' ')"; return 1; }
+    rm_install || return 1
+    install_pod "$m" install-alt || return 1
+    installed "$alt" || return 1
+    rm_install && rm -rf "$alt"
+}
+
+# The example ConfigMap, commented out after "# ---" at the end of the
+# manifest: the one the DaemonSet's volume names, each config accepted by
+# install's checks (a dry run).
+example_conf() {
+    local ex=$d/example out
+    mkdir -p "$ex/cm" || return 1
+    "$CNIM_PY" -c '
+import os, sys, yaml
+lines = open(sys.argv[1]).read().splitlines()
+cm = yaml.safe_load("\n".join(line[2:] for line in lines[lines.index("# ---") + 1:]))
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"][0]
+names = [v["configMap"]["name"] for v in ds["spec"]["template"]["spec"]["volumes"] if "configMap" in v]
+if cm["kind"] != "ConfigMap" or [cm["metadata"]["name"]] != names:
+    sys.exit("example %s %s, the volume names %s" % (cm["kind"], cm["metadata"]["name"], names))
+for key, text in cm["data"].items():
+    open(os.path.join(sys.argv[2], key), "w").write(text)' "$install_manifest" "$ex/cm" || return 1
+    out=$("$CNIM_INSTALL_BIN" install --dry-run --dir "$ex/bin" --conf-from "$ex/cm" --conf-dir "$ex/net.d" 2>&1) ||
+        { echo "$out" | tail -n 3; return 1; }
+    [ "$(grep -c "^$ex/net.d/.*: installed$" <<<"$out")" = "$(find "$ex/cm" -type f | wc -l)" ] || { echo "$out" | tail -n 3; return 1; }
+}
+
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
-    check "containerd: the install image ($CNIM_INSTALL_REF) puts cni-multi and its stubs into the plugin dir" \
-        install_with_image "$bin_dir"
+    check "containerd/install: the manifest's example ConfigMap (commented out) is the volume's, its configs accepted by install" \
+        example_conf
+    check "containerd/install: node with flannel's, Multus's and a foreign bridge in $bin_dir; images $CNIM_INSTALL_REF and the manifest's others" \
+        install_node
+    check "containerd/install: the manifest's pod runs (ConfigMap cni-multi-conf from a stand-in): init container install exits 0, then pause runs" \
+        install_pod "$install_manifest" install --configmap "cni-multi-conf=$conf_src"
+    check "containerd/install: cni-multi and a stub per plugin in $bin_dir, each answering VERSION" installed "$bin_dir" flannel multus
+    check "containerd/install: flannel and multus, placed there before, left as they were (--leave)" left_alone
+    check "containerd/install: the foreign bridge replaced, kept for --rollback (--force)" bridge_kept
+    check "containerd/install: the ConfigMap's conflist installed into $conf_dir" conf_installed
+    check "containerd/install: both containers as the manifest hardens them (no capability, no_new_privs, read-only root, seccomp, memory limit, user, host network only)" \
+        hardened
+    check "containerd/install: the pod restarted without its ConfigMap: nothing changes, flannel and multus still theirs" install_again
+    check "containerd/install: the manifest with its BIN DIR lines set to /opt/cni/alt installs there" install_elsewhere
+    check "containerd/install: the pod removed" rm_install
 fi
 
 # --- four pods: hostPort, bandwidth, two plain --------------------------------
@@ -284,7 +495,7 @@ leak_checks "containerd/restart" "$ipam/$NET" "$netnsdir"
 # mounts and their propagation, host namespaces, securityContext and limits
 # from the file), with the image `make image` built, on this lane laid out as
 # the node the manifest expects: plugins in /opt/cni/bin (put there by the
-# install image), the config in /etc/cni/net.d (both private tmpfs, run.sh),
+# install DaemonSet above), the config in /etc/cni/net.d (both private tmpfs, run.sh),
 # cache and host-local's store under /var/lib/cni, the pods' netns pinned
 # under /var/run/netns (containerd's default), and every mount shared, as
 # systemd leaves a node: a HostToContainer mount then receives what the node
@@ -297,14 +508,17 @@ leak_checks "containerd/restart" "$ipam/$NET" "$netnsdir"
 # The network uses the nftables backends: the image holds no iptables, and
 # the manifest keeps the DaemonSet off nodes whose networks use iptables.
 DNET=cnim-doc DV4NET=10.88.8.0/24 DV6NET=fd00:88:8::/64 DGW4=10.88.8.1 DHOSTPORT=18281
-manifest=$(cd "$here/../.." && pwd)/contrib/kubernetes/cni-multi-doctor.yaml
+manifest=$repo/contrib/kubernetes/cni-multi-doctor.yaml
 dstore=/var/lib/cni/networks/$DNET
 ct() { CNI_PATH=/opt/cni/bin NETCONFPATH=/etc/cni/net.d timeout 60 /opt/cni/bin/cni-multi cnitool "$@"; }
 
 doctor_node() {
     stop_containerd
     mount --make-rshared / || return 1
-    mkdir -p /etc/cni/net.d /opt/cni/bin
+    installed /opt/cni/bin flannel multus || return 1
+    # The doctor's network alone: the lane's pods of the conflist above are gone.
+    rm -f /etc/cni/net.d/10-cnim.conflist
+    mkdir -p /etc/cni/net.d
     config=$d/config-doctor.toml
     write_config "$config" /opt/cni/bin /etc/cni/net.d false
     cat >/etc/cni/net.d/10-cnim-doc.conflist <<EOF
@@ -331,9 +545,6 @@ doctor_node() {
 }
 EOF
     start_containerd >/dev/null || { echo "restart failed: $(tail -n 5 "$d/containerd.log")"; return 1; }
-    install_with_image /opt/cni/bin || return 1
-    # The manifest's image, as a node that was handed `make image`'s archive has it.
-    timeout 60 ctr -a "$sock" -n k8s.io images import --snapshotter native "$CNIM_INSTALL_IMAGE" >/dev/null
 }
 
 cnitool_id() { printf 'cnitool-%s' "$(printf %s "$1" | sha512sum | cut -c1-20)"; }
@@ -388,11 +599,10 @@ passed() {
 
 DOCTOR_SID="" DOCTOR_CID=""
 run_doctor() { # run_doctor LOGNAME [cri.py run-manifest options]
-    local out name=$1
-    shift
-    mkdir -p "$d/logs/$name"
-    out=$(cri run-manifest "$manifest" --log-dir "$d/logs/$name" "$@" 2>&1) || { echo "$out"; return 1; }
-    read -r DOCTOR_SID DOCTOR_CID <<<"$out"
+    local rc=0
+    run_manifest "$manifest" "$@" || rc=1
+    DOCTOR_SID=${MPOD[sandbox]:-} DOCTOR_CID=${MPOD[doctor]:-}
+    return $rc
 }
 rm_doctor() {
     [ -z "$DOCTOR_SID" ] || cri rm-pod "$DOCTOR_SID" || return 1
@@ -548,7 +758,7 @@ doctor_cleanup() {
 }
 
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then
-    if passed "containerd/doctor: node laid out as the manifest expects (/opt/cni/bin from the install image, /etc/cni/net.d, netns in /var/run/netns, mounts shared)" doctor_node &&
+    if passed "containerd/doctor: node laid out as the manifest expects (/opt/cni/bin from the install DaemonSet, /etc/cni/net.d, netns in /var/run/netns, mounts shared)" doctor_node &&
         passed "containerd/doctor: a dead attachment (netns gone, no DEL), a live pinned one and 3 CRI pods on $DNET (nftables)" doctor_pods; then
         DOCTOR_BEFORE=$(node_state)
         check "containerd/doctor: the manifest's container finds the dead attachment and fixes it (cache entry, reservations, rules gone), its --every loop running" \

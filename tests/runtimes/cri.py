@@ -13,9 +13,12 @@ Usage: cri.py --sock SOCKET --gen STUB_DIR COMMAND ...
   list                       every sandbox id
   exec CONTAINER_ID CMD...   ExecSync; prints stdout, exits with the command's code
   run-manifest MANIFEST --log-dir DIR [--without PATH]... [--private-propagation]
+               [--configmap NAME=DIR]... [--pod-dir DIR] [--init-timeout SECONDS]
                              the pod of the one DaemonSet in MANIFEST (a Kubernetes
-                             YAML file), run as kubelet runs it (see manifest_pod);
-                             prints "SANDBOX_ID CONTAINER_ID"
+                             YAML file), run as kubelet runs it (see manifest_pod):
+                             its init containers one by one, each to exit 0, then
+                             its containers; prints "sandbox ID", then
+                             "init NAME ID" / "container NAME ID" per container
   status CONTAINER_ID        ContainerStatus: lines "state S", "exit N", "log PATH", "pid P"
   log CONTAINER_ID [--stream stdout|stderr]
                              the messages of its CRI log file (of one stream)
@@ -156,13 +159,14 @@ def cmd_list(rt, _img, _args):
 
 # Pod and container fields that only steer scheduling or the API server.
 POD_IGNORED = {"priorityClassName", "tolerations", "nodeSelector", "affinity", "terminationGracePeriodSeconds"}
-POD_KNOWN = POD_IGNORED | {"hostNetwork", "hostPID", "hostIPC", "containers", "volumes",
+POD_KNOWN = POD_IGNORED | {"hostNetwork", "hostPID", "hostIPC", "initContainers", "containers", "volumes",
                            "automountServiceAccountToken", "enableServiceLinks"}
 CONTAINER_KNOWN = {"name", "image", "imagePullPolicy", "command", "args", "env", "securityContext",
                    "resources", "volumeMounts"}
 SECURITY_KNOWN = {"privileged", "allowPrivilegeEscalation", "readOnlyRootFilesystem", "runAsUser",
                   "runAsGroup", "runAsNonRoot", "capabilities", "seccompProfile", "appArmorProfile"}
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
+INIT_TIMEOUT = 120  # seconds an init container may run before the lane gives up on it
 
 
 class ManifestError(Exception):
@@ -207,14 +211,23 @@ def profile(kind, spec):
     return NS.SecurityProfile(profile_type=types[spec["type"]], localhost_ref=spec.get("localhostProfile", ""))
 
 
+def pull_policy(c):
+    # The API server's default: Always for :latest or no tag, else IfNotPresent.
+    policy = c.get("imagePullPolicy")
+    if policy is None:
+        name = c["image"].split("@")[0].rsplit("/", 1)[-1]
+        policy = "IfNotPresent" if ":" in name and not name.endswith(":latest") else "Always"
+    if policy not in ("IfNotPresent", "Never"):
+        raise ManifestError("container %s: imagePullPolicy %s: the lane has no registry" % (c["name"], policy))
+    return policy
+
+
 def host_path_volume(volume):
     # kubelet's hostPath types: DirectoryOrCreate makes the directory (0755),
     # Directory must be one; the mount source is the path as given (the
     # runtime follows symlinks, as /var/run -> /run).
-    refuse_unknown("volume %s" % volume.get("name"), volume, {"name", "hostPath"})
-    hp = volume.get("hostPath")
-    if not hp:
-        raise ManifestError("volume %s: only hostPath volumes are translated" % volume.get("name"))
+    hp = volume["hostPath"]
+    refuse_unknown("volume %s hostPath" % volume["name"], hp, {"path", "type"})
     path, kind = hp["path"], hp.get("type", "")
     if kind == "DirectoryOrCreate":
         os.makedirs(path, mode=0o755, exist_ok=True)
@@ -226,40 +239,62 @@ def host_path_volume(volume):
     return path
 
 
-def manifest_pod(path, args):
-    """The DaemonSet's pod as kubelet hands it to the runtime: (sandbox config,
-    container config) of its one container. Taken from the file: the pod's
-    host namespaces, the container's image, command, args, env, hostPath
-    mounts with readOnly and mountPropagation, securityContext (capabilities,
-    privileged, user and group, read-only root, no_new_privs, seccomp), the
-    AppArmor annotation, and its CPU/memory limits and CPU request.
-    --without PATH (repeated) leaves out every volumeMount at PATH or below;
-    --private-propagation keeps the mounts, none with propagation. Not emulated (kubelet's own
-    additions, no field of the manifest): the service account token (the
-    manifest turns it off), /etc/hosts and the termination log."""
-    ds = load_daemonset(path)
-    template = ds["spec"]["template"]
-    meta, pod = template.get("metadata", {}), template["spec"]
-    refuse_unknown("pod spec", pod, POD_KNOWN)
-    if pod.get("automountServiceAccountToken", True):
-        raise ManifestError("automountServiceAccountToken: the lane has no token to mount")
-    if len(pod["containers"]) != 1:
-        raise ManifestError("%d containers, the lane runs one" % len(pod["containers"]))
-    c = pod["containers"][0]
-    refuse_unknown("container %s" % c["name"], c, CONTAINER_KNOWN)
-    if c.get("imagePullPolicy") not in ("IfNotPresent", "Never"):
-        raise ManifestError("imagePullPolicy %r: the lane has no registry" % c.get("imagePullPolicy"))
+def config_map_volume(volume, uid, args):
+    # kubelet's layout of a ConfigMap volume (its atomic writer): the keys'
+    # files in a timestamped directory, `..data` a symlink to it, and each key
+    # a symlink `KEY -> ..data/KEY`. The ConfigMap's data is the stand-in
+    # directory given with --configmap NAME=DIR (its files are the keys); one
+    # not given is a ConfigMap that does not exist: with `optional: true` the
+    # volume is empty, else kubelet would not start the pod.
+    cm = volume["configMap"]
+    refuse_unknown("volume %s configMap" % volume["name"], cm, {"name", "optional", "defaultMode"})
+    source = args.configmap.get(cm["name"])
+    if source is None and not cm.get("optional", False):
+        raise ManifestError("ConfigMap %s: no --configmap stand-in, and the volume is not optional" % cm["name"])
+    if not args.pod_dir:
+        raise ManifestError("volume %s: a ConfigMap volume needs --pod-dir" % volume["name"])
+    keys = {}
+    if source is not None:
+        for key in sorted(os.listdir(source)):
+            path = os.path.join(source, key)
+            if not os.path.isfile(path) or os.path.islink(path):
+                raise ManifestError("ConfigMap %s stand-in: %s is not a regular file" % (cm["name"], path))
+            with open(path, "rb") as f:
+                keys[key] = f.read()
+    target = os.path.join(args.pod_dir, uid, "volumes", "kubernetes.io~configmap", volume["name"])
+    stamp = "..%s" % time.strftime("%Y_%m_%d_%H_%M_%S.000000000", time.gmtime())
+    os.makedirs(os.path.join(target, stamp), mode=0o755)
+    for key, data in keys.items():
+        with open(os.path.join(target, stamp, key), "wb") as f:
+            f.write(data)
+        os.chmod(os.path.join(target, stamp, key), cm.get("defaultMode", 0o644))
+        os.symlink(os.path.join("..data", key), os.path.join(target, key))
+    os.symlink(stamp, os.path.join(target, "..data"))
+    return target
 
-    mode = {True: NS.NODE}
-    namespaces = NS.NamespaceOption(network=mode.get(pod.get("hostNetwork", False), NS.POD),
-                                    pid=mode.get(pod.get("hostPID", False), NS.CONTAINER),
-                                    ipc=mode.get(pod.get("hostIPC", False), NS.POD))
+
+def volume_source(volume, uid, args):
+    # (host path, always read-only): kubelet mounts ConfigMap volumes read-only
+    # whatever the volumeMount says.
+    refuse_unknown("volume %s" % volume.get("name"), volume, {"name", "hostPath", "configMap"})
+    if "hostPath" in volume:
+        return host_path_volume(volume), False
+    if "configMap" in volume:
+        return config_map_volume(volume, uid, args), True
+    raise ManifestError("volume %s: only hostPath and configMap volumes are translated" % volume.get("name"))
+
+
+def container_config(c, meta, namespaces, sources, args):
+    """One container (init or not) as kubelet hands it to the runtime, and
+    whether kubelet must check that its image's user is not root."""
+    refuse_unknown("container %s" % c["name"], c, CONTAINER_KNOWN)
+    pull_policy(c)
     sc = c.get("securityContext", {})
-    refuse_unknown("securityContext", sc, SECURITY_KNOWN)
+    refuse_unknown("securityContext of %s" % c["name"], sc, SECURITY_KNOWN)
     caps = sc.get("capabilities", {})
-    refuse_unknown("capabilities", caps, {"add", "drop"})
-    if sc.get("runAsNonRoot") and sc.get("runAsUser", 1) == 0:
-        raise ManifestError("runAsNonRoot with runAsUser 0")
+    refuse_unknown("capabilities of %s" % c["name"], caps, {"add", "drop"})
+    if sc.get("runAsNonRoot") and sc.get("runAsUser") == 0:
+        raise ManifestError("container %s: runAsNonRoot with runAsUser 0" % c["name"])
     csc = NS.LinuxContainerSecurityContext(
         capabilities=NS.Capability(add_capabilities=caps.get("add", []), drop_capabilities=caps.get("drop", [])),
         privileged=bool(sc.get("privileged", False)),
@@ -286,7 +321,10 @@ def manifest_pod(path, args):
 
     resources = NS.LinuxContainerResources()
     res = c.get("resources", {})
+    refuse_unknown("resources of %s" % c["name"], res, {"requests", "limits"})
     limits, requests = res.get("limits", {}), res.get("requests", {})
+    refuse_unknown("limits of %s" % c["name"], limits, {"cpu", "memory"})
+    refuse_unknown("requests of %s" % c["name"], requests, {"cpu", "memory"})
     if "cpu" in limits:
         resources.cpu_period = 100000
         resources.cpu_quota = cpu_millis(limits["cpu"]) * 100000 // 1000
@@ -295,7 +333,6 @@ def manifest_pod(path, args):
     if "memory" in limits:
         resources.memory_limit_in_bytes = memory_bytes(limits["memory"])
 
-    volumes = {v["name"]: v for v in pod.get("volumes", [])}
     propagation = {None: NS.PROPAGATION_PRIVATE, "None": NS.PROPAGATION_PRIVATE,
                    "HostToContainer": NS.PROPAGATION_HOST_TO_CONTAINER,
                    "Bidirectional": NS.PROPAGATION_BIDIRECTIONAL}
@@ -304,11 +341,12 @@ def manifest_pod(path, args):
         refuse_unknown("volumeMount %s" % vm["name"], vm, {"name", "mountPath", "readOnly", "mountPropagation"})
         if any(vm["mountPath"] == p or vm["mountPath"].startswith(p.rstrip("/") + "/") for p in args.without):
             continue
-        if vm["name"] not in volumes:
+        if vm["name"] not in sources:
             raise ManifestError("volumeMount %s names no volume" % vm["name"])
+        host_path, always_readonly = sources[vm["name"]]
         prop = propagation[vm.get("mountPropagation")]
-        mounts.append(NS.Mount(container_path=vm["mountPath"], host_path=host_path_volume(volumes[vm["name"]]),
-                               readonly=bool(vm.get("readOnly", False)),
+        mounts.append(NS.Mount(container_path=vm["mountPath"], host_path=host_path,
+                               readonly=always_readonly or bool(vm.get("readOnly", False)),
                                propagation=NS.PROPAGATION_PRIVATE if args.private_propagation else prop))
 
     env = []
@@ -316,20 +354,7 @@ def manifest_pod(path, args):
         refuse_unknown("env %s" % e.get("name"), e, {"name", "value"})
         env.append(NS.KeyValue(key=e["name"], value=str(e.get("value", ""))))
 
-    name = ds["metadata"]["name"] + "-" + uuid.uuid4().hex[:5]
-    sandbox = NS.PodSandboxConfig(
-        metadata=NS.PodSandboxMetadata(name=name, uid=str(uuid.uuid4()),
-                                       namespace=ds["metadata"].get("namespace", "default"), attempt=0),
-        # kubelet names no hostname for a pod in the node's network (and UTS)
-        # namespace: runc refuses to set one there.
-        hostname="" if pod.get("hostNetwork") else name,
-        log_directory=args.log_dir,
-        labels=dict(meta.get("labels", {}), **{"cnim-lane": "1"}),
-        annotations=meta.get("annotations", {}),
-        linux=NS.LinuxPodSandboxConfig(security_context=NS.LinuxSandboxSecurityContext(
-            namespace_options=namespaces, privileged=csc.privileged)),
-    )
-    container = NS.ContainerConfig(
+    config = NS.ContainerConfig(
         metadata=NS.ContainerMetadata(name=c["name"], attempt=0),
         image=NS.ImageSpec(image=c["image"]),
         command=c.get("command", []),
@@ -341,25 +366,123 @@ def manifest_pod(path, args):
         log_path="%s/0.log" % c["name"],
         linux=NS.LinuxContainerConfig(resources=resources, security_context=csc),
     )
-    return sandbox, container
+    return config, bool(sc.get("runAsNonRoot")) and "runAsUser" not in sc
+
+
+def manifest_pod(path, args):
+    """The DaemonSet's pod as kubelet hands it to the runtime: (sandbox config,
+    init containers, containers), each container a (config, check the image's
+    user is not root) pair. Taken from the file: the pod's
+    host namespaces, each container's image, command, args, env, mounts
+    (hostPath with readOnly and mountPropagation; ConfigMap, from a stand-in
+    directory, read-only), securityContext (capabilities, privileged, user and
+    group, read-only root, no_new_privs, seccomp), the AppArmor annotation, and
+    its CPU/memory limits and CPU request; init containers run first, one at a
+    time, each to exit 0 (cmd_run_manifest).
+    --without PATH (repeated) leaves out every volumeMount at PATH or below;
+    --private-propagation keeps the mounts, none with propagation. Not emulated (kubelet's own
+    additions, no field of the manifest): the service account token (the
+    manifest turns it off), /etc/hosts and the termination log."""
+    ds = load_daemonset(path)
+    template = ds["spec"]["template"]
+    meta, pod = template.get("metadata", {}), template["spec"]
+    refuse_unknown("pod spec", pod, POD_KNOWN)
+    if pod.get("automountServiceAccountToken", True):
+        raise ManifestError("automountServiceAccountToken: the lane has no token to mount")
+    if not pod.get("containers"):
+        raise ManifestError("no containers")
+
+    mode = {True: NS.NODE}
+    namespaces = NS.NamespaceOption(network=mode.get(pod.get("hostNetwork", False), NS.POD),
+                                    pid=mode.get(pod.get("hostPID", False), NS.CONTAINER),
+                                    ipc=mode.get(pod.get("hostIPC", False), NS.POD))
+    uid = str(uuid.uuid4())
+    sources = {v["name"]: volume_source(v, uid, args) for v in pod.get("volumes", [])}
+    inits = [container_config(c, meta, namespaces, sources, args) for c in pod.get("initContainers", [])]
+    containers = [container_config(c, meta, namespaces, sources, args) for c in pod["containers"]]
+    privileged = any(c.linux.security_context.privileged for c, _ in inits + containers)
+
+    name = ds["metadata"]["name"] + "-" + uuid.uuid4().hex[:5]
+    sandbox = NS.PodSandboxConfig(
+        metadata=NS.PodSandboxMetadata(name=name, uid=uid,
+                                       namespace=ds["metadata"].get("namespace", "default"), attempt=0),
+        # kubelet names no hostname for a pod in the node's network (and UTS)
+        # namespace: runc refuses to set one there.
+        hostname="" if pod.get("hostNetwork") else name,
+        log_directory=args.log_dir,
+        labels=dict(meta.get("labels", {}), **{"cnim-lane": "1"}),
+        annotations=meta.get("annotations", {}),
+        linux=NS.LinuxPodSandboxConfig(security_context=NS.LinuxSandboxSecurityContext(
+            namespace_options=namespaces, privileged=privileged)),
+    )
+    return sandbox, inits, containers
+
+
+def check_image(img, container, non_root):
+    # IfNotPresent/Never: the image must be on the node. runAsNonRoot without
+    # runAsUser: kubelet refuses an image whose user is root, or not numeric.
+    r = img.ImageStatus(NS.ImageStatusRequest(image=container.image), timeout=CALL_TIMEOUT)
+    if not r.image.id:
+        raise ManifestError("image %s is not on the node (no registry here)" % container.image.image)
+    if non_root:
+        if r.image.username and not r.image.HasField("uid"):
+            raise ManifestError("container %s: runAsNonRoot, and its image's user %r is not numeric"
+                                % (container.metadata.name, r.image.username))
+        if r.image.uid.value == 0:
+            raise ManifestError("container %s: runAsNonRoot, and its image runs as root" % container.metadata.name)
+
+
+def wait_exited(rt, cid, timeout):
+    deadline = time.monotonic() + timeout
+    while True:
+        s = rt.ContainerStatus(NS.ContainerStatusRequest(container_id=cid), timeout=CALL_TIMEOUT).status
+        if s.state == NS.CONTAINER_EXITED:
+            return s
+        if time.monotonic() > deadline:
+            raise ManifestError("container %s still %s after %d s" % (s.metadata.name, NS.ContainerState.Name(s.state),
+                                                                      timeout))
+        time.sleep(0.2)
+
+
+def log_tail(path, lines=5):
+    try:
+        with open(path, errors="replace") as f:
+            return " | ".join(line.rstrip("\n").split(" ", 3)[-1] for line in f.readlines()[-lines:])
+    except OSError as e:
+        return str(e)
 
 
 def cmd_run_manifest(rt, img, args):
+    # Prints "sandbox ID", then "init NAME ID" and "container NAME ID" as each
+    # starts; an init container that does not exit 0 fails the run (kubelet
+    # would restart it), its pod left for rm-pod.
     try:
-        sandbox, container = manifest_pod(args.manifest, args)
-    except (ManifestError, KeyError, ValueError, OSError) as e:
+        sandbox, inits, containers = manifest_pod(args.manifest, args)
+        for config, non_root in inits + containers:
+            check_image(img, config, non_root)
+    except (ManifestError, KeyError, ValueError, TypeError, OSError) as e:
         print("%s: %s" % (args.manifest, e), file=sys.stderr)
         return 1
-    r = img.ImageStatus(NS.ImageStatusRequest(image=container.image), timeout=CALL_TIMEOUT)
-    if not r.image.id:
-        print("image %s is not on the node (imagePullPolicy IfNotPresent, no registry here)" % container.image.image,
-              file=sys.stderr)
-        return 1
     sid = rt.RunPodSandbox(NS.RunPodSandboxRequest(config=sandbox), timeout=CALL_TIMEOUT).pod_sandbox_id
-    cid = rt.CreateContainer(NS.CreateContainerRequest(pod_sandbox_id=sid, config=container, sandbox_config=sandbox),
-                             timeout=CALL_TIMEOUT).container_id
-    rt.StartContainer(NS.StartContainerRequest(container_id=cid), timeout=CALL_TIMEOUT)
-    print(sid, cid)
+    print("sandbox", sid, flush=True)
+    for kind, configs in [("init", inits), ("container", containers)]:
+        for config, _ in configs:
+            cid = rt.CreateContainer(NS.CreateContainerRequest(pod_sandbox_id=sid, config=config,
+                                                               sandbox_config=sandbox),
+                                     timeout=CALL_TIMEOUT).container_id
+            rt.StartContainer(NS.StartContainerRequest(container_id=cid), timeout=CALL_TIMEOUT)
+            print(kind, config.metadata.name, cid, flush=True)
+            if kind != "init":
+                continue
+            try:
+                s = wait_exited(rt, cid, args.init_timeout)
+            except ManifestError as e:
+                print(str(e), file=sys.stderr)
+                return 1
+            if s.exit_code != 0:
+                print("init container %s exited %d (%s): %s" % (config.metadata.name, s.exit_code, s.reason,
+                                                                log_tail(s.log_path)), file=sys.stderr)
+                return 1
     return 0
 
 
@@ -431,6 +554,10 @@ def main():
     s.add_argument("--without", action="append", default=[], metavar="PATH",
                    help="leave out the volumeMounts at PATH or below it")
     s.add_argument("--private-propagation", action="store_true", help="no mount with propagation")
+    s.add_argument("--configmap", action="append", default=[], metavar="NAME=DIR",
+                   help="the ConfigMap NAME holds the files of DIR (else it does not exist)")
+    s.add_argument("--pod-dir", help="where ConfigMap volumes are laid out, as kubelet's pods directory")
+    s.add_argument("--init-timeout", type=float, default=INIT_TIMEOUT, help="seconds an init container may run")
     s.set_defaults(fn=cmd_run_manifest)
     s = sub.add_parser("status")
     s.add_argument("id")
@@ -440,6 +567,11 @@ def main():
     s.add_argument("--stream", choices=["stdout", "stderr"], help="only this stream's lines")
     s.set_defaults(fn=cmd_log)
     args = p.parse_args()
+    if args.command == "run-manifest":
+        pairs = [c.split("=", 1) for c in args.configmap]
+        if any(len(pair) != 2 for pair in pairs):
+            p.error("--configmap takes NAME=DIR")
+        args.configmap = dict(pairs)
 
     sys.path.insert(0, args.gen)
     import grpc  # noqa: E402 - from the lane's venv

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-runtimes: the installed plugins driven by two real runtimes.
-#   containerd.sh  containerd 1.6's CRI plugin, driven as kubelet does (cri.py);
-#                  then the doctor DaemonSet (contrib/kubernetes) run as its
-#                  manifest says, on a node laid out as it expects
+#   containerd.sh  containerd 1.6's CRI plugin, driven as kubelet does (cri.py),
+#                  its plugins and config put there by the install DaemonSet
+#                  (contrib/kubernetes) run as its manifest says; then the
+#                  doctor DaemonSet, on a node laid out as it expects
 #   podman.sh      podman 4 with its CNI backend
 #   crio.sh        cni-multi's cnitool called as CRI-O calls libcni (STATUS
 #                  polling, GC at start after pods went without DEL)
@@ -32,7 +33,7 @@ VENV=${CNIM_VENV:-/var/tmp/cni-multi-venv}
 IMAGE=localhost/cnim-busybox:1
 PINS="grpcio==1.66.2 grpcio-tools==1.66.2 protobuf==5.28.3 pyyaml==6.0.3"
 # Where runtimes keep state by default, and the node's CNI config and plugin
-# directories (the containerd lane's doctor DaemonSet mounts them from there):
+# directories (the containerd lane's DaemonSets mount them from there):
 # private tmpfs mounts in the lanes' mount namespace (created here first when
 # missing, removed afterwards).
 PRIVATE_DIRS="/var/lib/cni /var/lib/containers /etc/cni /opt/cni"
