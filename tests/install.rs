@@ -441,7 +441,11 @@ fn killed_at_every(syscalls: &str) {
     let mut points = 0;
     for n in 1.. {
         let dir = TempDir::new("crash-bin");
-        sh(&format!("cp -a {}/. {}", reference.display(), dir.0.display()));
+        sh(&format!(
+            "cp -a {}/. {}",
+            reference.display(),
+            dir.0.display()
+        ));
         let before = snapshot(&dir.0);
         let killed = Command::new("strace")
             .args(["-f", "-qq", "-o", "/dev/null", "-e"])

@@ -186,9 +186,7 @@ impl Dir {
     /// A temporary name beside `name` (`.<name>.tmp<pid>`, as state writes
     /// name theirs); one a crash of ours left with this pid is removed first.
     fn temp(&self, name: &str) -> Result<PathBuf> {
-        let tmp = self
-            .path
-            .join(format!(".{name}.tmp{}", std::process::id()));
+        let tmp = self.path.join(format!(".{name}.tmp{}", std::process::id()));
         if fs_err::symlink_metadata(&tmp).is_ok_and(|m| !m.is_dir()) {
             fs_err::remove_file(&tmp)?;
         }
