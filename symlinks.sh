@@ -1,6 +1,9 @@
 #!/bin/sh
 # Usage: symlinks.sh [DIR]
-# Makes one symlink per plugin name next to the cni-multi binary in DIR.
+# Makes one symlink per plugin name next to the cni-multi binary in DIR: for
+# read-only images built once. A directory other installers also write to
+# wants `cni-multi install` (a stub per name: a copy over one name costs that
+# name only; docs/install.md).
 # The names come from the binary itself (`cni-multi --list`), the only list.
 #   DIR defaults to $DESTDIR$BINDIR (BINDIR default /opt/cni/bin).
 #   CNI_MULTI: binary to ask for the list (default: the installed one), for
