@@ -115,7 +115,7 @@ if [ -n "${PLUGIN_DIR:-}" ]; then
     plugins=$PLUGIN_DIR
 else
     # In place (no DESTDIR): the plugin stubs run the binary where it is.
-    make -C "$repo" install BINDIR="$tmp/install/bin" SYSTEMDDIR="$tmp/install/units" PREFIX="$tmp/install"
+    make -C "$repo" install BINDIR="$tmp/install/bin" SYSTEMDDIR="$tmp/install/units" PREFIX="$tmp/prefix"
     plugins=$tmp/install/bin
     if [[ " $RUNTIMES " == *" containerd "* ]]; then
         # The containerd lane's plugins come from this image (see containerd.sh).
