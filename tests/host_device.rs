@@ -1063,7 +1063,13 @@ fn in_its_own_user_namespace_a_pod_copying_the_macvlan_index_included_gets_nothi
         "sleep",
         "600",
     ]);
+    // Older kernels (Debian's 6.1) look the new link's index up in the
+    // namespace the request comes from: the device must not hold it there.
+    own.ip_ok(&[
+        "link", "add", "hold0", "index", &index_arg, "type", "veth", "peer", "name", "hold1",
+    ]);
     pod.ip_ok(&["link", "set", "eth0", "netns", &own.net()]);
+    own.ip_ok(&["link", "del", "hold0"]);
     let pod_net = pod.net();
     own.ip_ok(&[
         "link", "add", "link", "eth0", "name", "eth0", "index", &index_arg, "address", DEV_MAC,
