@@ -2,12 +2,16 @@
 //! by MAC, configured, reachable, and moved back with its name on DEL; a move
 //! that fails half-way (either way) leaves the device where it was, as it was.
 //! DEL moves back only the device ADD recorded, whatever the container did to
-//! the links in its namespace (names, aliases, veth pairs and taps of its own);
-//! a device a container could copy (a tap) is never moved back, and DEL succeeds.
+//! the links in its namespace (names, aliases, veth pairs and taps of its own,
+//! a macvlan or ipvlan built on the device); a device a container could copy (a
+//! tap; a macvlan in a pod with its own user namespace) is never moved back,
+//! and DEL succeeds.
 
 mod harness;
 
-use harness::{Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_in};
+use harness::{
+    Call, Netns, TempDir, enter_test_host, kernel_supports, merged, plugin_dir, run_in, skip,
+};
 use serde_json::{Value, json};
 
 /// A host-device config whose state lives in the test's own directory
@@ -818,4 +822,301 @@ fn del_without_the_netns_releases_the_address_ipam_gave() {
         assert!(!lease(&ip).exists(), "round {i}: {ip} released");
         assert!(state_files(&state).is_empty(), "round {i}: record removed");
     }
+}
+
+/// In the host: `hd-dev`, a `kind` link (`options` after the kind) on the
+/// host veth `hd-low`, as a node agent makes one for a pod. Its ifindex.
+fn make_link_device(kind: &str, options: &[&str]) -> Value {
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "hd-low",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "hd-low-peer",
+        ],
+    );
+    let mut args = vec!["link", "add", "link", "hd-low", "name", "hd-dev"];
+    if kind == "macvlan" {
+        args.extend_from_slice(&["address", DEV_MAC]);
+    }
+    args.extend_from_slice(&["type", kind]);
+    args.extend_from_slice(options);
+    run_in(None, "ip", &args);
+    link_json(None, "hd-dev")["ifindex"].clone()
+}
+
+/// What `ip -d` tells of a link in the pod: its kind and whether its lower
+/// device is in another namespace (the host, here).
+fn kind_and_lower_elsewhere(ns: &Netns, name: &str) -> (Value, bool) {
+    let out = ns.sh("ip", &["-d", "-j", "link", "show", name]);
+    let link = serde_json::from_str::<Value>(&out).expect("ip json")[0].clone();
+    (
+        link["linkinfo"]["info_kind"].clone(),
+        link.get("link_netnsid").is_some(),
+    )
+}
+
+/// The pod renames the device away and builds a link of its kind on it at
+/// CNI_IFNAME: the kernel puts a macvlan asked for on a macvlan (an ipvlan on
+/// an ipvlan) on the real lower device, the host's, so the copy has the
+/// device's kind, lower device, MAC (macvlan), alias and name. DEL moves the
+/// real device home and fails (8) naming the copy, which stays in the pod; the
+/// retried DEL succeeds.
+fn a_copy_built_on_the_device_is_never_moved_to_the_host(kind: &str, options: &[&str]) {
+    let host_index = make_link_device(kind, options);
+    let bin = plugin_dir();
+    let state = TempDir::new("hd-state");
+    let ns = Netns::new();
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    call("ADD", &ns, &c, &bin).run().ok();
+    let device_index = link_json(Some(&ns), "eth0")["ifindex"].clone();
+    rename_in(&ns, "eth0", "real0");
+    let mut copy = vec!["link", "add", "link", "real0", "name", "eth0"];
+    if kind == "macvlan" {
+        copy.extend_from_slice(&["address", DEV_MAC]);
+    }
+    copy.extend_from_slice(&["type", kind]);
+    copy.extend_from_slice(options);
+    ns.sh("ip", &copy);
+    ns.sh("ip", &["link", "set", "eth0", "alias", "hd-dev"]);
+    let copy_index = link_json(Some(&ns), "eth0")["ifindex"].clone();
+    assert_ne!(copy_index, device_index);
+    assert_eq!(
+        kind_and_lower_elsewhere(&ns, "eth0"),
+        (json!(kind), true),
+        "the copy sits on the host's link, as the device does"
+    );
+
+    let e = call("DEL", &ns, &c, &bin).run().err(8);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("\"eth0\"") && msg.contains("not at index") && msg.contains("\"real0\""),
+        "{e}"
+    );
+    let home = link_json(None, "hd-dev");
+    assert_eq!(
+        home["ifindex"], host_index,
+        "the real device is home: {home}"
+    );
+    assert_eq!(home["link"], "hd-low", "{home}");
+    assert_eq!(alias(&home), "", "{home}");
+    assert!(no_link(&ns, "real0"));
+    assert_eq!(
+        link_json(Some(&ns), "eth0")["ifindex"],
+        copy_index,
+        "the copy stays"
+    );
+    call("DEL", &ns, &c, &bin).run().ok();
+    assert!(state_files(&state).is_empty(), "state removed");
+    assert_eq!(link_json(None, "hd-dev")["ifindex"], host_index);
+    assert_eq!(link_json(Some(&ns), "eth0")["ifindex"], copy_index);
+}
+
+#[test]
+fn a_macvlan_the_pod_builds_on_the_device_is_never_moved_to_the_host() {
+    enter_test_host();
+    a_copy_built_on_the_device_is_never_moved_to_the_host("macvlan", &["mode", "bridge"]);
+}
+
+#[test]
+fn an_ipvlan_the_pod_builds_on_the_device_is_never_moved_to_the_host() {
+    enter_test_host();
+    if let Err(reason) = kernel_supports("ipvlan", true, &[]) {
+        skip(
+            "an_ipvlan_the_pod_builds_on_the_device_is_never_moved_to_the_host",
+            &reason,
+        );
+        return;
+    }
+    a_copy_built_on_the_device_is_never_moved_to_the_host("ipvlan", &["mode", "l2"]);
+    // A pod in a user namespace of its own cannot build an ipvlan on the
+    // device (the kernel wants CAP_NET_ADMIN over the host for it): there the
+    // device's lower device proves it, and DEL moves it home.
+    let pod = own_userns_pod();
+    let (bin, state) = (plugin_dir(), TempDir::new("hd-userns"));
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    let run = |cmd: &str| {
+        Call::new("host-device", cmd, &pod.net(), &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    run("ADD").ok();
+    let refused = pod.ip(&[
+        "link", "add", "link", "eth0", "name", "eth1", "type", "ipvlan",
+    ]);
+    assert!(!refused.status.success(), "the kernel let the pod build it");
+    run("DEL").ok();
+    assert_eq!(link_json(None, "hd-dev")["link"], "hd-low");
+    assert!(state_files(&state).is_empty());
+}
+
+/// A process sleeping in namespaces of its own (`args` ends in `sleep`),
+/// killed when dropped.
+struct Sleeper(std::process::Child);
+
+impl Sleeper {
+    /// Starts `args` and waits until it runs `sleep` (the namespaces set up).
+    fn start(args: &[&str]) -> Sleeper {
+        let child = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {args:?}: {e}"));
+        let sleeper = Sleeper(child);
+        let comm = format!("/proc/{}/comm", sleeper.pid());
+        for _ in 0..500 {
+            if std::fs::read_to_string(&comm).is_ok_and(|c| c == "sleep\n") {
+                return sleeper;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("{args:?} never slept");
+    }
+
+    fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    fn net(&self) -> String {
+        format!("/proc/{}/ns/net", self.0.id())
+    }
+
+    /// `ip` as the process's namespaces see it: root of its user namespace.
+    fn ip(&self, args: &[&str]) -> std::process::Output {
+        let pid = self.pid();
+        let mut all = vec!["--target", &pid, "--user", "--net", "ip"];
+        all.extend_from_slice(args);
+        std::process::Command::new("nsenter")
+            .args(&all)
+            .output()
+            .expect("nsenter")
+    }
+
+    fn ip_ok(&self, args: &[&str]) -> String {
+        let out = self.ip(args);
+        assert!(
+            out.status.success(),
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn link(&self, name: &str) -> Value {
+        let out = self.ip_ok(&["-d", "-j", "link", "show", name]);
+        serde_json::from_str::<Value>(&out).expect("ip json")[0].clone()
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A pod whose network namespace belongs to a user namespace of its own (as a
+/// user-namespaced pod's): root there, with no right over the host.
+fn own_userns_pod() -> Sleeper {
+    Sleeper::start(&[
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "--net",
+        "sleep",
+        "600",
+    ])
+}
+
+/// In its own user namespace the pod can make a network namespace too: it
+/// moves the macvlan there and builds its copy on it, back in the pod at the
+/// device's index, name, MAC and alias. Nothing tells the two apart, so in
+/// such a pod a macvlan never goes back to the host: DEL leaves it in the
+/// pod, says so, and succeeds. So does DEL without a record.
+#[test]
+fn in_its_own_user_namespace_a_pod_copying_the_macvlan_index_included_gets_nothing_moved() {
+    enter_test_host();
+    make_link_device("macvlan", &["mode", "bridge"]);
+    let (bin, state, pod) = (plugin_dir(), TempDir::new("hd-userns"), own_userns_pod());
+    let c = conf(&state, json!({"device": "hd-dev"}));
+    let run = |cmd: &str| {
+        Call::new("host-device", cmd, &pod.net(), &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    run("ADD").ok();
+    let index = pod.link("eth0")["ifindex"].clone();
+    let index_arg = index.to_string();
+    let own = Sleeper::start(&[
+        "nsenter",
+        "--target",
+        &pod.pid(),
+        "--user",
+        "--net",
+        "unshare",
+        "--net",
+        "sleep",
+        "600",
+    ]);
+    // Older kernels (Debian's 6.1) look the new link's index up in the
+    // namespace the request comes from: the device must not hold it there.
+    own.ip_ok(&[
+        "link", "add", "hold0", "index", &index_arg, "type", "veth", "peer", "name", "hold1",
+    ]);
+    pod.ip_ok(&["link", "set", "eth0", "netns", &own.net()]);
+    own.ip_ok(&["link", "del", "hold0"]);
+    let pod_net = pod.net();
+    own.ip_ok(&[
+        "link", "add", "link", "eth0", "name", "eth0", "index", &index_arg, "address", DEV_MAC,
+        "netns", &pod_net, "type", "macvlan", "mode", "bridge",
+    ]);
+    pod.ip_ok(&["link", "set", "eth0", "alias", "hd-dev"]);
+    let copy = pod.link("eth0");
+    assert_eq!(copy["ifindex"], index, "{copy}");
+    assert_eq!(copy["linkinfo"]["info_kind"], "macvlan", "{copy}");
+    assert!(
+        copy.get("link_netnsid").is_some(),
+        "on the host's link: {copy}"
+    );
+
+    let out = run("DEL");
+    out.ok();
+    assert!(
+        !host_links().contains("hd-dev"),
+        "the pod's copy reached the host: {}",
+        host_links()
+    );
+    assert!(
+        out.stderr.contains("\"eth0\"") && out.stderr.contains("user namespace"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(pod.link("eth0")["ifindex"], index, "left in the pod");
+    assert!(state_files(&state).is_empty(), "state removed");
+    run("DEL").ok();
+    drop((own, pod));
+
+    // Without a record, the same: the macvlan stays in the pod.
+    run_in(None, "ip", &["link", "del", "hd-low"]);
+    make_link_device("macvlan", &["mode", "bridge"]);
+    let pod = own_userns_pod();
+    let run = |cmd: &str| {
+        Call::new("host-device", cmd, &pod.net(), &c.to_string())
+            .path(&bin)
+            .run()
+    };
+    run("ADD").ok();
+    for file in state_files(&state) {
+        std::fs::remove_file(file).expect("remove state");
+    }
+    let out = run("DEL");
+    out.ok();
+    assert!(!host_links().contains("hd-dev"), "{}", host_links());
+    assert!(out.stderr.contains("user namespace"), "{}", out.stderr);
+    assert_eq!(pod.link("eth0")["linkinfo"]["info_kind"], "macvlan");
 }

@@ -9,6 +9,10 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
+// NS_GET_USERNS (linux/nsfs.h, Linux 4.9): a descriptor of the user namespace
+// that owns a namespace.
+nix::ioctl_none!(ns_get_userns, 0xb7, 0x1);
+
 #[derive(Debug)]
 pub enum Error {
     /// The path does not exist (the namespace is gone).
@@ -112,6 +116,30 @@ impl NetNs {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the namespace belongs to this process's user namespace. One that
+    /// belongs to another (a user-namespaced pod's) can be changed by whoever
+    /// holds CAP_NET_ADMIN there, who can also make namespaces of its own,
+    /// with no right over ours.
+    pub fn owner_is_ours(&self) -> Result<bool, Error> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        let failed = |op: &str, e| Error::Sys(op.into(), self.path.clone(), e);
+        // SAFETY: NS_GET_USERNS reads and writes no memory of ours; it
+        // returns a new descriptor or an error.
+        let owner = match unsafe { ns_get_userns(self.fd()) } {
+            // SAFETY: a descriptor the kernel has just opened for us: nothing
+            // else owns it.
+            Ok(fd) => unsafe { OwnedFd::from_raw_fd(fd) },
+            // The owner is an ancestor of our user namespace: not ours.
+            Err(nix::Error::EPERM) => return Ok(false),
+            Err(e) => return Err(failed("find the user namespace owning", e)),
+        };
+        let theirs = nix::sys::stat::fstat(&owner)
+            .map_err(|e| failed("stat the user namespace owning", e))?;
+        let ours = nix::sys::stat::stat("/proc/self/ns/user")
+            .map_err(|e| failed("stat our user namespace, comparing with", e))?;
+        Ok((theirs.st_dev, theirs.st_ino) == (ours.st_dev, ours.st_ino))
     }
 
     /// Runs `f` inside this namespace and returns its value; the calling thread

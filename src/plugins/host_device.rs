@@ -2,7 +2,8 @@
 //! remembering its name in the interface alias (for the reference's DEL) and,
 //! with what the device is, in a root-owned state file; DEL moves back only
 //! the recorded device, under its recorded name, and only a device a
-//! container could not have made (tun, vxlan, … stay in its namespace).
+//! container could not have made (tun, vxlan, … stay in its namespace, and so
+//! does a macvlan in a pod's own user namespace).
 //!
 //! Renames happen inside a temporary namespace, never in the host or the
 //! container: udev and NetworkManager react to a device appearing under a
@@ -12,6 +13,7 @@
 
 mod device;
 mod record;
+mod unrecorded;
 
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
@@ -21,10 +23,11 @@ use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link};
 use crate::netns::NetNs;
 use device::*;
-use record::{Identity, Lower, Record, View};
+use record::{Identity, Lower, Owner, Record, View};
 use serde::Deserialize;
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
+use unrecorded::del_unrecorded;
 
 pub struct HostDevice;
 
@@ -61,7 +64,7 @@ impl Plugin for HostDevice {
             .context("failed to find host device")?;
         // Recorded before the move: no moment has the device in the
         // container without a record of it.
-        let record = Record {
+        let mut record = Record {
             container_id: inv.env.container_id.clone(),
             ifname: ifname.to_string(),
             host_name: device.name.clone(),
@@ -77,6 +80,14 @@ impl Plugin for HostDevice {
                 return Err(e.context("failed to move link"));
             }
         };
+        // The index it got there tells it from a link built on it.
+        record.identity.pod_index = Some(link.index);
+        if let Err(e) = crate::files::write_private_atomic(&path, &record::encode(&record)) {
+            if move_back(&record, &ns, ifname).is_ok() {
+                let _ = remove_record(&path);
+            }
+            return Err(Error::from(e).context("failed to record the host device"));
+        }
         let mut result = NetResult::new();
         result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
         let has_ipam = inv.conf.ipam_type().is_some();
@@ -130,12 +141,13 @@ impl Plugin for HostDevice {
             Some(path) => read_record(path, inv)?,
             None => None,
         };
+        let owner = owner_of(&ns);
         match (record, path) {
             (Some(record), Some(path)) => {
-                del_recorded(&record, &ns)?;
+                del_recorded(&record, &ns, owner)?;
                 remove_record(&path)
             }
-            _ => del_unrecorded(inv, &ns),
+            _ => del_unrecorded(inv, &ns, owner),
         }
     }
 
@@ -298,6 +310,15 @@ fn remove_record(path: &Path) -> CniResult<()> {
         .map_err(|e| Error::from(e).context("failed to remove the host device record"))
 }
 
+/// Whose user namespace the container's namespace belongs to; one we cannot
+/// tell counts as the pod's.
+fn owner_of(ns: &NetNs) -> Owner {
+    match ns.owner_is_ours() {
+        Ok(true) => Owner::Host,
+        _ => Owner::Pod,
+    }
+}
+
 /// How the namespace `sock` is open in sees the host: the id it gives it.
 fn view_from(sock: &mut Socket, host_ns: &NetNs) -> CniResult<View> {
     Ok(View::Away(sock.netns_id(host_ns.fd())?))
@@ -354,32 +375,36 @@ fn move_back(record: &Record, container: &NetNs, pod_name: &str) -> CniResult<()
 /// another name goes back too. A link at CNI_IFNAME that is not the device is
 /// an error naming both (after the device, if found, went home), and nothing
 /// of it reaches the host. No device and nothing at CNI_IFNAME: gone, success.
-/// A device nothing proves (`Identity::provable`) never goes back.
-fn del_recorded(record: &Record, ns: &NetNs) -> CniResult<()> {
+/// A device nothing proves (`Identity::unprovable`) never goes back.
+fn del_recorded(record: &Record, ns: &NetNs, owner: Owner) -> CniResult<()> {
     let ifname = record.ifname.as_str();
     let host_ns = NetNs::current()?;
-    if !record.identity.provable() {
-        leave_unprovable(record, ns, &host_ns);
+    if let Some(why) = record.identity.unprovable(owner) {
+        leave_unprovable(record, ns, &host_ns, &why);
         return Ok(());
     }
     let mut host = Socket::open()?;
-    let (named, proven, view) = ns.run(|| -> CniResult<_> {
+    let (named, why_not, proven, view) = ns.run(|| -> CniResult<_> {
         let mut sock = Socket::open()?;
         let links = sock.links()?;
         // After the dump, which numbers the host if the links' peers are there.
         let view = view_from(&mut sock, &host_ns)?;
         let named = links.iter().find(|l| l.name == ifname).cloned();
-        let mut proven = None;
+        let (mut proven, mut why_not) = (None, String::new());
         for link in named
             .iter()
             .chain(links.iter().filter(|l| l.name != ifname))
         {
-            if recorded_mismatch(record, link, view, &mut host, ns.fd())?.is_none() {
-                proven = Some(link.clone());
-                break;
+            match recorded_mismatch(record, link, view, &mut host, ns.fd())? {
+                None => {
+                    proven = Some(link.clone());
+                    break;
+                }
+                Some(why) if link.name == ifname => why_not = why,
+                Some(_) => {}
             }
         }
-        Ok((named, proven, view))
+        Ok((named, why_not, proven, view))
     })??;
     if let Some(device) = &proven {
         move_back(record, ns, &device.name)?;
@@ -401,17 +426,18 @@ fn del_recorded(record: &Record, ns: &NetNs) -> CniResult<()> {
     Err(Error::new(
         Code::InvalidNetns,
         format!(
-            "{ifname:?} in the container is not the device ADD moved there: recorded {record}; found {}; {outcome}",
+            "{ifname:?} in the container is not the device ADD moved there: recorded {record}; found {} ({why_not}); {outcome}",
             record::describe(&impostor, view)
         ),
     ))
 }
 
 /// A recorded device without a bus device, permanent MAC or peer in the host
-/// (a tun, a vxlan, a bond, …): a container can copy its kind and MAC, so
-/// whatever it has at CNI_IFNAME stays there, said on stderr. The device is
-/// virtual and ends with the namespace; nothing failed, so DEL succeeds.
-fn leave_unprovable(record: &Record, ns: &NetNs, host_ns: &NetNs) {
+/// (a tun, a vxlan, a bond, …; a macvlan in a pod's own user namespace): a
+/// container can copy it, so whatever it has at CNI_IFNAME stays there, said
+/// on stderr (`why`). The device is virtual and ends with the namespace;
+/// nothing failed, so DEL succeeds.
+fn leave_unprovable(record: &Record, ns: &NetNs, host_ns: &NetNs, why: &str) {
     let ifname = record.ifname.as_str();
     let found = ns.run(|| -> CniResult<Option<String>> {
         let mut sock = Socket::open()?;
@@ -431,7 +457,7 @@ fn leave_unprovable(record: &Record, ns: &NetNs, host_ns: &NetNs) {
         Err(e) => format!("{ifname:?} ({e})"),
     };
     eprintln!(
-        "host-device: left {what} in the container, not moved to the host: the recorded {record} has no bus device, permanent MAC or peer in the host to tell it from a link the container made"
+        "host-device: left {what} in the container, not moved to the host: the recorded {record} {why}, so nothing tells it from a link the container made"
     );
 }
 
@@ -453,151 +479,6 @@ fn home_or_gone(record: &Record, host: &mut Socket) -> CniResult<bool> {
         Err(e) if e.is_not_found() => Ok(true),
         Err(e) => Err(e.into()),
     }
-}
-
-/// DEL of an attachment with no record: ADD by the reference or by an older
-/// cni-multi (nodes switch binaries live, both ways). As the reference, the
-/// link at CNI_IFNAME goes back, under its alias; but link and alias are the
-/// container's to change, so:
-/// - a config naming the device by name (trusted) gives the host name, and
-///   the alias is not read;
-/// - a link the container could have made never goes: unless it has a bus
-///   device, a permanent MAC (no kind) or its peer or lower device in the
-///   host (a veth's pair confirmed from the host side), it stays in the
-///   container, said on stderr, and DEL succeeds (a virtual link ends with
-///   the namespace);
-/// - the config's PCI, auxiliary or kernelpath device, or its hwaddr, must be
-///   the link's where the kernel tells;
-/// - an alias naming a link the host has is refused, before anything moves.
-///
-/// What stays open: a pod holding two host-made links (a bridge plugin's veth
-/// and this device) can swap them; the host then gets that veth, whose other
-/// end is the host's. The record ADD writes now closes that.
-fn del_unrecorded(inv: &Invocation, ns: &NetNs) -> CniResult<()> {
-    let ifname = inv.env.ifname.as_str();
-    let source = target(inv).ok().map(|t| t.source);
-    let host_ns = NetNs::current()?;
-    let mut host = Socket::open()?;
-    let found = ns.run(|| -> CniResult<Option<(Link, View)>> {
-        let mut sock = Socket::open()?;
-        let link = match sock.link_by_name(ifname) {
-            Ok(link) => link,
-            Err(e) if e.is_not_found() => return Ok(None),
-            Err(e) => {
-                return Err(e).with_context(|| format!("failed to find {ifname:?} in containerNS"));
-            }
-        };
-        Ok(Some((link, view_from(&mut sock, &host_ns)?)))
-    })??;
-    let Some((link, view)) = found else {
-        return Ok(());
-    };
-    if let Some(why) = unrecorded_check(&link, view, source.as_ref(), &mut host, ns.fd())? {
-        eprintln!(
-            "host-device: left {} in the container, not moved to the host: {why}",
-            record::describe(&link, view)
-        );
-        return Ok(());
-    }
-    let host_name = match &source {
-        Some(Source::Name(name)) => name.clone(),
-        _ => alias_name(&link, &mut host)?,
-    };
-    move_out(ns, ifname, &host_name, &mut |sock, link, temp| {
-        let view = view_from(sock, &host_ns)?;
-        match unrecorded_check(link, view, source.as_ref(), &mut host, temp.fd())? {
-            None => Ok(()),
-            Some(why) => Err(Error::new(
-                Code::InvalidNetns,
-                format!("{ifname:?} changed as it left the container: {why}"),
-            )),
-        }
-    })
-}
-
-/// The host name an unrecorded link's alias gives: never one the host has.
-fn alias_name(link: &Link, host: &mut Socket) -> CniResult<String> {
-    let (alias, ifname) = (link.alias.as_str(), link.name.as_str());
-    if alias.is_empty() {
-        return Err(Error::internal(format!(
-            "failed to find original ifname for {ifname:?} (alias is not set)"
-        )));
-    }
-    if let Some(problem) = crate::cni::env::link_name_problem(alias) {
-        return Err(Error::new(
-            Code::InvalidNetns,
-            format!("alias {alias:?} of {ifname:?} {problem}"),
-        ));
-    }
-    match host.link_by_name(alias) {
-        Ok(_) => Err(Error::new(
-            Code::InvalidNetns,
-            format!(
-                "alias {alias:?} of {ifname:?} names a host link that is already there: {ifname:?} not moved back"
-            ),
-        )),
-        Err(e) if e.is_not_found() => Ok(alias.to_string()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Whether an unrecorded link may go to the host (see `del_unrecorded`):
-/// None if so, why not if nothing proves the container did not make it, an
-/// error if it is provably not the config's device.
-fn unrecorded_check(
-    link: &Link,
-    view: View,
-    source: Option<&Source>,
-    host: &mut Socket,
-    ns_fd: RawFd,
-) -> CniResult<Option<String>> {
-    if let Some(why) = record::unprovable(link, view) {
-        return Ok(Some(why));
-    }
-    if link.kind == "veth"
-        && let Lower::Host(peer) = record::lower(link, view)
-        && !record::host_confirms_pair(host, peer, link, ns_fd)?
-    {
-        return Ok(Some(format!(
-            "the host's link at index {peer} is not its peer"
-        )));
-    }
-    let refuse = |why: String| {
-        Err(Error::new(
-            Code::InvalidNetns,
-            format!(
-                "refusing to move {} to the host: {why}",
-                record::describe(link, view)
-            ),
-        ))
-    };
-    let device = match source {
-        Some(Source::Pci(id)) => Some(("pci", id.as_str())),
-        Some(Source::Aux(id)) => Some(("auxiliary", id.as_str())),
-        Some(Source::KernelPath(path)) => path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .map(|n| (link.parent_bus.as_str(), n)),
-        Some(Source::Mac(mac)) => {
-            if link.mac != mac.as_slice() && link.perm_addr != mac.as_slice() {
-                return refuse(format!(
-                    "its MAC is not the config's hwaddr {}",
-                    crate::netlink::link::format_mac(mac)
-                ));
-            }
-            None
-        }
-        Some(Source::Name(_)) | None => None,
-    };
-    // A virtio-net function's netdev hangs off the virtio device, not the
-    // PCI address: only a parent on the config's bus is compared.
-    if let Some((bus, id)) = device
-        && link.parent_bus == bus
-        && link.parent_dev != id
-    {
-        return refuse(format!("it is not the config's {bus} device {id}"));
-    }
-    Ok(None)
 }
 
 /// `verify` looks at the device in the temporary namespace (its socket open

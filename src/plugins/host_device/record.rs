@@ -2,10 +2,19 @@
 //!
 //! Inside its namespace a container can rename any link, set any alias or MAC,
 //! and create veth pairs, macvlans on its own links and most other virtual
-//! links, under any name and ifindex. It cannot create a device on a bus (PCI,
-//! auxiliary, …), a driver-made link (no kind) with a permanent hardware
-//! address, or a link whose peer or lower device lives in the host namespace.
-//! Those are what a device is known by; the name and alias never are.
+//! links, under any name, and (from a namespace of its own) at any ifindex. It
+//! cannot create a device on a bus (PCI, auxiliary, …), a driver-made link (no
+//! kind) with a permanent hardware address, or a veth whose peer is the
+//! host's. Those are what a device is known by; the name and alias never are.
+//!
+//! A link on a lower device in the host (ipvlan, vlan, macvlan, …) is known
+//! by that lower device and by the ifindex ADD left it at: the kernel makes a
+//! link on a lower device in another namespace only for who holds
+//! CAP_NET_ADMIN over that namespace, except that a macvlan (or macvtap) asked
+//! for on a macvlan goes on the real lower device, unchecked. So the container
+//! can build a copy of a moved macvlan; a copy at the device's index takes a
+//! namespace of its own, which a pod whose network namespace belongs to its
+//! own user namespace can make: there a macvlan proves nothing.
 
 use crate::cni::{CniResult, Code, Error};
 use crate::netlink::Socket;
@@ -44,7 +53,26 @@ pub struct Identity {
     /// The host ifindex of the veth peer or lower device, when that is in the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_link: Option<u32>,
+    /// The device's ifindex in the container, where ADD left it (none in a
+    /// record an older cni-multi wrote, or one ADD wrote before the move).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_index: Option<u32>,
 }
+
+/// Whose user namespace the container's network namespace belongs to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Owner {
+    /// Ours: only who holds CAP_NET_ADMIN over the host can change its links.
+    Host,
+    /// Another: the pod's own, in which it can change its links and make
+    /// network namespaces, with no right over the host.
+    Pod,
+}
+
+/// Kinds the kernel puts on the real lower device when asked for one on a
+/// link of the kind, without asking for rights over that lower device (an
+/// ipvlan on an ipvlan takes CAP_NET_ADMIN over the lower device's namespace).
+const STACK_ON_THE_LOWER: [&str; 2] = ["macvlan", "macvtap"];
 
 pub fn encode(record: &Record) -> Vec<u8> {
     // A struct of strings and numbers always serializes.
@@ -136,6 +164,7 @@ impl Identity {
                 Lower::Host(i) => Some(i),
                 _ => None,
             },
+            pod_index: None,
         }
     }
 
@@ -144,16 +173,30 @@ impl Identity {
         !self.parent_device.is_empty() || (self.kind.is_empty() && !self.perm_addr.is_empty())
     }
 
-    /// DEL can tell this device from one the container made: it has a bus
-    /// device, a permanent MAC, or a peer or lower device in the host.
-    pub fn provable(&self) -> bool {
-        self.hardware() || self.host_link.is_some()
+    /// Why DEL cannot tell this device, in a container whose namespace `owner`
+    /// holds, from one the container made; None when it can: it has a bus
+    /// device, a permanent MAC, or a peer or lower device in the host (not a
+    /// macvlan's in a pod's own user namespace).
+    pub fn unprovable(&self, owner: Owner) -> Option<String> {
+        if self.hardware() {
+            return None;
+        }
+        if self.host_link.is_none() {
+            return Some("has no bus device, permanent MAC or peer in the host".into());
+        }
+        if owner == Owner::Pod && STACK_ON_THE_LOWER.contains(&self.kind.as_str()) {
+            return Some(format!(
+                "is a {} the pod, in a user namespace of its own, can copy on the device itself, index included",
+                self.kind
+            ));
+        }
+        None
     }
 
     /// Why `link`, seen from `view`, is not this device; None when it is. A
     /// veth's pair is confirmed from the host side as well (`host_confirms_pair`).
     ///
-    /// Without a proof (`provable`: a tun, a veth whose peer was in a third
+    /// Without a proof (`unprovable`: a tun, a veth whose peer was in a third
     /// namespace) kind and MAC are all there is, and a container could forge
     /// them: DEL never relies on that, only ADD giving back a device it has
     /// just moved in. Even then, never a link whose peer or lower device is
@@ -180,7 +223,24 @@ impl Identity {
                 "not {} in the host at index {i}",
                 relation(&self.kind)
             )),
-            Some(_) => None,
+            // A link the container built on the device shares its lower
+            // device; the index tells them apart (a veth's pair is confirmed
+            // from the host instead). The host's own view is not the pod's.
+            Some(_) => match (self.pod_index, view) {
+                (Some(at), View::Away(_)) if self.kind != "veth" && link.index != at => {
+                    Some(format!("not at index {at}, where ADD left the device"))
+                }
+                _ => None,
+            },
+            // Hardware has no lower device: one there is a link built on it.
+            None if self.hardware() && lower != Lower::None => Some(format!(
+                "{} link on a link, not the device itself",
+                if link.kind.is_empty() {
+                    "a"
+                } else {
+                    &link.kind
+                }
+            )),
             None if self.hardware() => None,
             None if matches!(lower, Lower::Here(_)) => {
                 Some(format!("{} in its own namespace", relation(&self.kind)))
@@ -212,7 +272,13 @@ impl fmt::Display for Identity {
         if !self.perm_addr.is_empty() {
             write!(f, ", permanent MAC {}", self.perm_addr)?;
         }
-        write!(f, ", MAC {}", self.mac)
+        write!(f, ", MAC {}", self.mac)?;
+        match self.pod_index {
+            Some(i) if self.kind != "veth" && self.host_link.is_some() => {
+                write!(f, ", index {i} in the container")
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -222,16 +288,25 @@ impl fmt::Display for Record {
     }
 }
 
-/// Why nothing the kernel tells of `link` (seen from `view`) shows that the
-/// container did not make it; None when something does: a bus device, a
-/// driver-made link's permanent MAC, a peer or lower device in the host (a
-/// veth's pair still to be confirmed from the host, `host_confirms_pair`).
-pub fn unprovable(link: &Link, view: View) -> Option<String> {
+/// Why nothing the kernel tells of `link` (seen from `view`, in a namespace
+/// `owner` holds) shows that the container did not make it; None when
+/// something does: a bus device, a driver-made link's permanent MAC, a peer
+/// or lower device in the host (a veth's pair still to be confirmed from the
+/// host, `host_confirms_pair`; not a macvlan's in a pod's own user namespace).
+pub fn unprovable(link: &Link, view: View, owner: Owner) -> Option<String> {
     if !link.parent_dev.is_empty() || (link.kind.is_empty() && !hw(&link.perm_addr).is_empty()) {
         return None;
     }
     let rel = relation(&link.kind);
     match lower(link, view) {
+        Lower::Host(_)
+            if owner == Owner::Pod && STACK_ON_THE_LOWER.contains(&link.kind.as_str()) =>
+        {
+            Some(format!(
+                "a {} on a host link, which the pod, in a user namespace of its own, can build on the device it was given",
+                link.kind
+            ))
+        }
         Lower::Host(_) => None,
         Lower::Here(_) => Some(format!(
             "{rel} in its own namespace, the container can make it"
@@ -411,7 +486,14 @@ mod tests {
         );
         assert!(bare_nic.mismatch(&ipvlan, pod).is_some());
         assert!(rec.to_string().contains("pci device 0000:01:00.0"));
-        assert!(rec.provable() && bare_nic.provable());
+        assert_eq!(rec.unprovable(Owner::Pod), None);
+        assert_eq!(bare_nic.unprovable(Owner::Pod), None);
+        // A link built on the device (an IPoIB child shares its bus device)
+        // has the device as its lower device; the device has none.
+        let mut child = moved.clone();
+        child.index = 10;
+        child.parent = Some(9);
+        assert!(rec.mismatch(&child, pod).is_some());
     }
 
     #[test]
@@ -419,19 +501,24 @@ mod tests {
         let pod = View::Away(Some(0));
         let mut nic = link("eth0", "", 9, None, None);
         nic.perm_addr = vec![0, 0x1b, 0x21, 1, 2, 3];
-        assert_eq!(unprovable(&nic, pod), None);
+        let host = Owner::Host;
+        assert_eq!(unprovable(&nic, pod, Owner::Pod), None);
         let mut vf = link("eth0", "", 9, None, None);
         vf.parent_bus = "pci".into();
         vf.parent_dev = "0000:01:10.0".into();
-        assert_eq!(unprovable(&vf, pod), None);
+        assert_eq!(unprovable(&vf, pod, Owner::Pod), None);
         assert_eq!(
-            unprovable(&link("eth0", "veth", 9, Some(4), Some(0)), pod),
+            unprovable(&link("eth0", "veth", 9, Some(4), Some(0)), pod, host),
             None
         );
-        assert_eq!(
-            unprovable(&link("eth0", "macvlan", 9, Some(2), Some(0)), pod),
-            None
-        );
+        // On a host link: a pod in its own user namespace can build a macvlan
+        // there (on the device it was given), not an ipvlan or a vlan.
+        for kind in ["macvlan", "ipvlan", "vlan"] {
+            let on_host = link("eth0", kind, 9, Some(2), Some(0));
+            assert_eq!(unprovable(&on_host, pod, host), None, "{kind}");
+            let theirs = unprovable(&on_host, pod, Owner::Pod);
+            assert_eq!(theirs.is_some(), kind == "macvlan", "{kind}: {theirs:?}");
+        }
         // What a container can make, or copy.
         let mut ipvlan = link("eth0", "ipvlan", 9, Some(3), None);
         ipvlan.perm_addr = nic.perm_addr.clone();
@@ -443,10 +530,10 @@ mod tests {
             link("eth0", "veth", 9, Some(4), Some(3)),
             ipvlan,
         ] {
-            assert!(unprovable(&made, pod).is_some(), "{made:?}");
+            assert!(unprovable(&made, pod, host).is_some(), "{made:?}");
         }
         assert_eq!(
-            unprovable(&link("eth0", "tun", 9, None, None), pod).as_deref(),
+            unprovable(&link("eth0", "tun", 9, None, None), pod, host).as_deref(),
             Some("a tun link with no bus device or peer in the host, which the container can make")
         );
     }
@@ -468,7 +555,9 @@ mod tests {
         let far = Identity::of(&link("v0", "veth", 7, Some(2), Some(5)), String::new());
         assert_eq!(far.host_link, None);
         // Neither is anything DEL may move back.
-        assert!(!rec.provable() && !far.provable());
+        for owner in [Owner::Host, Owner::Pod] {
+            assert!(rec.unprovable(owner).is_some() && far.unprovable(owner).is_some());
+        }
         assert!(
             far.mismatch(&link("eth0", "veth", 7, Some(2), None), pod)
                 .is_some()
@@ -477,5 +566,52 @@ mod tests {
             far.mismatch(&link("eth0", "veth", 7, Some(2), Some(4)), pod),
             None
         );
+    }
+
+    #[test]
+    fn a_link_on_a_host_device_is_known_by_it_and_by_the_index_add_left_it_at() {
+        let pod = View::Away(Some(0));
+        for kind in ["macvlan", "ipvlan", "vlan"] {
+            // As the host saw it: on host link 2. ADD left it at index 6.
+            let mut rec = Identity::of(&link("hd-dev", kind, 5, Some(2), None), String::new());
+            let old = rec.clone();
+            rec.pod_index = Some(6);
+            let device = link("eth0", kind, 6, Some(2), Some(0));
+            assert_eq!(rec.mismatch(&device, pod), None, "{kind}");
+            // One the pod built on it: the kernel puts a macvlan on a macvlan
+            // (an ipvlan on an ipvlan) on the same host link; its index differs.
+            let copy = link("eth0", kind, 7, Some(2), Some(0));
+            assert_eq!(
+                rec.mismatch(&copy, pod).as_deref(),
+                Some("not at index 6, where ADD left the device"),
+                "{kind}"
+            );
+            // A record without the index (an older cni-multi's): the host link alone.
+            assert_eq!(old.mismatch(&copy, pod), None, "{kind}");
+            // Home, the host numbers it as it likes.
+            assert_eq!(
+                rec.mismatch(&link("hd-dev", kind, 9, Some(2), None), View::Host),
+                None
+            );
+            assert!(
+                rec.to_string().ends_with(", index 6 in the container"),
+                "{rec}"
+            );
+            assert_eq!(rec.unprovable(Owner::Host), None);
+            // In a pod's own user namespace a macvlan copy can take the index too.
+            assert_eq!(
+                rec.unprovable(Owner::Pod).is_some(),
+                kind == "macvlan",
+                "{kind}"
+            );
+        }
+        // A veth's pair is confirmed from the host; its index is not compared.
+        let mut veth = Identity::of(&link("hd-dev", "veth", 5, Some(4), None), String::new());
+        veth.pod_index = Some(6);
+        assert_eq!(
+            veth.mismatch(&link("eth0", "veth", 8, Some(4), Some(0)), pod),
+            None
+        );
+        assert!(!veth.to_string().contains("index 6"), "{veth}");
     }
 }
