@@ -121,11 +121,110 @@ pub fn read_state_string_limited(path: impl AsRef<Path>, limit: u64) -> io::Resu
 }
 
 /// Where a plugin keeps its record of one attachment:
-/// `<dir>/<containerID>@<ifname>.json`. A container ID holds no `@` (the env
-/// layer allows `[A-Za-z0-9_.-]`), so no two attachments share a file, and
-/// both parts were checked to be single path components.
+/// `<dir>/<containerID>@<ifname>.json` ([`state_name`]). A container ID holds
+/// no `@` (the env layer allows `[A-Za-z0-9_.-]`), so no two attachments share
+/// a file, and both parts were checked to be single path components.
 pub fn attachment_record(dir: &Path, container_id: &str, ifname: &str) -> PathBuf {
-    dir.join(format!("{container_id}@{ifname}.json"))
+    dir.join(state_name("", container_id, &format!("@{ifname}.json")))
+}
+
+/// The longest file name Linux filesystems take (NAME_MAX).
+pub const NAME_MAX: usize = 255;
+
+/// How much of a long container ID its token keeps readable.
+const TOKEN_PREFIX: usize = 64;
+/// Hex digits of SHA-512 in a token or a shortened name (128 bits).
+const HASH_HEX: usize = 32;
+/// Length of [`id_token`].
+pub const TOKEN_LEN: usize = TOKEN_PREFIX + 1 + HASH_HEX;
+
+/// The one way a state file is named from runtime input: `before`, the
+/// container ID and `after` (each checked to be part of a single path
+/// component), as the reference names it while that fits NAME_MAX, so mixed
+/// nodes and switched binaries find each other's files. Past it the ID gives
+/// way to its [`id_token`]; should the other parts alone be too long (a
+/// network name near 255 bytes), the whole name is shortened the same way,
+/// its extension kept. The spec sets no length on IDs (the env layer takes
+/// 1024 bytes): a name over NAME_MAX could never be written or removed.
+pub fn state_name(before: &str, container_id: &str, after: &str) -> String {
+    let plain = format!("{before}{container_id}{after}");
+    if plain.len() <= NAME_MAX {
+        return plain;
+    }
+    if container_id.len() > TOKEN_LEN {
+        let tokened = format!("{before}{}{after}", id_token(container_id));
+        if tokened.len() <= NAME_MAX {
+            return tokened;
+        }
+    }
+    let ext = after
+        .rfind('.')
+        .map(|at| &after[at..])
+        .filter(|e| e.len() <= 16)
+        .unwrap_or_default();
+    shortened(&plain, ext, NAME_MAX)
+}
+
+/// What stands for a long container ID in a state file's name: its first 64
+/// bytes, `~` (which no container ID holds) and 32 hex digits of SHA-512 of
+/// the whole ID. The file's content names the whole ID where its format has
+/// room; otherwise whoever reads it matches the token against the IDs it
+/// knows ([`id_token`] of each).
+pub fn id_token(container_id: &str) -> String {
+    format!(
+        "{}~{}",
+        prefix_of(container_id, TOKEN_PREFIX),
+        hash_hex(container_id)
+    )
+}
+
+/// Whether `s` has the shape of an [`id_token`].
+pub fn is_id_token(s: &str) -> bool {
+    let Some((prefix, hash)) = s.split_once('~') else {
+        return false;
+    };
+    let id_chars = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-');
+    (1..=TOKEN_PREFIX).contains(&prefix.len())
+        && prefix.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && prefix.chars().all(id_chars)
+        && hash.len() == HASH_HEX
+        && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Whether a state file name was bounded (holds a token or was shortened):
+/// its owner is in its content or must be matched, not read off the name.
+pub fn is_bounded_name(name: &str) -> bool {
+    name.contains('~')
+}
+
+/// `name` within `max` bytes: itself when it fits, else its first bytes, `~`,
+/// 32 hex digits of SHA-512 of all of it and `ext`.
+fn shortened(name: &str, ext: &str, max: usize) -> String {
+    if name.len() <= max {
+        return name.to_string();
+    }
+    let keep = max.saturating_sub(1 + HASH_HEX + ext.len());
+    format!("{}~{}{ext}", prefix_of(name, keep), hash_hex(name))
+}
+
+/// The first 32 hex digits of SHA-512 of `s` (`sha2` itself: a utility of
+/// this layer uses no other module of the crate).
+fn hash_hex(s: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha512::digest(s.as_bytes());
+    digest[..HASH_HEX / 2]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// At most `max` bytes of `s`, cut at a character boundary.
+fn prefix_of(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Removes a state file; one already gone is fine.
@@ -161,7 +260,10 @@ fn replace_with(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let pid = std::process::id().to_string();
+    // `.<name>.tmp<pid>` must fit NAME_MAX too, whatever `name` is.
+    let room = NAME_MAX - ".".len() - ".tmp".len() - pid.len();
+    let tmp = dir.join(format!(".{}.tmp{pid}", shortened(&name, "", room)));
     let written = (|| {
         // A temporary file of ours that a crash left (same pid) goes; whatever
         // else is there makes CreateNew fail rather than be written through.
@@ -283,6 +385,55 @@ mod tests {
         let e = read_limited(root.join("absent"), 10).expect_err("absent");
         assert!(e.to_string().contains("absent"), "{e}");
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn state_names_are_the_plain_ones_while_they_fit_and_bounded_past_it() {
+        let name = |id: &str| state_name("", id, "_eth0.json");
+        // Up to NAME_MAX the name is the reference's, whatever it holds.
+        let fits = "a".repeat(NAME_MAX - "_eth0.json".len());
+        assert_eq!(name(&fits), format!("{fits}_eth0.json"));
+        // Past it the ID is its token: a readable prefix and a hash of all of it.
+        let long = format!("{}b", "a".repeat(999));
+        let bounded = name(&long);
+        assert_eq!(bounded, format!("{}_eth0.json", id_token(&long)));
+        assert!(bounded.starts_with(&"a".repeat(64)) && bounded.len() <= NAME_MAX);
+        assert!(is_id_token(&id_token(&long)) && is_bounded_name(&bounded));
+        let sha = crate::digest::sha512_hex(long.as_bytes());
+        assert!(id_token(&long).ends_with(&format!("~{}", &sha[..32])));
+        // IDs that differ only past the prefix get names of their own.
+        assert_ne!(bounded, name(&format!("{}c", "a".repeat(999))));
+        for other in ["abc", "a~b", "~0123", &format!("a~{}", "g".repeat(32))] {
+            assert!(!is_id_token(other), "{other}");
+        }
+        // Parts besides the ID too long: the whole name is shortened, its
+        // extension kept.
+        let net = "n".repeat(250);
+        let cache = state_name(&format!("{net}-"), "c1", "-eth0");
+        assert!(
+            cache.len() <= NAME_MAX && cache.starts_with(&net[..200]),
+            "{cache}"
+        );
+        assert_ne!(cache, state_name(&format!("{net}-"), "c2", "-eth0"));
+        let json = state_name(&"r".repeat(300), "c1", "@eth0.json");
+        assert!(json.len() <= NAME_MAX && json.ends_with(".json"), "{json}");
+        // Every ID the env layer takes (1024 bytes) fits.
+        let max = "z".repeat(1024);
+        for (before, after) in [("", ""), ("", ".status"), ("net-", "-eth0")] {
+            assert!(state_name(before, &max, after).len() <= NAME_MAX);
+        }
+    }
+
+    #[test]
+    fn a_name_at_the_limit_is_written_through_a_temporary_name_that_fits() {
+        let root = std::env::temp_dir().join(format!("cni-multi-namemax-{}", std::process::id()));
+        let path = root.join("x".repeat(NAME_MAX));
+        write_private_atomic(&path, b"state").expect("write");
+        assert_eq!(read_state_limited(&path, 10).expect("read"), b"state");
+        let _ = std::fs::remove_dir_all(&root);
+        // A writer's temporary name still names its writer.
+        let tmp = format!(".{}.tmp7", shortened(&"x".repeat(300), "", 200));
+        assert_eq!(tmp_writer(&tmp), Some(7));
     }
 
     #[test]

@@ -119,6 +119,12 @@ pub fn is_valid_name(s: &str) -> bool {
     chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }
 
+/// A container ID as a state file's name holds it: the ID, or its token
+/// when the name would be too long with it (`files::id_token`).
+pub fn is_id_or_token(s: &str) -> bool {
+    is_valid_name(s) || crate::files::is_id_token(s)
+}
+
 /// Longest container ID accepted: far above what runtimes use (64 hex
 /// digits), and bounded so that IDs reaching netlink attributes never overflow
 /// an attribute's u16 length.

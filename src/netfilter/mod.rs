@@ -185,6 +185,19 @@ pub fn attachment_comment(network: &str, container_id: &str) -> String {
     format!("name: {} id: {}", go_quote(network), go_quote(container_id))
 }
 
+/// The comment of nftables rules that name only their container (portmap's
+/// and the firewall's): the ID, as the reference's, while it fits a rule's
+/// userdata (256 bytes with its TLV header and NUL); past that the ID's token
+/// (`files::id_token`), so that no two containers share a comment.
+pub fn container_comment(container_id: &str) -> String {
+    const MAX: usize = 256 - 2 - 1;
+    if container_id.len() <= MAX {
+        container_id.to_string()
+    } else {
+        crate::files::id_token(container_id)
+    }
+}
+
 /// Serialises netfilter changes of cni-multi processes on this machine.
 pub struct Lock(#[allow(dead_code)] Flock<File>);
 

@@ -40,20 +40,25 @@ fn path(dir: &Path, inv: &Invocation) -> PathBuf {
     record_path(dir, inv.conf.name(), &inv.env.container_id, &inv.env.ifname)
 }
 
-/// `<containerID>@<ifname>@<network hash>.json`: networks that share a
-/// `dataDir` never overwrite each other's record of the same container and
-/// interface (the network name itself is not checked to be a file name).
+/// `<containerID>@<ifname>@<network hash>.json` (a long ID as its token,
+/// `files::state_name`): networks that share a `dataDir` never overwrite each
+/// other's record of the same container and interface (the network name
+/// itself is not checked to be a file name).
 fn record_path(dir: &Path, network: &str, container_id: &str, ifname: &str) -> PathBuf {
     let net = network_hash(network);
-    dir.join(format!("{container_id}@{ifname}@{net}.json"))
+    dir.join(crate::files::state_name(
+        "",
+        container_id,
+        &format!("@{ifname}@{net}.json"),
+    ))
 }
 
-/// (containerID, ifname, network hash) of a record's file name (older
-/// records have no network hash).
+/// (containerID or its token, ifname, network hash) of a record's file name
+/// (older records have no network hash). The record itself names the whole ID.
 pub fn record_owner(name: &str) -> Option<(&str, &str, Option<&str>)> {
     let mut parts = name.strip_suffix(".json")?.split('@');
     let (id, ifname, net) = (parts.next()?, parts.next()?, parts.next());
-    let valid = crate::cni::env::is_valid_name(id) && !ifname.is_empty();
+    let valid = crate::cni::env::is_id_or_token(id) && !ifname.is_empty();
     (valid && parts.next().is_none()).then_some((id, ifname, net))
 }
 
@@ -173,6 +178,16 @@ mod tests {
         for bad in ["c1.json", "c1@eth0@x@y.json", "../x@eth0.json", "c1@.json"] {
             assert_eq!(record_owner(bad), None, "{bad}");
         }
+        // A long ID's record is named by its token and still names its owner.
+        let id = "c".repeat(1000);
+        let path = record_path(Path::new("/d"), "net", &id, "eth0");
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        assert!(name.len() <= crate::files::NAME_MAX, "{name}");
+        let token = crate::files::id_token(&id);
+        assert_eq!(
+            record_owner(name),
+            Some((token.as_str(), "eth0", Some(network_hash("net").as_str())))
+        );
     }
 
     fn rec(network: &str, id: &str, ifname: &str, ip: &str) -> Record {

@@ -273,8 +273,17 @@ pub(crate) fn ifb_name(network: &str, container_id: &str) -> String {
     )
 }
 
-fn alias(network: &str, container_id: &str) -> String {
-    format!("{ALIAS_PREFIX} {network} {container_id}")
+/// `cni-multi bandwidth <network> <containerID>` within the kernel's 255
+/// bytes: a long ID as its token (`files::id_token`); None when the network
+/// name leaves no room (DEL finds the IFB by name; GC cannot tell it is ours).
+fn alias(network: &str, container_id: &str) -> Option<String> {
+    const IFALIAS_MAX: usize = 255;
+    let full = format!("{ALIAS_PREFIX} {network} {container_id}");
+    if full.len() <= IFALIAS_MAX {
+        return Some(full);
+    }
+    let token = crate::files::id_token(container_id);
+    Some(format!("{ALIAS_PREFIX} {network} {token}")).filter(|a| a.len() <= IFALIAS_MAX)
 }
 
 /// Whether a link name is one `ifb_name` gives: `bwp` and 12 lowercase hex digits.
@@ -284,11 +293,12 @@ pub fn is_ifb_name(name: &str) -> bool {
 }
 
 /// The network and container an IFB's alias names, when they give its name
-/// (a label to show, never to judge by).
+/// (a label to show, never to judge by); a long ID's token cannot give it.
 pub fn aliased_owner(name: &str, alias: &str) -> Option<(String, String)> {
     let rest = alias.strip_prefix(ALIAS_PREFIX)?.strip_prefix(' ')?;
     let (network, id) = rest.split_once(' ')?;
-    (ifb_name(network, id) == name).then(|| (network.to_string(), id.to_string()))
+    (ifb_name(network, id) == name || crate::files::is_id_token(id))
+        .then(|| (network.to_string(), id.to_string()))
 }
 
 /// The host end of the container's veth among prevResult's host interfaces,
@@ -366,8 +376,9 @@ fn add_egress_ifb(
     sock.create_link(&spec).context("adding link")?;
     let ifb = sock.link_by_name(&name)?;
     let setup = (|| -> CniResult<()> {
-        let alias = alias(inv.conf.name(), &inv.env.container_id);
-        sock.set_link(&ifb, Change::Alias(&alias))?;
+        if let Some(alias) = alias(inv.conf.name(), &inv.env.container_id) {
+            sock.set_link(&ifb, Change::Alias(&alias))?;
+        }
         sock.set_link(&ifb, Change::Up(true))?;
         sock.add_ingress(host.index)?;
         sock.add_redirect(host.index, ifb.index)?;
@@ -536,7 +547,10 @@ impl Plugin for Bandwidth {
             let Some(id) = link.alias.strip_prefix(&prefix) else {
                 continue;
             };
-            if link.kind == "ifb" && !keep.contains(&id) {
+            let kept = keep
+                .iter()
+                .any(|k| *k == id || crate::files::id_token(k) == id);
+            if link.kind == "ifb" && !kept {
                 match sock.delete_link(link.index) {
                     Err(e) if !e.is_not_found() => return Err(e.into()),
                     _ => {}
@@ -568,9 +582,18 @@ mod tests {
     fn ifb_names_and_aliases() {
         let name = ifb_name("net", "ctr");
         assert!(is_ifb_name(&name));
-        let owner = aliased_owner(&name, &alias("net", "ctr"));
+        let owner = aliased_owner(&name, &alias("net", "ctr").expect("alias"));
         assert_eq!(owner, Some(("net".to_string(), "ctr".to_string())));
-        assert_eq!(aliased_owner(&name, &alias("net", "other")), None);
+        let other = alias("net", "other").expect("alias");
+        assert_eq!(aliased_owner(&name, &other), None);
+        // A long ID: its token, within the kernel's limit.
+        let long = "c".repeat(1000);
+        let a = alias("net", &long).expect("alias");
+        assert!(
+            a.len() <= 255 && a.ends_with(&crate::files::id_token(&long)),
+            "{a}"
+        );
+        assert_eq!(alias(&"n".repeat(200), &long), None);
         for other in ["bwp12345", "bwpXYZ456789012", "eth0"] {
             assert!(!is_ifb_name(other), "{other}");
         }

@@ -11,7 +11,7 @@ use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct Flannel;
 
@@ -177,15 +177,21 @@ pub fn delegate_config(
     Ok(d)
 }
 
+/// Where the delegate config of a container is saved: `<dataDir>/<containerID>`
+/// (a long ID as its token, `files::state_name`).
+pub(crate) fn saved_path(dir: &Path, container_id: &str) -> PathBuf {
+    dir.join(crate::files::state_name("", container_id, ""))
+}
+
 /// Writes the delegate config (sorted keys) before delegating: DEL needs it.
 fn save(dir: &Path, container_id: &str, bytes: &[u8]) -> CniResult<()> {
-    crate::files::write_private_atomic(&dir.join(container_id), bytes).map_err(Error::from)
+    crate::files::write_private_atomic(&saved_path(dir, container_id), bytes).map_err(Error::from)
 }
 
 /// Removes the saved delegate configs in `dir` of `network` (their `name`)
-/// whose container is not in `keep`; another network's, or what is not a
+/// whose file is not one of `keep`; another network's, or what is not a
 /// saved config of ours (unreadable, a symlink, a directory), stays.
-fn remove_stale_saved(dir: &Path, network: &str, keep: &[&str]) -> CniResult<()> {
+fn remove_stale_saved(dir: &Path, network: &str, keep: &[String]) -> CniResult<()> {
     let entries = match fs_err::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -195,7 +201,7 @@ fn remove_stale_saved(dir: &Path, network: &str, keep: &[&str]) -> CniResult<()>
         let name = entry.file_name().to_string_lossy().into_owned();
         // Temporary files of a write in progress start with a dot.
         if name.starts_with('.')
-            || keep.contains(&name.as_str())
+            || keep.contains(&name)
             || !entry.file_type().is_ok_and(|t| t.is_file())
         {
             continue;
@@ -282,7 +288,7 @@ impl Plugin for Flannel {
                 return Ok(());
             }
         };
-        let path = data_dir.join(&inv.env.container_id);
+        let path = saved_path(&data_dir, &inv.env.container_id);
         // Gone: nothing to delete. Unreadable: its delegate may still hold state.
         let bytes = match crate::files::read_state_limited(&path, crate::files::MAX_FILE) {
             Ok(bytes) => bytes,
@@ -318,7 +324,10 @@ impl Plugin for Flannel {
         };
         let k: Keys = inv.conf.plugin_keys()?;
         let data_dir = path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
-        let keep: Vec<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
+        let keep: Vec<String> = valid
+            .iter()
+            .map(|a| crate::files::state_name("", &a.container_id, ""))
+            .collect();
         remove_stale_saved(&data_dir, inv.conf.name(), &keep)?;
         let subnet_file = path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
         let text = match crate::files::read_string_limited(&subnet_file, crate::files::MAX_FILE) {

@@ -121,11 +121,15 @@ impl Cache {
         Cache { dir: dir.into() }
     }
 
-    /// The file of one attachment. The names were validated (no `/`, no `..`).
+    /// The file of one attachment: libcni's name while it fits NAME_MAX, a
+    /// long ID as its token past it (`files::state_name`; the entry names the
+    /// whole ID). The names were validated (no `/`, no `..`).
     pub fn path(&self, network: &str, container_id: &str, ifname: &str) -> PathBuf {
-        self.dir
-            .join("results")
-            .join(format!("{network}-{container_id}-{ifname}"))
+        self.dir.join("results").join(crate::files::state_name(
+            &format!("{network}-"),
+            container_id,
+            &format!("-{ifname}"),
+        ))
     }
 
     pub fn write(&self, entry: &Entry) -> CniResult<()> {

@@ -16,12 +16,16 @@
 //! (`<containerID>@<ifname>[@<network hash>].json`). The record only
 //! serves that attachment's DEL and GC: once its rules and links are gone it
 //! is removed.
+//!
+//! A long container ID is its token in these names (`files::state_name`):
+//! records and tuning's backups then hold the whole ID; flannel's configs
+//! are matched by the token of each cached attachment's ID.
 
 use super::Finding;
 use super::engine::{self, Label, Named, Object, Owner};
 use super::node::{Node, entries};
 use crate::plugins::flannel::saved_network;
-use crate::plugins::tuning::{backup_file, backup_network, is_backup};
+use crate::plugins::tuning::{backup_container, backup_file, backup_network, is_backup};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -42,6 +46,7 @@ fn tuning_backup(node: &Node, path: &Path) -> Option<Object> {
     }
     let stem = name.strip_suffix(".json").unwrap_or(&name);
     let (id, ifname) = stem.rsplit_once('_').unwrap_or((stem, ""));
+    let id = backup_container(path).unwrap_or_else(|| node.container_of(id));
     let network = backup_network(path);
     // The attachments this file could belong to (a `_` in an ID can make two
     // names alike: any of them owns it).
@@ -52,7 +57,7 @@ fn tuning_backup(node: &Node, path: &Path) -> Option<Object> {
                 && network.as_ref().is_none_or(|n| *n == e.network_name)
         })
         .collect();
-    let named = Named::new(network.as_deref().unwrap_or_default(), id, ifname);
+    let named = Named::new(network.as_deref().unwrap_or_default(), &id, ifname);
     let owner = Owner { candidates, named };
     Some(Object::file(
         "tuning",
@@ -75,7 +80,7 @@ pub fn find_flannel(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             let Some(network) = saved_network(&path) else {
                 continue;
             };
-            let owner = Owner::of(node, Named::new(&network, &id, ""));
+            let owner = Owner::of(node, Named::new(&network, &node.container_of(&id), ""));
             objects.push(Object::file(
                 "flannel",
                 path,
@@ -100,6 +105,14 @@ pub fn find_records(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
     let name = path.file_name()?.to_string_lossy().into_owned();
     let (id, ifname, net) = crate::plugins::attachments::record_owner(&name)?;
+    let recorded = read(path);
+    // A long ID's token: the record holds the whole ID.
+    let id =
+        if crate::files::is_id_token(id) && crate::files::id_token(&recorded.container_id) == id {
+            recorded.container_id.clone()
+        } else {
+            node.container_of(id)
+        };
     let candidates: Vec<usize> = (0..node.attachments.len())
         .filter(|&i| {
             let e = &node.attachments[i].entry;
@@ -109,12 +122,11 @@ fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
                     .is_none_or(|h| crate::plugins::attachments::network_hash(&e.network_name) == h)
         })
         .collect();
-    let recorded = read(path);
     let network = match candidates.first() {
         Some(&i) => node.attachments[i].entry.network_name.clone(),
         None => recorded.network.clone(),
     };
-    let named = Named::new(&network, id, ifname);
+    let named = Named::new(&network, &id, ifname);
     let owner = Owner { candidates, named };
     Some(Object {
         label_when_dead: Label::Object,
@@ -130,6 +142,8 @@ fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
 #[serde(rename_all = "camelCase", default)]
 struct Recorded {
     network: String,
+    #[serde(rename = "containerID")]
+    container_id: String,
     addresses: Vec<ipnet::IpNet>,
     host_veth: String,
     host_index: u32,

@@ -7,14 +7,18 @@
 //! directly when that DEL did not, as a delegate without a device leaves it).
 //! A file no known container names is removed once old enough: nothing but a
 //! multus ADD writes there, and every multus ADD leaves a cache entry.
+//! A long container ID is its token in the name (`files::state_name`): the
+//! tokens of the known IDs are looked for too. A bounded name no known ID
+//! matches (shortened whole: a network name left no room) cannot say whose
+//! it is: kept.
 
 use super::Finding;
 use super::engine::{self, Label, Named, Object, Owner};
 use super::node::{Node, entries, multus_cni_dirs};
-use crate::cni::env::is_valid_name;
+use crate::cni::env::is_id_or_token;
 use crate::plugins::multus::{DEVICE_INFO_DIR, device_info_owner};
 use anyhow::Result;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub const KIND: &str = "devinfo";
@@ -27,6 +31,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         return Ok(());
     }
     let known = known_containers(node, cni_dirs.keys())?;
+    let names: BTreeSet<String> = known.keys().cloned().collect();
     // A link or directory is nobody's device-info file.
     let files = entries(dir)?
         .into_iter()
@@ -41,7 +46,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         if name.starts_with('.') {
             continue;
         }
-        let (id, ifname) = device_info_owner(name, &known).unwrap_or(("", ""));
+        let (id, ifname) = device_info_owner(name, &names).unwrap_or(("", ""));
+        if id.is_empty() && crate::files::is_bounded_name(name) {
+            continue;
+        }
+        let id = known.get(id).map_or(id, String::as_str);
         let owner = Owner::of(node, Named::new("", id, ""));
         objects.push(Object {
             names: Named::new("", id, ifname),
@@ -52,23 +61,30 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     engine::findings(node, objects, out)
 }
 
-/// Every container ID the node knows: its cached attachments' and the
-/// delegate caches multus keeps per container in its cniDirs.
-fn known_containers<'a>(
-    node: &Node,
-    cni_dirs: impl Iterator<Item = &'a PathBuf>,
-) -> Result<BTreeSet<String>> {
-    let mut ids: BTreeSet<String> = node
-        .attachments
-        .iter()
-        .map(|a| a.entry.container_id.clone())
-        .collect();
+/// Each name a device-info file may hold for a container, and the ID it
+/// stands for: the ID itself, or a long ID's token.
+type Known = BTreeMap<String, String>;
+
+/// Every container ID the node knows (its cached attachments' and the
+/// delegate caches multus keeps per container in its cniDirs), with the
+/// token of each long one.
+fn known_containers<'a>(node: &Node, cni_dirs: impl Iterator<Item = &'a PathBuf>) -> Result<Known> {
+    let mut ids = BTreeMap::new();
+    let mut add = |id: String| {
+        if id.len() > crate::files::TOKEN_LEN {
+            ids.insert(crate::files::id_token(&id), id.clone());
+        }
+        ids.insert(id.clone(), id);
+    };
+    for a in &node.attachments {
+        add(a.entry.container_id.clone());
+    }
     for dir in cni_dirs {
         for entry in entries(dir)? {
             let name = entry.file_name().to_string_lossy().into_owned();
             let id = name.strip_suffix(".status").unwrap_or(&name);
-            if is_valid_name(id) && !id.starts_with('.') {
-                ids.insert(id.to_string());
+            if is_id_or_token(id) && !id.starts_with('.') {
+                add(super::multus::container_of(node, dir, id));
             }
         }
     }

@@ -79,7 +79,7 @@ pub fn find_nft(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         .map(|a| {
             let cid = a.container_id.clone();
             let label = format!("nft inet {} {cid}", nftables::TABLE);
-            let named = Named::new("", &cid, "");
+            let named = Named::new("", &node.container_of(&cid), "");
             let (p, r) = (cid.clone(), cid);
             let present = Box::new(move |_: &Node| present_nft(&p));
             let remove = Box::new(move |_: &Node| {

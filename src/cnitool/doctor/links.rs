@@ -151,6 +151,7 @@ pub fn find_ifbs(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             })
             .collect();
         let (network, id) = aliased_owner(&ifb.name, &ifb.alias).unwrap_or_default();
+        let id = node.container_of(&id);
         let (name, index) = (ifb.name.clone(), ifb.index);
         let present =
             Box::new(move |_: &Node| link_is(index, |l| l.name == name && is_bandwidths(l)));

@@ -3,11 +3,14 @@
 //! (`<containerID>.status`), of pods no attachment not known dead holds: a
 //! dead one's DEL removes them, those no cache entry names are removed once
 //! old enough. Its delegates' result cache (`<cniDir>/results`) is `cache`'s.
+//! A long container ID is its token in these names (`files::state_name`):
+//! the delegate cache then holds the whole ID, the status file is matched by
+//! its token.
 
 use super::Finding;
 use super::engine::{self, Named, Object, Owner};
 use super::node::{Node, State, entries, multus_cni_dirs};
-use crate::cni::env::is_valid_name;
+use crate::cni::env::is_id_or_token;
 use anyhow::{Context, Result};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -37,7 +40,16 @@ fn owner_of(name: &str) -> Option<(&str, &'static str)> {
         Some(id) => (id, STATUS_ACTION),
         None => (name, ACTION),
     };
-    is_valid_name(id).then_some((id, action))
+    is_id_or_token(id).then_some((id, action))
+}
+
+/// The container ID a per-pod file's name gives: a token stands for the ID
+/// the delegate cache of that token holds, or a cached attachment's.
+pub fn container_of(node: &Node, dir: &Path, id: &str) -> String {
+    if !crate::files::is_id_token(id) {
+        return id.to_string();
+    }
+    crate::plugins::multus::cached_container(&dir.join(id)).unwrap_or_else(|| node.container_of(id))
 }
 
 fn object(node: &Node, networks: &BTreeSet<String>, path: PathBuf) -> Result<Option<Object>> {
@@ -47,6 +59,7 @@ fn object(node: &Node, networks: &BTreeSet<String>, path: PathBuf) -> Result<Opt
     let Some((id, action)) = owner_of(name) else {
         return Ok(None);
     };
+    let id = &container_of(node, path.parent().unwrap_or(Path::new("")), id);
     if !regular_file(&path)? {
         return Ok(None);
     }

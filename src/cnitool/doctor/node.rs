@@ -84,6 +84,9 @@ pub struct Node {
     repair_wait: Cell<Duration>,
     /// The attachments of each container ID (indices into `attachments`).
     by_container: BTreeMap<String, Vec<usize>>,
+    /// The container ID each long ID's token stands for (a bounded state
+    /// file name holds the token).
+    tokens: BTreeMap<String, String>,
     /// The attachments whose cached result holds each address.
     by_ip: OnceCell<BTreeMap<IpAddr, Vec<usize>>>,
     /// What fixes re-read (cache file names, namespaces' addresses), at most
@@ -153,11 +156,13 @@ impl Node {
             .filter(|a| a.state == State::Fresh)
             .count();
         let mut by_container: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut tokens = BTreeMap::new();
         for (i, a) in attachments.iter().enumerate() {
-            by_container
-                .entry(a.entry.container_id.clone())
-                .or_default()
-                .push(i);
+            let id = &a.entry.container_id;
+            by_container.entry(id.clone()).or_default().push(i);
+            if id.len() > crate::files::TOKEN_LEN {
+                tokens.insert(crate::files::id_token(id), id.clone());
+            }
         }
         let sightings = Sightings::load(&runtime.cache.dir, min_age, now);
         Ok(Node {
@@ -171,6 +176,7 @@ impl Node {
             census,
             ips: OnceCell::new(),
             by_container,
+            tokens,
             by_ip: OnceCell::new(),
             now_names: RefCell::new(None),
             now_ips: RefCell::new(None),
@@ -182,15 +188,26 @@ impl Node {
     }
 
     /// Whether an unreadable cache entry may be the attachment of this
-    /// container (its file name holds `-<id>-`); with no container known, any
-    /// unreadable entry may own the object.
+    /// container (its file name holds `-<id>-`, or is bounded and cannot say);
+    /// with no container known, any unreadable entry may own the object.
     pub fn in_doubt(&self, container_id: &str) -> bool {
         self.unreadable.iter().any(|(path, _)| {
+            let name = path.file_name().map(|n| n.to_string_lossy());
             container_id.is_empty()
-                || path
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains(&format!("-{container_id}-")))
+                || name.is_some_and(|n| {
+                    n.contains(&format!("-{container_id}-")) || crate::files::is_bounded_name(&n)
+                })
         })
+    }
+
+    /// The container ID a state file's name gives: a long ID's token stands
+    /// for the cached attachment's whole ID; an ID, or a token no cached
+    /// attachment has, is itself.
+    pub fn container_of(&self, id_or_token: &str) -> String {
+        self.tokens
+            .get(id_or_token)
+            .cloned()
+            .unwrap_or_else(|| id_or_token.to_string())
     }
 
     /// A live attachment's state seen missing (under a key that changes with
@@ -265,8 +282,9 @@ impl Node {
         } = named;
         let dirs = self.cache_dirs();
         if !network.is_empty() && !ifname.is_empty() {
-            let name = format!("{network}-{container_id}-{ifname}");
-            let exists = |d: &PathBuf| std::fs::symlink_metadata(d.join("results").join(&name));
+            let exists = |d: &PathBuf| {
+                std::fs::symlink_metadata(Cache::new(d).path(network, container_id, ifname))
+            };
             return Ok(dirs.iter().any(|d| exists(d).is_ok()));
         }
         let mut cached = self.now_names.borrow_mut();
@@ -277,7 +295,12 @@ impl Node {
             let mut names = BTreeSet::new();
             for dir in &dirs {
                 for e in entries(&dir.join("results"))? {
-                    names.insert(e.file_name().to_string_lossy().into_owned());
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    // A bounded name: libcni's name of the entry it holds too.
+                    if crate::files::is_bounded_name(&name) {
+                        names.extend(entry_name(&e.path()));
+                    }
+                    names.insert(name);
                 }
             }
             *cached = Some((Instant::now(), names));
@@ -544,6 +567,17 @@ pub fn entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e).with_context(unreadable),
     }
+}
+
+/// libcni's name (`<net>-<id>-<ifname>`) of the cache entry a file holds;
+/// None when it holds none.
+fn entry_name(path: &Path) -> Option<String> {
+    let bytes = crate::files::read_state_limited(path, crate::files::MAX_FILE).ok()?;
+    let e: Entry = crate::cni::json::from_slice(&bytes).ok()?;
+    Some(format!(
+        "{}-{}-{}",
+        e.network_name, e.container_id, e.ifname
+    ))
 }
 
 /// Removes a state file (a link itself, never its target); true when it is

@@ -51,7 +51,7 @@ pub fn find_nft(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             };
             let cid = h.container_id.clone();
             let label = format!("nft {table} {} {cid}", nftables::TABLE);
-            let named = Named::new("", &cid, "");
+            let named = Named::new("", &node.container_of(&cid), "");
             let (a, b) = (cid.clone(), cid);
             let present = Box::new(move |_: &Node| present_nft(family, &a));
             let remove = Box::new(move |_: &Node| {

@@ -1,6 +1,7 @@
 //! The firewall's nftables form (no reference one exists): table
 //! `inet cni_firewall`, a forward chain jumping to an admin chain first, then
-//! per-address accept rules commented with the container ID.
+//! per-address accept rules commented with the container ID
+//! (`container_comment`).
 
 use super::Plan;
 use crate::netfilter::nft::{
@@ -17,7 +18,8 @@ const ADMIN: &str = "admin";
 
 /// The ADD transaction, given the rules now in the forward chain.
 pub fn add_tx(plan: &Plan, stale: &[DumpedRule]) -> Tx {
-    let container_id = plan.container_id.as_str();
+    let comment = crate::netfilter::container_comment(&plan.container_id);
+    let container_id = comment.as_str();
     let mut tx = Tx::new();
     tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
     tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
@@ -60,10 +62,8 @@ pub fn add(plan: &Plan) -> Result<()> {
 /// admin chain is empty: none when the container has no rules; the table
 /// goes when only the admin jump is left and the admin chain is empty.
 pub fn del_tx(plan: &Plan, rules: &[DumpedRule], admin_empty: bool) -> Option<Tx> {
-    let mine: Vec<_> = rules
-        .iter()
-        .filter(|r| r.comment == plan.container_id)
-        .collect();
+    let comment = crate::netfilter::container_comment(&plan.container_id);
+    let mine: Vec<_> = rules.iter().filter(|r| r.comment == comment).collect();
     if mine.is_empty() {
         return None;
     }
@@ -82,7 +82,8 @@ pub fn del_tx(plan: &Plan, rules: &[DumpedRule], admin_empty: bool) -> Option<Tx
 pub fn del(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
     let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
-    if !rules.iter().any(|r| r.comment == plan.container_id) {
+    let comment = crate::netfilter::container_comment(&plan.container_id);
+    if !rules.iter().any(|r| r.comment == comment) {
         return Ok(());
     }
     let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)?.is_empty();
@@ -94,9 +95,10 @@ pub fn del(plan: &Plan) -> Result<()> {
 
 pub fn check(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
+    let comment = crate::netfilter::container_comment(&plan.container_id);
     let found = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?
         .iter()
-        .filter(|r| r.comment == plan.container_id)
+        .filter(|r| r.comment == comment)
         .count();
     let wanted = 2 * plan.addresses.len();
     if found != wanted {
@@ -111,7 +113,8 @@ pub fn check(plan: &Plan) -> Result<()> {
 /// One container's accept rules as found in the forward chain.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Accepted {
-    /// The rules' comment: the container ID (they name no network).
+    /// The rules' comment: the container ID (they name no network), or a
+    /// long one's token (`container_comment`).
     pub container_id: String,
     /// The addresses its `saddr` rules let out.
     pub addresses: Vec<IpAddr>,

@@ -324,7 +324,12 @@ pub fn add(plan: &Plan) -> Result<()> {
 }
 
 /// The removal of one container's rules from a saved table.
-fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &str) -> Batch {
+fn teardown_batch(
+    saved: &Saved,
+    family: Family,
+    dnat_chain: &str,
+    snat_chain: Option<&str>,
+) -> Batch {
     let mut batch = Batch::new(family, "nat");
     for spec in saved.rules_in(DNAT_CHAIN, |r| jumps(r, dnat_chain)) {
         batch.delete_saved(DNAT_CHAIN, spec);
@@ -333,6 +338,9 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
         batch.flush_and_delete_chain(dnat_chain);
     }
     // Chains of old reference versions.
+    let Some(snat_chain) = snat_chain else {
+        return batch;
+    };
     for spec in saved.rules_in(SNAT_CHAIN, |r| jumps(r, snat_chain)) {
         batch.delete_saved(SNAT_CHAIN, spec);
     }
@@ -340,6 +348,21 @@ fn teardown_batch(saved: &Saved, family: Family, dnat_chain: &str, snat_chain: &
         batch.flush_and_delete_chain(snat_chain);
     }
     batch
+}
+
+/// The `CNI-DN-` chain a saved entry rule jumps to when its comment is
+/// `prefix` (the network's) and an ID cut short (`dnat_comment`).
+fn cut_comment_target(spec: &str, prefix: &str) -> Option<String> {
+    let printed = crate::netfilter::iptables::quote(prefix);
+    let start = spec.find(printed.trim_end_matches('"'))? + printed.len() - 1;
+    let rest = spec[start..].strip_prefix("\\\"")?;
+    let body = &rest[..rest.find('"')?];
+    // IDs hold no quote or backslash: a whole one ends in `\"`, a cut one does
+    // not (iptables-nft cuts the comment further, to 255 bytes).
+    let cut = !body.contains('\\');
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let target = words.windows(2).find(|w| w[0] == "-j").map(|w| w[1])?;
+    (cut && target.starts_with("CNI-DN-")).then(|| target.to_string())
 }
 
 /// What DEL knows of one family's nat table without `iptables-save`.
@@ -393,7 +416,12 @@ pub fn known_del_batch(plan: &Plan, family: Family) -> Batch {
 
 /// The DEL batch of one family from its saved `nat` table.
 pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
-    teardown_batch(saved, family, &plan.dnat_chain(), &plan.legacy_snat_chain())
+    teardown_batch(
+        saved,
+        family,
+        &plan.dnat_chain(),
+        Some(&plan.legacy_snat_chain()),
+    )
 }
 
 /// Removes the container's rules in the plan's families, found by name (no
@@ -461,23 +489,33 @@ pub fn check(plan: &Plan) -> Result<()> {
 }
 
 /// The GC batch of one family from its saved `nat` table: the rules of
-/// `network`'s attachments whose container is not in `keep`.
+/// `network`'s attachments whose container is not in `keep`. A comment cut
+/// short (a long container ID) names no container: the chain its rule jumps
+/// to is then stale when it is no kept container's.
 pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -> Batch {
     let prefix = format!("dnat name: {} id: ", go_quote(network));
-    let mut stale: Vec<String> = Vec::new();
+    let kept: Vec<String> = keep.iter().map(|k| chain_name("DN-", network, k)).collect();
+    // (DNAT chain, legacy SNAT chain when the comment names the container)
+    let mut stale: Vec<(String, Option<String>)> = Vec::new();
     for (_, spec) in saved.rules.iter().filter(|(c, _)| c == DNAT_CHAIN) {
-        let Some(id) = comment_container(spec, &prefix) else {
-            continue;
+        let chains = match comment_container(spec, &prefix) {
+            Some(id) if keep.contains(&id) => continue,
+            Some(id) => (
+                chain_name("DN-", network, &id),
+                Some(chain_name("SN-", network, &id)),
+            ),
+            None => match cut_comment_target(spec, &prefix) {
+                Some(dn) if !kept.contains(&dn) => (dn, None),
+                _ => continue,
+            },
         };
-        if !keep.contains(&id) && !stale.contains(&id) {
-            stale.push(id);
+        if !stale.contains(&chains) {
+            stale.push(chains);
         }
     }
     let mut batch = Batch::new(family, "nat");
-    for id in &stale {
-        let dn = chain_name("DN-", network, id);
-        let sn = chain_name("SN-", network, id);
-        batch.extend(teardown_batch(saved, family, &dn, &sn));
+    for (dn, sn) in &stale {
+        batch.extend(teardown_batch(saved, family, dn, sn.as_deref()));
     }
     // The shared chains and their jumps stay, as the reference leaves them:
     // another implementation (the reference's one-iptables-call-per-rule ADD)

@@ -147,6 +147,48 @@ fn container_ids_are_read_back_from_saved_comments() {
     assert_eq!(comment_container(spec, "dnat name: \"other\" id: "), None);
 }
 
+/// GC finds the chains of long IDs, whose comments are cut, by the chain
+/// their entry rules jump to: a kept container's stays, the others go.
+#[test]
+fn gc_takes_the_chains_of_long_ids_whose_comments_are_cut() {
+    let mut text = String::from("*nat\n");
+    let (kept, gone) = ("k".repeat(300), format!("{}x", "k".repeat(299)));
+    for (id, ip) in [(&kept, "10.22.0.5/16"), (&gone, "10.22.0.6/16")] {
+        let mut p = plan();
+        p.container_id = id.clone();
+        let target = Target {
+            address: ip.parse().expect("net"),
+        };
+        let b = add_batch(&p, Family::V4, &target, &Saved::default())
+            .render()
+            .expect("render");
+        text.extend(
+            b.lines()
+                .filter(|l| l.starts_with("-A") || l.starts_with(':'))
+                .map(|l| format!("{l}\n")),
+        );
+    }
+    let (dn_kept, dn_gone) = (
+        chain_name("DN-", "net", &kept),
+        chain_name("DN-", "net", &gone),
+    );
+    // As we cut them, and as iptables-nft prints them (cut again, to 255 bytes).
+    for text in [text.clone(), text.replace("...\"", "..\"")] {
+        let saved = Saved::parse(&text);
+        let batch = gc_batch("net", std::slice::from_ref(&kept), Family::V4, &saved)
+            .render()
+            .expect("render");
+        assert!(batch.contains(&format!("-X {dn_gone}")), "{batch}");
+        assert!(!batch.contains(&dn_kept), "{batch}");
+    }
+    let saved = Saved::parse(&text);
+    // Another network's cut comments are not this GC's.
+    let other = gc_batch("other", &[], Family::V4, &saved)
+        .render()
+        .expect("render");
+    assert!(!other.contains("CNI-DN-"), "{other}");
+}
+
 /// The reader names each attachment's chain with its owner and targets.
 #[test]
 fn mapped_reads_owners_and_targets() {

@@ -19,7 +19,7 @@ const HOSTPORTS: &str = "hostports";
 const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
 const HOSTPORTS_ALL: &str = "hostports_all";
 const MASQUERADING: &str = "masquerading";
-/// The chains holding per-container rules (comment = container ID).
+/// The chains holding per-container rules (comment: `container_comment`).
 const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
 
 fn protocol_number(p: &str) -> u8 {
@@ -40,6 +40,7 @@ fn existing(
     family: Family,
     container_id: &str,
 ) -> Result<(Vec<(&'static str, u64)>, usize)> {
+    let comment = crate::netfilter::container_comment(container_id);
     let mut mine = Vec::new();
     let mut total = 0;
     for chain in PER_CONTAINER {
@@ -48,7 +49,7 @@ fn existing(
         mine.extend(
             rules
                 .iter()
-                .filter(|r| r.comment == container_id)
+                .filter(|r| r.comment == comment)
                 .map(|r| (chain, r.handle)),
         );
     }
@@ -85,6 +86,7 @@ pub fn add_tx(
     // condition can never be dropped on the way to the kernel.
     let conditions = nft::parse_conditions(plan.conditions(family), family == Family::V6)?;
     let f = nfproto(family);
+    let comment = crate::netfilter::container_comment(&plan.container_id);
     let mut tx = Tx::new();
     // The skeleton (table, chains, jumps) is written once; rewriting base
     // chains on every ADD would re-register their hooks each time.
@@ -148,7 +150,7 @@ pub fn add_tx(
         } else {
             HOSTPORTS
         };
-        tx.rule(f, TABLE, chain, &exprs, Some(&plan.container_id));
+        tx.rule(f, TABLE, chain, &exprs, Some(&comment));
     }
     if plan.snat {
         let mut hairpin = Vec::new();
@@ -157,13 +159,13 @@ pub fn add_tx(
         }
         hairpin.extend(match_addr(Field::Daddr, host(cip), true));
         hairpin.push(nft::masquerade());
-        tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&plan.container_id));
+        tx.rule(f, TABLE, MASQUERADING, &hairpin, Some(&comment));
         if family == Family::V4 && !plan.masq_all {
             let localhost: IpAddr = [127, 0, 0, 1].into();
             let mut exprs = match_addr(Field::Saddr, host(localhost), true);
             exprs.extend(match_addr(Field::Daddr, host(cip), true));
             exprs.push(nft::masquerade());
-            tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&plan.container_id));
+            tx.rule(f, TABLE, MASQUERADING, &exprs, Some(&comment));
         }
     }
     Ok(tx)
@@ -226,6 +228,7 @@ pub fn gc(stale: &[String]) -> Result<()> {
 /// `hostip_hostports` for host-IP ones) and the
 /// masquerade rules, as the reference counts them.
 pub fn check(plan: &Plan) -> Result<()> {
+    let comment = crate::netfilter::container_comment(&plan.container_id);
     let mut sock = nft::open()?;
     for target in &plan.targets {
         let family = Family::of(target.address.addr());
@@ -239,7 +242,7 @@ pub fn check(plan: &Plan) -> Result<()> {
             for chain in chains {
                 n += nft::rules(&mut sock, f, TABLE, chain)?
                     .iter()
-                    .filter(|r| r.comment == plan.container_id)
+                    .filter(|r| r.comment == comment)
                     .count();
             }
             Ok(n)
@@ -272,7 +275,8 @@ pub fn check(plan: &Plan) -> Result<()> {
 /// One container's rules as found in a family's `cni_hostport` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hostported {
-    /// The rules' comment: the container ID (they name no network).
+    /// The rules' comment: the container ID (they name no network), or a
+    /// long one's token (`container_comment`).
     pub container_id: String,
     /// The container addresses its rules match (hairpin masquerading; the
     /// localhost one left out).

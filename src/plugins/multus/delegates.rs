@@ -172,7 +172,8 @@ impl Delegate {
     /// The spec's device-info file of this network for the pod's attachment
     /// (the NAD client's `GetCNIDeviceInfoPath`).
     pub fn device_info_path(&self, container_id: &str, ifname: &str) -> String {
-        let file = format!("{}-{container_id}_{ifname}", self.name).replace('/', "-");
+        let network = format!("{}-", self.name.replace('/', "-"));
+        let file = crate::files::state_name(&network, container_id, &format!("_{ifname}"));
         format!("{}/{file}", super::devinfo::DEVICE_INFO_DIR)
     }
 
@@ -411,6 +412,9 @@ struct CachedDelegate {
     /// Go encodes `[]byte` as base64.
     #[serde(rename = "Bytes")]
     bytes: String,
+    /// The pod's container ID, when the file's name holds only its token.
+    #[serde(rename = "containerID", skip_serializing_if = "String::is_empty")]
+    container_id: String,
 }
 
 /// What DEL reads back (Multus's file or ours).
@@ -432,6 +436,8 @@ struct CachedIn {
     device_id: String,
     resource_name: String,
     bytes: String,
+    #[serde(rename = "containerID")]
+    container_id: String,
 }
 
 fn cached_netconf(raw: &Map<String, Value>) -> CachedNetConf {
@@ -464,14 +470,26 @@ fn cached_netconf(raw: &Map<String, Value>) -> CachedNetConf {
     }
 }
 
-/// The delegate list file of a container.
+/// The delegate list file of a container: `<cniDir>/<containerID>` (a long
+/// ID as its token, `files::state_name`, the ID then inside).
 pub fn cache_path(cni_dir: &Path, container_id: &str) -> PathBuf {
-    cni_dir.join(container_id)
+    cni_dir.join(crate::files::state_name("", container_id, ""))
+}
+
+/// The container of a delegate list whose name is a token: the ID its
+/// entries hold, when that ID's list is this file.
+pub fn cached_container(path: &Path) -> Option<String> {
+    let bytes = crate::files::read_state_limited(path, crate::files::MAX_FILE).ok()?;
+    let cached: Vec<CachedIn> = crate::cni::json::from_slice(&bytes).ok()?;
+    let id = cached.into_iter().next()?.container_id;
+    let dir = path.parent()?;
+    (!id.is_empty() && cache_path(dir, &id) == path).then_some(id)
 }
 
 /// Writes the delegate list (0600, its directory 0700), before any ADD: a
 /// runtime that DELs after a crash finds every delegate.
-pub fn save(path: &Path, delegates: &[Delegate]) -> CniResult<()> {
+pub fn save(path: &Path, container_id: &str, delegates: &[Delegate]) -> CniResult<()> {
+    let bounded = path.file_name().and_then(|n| n.to_str()) != Some(container_id);
     let cached: Vec<CachedDelegate> = delegates
         .iter()
         .map(|d| {
@@ -514,6 +532,11 @@ pub fn save(path: &Path, delegates: &[Delegate]) -> CniResult<()> {
                 device_id: d.device_id.clone(),
                 resource_name: d.resource_name.clone(),
                 bytes: crate::digest::base64_encode(&d.bytes),
+                container_id: if bounded {
+                    container_id.to_string()
+                } else {
+                    String::new()
+                },
             }
         })
         .collect();
@@ -649,8 +672,15 @@ mod tests {
         b.mac_request = "02:00:00:00:00:01".into();
         b.gateway_request = Some(vec!["10.1.1.1".parse().expect("ip")]);
         b.filter_v6 = true;
-        save(&path, &[a, b]).expect("save");
+        // A long ID's list is named by its token and holds the ID.
+        let long = "c".repeat(1000);
+        let bounded = cache_path(&dir, &long);
+        save(&bounded, &long, &[a.clone()]).expect("save");
+        assert_eq!(cached_container(&bounded), Some(long));
+        save(&path, "ctr", &[a, b]).expect("save");
         let text = std::fs::read_to_string(&path).expect("read");
+        assert!(!text.contains("containerID"), "{text}");
+        assert_eq!(cached_container(&path), None);
         assert!(text.starts_with(r#"[{"Conf":{"ipam":{},"dns":{}},"ConfList":{"cniVersion":"1.0.0","name":"br","plugins":[{"type":"bridge","ipam":{"type":"host-local"},"dns":{}}"#), "{text}");
         assert!(text.contains(r#""Name":"default/mv","macRequest":"02:00:00:00:00:01","ipRequest":["10.1.1.5/24"],"default-route":["10.1.1.1"],"IsFilterV4Gateway":false,"IsFilterV6Gateway":true,"Bytes":""#), "{text}");
         let back = load(&path, "1.0.0").expect("load").expect("there");

@@ -22,6 +22,7 @@ mod status;
 
 pub use config::DEFAULT_CNI_DIR;
 pub(crate) use config::Keys;
+pub use delegates::cached_container;
 pub use devinfo::{DEVICE_INFO_DIR, device_info_owner};
 pub use status::status_path;
 
@@ -110,7 +111,7 @@ impl<'a> Call<'a> {
         let (delegates, ifnames) = self.plan()?;
         let container_id = &self.inv.env.container_id;
         let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
-        delegates::save(&cache_file, &delegates)
+        delegates::save(&cache_file, container_id, &delegates)
             .map_err(self.cmd_err("error saving the delegates"))?;
         let (result, statuses) = self.attach_all(&delegates, &ifnames, &cache_file)?;
         status::write(&self.s.cni_dir, container_id, &statuses)?;
@@ -618,8 +619,14 @@ fn cached_containers(cni_dir: &Path) -> CniResult<Vec<String>> {
     let mut out: Vec<String> = entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().to_str().map(String::from))
-        .filter(|n| crate::cni::env::is_valid_name(n) && !n.ends_with(".status"))
+        .filter_map(|e| {
+            let name = e.file_name().to_str().map(String::from)?;
+            if crate::files::is_id_token(&name) {
+                // A long ID's list: the ID is inside.
+                return delegates::cached_container(&e.path());
+            }
+            (crate::cni::env::is_valid_name(&name) && !name.ends_with(".status")).then_some(name)
+        })
         .collect();
     out.sort();
     Ok(out)

@@ -243,9 +243,10 @@ pub fn render(statuses: &[NetworkStatus]) -> String {
     format!("[{}]", parts.join(","))
 }
 
-/// `<cniDir>/<containerID>.status` (the container ID was validated).
+/// `<cniDir>/<containerID>.status` (the container ID was validated; a long
+/// one as its token, `files::state_name`).
 pub fn status_path(cni_dir: &Path, container_id: &str) -> PathBuf {
-    cni_dir.join(format!("{container_id}.status"))
+    cni_dir.join(crate::files::state_name("", container_id, ".status"))
 }
 
 pub fn write(cni_dir: &Path, container_id: &str, statuses: &[NetworkStatus]) -> CniResult<()> {

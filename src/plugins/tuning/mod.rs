@@ -49,7 +49,8 @@ pub(crate) struct ArgsKeys {
 /// The original attributes, in the reference's backup format, plus the
 /// network's name (which the reference's decoder ignores): the file name holds
 /// only the container ID and interface, and GC must tell its network's backups
-/// from another network's sharing the directory.
+/// from another network's sharing the directory. A backup whose name holds the
+/// token of a long ID (`files::state_name`) also names its attachment.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 struct Backup {
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -64,6 +65,14 @@ struct Backup {
     tx_qlen: Option<u32>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     network: String,
+    #[serde(
+        rename = "containerID",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    container_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    ifname: String,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -230,8 +239,17 @@ fn backup_name(inv: &Invocation) -> String {
     backup_file(&inv.env.container_id, &inv.env.ifname)
 }
 
+/// `<containerID>_<ifname>.json`, the reference's name (`files::state_name`).
 pub(crate) fn backup_file(container_id: &str, ifname: &str) -> String {
-    format!("{container_id}_{ifname}.json")
+    crate::files::state_name("", container_id, &format!("_{ifname}.json"))
+}
+
+/// Whether `name` is a backup of `container_id` on some interface: named
+/// `<containerID>_` or by the ID's token, or saying so inside (`backup`).
+fn of_container(name: &str, backup: Option<&Backup>, container_id: &str) -> bool {
+    name.starts_with(&format!("{container_id}_"))
+        || name.starts_with(&format!("{}_", crate::files::id_token(container_id)))
+        || backup.is_some_and(|b| b.container_id == container_id)
 }
 
 /// The backups in `dir` that GC removes: written for `network` (said in the
@@ -249,8 +267,9 @@ fn stale_backups(dir: &Path, network: &str, valid: &[Attachment]) -> Vec<PathBuf
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
+            let backup = read_backup(path);
             !valid.iter().any(|a| match a.ifname.as_str() {
-                "" => name.starts_with(&format!("{}_", a.container_id)),
+                "" => of_container(&name, backup.as_ref(), &a.container_id),
                 ifname => name == backup_file(&a.container_id, ifname),
             })
         })
@@ -261,6 +280,21 @@ fn stale_backups(dir: &Path, network: &str, valid: &[Attachment]) -> Vec<PathBuf
 /// The network a backup names; None when it names none or cannot be read
 /// (a symlink is never followed).
 pub(crate) fn backup_network(path: &Path) -> Option<String> {
+    let backup = read_backup(path)?;
+    (!backup.network.is_empty()).then_some(backup.network)
+}
+
+/// The whole container ID a backup under a bounded name holds, when its name
+/// is that ID's (the name alone gives only the token).
+pub(crate) fn backup_container(path: &Path) -> Option<String> {
+    let backup = read_backup(path)?;
+    let name = path.file_name()?.to_str()?;
+    let id = backup.container_id;
+    (!id.is_empty() && name == backup_file(&id, &backup.ifname)).then_some(id)
+}
+
+/// A backup's content; None when it cannot be read or decoded.
+fn read_backup(path: &Path) -> Option<Backup> {
     let bytes = match crate::files::read_state_limited(path, crate::files::MAX_FILE) {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -270,22 +304,30 @@ pub(crate) fn backup_network(path: &Path) -> Option<String> {
             return None;
         }
     };
-    let backup = crate::cni::json::from_slice::<Backup>(&bytes).ok()?;
-    (!backup.network.is_empty()).then_some(backup.network)
+    crate::cni::json::from_slice::<Backup>(&bytes).ok()
 }
 
 /// Whether a file is a backup tuning (ours or the reference's) wrote: named
 /// `<containerID>_<ifname>.json` and a JSON object of backup keys only. Any
 /// other file in a `dataDir` (an admin's notes) is nobody's backup.
 pub(crate) fn is_backup(path: &Path) -> bool {
-    const KEYS: [&str; 6] = ["mac", "promisc", "mtu", "allmulti", "txQLen", "network"];
+    const KEYS: [&str; 8] = [
+        "mac",
+        "promisc",
+        "mtu",
+        "allmulti",
+        "txQLen",
+        "network",
+        "containerID",
+        "ifname",
+    ];
     let named = path
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_suffix(".json"))
         .and_then(|stem| stem.rsplit_once('_'))
         .is_some_and(|(id, ifname)| {
-            crate::cni::env::is_valid_name(id) && crate::cni::env::validate_ifname(ifname).is_ok()
+            crate::cni::env::is_id_or_token(id) && crate::cni::env::validate_ifname(ifname).is_ok()
         });
     let Ok(bytes) = crate::files::read_state_limited(path, 64 << 10) else {
         return false;
@@ -436,7 +478,7 @@ impl Plugin for Tuning {
 
 /// Saves the attributes about to change (`<dataDir>/<id>_<ifname>.json`, 1-space JSON).
 fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()> {
-    let backup = Backup {
+    let mut backup = Backup {
         mac: if conf.mac.is_some() {
             original.mac_string()
         } else {
@@ -447,8 +489,14 @@ fn write_backup(conf: &Conf, inv: &Invocation, original: &Link) -> CniResult<()>
         allmulti: conf.allmulti.map(|_| original.is_allmulti()),
         tx_qlen: conf.tx_qlen.map(|_| original.txqlen),
         network: inv.conf.name().to_string(),
+        ..Backup::default()
     };
-    let path = conf.data_dir.join(backup_name(inv));
+    let name = backup_name(inv);
+    if name != format!("{}_{}.json", inv.env.container_id, inv.env.ifname) {
+        backup.container_id = inv.env.container_id.clone();
+        backup.ifname = inv.env.ifname.clone();
+    }
+    let path = conf.data_dir.join(name);
     // An earlier ADD's backup holds the true originals: keep it.
     if path.exists() {
         return Ok(());
@@ -598,6 +646,7 @@ mod tests {
             allmulti: None,
             tx_qlen: Some(1000),
             network: "net".into(),
+            ..Backup::default()
         };
         let mut text = Vec::new();
         let mut ser = serde_json::Serializer::with_formatter(
