@@ -207,15 +207,11 @@ fn shortened(name: &str, ext: &str, max: usize) -> String {
     format!("{}~{}{ext}", prefix_of(name, keep), hash_hex(name))
 }
 
-/// The first 32 hex digits of SHA-512 of `s` (`sha2` itself: a utility of
-/// this layer uses no other module of the crate).
+/// The first 32 hex digits of SHA-512 of `s`.
 fn hash_hex(s: &str) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha512::digest(s.as_bytes());
-    digest[..HASH_HEX / 2]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut hex = crate::digest::sha512_hex(s.as_bytes());
+    hex.truncate(HASH_HEX);
+    hex
 }
 
 /// At most `max` bytes of `s`, cut at a character boundary.

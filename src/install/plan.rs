@@ -1,7 +1,7 @@
 //! What `cni-multi install` does to each name, decided from what is there and
 //! what the state file says, without touching the disk (unit-tested below).
 
-pub use crate::plugins::installed::{BINARY, Observed, State, Undo, Was};
+pub use crate::plugins::installed::{BINARY, Observed, State, Undo, Was, valid_name};
 
 /// How plugin names are laid out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,12 +189,6 @@ pub fn plan_restore(
 /// binary goes in first and out last.
 pub fn binary_first(names: &mut [String]) {
     names.sort_by_key(|n| n != BINARY);
-}
-
-/// Whether `name` may be a file name in the directory (also for names read
-/// back from the state file).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty() && !name.starts_with('.') && name.len() <= 255 && !name.contains(['/', '\0'])
 }
 
 #[cfg(test)]

@@ -76,6 +76,12 @@ pub struct State {
     pub left: BTreeSet<String>,
 }
 
+/// Whether `name` may be a file name in the directory (also for names read
+/// back from the state file).
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty() && !name.starts_with('.') && name.len() <= 255 && !name.contains(['/', '\0'])
+}
+
 /// What `name` in `dir` is now, without following it.
 pub fn observe(dir: &Path, name: &str) -> io::Result<Observed> {
     let path = dir.join(name);
@@ -146,7 +152,7 @@ pub fn survey(dir: &Path) -> io::Result<Option<Vec<(String, Damage)>>> {
     };
     let mut out = Vec::new();
     for name in state.owned.keys() {
-        if state.left.contains(name) || name.contains('/') || name.starts_with('.') {
+        if state.left.contains(name) || !valid_name(name) {
             continue;
         }
         let now = observe(dir, name)?;
