@@ -73,7 +73,7 @@ endif
 BINDIR  ?= /opt/cni/bin
 # `make install` also links $(PREFIX)/bin/cni-multi to the binary, so it is on PATH.
 PREFIX  ?= /usr/local
-# The units of contrib/systemd (dhcp daemon, doctor); ExecStart names $(BINDIR).
+# The units of contrib/systemd (dhcp daemon, doctor, flanneld); ExecStart names $(BINDIR).
 SYSTEMDDIR ?= /usr/lib/systemd/system
 DESTDIR ?=
 CARGO   ?= cargo
