@@ -11,6 +11,10 @@
 #   make test-runtimes the installed plugins under real runtimes: containerd's CRI
 #                      and podman, each in its own netns (tests/runtimes/run.sh;
 #                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
+#   make test-flanneld the flanneld lane: a real etcd cluster (three members) and
+#                      nodes as network namespaces on one underlay segment, pods
+#                      added through the flannel plugin (tests/flanneld*.rs, whose
+#                      tests are #[ignore]d by `make test`; installs etcd)
 #   make test-kernel   the whole suite inside a VM booted from Debian's stock kernel
 #                      (ipvlan, 8021q, dummy, vrf, VLAN filtering, SCTP), where a
 #                      skip fails (tests/kernel/run.sh)
@@ -82,7 +86,7 @@ IMAGE   := target/cni-multi-image.tar
 IMAGE_ARCHES ?= amd64 arm64
 DEB     := $(DEB_$(ARCH))
 
-.PHONY: all build install image deb test-deb test-arm64 test deps lint unit install-check test-runtimes test-kernel fuzz-smoke bench hot-layout clean
+.PHONY: all build install image deb test-deb test-arm64 test deps lint unit install-check test-flanneld test-runtimes test-kernel fuzz-smoke bench hot-layout clean
 
 all: build
 
@@ -158,6 +162,12 @@ first-run: build
 	./tests/first-run.sh
 
 test: deps lint install-check first-run unit
+
+# Every test of tests/flanneld*.rs, the ignored ones included (a plain
+# `cargo test` skips them: they need etcd-server and seconds each).
+FLANNELD_TESTS := $(foreach t,$(sort $(wildcard tests/flanneld*.rs)),--test $(basename $(notdir $(t))))
+test-flanneld: deps
+	$(CARGO) test --locked $(FLANNELD_TESTS) -- --include-ignored
 
 # Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
 test-runtimes:

@@ -19,6 +19,9 @@ need strace strace
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
 need firewalld firewalld
+# The flanneld lane (make test-flanneld): a real etcd cluster and its client.
+need etcd etcd-server
+need etcdctl etcd-client
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
 # attachments a runtime made through it (tests/doctor.rs, bench/libcni).
 need go golang-go
