@@ -8,6 +8,7 @@ pub mod conntrack;
 pub mod genl;
 pub mod link;
 pub mod mptcp;
+pub mod neigh;
 pub mod nfnl;
 pub mod nsid;
 pub mod route;
@@ -244,13 +245,16 @@ impl Socket {
         Err(last.unwrap_or_else(|| Error::local(op, "dump interrupted")))
     }
 
+    /// A change built apart from the socket (`Request`): one request, one ACK.
+    pub(crate) fn apply(&mut self, op: &str, request: &Request) -> Result<()> {
+        self.transact(op, request.ty, request.flags, &request.body)
+            .map(|_| ())
+    }
+
     fn transact(&mut self, op: &str, ty: Rtm, flags: NlmF, body: &[u8]) -> Result<Vec<Buffer>> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
-        // Always ask for an ACK: without one a change gives no reply to wait for.
-        let flags = (flags | NlmF::REQUEST | NlmF::ACK).bits();
-        let mut request = Vec::with_capacity(wire::HDR_LEN + body.len());
-        wire::frame(&mut request, u16::from(ty), flags, seq, body);
+        let request = request_bytes(ty, flags, seq, body);
         self.channel
             .send(&request)
             .map_err(|e| Error::local(op, e))?;
@@ -281,6 +285,40 @@ impl Socket {
             }
         }
     }
+}
+
+/// A change request, built by a pure function so that tests can compare its
+/// bytes with the request iproute2 sends for the same command.
+#[derive(Debug, Clone)]
+pub(crate) struct Request {
+    pub(crate) ty: Rtm,
+    pub(crate) flags: NlmF,
+    pub(crate) body: Vec<u8>,
+}
+
+impl Request {
+    pub(crate) fn new(ty: Rtm, flags: NlmF, body: wire::Body) -> Request {
+        Request {
+            ty,
+            flags,
+            body: body.into_bytes(),
+        }
+    }
+
+    /// The bytes sent for it with sequence number `seq`.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self, seq: u32) -> Vec<u8> {
+        request_bytes(self.ty, self.flags, seq, &self.body)
+    }
+}
+
+/// `nlmsghdr` then `body`. Always with an ACK: without one a change gives no
+/// reply to wait for.
+fn request_bytes(ty: Rtm, flags: NlmF, seq: u32, body: &[u8]) -> Vec<u8> {
+    let flags = (flags | NlmF::REQUEST | NlmF::ACK).bits();
+    let mut request = Vec::with_capacity(wire::HDR_LEN + body.len());
+    wire::frame(&mut request, u16::from(ty), flags, seq, body);
+    request
 }
 
 fn finish<R>(op: &str, interrupted: bool, replies: Vec<R>) -> Result<Vec<R>> {

@@ -17,7 +17,7 @@ echo "guest: kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print $2 " kB
 # Link kinds, protocols and netfilter/tc pieces the suite uses. The kernel
 # autoloads most of them on first use too; loading them here makes a missing
 # module an explicit failure instead of a confusing test error.
-modules="dummy 8021q ipvlan vrf sctp bridge veth macvlan ifb tun
+modules="dummy 8021q ipvlan vrf sctp bridge veth macvlan ifb tun vxlan
  nf_tables nft_compat nft_chain_nat nft_nat nft_masq nft_ct nf_conntrack nf_nat
  nf_conntrack_netlink iptable_nat iptable_filter iptable_mangle ip6table_nat
  ip6table_filter ip6table_mangle xt_nat xt_MASQUERADE xt_mark xt_comment

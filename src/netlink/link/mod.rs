@@ -1,7 +1,7 @@
 //! Links: look up, create (every kind the plugins make), change, move, delete.
 
 use super::wire::{self, Body, IFINFOMSG_LEN, NESTED};
-use super::{Error, Result, Socket};
+use super::{Error, Request, Result, Socket};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
@@ -13,8 +13,11 @@ use std::time::Duration;
 mod change;
 /// The forked child that makes `delete_link_detached`'s deleting syscall.
 mod detached;
+/// VXLAN settings: written at creation, read back from a dump.
+mod vxlan;
 
 pub use change::{Change, LinkRef, PortFlags, VlanFlags};
+pub use vxlan::VxlanInfo;
 
 /// How often a detached delete checks whether the link is unlisted yet.
 const UNLIST_POLL: Duration = Duration::from_micros(250);
@@ -251,6 +254,8 @@ pub enum Kind {
         table: u32,
     },
     Ifb,
+    /// Its underlay link is `VxlanInfo::link` (IFLA_VXLAN_LINK), not IFLA_LINK.
+    Vxlan(VxlanInfo),
 }
 
 impl Kind {
@@ -264,6 +269,7 @@ impl Kind {
             Kind::Dummy => "dummy",
             Kind::Vrf { .. } => "vrf",
             Kind::Ifb => "ifb",
+            Kind::Vxlan(_) => "vxlan",
         }
     }
 
@@ -346,71 +352,76 @@ impl Socket {
     /// Creates a link; EEXIST when the name is taken.
     pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
         let op = format!("create {} link {:?}", spec.kind.name(), spec.name);
-        let mut body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &spec.name);
-        if let Some(mtu) = spec.mtu {
-            body = body.u32(IFLA_MTU, mtu);
-        }
-        if let Some(mac) = spec.mac {
-            body = body.attr(IFLA_ADDRESS, &mac);
-        }
-        if let Some(q) = spec.txqlen {
-            body = body.u32(IFLA_TXQLEN, q);
-        }
-        if let Some(fd) = spec.netns {
-            body = body.u32(IFLA_NET_NS_FD, fd as u32);
-        }
-        if let Some(parent) = spec.kind.parent() {
-            body = body.u32(IFLA_LINK, parent);
-        }
-        let kind = spec.kind.clone();
-        let mtu = spec.mtu;
-        body = body.nest(IFLA_LINKINFO, |info| {
-            let info = info.str(IFLA_INFO_KIND, kind.name());
-            match kind {
-                Kind::Veth { peer, peer_netns } => {
-                    // The peer is described by an ifinfomsg followed by its attributes.
-                    let mut p =
-                        Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &peer);
-                    if let Some(mtu) = mtu {
-                        p = p.u32(IFLA_MTU, mtu);
-                    }
-                    if let Some(fd) = peer_netns {
-                        p = p.u32(IFLA_NET_NS_FD, fd as u32);
-                    }
-                    let p = p.into_bytes();
-                    info.nest(IFLA_INFO_DATA, |data| data.attr(VETH_INFO_PEER, &p))
-                }
-                Kind::Bridge {
-                    vlan_filtering,
-                    group_fwd_mask,
-                } if vlan_filtering || group_fwd_mask.is_some() => info.nest(IFLA_INFO_DATA, |d| {
-                    bridge_data(d, vlan_filtering, group_fwd_mask)
-                }),
-                Kind::Macvlan {
-                    mode, bc_queue_len, ..
-                } => info.nest(IFLA_INFO_DATA, |d| {
-                    let d = d.u32(IFLA_MACVLAN_MODE, mode);
-                    match bc_queue_len {
-                        Some(q) => d.u32(IFLA_MACVLAN_BC_QUEUE_LEN, q),
-                        None => d,
-                    }
-                }),
-                Kind::Ipvlan { mode, .. } => {
-                    info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_IPVLAN_MODE, mode))
-                }
-                Kind::Vlan { id, .. } => info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_VLAN_ID, id)),
-                Kind::Vrf { table } => info.nest(IFLA_INFO_DATA, |d| d.u32(IFLA_VRF_TABLE, table)),
-                Kind::Bridge { .. } | Kind::Dummy | Kind::Ifb => info,
-            }
-        });
-        self.change(
-            &op,
-            Rtm::Newlink,
-            NlmF::CREATE | NlmF::EXCL,
-            Buffer::from(body.into_bytes()),
-        )
+        self.apply(&op, &new_link_request(spec))
     }
+}
 
+/// RTM_NEWLINK for `spec`.
+fn new_link_request(spec: &NewLink) -> Request {
+    let mut body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0));
+    if let Some(mtu) = spec.mtu {
+        body = body.u32(IFLA_MTU, mtu);
+    }
+    if let Some(mac) = spec.mac {
+        body = body.attr(IFLA_ADDRESS, &mac);
+    }
+    if let Some(q) = spec.txqlen {
+        body = body.u32(IFLA_TXQLEN, q);
+    }
+    if let Some(fd) = spec.netns {
+        body = body.u32(IFLA_NET_NS_FD, fd as u32);
+    }
+    // After the settings, as iproute2 orders them (the kernel does not care).
+    body = body.str(IFLA_IFNAME, &spec.name);
+    if let Some(parent) = spec.kind.parent() {
+        body = body.u32(IFLA_LINK, parent);
+    }
+    let kind = spec.kind.clone();
+    let mtu = spec.mtu;
+    body = body.nest(IFLA_LINKINFO, |info| {
+        // Without a NUL, as iproute2 and Go netlink send it.
+        let info = info.attr(IFLA_INFO_KIND, kind.name().as_bytes());
+        match kind {
+            Kind::Veth { peer, peer_netns } => {
+                // The peer is described by an ifinfomsg followed by its attributes.
+                let mut p = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &peer);
+                if let Some(mtu) = mtu {
+                    p = p.u32(IFLA_MTU, mtu);
+                }
+                if let Some(fd) = peer_netns {
+                    p = p.u32(IFLA_NET_NS_FD, fd as u32);
+                }
+                let p = p.into_bytes();
+                info.nest(IFLA_INFO_DATA, |data| data.attr(VETH_INFO_PEER, &p))
+            }
+            Kind::Bridge {
+                vlan_filtering,
+                group_fwd_mask,
+            } if vlan_filtering || group_fwd_mask.is_some() => info.nest(IFLA_INFO_DATA, |d| {
+                bridge_data(d, vlan_filtering, group_fwd_mask)
+            }),
+            Kind::Macvlan {
+                mode, bc_queue_len, ..
+            } => info.nest(IFLA_INFO_DATA, |d| {
+                let d = d.u32(IFLA_MACVLAN_MODE, mode);
+                match bc_queue_len {
+                    Some(q) => d.u32(IFLA_MACVLAN_BC_QUEUE_LEN, q),
+                    None => d,
+                }
+            }),
+            Kind::Ipvlan { mode, .. } => {
+                info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_IPVLAN_MODE, mode))
+            }
+            Kind::Vlan { id, .. } => info.nest(IFLA_INFO_DATA, |d| d.u16(IFLA_VLAN_ID, id)),
+            Kind::Vrf { table } => info.nest(IFLA_INFO_DATA, |d| d.u32(IFLA_VRF_TABLE, table)),
+            Kind::Vxlan(vxlan) => info.nest(IFLA_INFO_DATA, |d| vxlan.data(d)),
+            Kind::Bridge { .. } | Kind::Dummy | Kind::Ifb => info,
+        }
+    });
+    Request::new(Rtm::Newlink, NlmF::CREATE | NlmF::EXCL, body)
+}
+
+impl Socket {
     pub fn delete_link(&mut self, index: u32) -> Result<()> {
         let op = format!("delete link {index}");
         let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));

@@ -156,3 +156,75 @@ fn reads_ipv4_devconf_from_af_spec() {
     assert_eq!(link.ipv4_conf(0), None);
     assert_eq!(link.ipv4_conf(99), None);
 }
+
+/// `ip link add flannel.1 mtu 1450 address 0e:11:22:33:44:55 type vxlan id 1
+/// local 10.9.0.1 dev veth0 dstport 8472 nolearning` (veth0 = link 3): the
+/// request iproute2 6.1 sent (`strace -e trace=sendmsg -e write=3`), byte for
+/// byte, its sequence number included.
+#[test]
+#[cfg(target_endian = "little")]
+fn a_vxlan_link_is_iproute2s_request() {
+    #[rustfmt::skip]
+    let iproute2: Vec<u8> = vec![
+        0x80, 0, 0, 0, 0x10, 0, 0x05, 0x06,     // len 128, RTM_NEWLINK, REQUEST|ACK|EXCL|CREATE
+        0x39, 0xb7, 0x0b, 0x6b, 0, 0, 0, 0,     // seq, pid
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // ifinfomsg
+        8, 0, 4, 0, 0xaa, 0x05, 0, 0,           // IFLA_MTU 1450
+        10, 0, 1, 0, 0x0e, 0x11, 0x22, 0x33, 0x44, 0x55, 0, 0, // IFLA_ADDRESS
+        14, 0, 3, 0, b'f', b'l', b'a', b'n', b'n', b'e', b'l', b'.', b'1', 0, 0, 0, // IFLA_IFNAME
+        60, 0, 18, 0,                           // IFLA_LINKINFO
+          9, 0, 1, 0, b'v', b'x', b'l', b'a', b'n', 0, 0, 0, // IFLA_INFO_KIND, no NUL
+          44, 0, 2, 0,                          // IFLA_INFO_DATA
+            8, 0, 3, 0, 3, 0, 0, 0,             // IFLA_VXLAN_LINK
+            8, 0, 1, 0, 1, 0, 0, 0,             // IFLA_VXLAN_ID
+            8, 0, 4, 0, 10, 9, 0, 1,            // IFLA_VXLAN_LOCAL
+            5, 0, 7, 0, 0, 0, 0, 0,             // IFLA_VXLAN_LEARNING 0
+            6, 0, 15, 0, 0x21, 0x18, 0, 0,      // IFLA_VXLAN_PORT 8472, big-endian
+    ];
+    let mut spec = NewLink::new(
+        "flannel.1",
+        Kind::Vxlan(VxlanInfo::new(
+            1,
+            Some(3),
+            Some("10.9.0.1".parse().expect("ip")),
+            8472,
+        )),
+    );
+    spec.mtu = Some(1450);
+    spec.mac = Some([0x0e, 0x11, 0x22, 0x33, 0x44, 0x55]);
+    assert_eq!(new_link_request(&spec).bytes(0x6b0b_b739), iproute2);
+}
+
+/// `ip link add vx6 type vxlan id 5 local fd00::1 dev veth0 dstport 4789 gbp
+/// learning`: IPv6 source, GBP (a flag attribute), learning on; byte for byte
+/// as iproute2 6.1 sent it.
+#[test]
+#[cfg(target_endian = "little")]
+fn an_ipv6_gbp_vxlan_link_is_iproute2s_request() {
+    #[rustfmt::skip]
+    let iproute2: Vec<u8> = vec![
+        0x74, 0, 0, 0, 0x10, 0, 0x05, 0x06,     // len 116, RTM_NEWLINK, REQUEST|ACK|EXCL|CREATE
+        0x3b, 0xb7, 0x0b, 0x6b, 0, 0, 0, 0,     // seq, pid
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // ifinfomsg
+        8, 0, 3, 0, b'v', b'x', b'6', 0,        // IFLA_IFNAME
+        76, 0, 18, 0,                           // IFLA_LINKINFO
+          9, 0, 1, 0, b'v', b'x', b'l', b'a', b'n', 0, 0, 0, // IFLA_INFO_KIND
+          60, 0, 2, 0,                          // IFLA_INFO_DATA
+            8, 0, 3, 0, 3, 0, 0, 0,             // IFLA_VXLAN_LINK
+            4, 0, 23, 0,                        // IFLA_VXLAN_GBP
+            8, 0, 1, 0, 5, 0, 0, 0,             // IFLA_VXLAN_ID
+            20, 0, 17, 0, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, // IFLA_VXLAN_LOCAL6
+            5, 0, 7, 0, 1, 0, 0, 0,             // IFLA_VXLAN_LEARNING 1
+            6, 0, 15, 0, 0x12, 0xb5, 0, 0,      // IFLA_VXLAN_PORT 4789
+    ];
+    let vxlan = VxlanInfo {
+        learning: true,
+        gbp: true,
+        ..VxlanInfo::new(5, Some(3), Some("fd00::1".parse().expect("ip")), 4789)
+    };
+    let spec = NewLink::new("vx6", Kind::Vxlan(vxlan));
+    assert_eq!(new_link_request(&spec).bytes(0x6b0b_b73b), iproute2);
+    // A dump of the link reports INFO_DATA as written.
+    let link = Link::parse(&iproute2[16..]).expect("parsed");
+    assert_eq!(link.vxlan(), Some(vxlan));
+}

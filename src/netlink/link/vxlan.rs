@@ -1,0 +1,156 @@
+//! VXLAN links: the settings `create_link` writes into IFLA_INFO_DATA and
+//! `Link::vxlan` reads back from a dump, so a caller can tell whether an
+//! existing device is the one it would create.
+
+use super::{Link, wire};
+use std::net::IpAddr;
+
+// linux/if_link.h
+const IFLA_VXLAN_ID: u16 = 1;
+const IFLA_VXLAN_LINK: u16 = 3;
+const IFLA_VXLAN_LOCAL: u16 = 4;
+const IFLA_VXLAN_LEARNING: u16 = 7;
+const IFLA_VXLAN_PORT: u16 = 15;
+const IFLA_VXLAN_LOCAL6: u16 = 17;
+const IFLA_VXLAN_GBP: u16 = 23;
+
+/// A VXLAN device's settings: what `Kind::Vxlan` creates and `Link::vxlan` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VxlanInfo {
+    /// The VXLAN network identifier (24 bits).
+    pub vni: u32,
+    /// The underlay link the tunnel's packets leave by (`dev`); `None`: any.
+    pub link: Option<u32>,
+    /// The source address of the tunnel's packets; `None`: chosen per packet.
+    pub local: Option<IpAddr>,
+    /// UDP destination port. On creation 0 leaves the kernel's default (its
+    /// `udp_port`, 8472), as Go netlink does; a dump always reports the port.
+    pub port: u16,
+    /// Whether the device learns remote MACs from received packets.
+    pub learning: bool,
+    /// Group Based Policy extension.
+    pub gbp: bool,
+}
+
+impl VxlanInfo {
+    /// A device on `link` sending from `local`, learning off (as flannel makes it).
+    pub fn new(vni: u32, link: Option<u32>, local: Option<IpAddr>, port: u16) -> VxlanInfo {
+        VxlanInfo {
+            vni,
+            link,
+            local,
+            port,
+            learning: false,
+            gbp: false,
+        }
+    }
+
+    /// IFLA_INFO_DATA, in the order iproute2 writes it.
+    pub(super) fn data(&self, d: wire::Body) -> wire::Body {
+        let mut d = match self.link {
+            Some(link) => d.u32(IFLA_VXLAN_LINK, link),
+            None => d,
+        };
+        if self.gbp {
+            // A flag attribute: present means on.
+            d = d.attr(IFLA_VXLAN_GBP, &[]);
+        }
+        d = d.u32(IFLA_VXLAN_ID, self.vni);
+        d = match self.local {
+            Some(ip @ IpAddr::V4(_)) => d.ip(IFLA_VXLAN_LOCAL, ip),
+            Some(ip @ IpAddr::V6(_)) => d.ip(IFLA_VXLAN_LOCAL6, ip),
+            None => d,
+        };
+        d = d.u8(IFLA_VXLAN_LEARNING, u8::from(self.learning));
+        match self.port {
+            0 => d,
+            // The one big-endian attribute of the set.
+            port => d.attr(IFLA_VXLAN_PORT, &port.to_be_bytes()),
+        }
+    }
+
+    /// Reads IFLA_INFO_DATA of a vxlan link; `None` without a VNI.
+    fn parse(data: &[u8]) -> Option<VxlanInfo> {
+        let mut info = VxlanInfo::new(0, None, None, 0);
+        // The kernel always reports learning; its creation default is on.
+        info.learning = true;
+        let mut vni = None;
+        for (ty, p) in wire::attrs(data) {
+            match ty {
+                IFLA_VXLAN_ID => vni = wire::as_u32(p),
+                IFLA_VXLAN_LINK => info.link = wire::as_u32(p).filter(|i| *i != 0),
+                IFLA_VXLAN_LOCAL | IFLA_VXLAN_LOCAL6 => {
+                    info.local = wire::as_ip(p).filter(|ip| !ip.is_unspecified());
+                }
+                IFLA_VXLAN_LEARNING => info.learning = p.first().is_some_and(|v| *v != 0),
+                IFLA_VXLAN_PORT => {
+                    info.port = p.get(..2).map_or(0, |b| u16::from_be_bytes([b[0], b[1]]));
+                }
+                IFLA_VXLAN_GBP => info.gbp = true,
+                _ => {}
+            }
+        }
+        info.vni = vni?;
+        Some(info)
+    }
+}
+
+impl Link {
+    /// A VXLAN link's settings, if it is one.
+    pub fn vxlan(&self) -> Option<VxlanInfo> {
+        if self.kind != "vxlan" {
+            return None;
+        }
+        VxlanInfo::parse(&self.info_data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_back_what_it_writes() {
+        let cases = [
+            VxlanInfo::new(1, Some(3), Some("10.9.0.1".parse().expect("ip")), 8472),
+            VxlanInfo {
+                learning: true,
+                gbp: true,
+                ..VxlanInfo::new(0xff_ffff, None, Some("fd00::1".parse().expect("ip")), 4789)
+            },
+        ];
+        for info in cases {
+            let data = info.data(wire::Body::default()).into_bytes();
+            assert_eq!(VxlanInfo::parse(&data), Some(info));
+        }
+        // Port 0 is left out: the kernel picks its default.
+        let data = VxlanInfo::new(7, None, None, 0)
+            .data(wire::Body::default())
+            .into_bytes();
+        assert_eq!(wire::find(&data, IFLA_VXLAN_PORT), None);
+    }
+
+    #[test]
+    fn a_dump_without_a_vni_or_of_another_kind_is_no_vxlan() {
+        let no_vni = wire::Body::default()
+            .u8(IFLA_VXLAN_LEARNING, 0)
+            .into_bytes();
+        assert_eq!(VxlanInfo::parse(&no_vni), None);
+        let data = VxlanInfo::new(1, None, None, 8472)
+            .data(wire::Body::default())
+            .into_bytes();
+        let mut link = Link {
+            kind: "vxlan".into(),
+            info_data: data,
+            ..Link::default()
+        };
+        assert_eq!(link.vxlan().map(|v| v.port), Some(8472));
+        link.kind = "geneve".into();
+        assert_eq!(link.vxlan(), None);
+        // Truncated attributes are not read past their end.
+        assert_eq!(
+            VxlanInfo::parse(&[8, 0, 1, 0, 1, 0, 0, 0, 5, 0, 15, 0, 0x21]).map(|v| v.port),
+            Some(0)
+        );
+    }
+}
