@@ -2,3 +2,4 @@
 //! ends like cnitool, above the plugins.
 
 pub mod dhcp;
+pub mod flanneld;
