@@ -46,11 +46,27 @@ fn flannel_rules_are_ensured_once_and_removed() {
     );
 
     let v4 = plan("10.5.0.0/16", "10.5.72.0/24", true);
-    for _ in 0..3 {
+    ensure(std::slice::from_ref(&v4)).expect("ensure");
+    // A rule appended after ours: ours is recognised as iptables-save prints
+    // it and stays where it is, ahead of it.
+    let other = ["-s", "10.99.0.1", "-j", "MASQUERADE"];
+    run_in(
+        None,
+        "iptables",
+        &[&["-t", "nat", "-A", "POSTROUTING"][..], &other].concat(),
+    );
+    for _ in 0..2 {
         ensure(std::slice::from_ref(&v4)).expect("ensure");
     }
     let jump = "-A POSTROUTING -m comment --comment \"flanneld masq\" -j FLANNEL-POSTRTG";
-    assert_eq!(lines("nat", "-j FLANNEL-POSTRTG"), vec![jump.to_string()]);
+    assert_eq!(
+        lines("nat", "-A POSTROUTING"),
+        vec![
+            "-A POSTROUTING -s 10.88.0.5/32 -j MASQUERADE",
+            jump,
+            "-A POSTROUTING -s 10.99.0.1/32 -j MASQUERADE",
+        ]
+    );
     let chain = lines("nat", "-A FLANNEL-POSTRTG");
     assert_eq!(chain.len(), 6, "{chain:#?}");
     assert!(chain[0].contains("--mark 0x4000/0x4000") && chain[0].ends_with("-j RETURN"));
@@ -95,7 +111,10 @@ fn flannel_rules_are_ensured_once_and_removed() {
     assert!(lines("filter", "FLANNEL").is_empty());
     assert_eq!(
         lines("nat", "-A POSTROUTING"),
-        vec!["-A POSTROUTING -s 10.88.0.5/32 -j MASQUERADE"]
+        vec![
+            "-A POSTROUTING -s 10.88.0.5/32 -j MASQUERADE",
+            "-A POSTROUTING -s 10.99.0.1/32 -j MASQUERADE",
+        ]
     );
     assert_eq!(
         lines("filter", "-A FORWARD"),

@@ -235,13 +235,20 @@ fn never_a_subnet_another_lease_holds() {
             "192.168.64.4",
             false,
         ),
+        // Shorter than a subnet, inside 10.5.2.0/26.
+        held(
+            "10.5.2.16/28",
+            Some("fc00:0:0:5::/64"),
+            "192.168.64.5",
+            true,
+        ),
     ];
     leases.extend(Held::from_kv(
         "/coreos.com/network/subnets/10.5.1.0-24&fc00:0:0:4::-64",
         b"{not json",
         true,
     ));
-    assert!(leases[2].attrs.is_err());
+    assert!(leases[3].attrs.is_err());
     assert_eq!(
         Held::from_kv("/coreos.com/network/config", b"{}", true),
         None
@@ -265,9 +272,9 @@ fn never_a_subnet_another_lease_holds() {
             );
         }
     }
-    // 10.5.2.0/26 to 10.5.3.192/26: every free one offered.
-    assert_eq!(seen.len(), 8);
-    assert_eq!(seen.first(), Some(&v4("10.5.2.0/26")));
+    // 10.5.2.64/26 to 10.5.3.192/26: every free one offered.
+    assert_eq!(seen.len(), 7);
+    assert_eq!(seen.first(), Some(&v4("10.5.2.64/26")));
 }
 
 /// All taken: flannel's "out of subnets", with used/total.

@@ -8,8 +8,8 @@ use super::alloc::Previous;
 use super::config::NetworkConfig;
 use crate::plugins::flannel::parse_subnet_env;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
-use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::{fmt, io};
 
 /// flannel's default `--subnet-file`.
 pub const DEFAULT_PATH: &str = "/run/flannel/subnet.env";
@@ -55,17 +55,49 @@ pub fn write(path: &Path, text: &str) -> io::Result<()> {
     crate::files::write_file_atomic(path, text.as_bytes(), 0o644)
 }
 
+/// Why the previous subnet could not be read.
+#[derive(Debug)]
+pub enum PreviousError {
+    Read { path: PathBuf, source: io::Error },
+    Parse(crate::cni::Error),
+}
+
+impl fmt::Display for PreviousError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PreviousError::Read { path, source } => {
+                write!(f, "cannot read {}: {source}", path.display())
+            }
+            PreviousError::Parse(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PreviousError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PreviousError::Read { source, .. } => Some(source),
+            PreviousError::Parse(e) => Some(e),
+        }
+    }
+}
+
 /// The subnets the file at `path` names, as network addresses
 /// (FLANNEL_SUBNET=10.5.72.1/24 is 10.5.72.0/24). A missing file names none;
 /// an unreadable or malformed one is an error (flannel logs it and goes on
 /// without: so should the caller).
-pub fn read_previous(path: &Path) -> Result<Previous, String> {
+pub fn read_previous(path: &Path) -> Result<Previous, PreviousError> {
     let text = match crate::files::read_string_limited(path, crate::files::MAX_FILE) {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Previous::default()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(source) => {
+            return Err(PreviousError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     };
-    let env = parse_subnet_env(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+    let env = parse_subnet_env(&text, &path.display().to_string()).map_err(PreviousError::Parse)?;
     Ok(Previous {
         subnet: match env.subnet {
             Some(IpNet::V4(n)) => Some(n.trunc()),
@@ -126,7 +158,11 @@ mod tests {
         let root =
             std::env::temp_dir().join(format!("cni-multi-subnet-env-{}", std::process::id()));
         let path = root.join("flannel").join("subnet.env");
-        assert_eq!(read_previous(&path), Ok(Previous::default()), "no file yet");
+        assert_eq!(
+            read_previous(&path).ok(),
+            Some(Previous::default()),
+            "no file yet"
+        );
         let c = config(r#"{"Network":"10.5.0.0/16","EnableIPv6":true,"IPv6Network":"fc00::/48"}"#);
         let text = render(
             &c,
@@ -147,8 +183,8 @@ mod tests {
         assert_eq!(env.ipv6_subnet, Some(net("fc00:0:0:3::/64")));
         assert_eq!((env.mtu, env.ipmasq), (1410, true));
         assert_eq!(
-            read_previous(&path),
-            Ok(Previous {
+            read_previous(&path).ok(),
+            Some(Previous {
                 subnet: Some(net("10.5.72.0/24")),
                 ipv6_subnet: Some(net("fc00:0:0:3::/64")),
             })
@@ -161,11 +197,11 @@ mod tests {
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("subnet.env")]);
         assert_eq!(
-            read_previous(&path).map(|p| p.subnet),
-            Ok(Some(net("10.5.9.0/24")))
+            read_previous(&path).ok().map(|p| p.subnet),
+            Some(Some(net("10.5.9.0/24")))
         );
         fs_err::write(&path, "FLANNEL_SUBNET=nonsense\n").expect("garble");
-        assert!(read_previous(&path).is_err());
+        assert!(matches!(read_previous(&path), Err(PreviousError::Parse(_))));
         let _ = fs_err::remove_dir_all(&root);
     }
 }
