@@ -450,3 +450,85 @@ mod firewall_cases {
         golden("firewall-nftables-del", &txs(&[some, last, admin_kept]));
     }
 }
+
+/// flanneld's rules: flannel's `pkg/trafficmngr/iptables/iptables.go`
+/// (masqRules, masqIP6Rules, forwardRules), every rule with its comment,
+/// in its order.
+mod flannel_cases {
+    use super::*;
+    use crate::netfilter::flannel::{Plan, ensure_batches, remove_batches};
+    use crate::netfilter::iptables::render_all;
+
+    fn plan(network: &str, subnet: &str, random_fully: bool) -> Plan {
+        Plan {
+            network: net(network),
+            subnet: net(subnet),
+            masq: true,
+            forward: true,
+            random_fully,
+        }
+    }
+
+    /// One restore per family, both tables in it.
+    fn per_family(texts: &[(Family, [Batch; 2])]) -> String {
+        texts
+            .iter()
+            .map(|(f, b)| format!("# {}\n{}", label(*f), render_all(b).expect("render")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The tables after a first run, as iptables-save prints them.
+    fn after_first_run() -> (Saved, Saved) {
+        let nat = Saved::parse(
+            "*nat\n:POSTROUTING ACCEPT [0:0]\n:FLANNEL-POSTRTG - [0:0]\n\
+             -A POSTROUTING -m comment --comment \"flanneld masq\" -j FLANNEL-POSTRTG\n\
+             -A FLANNEL-POSTRTG -m mark --mark 0x4000/0x4000 -m comment --comment \"flanneld masq\" -j RETURN\nCOMMIT\n",
+        );
+        let filter = Saved::parse(
+            "*filter\n:FORWARD DROP [0:0]\n:FLANNEL-FWD - [0:0]\n\
+             -A FORWARD -j DOCKER-USER\n\
+             -A FORWARD -m comment --comment \"flanneld forward\" -j FLANNEL-FWD\n\
+             -A FLANNEL-FWD -s 10.5.0.0/16 -m comment --comment \"flanneld forward\" -j ACCEPT\nCOMMIT\n",
+        );
+        (nat, filter)
+    }
+
+    #[test]
+    fn golden_flannel_iptables() {
+        let v4 = plan("10.5.0.0/16", "10.5.72.0/24", true);
+        let v6 = plan("fc00::/48", "fc00:0:0:3::/64", true);
+        let empty = Saved::default();
+        let fresh = |p: &Plan| ensure_batches(p, &empty, &empty).expect("batches");
+        golden(
+            "flannel-iptables-ensure-fresh",
+            &per_family(&[(Family::V4, fresh(&v4)), (Family::V6, fresh(&v6))]),
+        );
+        let (nat, filter) = after_first_run();
+        let mut plain = v4.clone();
+        plain.random_fully = false;
+        golden(
+            "flannel-iptables-ensure-again",
+            &per_family(&[(
+                Family::V4,
+                ensure_batches(&plain, &nat, &filter).expect("batches"),
+            )]),
+        );
+        let mut forward_only = v4.clone();
+        forward_only.masq = false;
+        golden(
+            "flannel-iptables-ensure-no-masq",
+            &per_family(&[(
+                Family::V4,
+                ensure_batches(&forward_only, &nat, &filter).expect("batches"),
+            )]),
+        );
+        golden(
+            "flannel-iptables-remove",
+            &per_family(&[
+                (Family::V4, remove_batches(Family::V4, &nat, &filter)),
+                (Family::V6, remove_batches(Family::V6, &empty, &empty)),
+            ]),
+        );
+    }
+}

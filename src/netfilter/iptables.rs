@@ -384,6 +384,33 @@ pub fn apply(batch: &Batch) -> Result<()> {
     restore(&bin, cmd, &input)
 }
 
+/// The restore input of several tables' batches (one family): each table
+/// committed in turn, empty batches left out.
+pub fn render_all(batches: &[Batch]) -> Result<String> {
+    let mut input = String::new();
+    for batch in batches.iter().filter(|b| !b.is_empty()) {
+        input.push_str(&batch.render()?);
+    }
+    Ok(input)
+}
+
+/// Applies several tables' batches of `family` with one `iptables-restore
+/// --noflush --wait`; nothing to do runs nothing.
+pub fn apply_all(family: Family, batches: &[Batch]) -> Result<()> {
+    if let Some(other) = batches.iter().find(|b| b.family != family) {
+        return Err(Error::InvalidConfig(format!(
+            "a {:?} batch for table {} among {family:?} ones",
+            other.family, other.table
+        )));
+    }
+    let input = render_all(batches)?;
+    if input.is_empty() {
+        return Ok(());
+    }
+    let (bin, cmd) = command(family, "restore");
+    restore(&bin, cmd, &input)
+}
+
 /// Runs `cmd` (a restore tool) on `input`. The input is written from a thread
 /// while stderr is read here, so a tool that reports errors while we still
 /// write cannot block either side; the child is always waited for, even when

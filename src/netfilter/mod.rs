@@ -4,6 +4,7 @@
 
 mod error;
 pub mod firewall;
+pub mod flannel;
 #[cfg(test)]
 mod golden_tests;
 pub mod iptables;
