@@ -74,6 +74,13 @@ else
 LINK    := -C link-arg=-Wl,-T,$(CURDIR)/src/hot-text.ld
 QEMU    :=
 endif
+# ring (rustls's primitives, for flanneld's etcd TLS) compiles C and assembly
+# for the target: musl x86_64 with this machine's gcc, aarch64 with clang
+# (one compiler for every target, so no cross gcc either).
+CC_ENV_x86_64-unknown-linux-musl  := CC_x86_64_unknown_linux_musl=gcc
+CC_ENV_aarch64-unknown-linux-musl := CC_aarch64_unknown_linux_musl=clang \
+	CFLAGS_aarch64_unknown_linux_musl=--target=aarch64-linux-musl
+CC_ENV  := $(CC_ENV_$(TARGET))
 BINDIR  ?= /opt/cni/bin
 # `make install` also links $(PREFIX)/bin/cni-multi to the binary, so it is on PATH.
 PREFIX  ?= /usr/local
@@ -97,7 +104,7 @@ all: build
 # Its patterns are symbol names, traced on x86_64; linked into arm64 too, where a
 # loopback ADD then runs code from ~30% fewer pages.
 build:
-	RUSTFLAGS="-C target-feature=+crt-static $(LINK)" \
+	$(CC_ENV) RUSTFLAGS="-C target-feature=+crt-static $(LINK)" \
 		$(CARGO) build --release --locked --target $(TARGET)
 	mkdir -p $(dir $(BIN))
 	cp target/$(TARGET)/release/cni-multi $(BIN)
@@ -188,7 +195,7 @@ bench: build
 # bench/layout.rs): traces plugin runs of an unstripped build, as root. Run it
 # after changes that move much code, then `make bench` for the peak RSS.
 hot-layout:
-	RUSTFLAGS="-C target-feature=+crt-static" CARGO_PROFILE_RELEASE_STRIP=false CARGO_TARGET_DIR=target/hot-layout \
+	$(CC_ENV) RUSTFLAGS="-C target-feature=+crt-static" CARGO_PROFILE_RELEASE_STRIP=false CARGO_TARGET_DIR=target/hot-layout \
 		$(CARGO) build --release --locked --target $(TARGET)
 	BENCH_BIN=target/hot-layout/$(TARGET)/release/cni-multi BENCH_LAYOUT=src/hot-text.ld ./bench/run.sh
 

@@ -6,7 +6,7 @@
 //! | 0 utilities | alloc, digest, files | nothing of the crate (files: digest) |
 //! | 1 locks | lockfile | 0 |
 //! | 2 protocol | cni | 0-1 |
-//! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client) | 0-2 |
+//! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 |
 //! | 4 rules and protocols | netfilter, dhcp | 0-3 |
 //! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), runtime (libcni: lists, result cache; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
@@ -27,7 +27,7 @@ fn layer(module: &str) -> Option<u8> {
         "alloc" | "digest" | "files" => 0,
         "lockfile" => 1,
         "cni" => 2,
-        "netlink" | "netns" | "ipam" | "dbus" => 3,
+        "netlink" | "netns" | "ipam" | "dbus" | "etcd" => 3,
         "netfilter" | "dhcp" => 4,
         "iface" | "boundary" | "runtime" => 5,
         "plugins" => 6,

@@ -8,6 +8,7 @@ pub mod daemons;
 pub mod dbus;
 pub mod dhcp;
 pub mod digest;
+pub mod etcd;
 pub mod files;
 pub mod iface;
 pub mod install;

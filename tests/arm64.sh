@@ -15,8 +15,8 @@
 #     qemu), then cnitool's netns add, ADD, CHECK and DEL of a loopback
 #     network, cnitool exec'ing the plugin. Elsewhere this part is skipped
 #     with a note.
-# Installs qemu-user-static and Rust's aarch64-unknown-linux-musl target when
-# missing. Ends with the wall time and the binary's size.
+# Installs qemu-user-static, clang and Rust's aarch64-unknown-linux-musl
+# target when missing. Ends with the wall time and the binary's size.
 set -euo pipefail
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$self")/.."
@@ -116,6 +116,8 @@ need file file
 need readelf binutils
 need ip iproute2
 need unshare util-linux
+# ring (rustls) compiles its C and assembly for aarch64 with clang.
+need clang clang
 if [ -n "$missing" ]; then
     say "installing$missing"
     export DEBIAN_FRONTEND=noninteractive

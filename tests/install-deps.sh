@@ -19,9 +19,13 @@ need strace strace
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
 need firewalld firewalld
-# The flanneld lane (make test-flanneld): a real etcd cluster and its client.
+# ring (rustls, for flanneld's etcd TLS) compiles C: clang builds it for aarch64
+# (make ARCH=arm64). The flanneld lane (make test-flanneld) and
+# tests/etcd_client.rs run a real etcd; openssl makes the TLS test's certificates.
+need clang clang
 need etcd etcd-server
 need etcdctl etcd-client
+need openssl openssl
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
 # attachments a runtime made through it (tests/doctor.rs, bench/libcni).
 need go golang-go
