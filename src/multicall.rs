@@ -29,6 +29,10 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
     if invoked_as == "cnitool" {
         return crate::cnitool::main(args);
     }
+    // `flanneld ...` through a link of that name, as Go flanneld's binary is run.
+    if invoked_as == "flanneld" {
+        return crate::daemons::flanneld::main(args[1..].to_vec());
+    }
     match arg(1).as_deref() {
         None | Some("-h" | "--help" | "help") => {
             print!("{}", usage());
@@ -40,6 +44,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
         Some("install") => crate::install::main(args[1..].to_vec()),
+        Some("flanneld") => crate::daemons::flanneld::main(args[2..].to_vec()),
         Some("dhcp") if arg(2).as_deref() == Some("daemon") => {
             crate::daemons::dhcp::main(args[3..].to_vec())
         }
@@ -75,6 +80,7 @@ fn usage() -> String {
          {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
          {BINARY} install ...    put this binary and its plugin links into /opt/cni/bin ('install --help')\n  \
          {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
+         {BINARY} flanneld ...   flannel's network daemon on etcd ('flanneld --help'; also as 'flanneld')\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
          {BINARY} --version      print the version\n\nPlugins:\n",
         env!("CARGO_PKG_VERSION")
