@@ -26,6 +26,8 @@ need clang clang
 need etcd etcd-server
 need etcdctl etcd-client
 need openssl openssl
+# The flanneld lane asks the daemon's health probes over HTTP.
+need curl curl
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
 # attachments a runtime made through it (tests/doctor.rs, bench/libcni).
 need go golang-go

@@ -47,7 +47,8 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # followed by four doctor runs: thousands of plugin and iptables runs, ~20 minutes
 # together) would not fit the lane's budget. Each is about repetition, not
 # about a kernel feature the CI machine lacks, and `make test` runs them on
-# the host; every other test of every binary runs in the VM. With KVM they
+# the host; so do the etcd client's tests (etcd servers, nothing of the
+# kernel). Every other test of every binary runs in the VM. With KVM they
 # run in the VM too.
 DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
@@ -76,7 +77,14 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  foreign_writers:tar_x_over_a_plugin_name_costs_that_name_only
  foreign_writers:dd_conv_notrunc_over_a_plugin_name_costs_that_name_only
  foreign_writers:a_binary_clobbered_through_a_link_is_reported_and_repaired
- foreign_writers:a_name_left_to_another_installer_is_neither_taken_nor_reported"
+ foreign_writers:a_name_left_to_another_installer_is_neither_taken_nor_reported
+ etcd_client:keys_put_range_prefix_create_if_absent_conditional_put_and_delete
+ etcd_client:a_lease_is_granted_kept_alive_and_its_revocation_deletes_its_key
+ etcd_client:a_watch_sees_puts_and_deletes_in_order_from_its_start_revision_and_progress
+ etcd_client:a_watch_from_below_the_compaction_horizon_says_compacted
+ etcd_client:auth_refuses_a_wrong_password_and_authenticates_again_when_the_token_expires
+ etcd_client:tls_with_a_client_certificate_works_and_without_one_or_with_another_ca_fails
+ etcd_client:calls_and_watches_fail_over_from_a_dead_endpoint_and_say_when_none_is_left"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"

@@ -229,10 +229,7 @@ fn wait_for_config(
     let mut said = String::new();
     loop {
         let why = match client.range(key.as_bytes()) {
-            Ok((Some(kv), _)) => match config::parse(&kv.value)
-                .map_err(|e| e.to_string())
-                .and_then(supported)
-            {
+            Ok((Some(kv), _)) => match config::parse(&kv.value).and_then(supported) {
                 Ok(c) => return Ok(Some(c)),
                 Err(e) => format!("{key}: {e}"),
             },
@@ -349,12 +346,12 @@ fn peers_of(prefix: &str, leases: &Leases, own: &Own) -> BTreeMap<Ipv4Net, Peer>
 }
 
 /// What this flanneld does not do is refused up front, saying so.
-fn supported(c: NetworkConfig) -> Result<NetworkConfig, String> {
+fn supported(c: NetworkConfig) -> Result<NetworkConfig, config::ConfigError> {
     if c.ipv6.is_some() {
-        return Err("EnableIPv6: IPv6 data paths are not supported by cni-multi flanneld (docs/flanneld.md)".into());
+        return Err(config::ConfigError("EnableIPv6: IPv6 data paths are not supported by cni-multi flanneld (docs/flanneld.md)".into()));
     }
     if c.enable_nftables {
-        return Err("EnableNFTables: nftables mode is not supported by cni-multi flanneld; iptables mode only".into());
+        return Err(config::ConfigError("EnableNFTables: nftables mode is not supported by cni-multi flanneld; iptables mode only".into()));
     }
     Ok(c)
 }
