@@ -124,18 +124,14 @@ pub fn run(flags: Flags) -> Result<i32> {
 
     let lease_id = Arc::new(AtomicI64::new(own.lease));
     keepalive(
-        Client::new(&etcd_config(&flags))?,
+        client.clone(),
         lease_id.clone(),
         flags.subnet_lease_ttl,
         flags.subnet_lease_renew_margin,
         tx.clone(),
     )?;
-    super::watch::spawn(
-        Client::new(&etcd_config(&flags))?,
-        flags.subnets_prefix(),
-        tx,
-    )
-    .context("starting the watch")?;
+    super::watch::spawn(client.clone(), flags.subnets_prefix(), tx)
+        .context("starting the watch")?;
 
     let mut peers: BTreeMap<Ipv4Net, Peer> = BTreeMap::new();
     let resync = Duration::from_secs(flags.resync);
