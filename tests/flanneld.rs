@@ -28,8 +28,16 @@ struct Cluster {
 
 impl Cluster {
     fn new(config: &str) -> Cluster {
+        Cluster::on(Underlay::new("10.250.0.0/24"), config)
+    }
+
+    /// On a dual-stack underlay (IPv4 and IPv6 between the nodes).
+    fn dual(config: &str) -> Cluster {
+        Cluster::on(Underlay::dual("10.250.0.0/24", "fd25::/64"), config)
+    }
+
+    fn on(underlay: Underlay, config: &str) -> Cluster {
         enter_test_host();
-        let underlay = Underlay::new("10.250.0.0/24");
         let etcd = EtcdCluster::start(&underlay, 3);
         etcd.put("/coreos.com/network/config", config);
         Cluster { underlay, etcd }
@@ -249,6 +257,211 @@ fn vxlan_pods_talk_across_nodes_and_leases_follow_etcd() {
     wait_for("c's daemon to stop", WAIT, || !d3.running());
     assert!(d3.log().contains("Lease has been revoked"), "{}", d3.log());
     assert!(!pa.ping(pc.ip), "no route to a deleted lease's subnet");
+}
+
+const DUAL: &str = r#"{"Network":"10.244.0.0/16","EnableIPv6":true,"IPv6Network":"fd44::/56","Backend":{"Type":"vxlan"}}"#;
+
+/// `FLANNEL_IPV6_SUBNET` of a node (`fd44:0:0:7::1/64` -> `fd44:0:0:7::/64`).
+fn subnet6(node: &Node) -> ipnet::Ipv6Net {
+    let s: ipnet::Ipv6Net = node
+        .subnet_env_value("FLANNEL_IPV6_SUBNET")
+        .expect("FLANNEL_IPV6_SUBNET")
+        .parse()
+        .expect("IPv6 subnet");
+    s.trunc()
+}
+
+/// Dual-stack vxlan over an IPv6 underlay: each lease carries both subnets
+/// in its key, `PublicIPv6` and `BackendV6Data`; `flannel-v6.1` runs over
+/// the node's IPv6 address with 70 bytes of overhead (and pods get that MTU
+/// for both families); every node has one IPv6 route, permanent neighbour
+/// and FDB entry per peer; pods talk over IPv6 and IPv4 with their own
+/// addresses; a deleted lease takes its IPv6 data path with it.
+#[test]
+#[ignore = "flanneld lane: make test-flanneld"]
+fn dual_stack_vxlan_pods_talk_over_ipv6() {
+    let c = Cluster::dual(DUAL);
+    let (a, _da) = c.node("a", &[]);
+    let (b, _db) = c.node("b", &[]);
+    let (n3, mut d3) = c.node("c", &[]);
+    let leases = c.leases();
+    assert_eq!(leases.len(), 3, "{leases:?}");
+    for node in [&a, &b, &n3] {
+        let net: ipnet::Ipv4Net = subnet(node).parse().expect("subnet");
+        let sn6 = subnet6(node);
+        assert_eq!(sn6.prefix_len(), 64);
+        assert!(
+            "fd44::/56"
+                .parse::<ipnet::Ipv6Net>()
+                .unwrap()
+                .contains(&sn6)
+        );
+        let key = format!(
+            "{PREFIX}{}-{}&{}-64",
+            net.network(),
+            net.prefix_len(),
+            sn6.network()
+        );
+        let (_, v) = leases
+            .iter()
+            .find(|(k, _)| *k == key)
+            .unwrap_or_else(|| panic!("no lease {key} in {leases:?}"));
+        let ip6 = node.ip6.expect("node's IPv6 address");
+        let link6 = node.sh("ip", &["-o", "link", "show", "flannel-v6.1"]);
+        let mac6 = link6
+            .split_whitespace()
+            .skip_while(|w| *w != "link/ether")
+            .nth(1)
+            .expect("flannel-v6.1's MAC");
+        assert_ne!(mac6, vtep_mac(node), "a MAC per device");
+        assert_eq!(
+            v,
+            &serde_json::json!({"PublicIP": node.ip.to_string(), "PublicIPv6": ip6.to_string(),
+                "BackendType": "vxlan", "BackendData": {"VNI": 1, "VtepMAC": vtep_mac(node)},
+                "BackendV6Data": {"VNI": 1, "VtepMAC": mac6}}),
+        );
+        let d = node.sh("ip", &["-d", "link", "show", "flannel-v6.1"]);
+        assert!(
+            d.contains("vxlan id 1 ")
+                && d.contains(&format!("local {ip6} "))
+                && d.contains("mtu 1430"),
+            "{d}"
+        );
+        assert!(
+            node.sh("ip", &["-d", "link", "show", "flannel.1"])
+                .contains("mtu 1450")
+        );
+        let own = node.sh(
+            "ip",
+            &[
+                "-6",
+                "-o",
+                "addr",
+                "show",
+                "dev",
+                "flannel-v6.1",
+                "scope",
+                "global",
+            ],
+        );
+        assert!(own.contains(&format!("{}/128", sn6.network())), "{own}");
+        assert_eq!(
+            node.subnet_env_value("FLANNEL_MTU").as_deref(),
+            Some("1430")
+        );
+        assert_eq!(
+            node.subnet_env_value("FLANNEL_IPV6_NETWORK").as_deref(),
+            Some("fd44::/56")
+        );
+    }
+    let data6 = |node: &Node| {
+        let set = |out: String| -> BTreeSet<String> {
+            out.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let routes = set(node.sh("ip", &["-6", "route", "show", "dev", "flannel-v6.1"]))
+            .into_iter()
+            .filter(|r| r.contains(" via "))
+            .collect::<BTreeSet<_>>();
+        let neigh = set(node.sh(
+            "ip",
+            &[
+                "-6",
+                "neigh",
+                "show",
+                "dev",
+                "flannel-v6.1",
+                "nud",
+                "permanent",
+            ],
+        ));
+        let fdb = set(node.sh("bridge", &["fdb", "show", "dev", "flannel-v6.1"]))
+            .into_iter()
+            .filter(|l| l.contains(" dst "))
+            .collect::<BTreeSet<_>>();
+        (routes, neigh, fdb)
+    };
+    let wait_peers6 = |node: &Node, others: &[&Node]| {
+        wait_for(&format!("{}'s IPv6 data path", node.name), WAIT, || {
+            let (routes, neigh, fdb) = data6(node);
+            routes.len() == others.len()
+                && neigh.len() == others.len()
+                && fdb.len() == others.len()
+                && others.iter().all(|o| {
+                    let sn6 = subnet6(o);
+                    let gw = sn6.network();
+                    routes
+                        .iter()
+                        .any(|r| r.starts_with(&format!("{sn6} via {gw} ")) && r.contains("onlink"))
+                        && neigh
+                            .iter()
+                            .any(|n| n.starts_with(&format!("{gw} lladdr ")))
+                        && fdb
+                            .iter()
+                            .any(|f| f.contains(&format!("dst {} ", o.ip6.expect("ip6"))))
+                })
+        });
+    };
+    wait_peers6(&a, &[&b, &n3]);
+    wait_peers6(&b, &[&a, &n3]);
+    wait_peers(&a, &[&b, &n3]);
+
+    let (pa, pb) = (a.add_pod("pa"), b.add_pod("pb"));
+    let (pa6, pb6) = (pa.ip6.expect("pa's IPv6"), pb.ip6.expect("pb's IPv6"));
+    assert!(
+        ipnet::IpNet::V6(subnet6(&a)).contains(&pa6)
+            && ipnet::IpNet::V6(subnet6(&b)).contains(&pb6)
+    );
+    pa.tcp_echo_server(8080);
+    pb.tcp_echo_server(8080);
+    wait_for("pa to ping pb over IPv6", WAIT, || pa.ping(pb6));
+    assert_eq!(
+        pa.tcp_connect(pb6, 8080),
+        Some(pa6.to_string()),
+        "IPv6, pod's own address"
+    );
+    assert_eq!(pb.tcp_connect(pa6, 8080), Some(pb6.to_string()));
+    assert_talk(&pa, &pb, 8080);
+
+    // c's lease deleted: its IPv6 route, neighbour and FDB entry go too.
+    let net: ipnet::Ipv4Net = subnet(&n3).parse().expect("subnet");
+    let key = format!(
+        "{PREFIX}{}-{}&{}-64",
+        net.network(),
+        net.prefix_len(),
+        subnet6(&n3).network()
+    );
+    assert_eq!(c.etcd.del(&key), 1);
+    wait_peers6(&a, &[&b]);
+    wait_for("c's daemon to stop", WAIT, || !d3.running());
+}
+
+/// host-gw dual-stack: IPv6 routes via each peer's public IPv6 address.
+#[test]
+#[ignore = "flanneld lane: make test-flanneld"]
+fn dual_stack_host_gw_routes_ipv6_via_peers() {
+    let c = Cluster::dual(
+        r#"{"Network":"10.244.0.0/16","EnableIPv6":true,"IPv6Network":"fd44::/56","Backend":{"Type":"host-gw"}}"#,
+    );
+    let (a, _da) = c.node("a", &[]);
+    let (b, _db) = c.node("b", &[]);
+    for (_, v) in c.leases() {
+        assert_eq!(v["BackendType"], "host-gw");
+        assert!(v["PublicIPv6"].is_string(), "{v}");
+    }
+    assert_eq!(a.subnet_env_value("FLANNEL_MTU").as_deref(), Some("1500"));
+    let want = format!("{} via {} dev eth0", subnet6(&b), b.ip6.expect("ip6"));
+    wait_for("a's IPv6 route to b", WAIT, || {
+        a.sh("ip", &["-6", "route"]).contains(&want)
+    });
+    let (pa, pb) = (a.add_pod("pa"), b.add_pod("pb"));
+    pb.tcp_echo_server(8080);
+    let (pa6, pb6) = (pa.ip6.expect("pa's IPv6"), pb.ip6.expect("pb's IPv6"));
+    wait_for("pa to ping pb over IPv6", WAIT, || pa.ping(pb6));
+    assert_eq!(pa.tcp_connect(pb6, 8080), Some(pa6.to_string()));
 }
 
 /// With one etcd member down nodes still join; with quorum lost pods still

@@ -14,7 +14,7 @@ use nix::unistd::Pid;
 use serde_json::json;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -109,6 +109,8 @@ pub fn log_tail(path: &std::path::Path, lines: usize) -> String {
 pub struct Underlay {
     switch: Netns,
     net: ipnet::Ipv4Net,
+    /// The segment's IPv6 prefix, when it is dual-stack.
+    net6: Option<ipnet::Ipv6Net>,
     /// The host number the next `attach` gets (the switch has 1).
     next: Mutex<u32>,
 }
@@ -116,17 +118,34 @@ pub struct Underlay {
 impl Underlay {
     /// A segment on `cidr` (IPv4, e.g. "10.250.0.0/24").
     pub fn new(cidr: &str) -> Underlay {
+        Underlay::make(cidr, None)
+    }
+
+    /// A dual-stack segment: every attachment also gets an address of `cidr6`.
+    pub fn dual(cidr: &str, cidr6: &str) -> Underlay {
+        let net6: ipnet::Ipv6Net = cidr6
+            .parse()
+            .unwrap_or_else(|e| panic!("underlay cidr {cidr6}: {e}"));
+        Underlay::make(cidr, Some(net6.trunc()))
+    }
+
+    fn make(cidr: &str, net6: Option<ipnet::Ipv6Net>) -> Underlay {
         let net: ipnet::Ipv4Net = cidr
             .parse()
             .unwrap_or_else(|e| panic!("underlay cidr {cidr}: {e}"));
         let u = Underlay {
             switch: Netns::new(),
             net: net.trunc(),
+            net6,
             next: Mutex::new(2),
         };
         let gw = format!("{}/{}", u.gateway(), u.net.prefix_len());
         u.sh("ip", &["link", "add", "br0", "type", "bridge"]);
         u.sh("ip", &["addr", "add", &gw, "dev", "br0"]);
+        if let Some(gw6) = u.gateway6() {
+            let gw6 = format!("{gw6}/{}", u.net6.map_or(64, |n| n.prefix_len()));
+            u.sh("ip", &["addr", "add", &gw6, "dev", "br0", "nodad"]);
+        }
         u.sh("ip", &["link", "set", "br0", "up"]);
         u.sh("ip", &["link", "set", "lo", "up"]);
         u
@@ -135,6 +154,18 @@ impl Underlay {
     /// The switch's own address on the segment.
     pub fn gateway(&self) -> Ipv4Addr {
         Ipv4Addr::from(u32::from(self.net.network()) + 1)
+    }
+
+    /// The switch's IPv6 address, on a dual-stack segment.
+    pub fn gateway6(&self) -> Option<Ipv6Addr> {
+        self.net6
+            .map(|n| Ipv6Addr::from(u128::from(n.network()) + 1))
+    }
+
+    /// The IPv6 address the attachment with host number `host` gets.
+    fn host6(&self, host: u32) -> Option<Ipv6Addr> {
+        self.net6
+            .map(|n| Ipv6Addr::from(u128::from(n.network()) + u128::from(host)))
     }
 
     pub fn prefix_len(&self) -> u8 {
@@ -185,6 +216,14 @@ impl Underlay {
         self.sh("ip", &["link", "set", &port, "master", "br0", "up"]);
         let cidr = format!("{ip}/{}", self.net.prefix_len());
         sh_in(ns.path(), "ip", &["addr", "add", &cidr, "dev", "eth0"]);
+        if let (Some(ip6), Some(net6)) = (self.host6(host), self.net6) {
+            let cidr6 = format!("{ip6}/{}", net6.prefix_len());
+            sh_in(
+                ns.path(),
+                "ip",
+                &["addr", "add", &cidr6, "dev", "eth0", "nodad"],
+            );
+        }
         sh_in(ns.path(), "ip", &["link", "set", "eth0", "up"]);
         sh_in(ns.path(), "ip", &["link", "set", "lo", "up"]);
         ("eth0".into(), IpAddr::V4(ip))
@@ -333,6 +372,8 @@ pub struct Node {
     pub name: String,
     pub ns: Netns,
     pub ip: IpAddr,
+    /// Its IPv6 address on a dual-stack underlay.
+    pub ip6: Option<Ipv6Addr>,
     pub dir: TempDir,
     bin: TempDir,
 }
@@ -343,10 +384,24 @@ impl Node {
         let (_, ip) = underlay.attach(&ns);
         let gw = underlay.gateway().to_string();
         sh_in(ns.path(), "ip", &["route", "add", "default", "via", &gw]);
+        let ip6 = underlay.gateway6().map(|gw6| {
+            let gw6 = gw6.to_string();
+            sh_in(
+                ns.path(),
+                "ip",
+                &["-6", "route", "add", "default", "via", &gw6],
+            );
+            let IpAddr::V4(v4) = ip else {
+                panic!("underlay addresses are IPv4")
+            };
+            let host = u32::from(v4) - u32::from(underlay.net.network());
+            underlay.host6(host).expect("a dual-stack underlay")
+        });
         Node {
             name: name.into(),
             ns,
             ip,
+            ip6,
             dir: TempDir::new(&format!("node-{name}")),
             bin: plugin_dir(),
         }
@@ -425,6 +480,7 @@ impl Node {
             name: name.into(),
             ns: Netns::new(),
             ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            ip6: None,
             node: self.name.clone(),
             node_ns: self.path().into(),
             bin: self.bin.0.clone(),
@@ -439,6 +495,12 @@ impl Node {
         pod.ip = crate::harness::first_ip(&result)
             .parse()
             .unwrap_or_else(|e| panic!("pod address in {result}: {e}"));
+        pod.ip6 = result["ips"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|ip| ip["address"].as_str()?.split('/').next()?.parse().ok())
+            .find(IpAddr::is_ipv6);
         Ok(pod)
     }
 }
@@ -450,6 +512,8 @@ pub struct Pod {
     pub name: String,
     pub ns: Netns,
     pub ip: IpAddr,
+    /// Its IPv6 address, when the network is dual-stack.
+    pub ip6: Option<IpAddr>,
     /// The node's name and namespace, its plugin directory and the network
     /// config: what DEL runs with.
     pub node: String,
@@ -511,7 +575,8 @@ impl Pod {
         let handle = std::thread::spawn(move || {
             let bound = setns(file.as_fd(), CloneFlags::CLONE_NEWNET)
                 .map_err(std::io::Error::from)
-                .and_then(|_| TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)))
+                // [::] takes both families (IPv4 peers come v4-mapped).
+                .and_then(|_| TcpListener::bind((Ipv6Addr::UNSPECIFIED, port)))
                 .and_then(|l| l.set_nonblocking(true).map(|_| l));
             let listener = match bound {
                 Ok(l) => {
@@ -526,7 +591,8 @@ impl Pod {
             while !flag.load(Ordering::Relaxed) {
                 match listener.accept() {
                     Ok((mut conn, peer)) => {
-                        let _ = conn.write_all(peer.ip().to_string().as_bytes());
+                        let seen = peer.ip().to_canonical();
+                        let _ = conn.write_all(seen.to_string().as_bytes());
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(20)),
                 }

@@ -4,7 +4,7 @@
 //! of our subnet to another node.
 
 use super::alloc::{Held, Previous};
-use super::backend::{DataPath, Mode, Peer, VxlanConf};
+use super::backend::{DataPath, Mode, Peer, Peer6, Side6, VxlanConf};
 use super::config::{self, Backend, NetworkConfig};
 use super::flags::Flags;
 use super::lease::{LeaseAttrs, VxlanData};
@@ -13,7 +13,7 @@ use super::watch::Leases;
 use super::{Msg, health, iface, log, subnet_env};
 use crate::etcd::Client;
 use anyhow::{Context, Result, bail};
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -38,6 +38,22 @@ pub fn run(flags: Flags) -> Result<i32> {
         "using interface {} (address {}, public address {}): {}",
         ext.link.name, ext.iface_ip, ext.public_ip, ext.reason
     ));
+    let v6 = match &config.ipv6 {
+        Some(c6) => {
+            let (iface_ip, public_ip) = iface::ipv6_of(&mut sock, &ext.link, flags.public_ipv6)?;
+            log(format!(
+                "IPv6 on {}: address {iface_ip}, public address {public_ip}",
+                ext.link.name
+            ));
+            Some(Side6 {
+                network: c6.network,
+                own: None,
+                iface_ip,
+                public_ip,
+            })
+        }
+        None => None,
+    };
     let mode = match &config.backend {
         Backend::Vxlan {
             vni,
@@ -62,6 +78,13 @@ pub fn run(flags: Flags) -> Result<i32> {
                     ext.iface_ip
                 );
             }
+            if let Some(s6) = v6.as_ref().filter(|s6| s6.public_ip != s6.iface_ip) {
+                bail!(
+                    "host-gw needs the public IPv6 ({}) to be the interface's ({})",
+                    s6.public_ip,
+                    s6.iface_ip
+                );
+            }
             Mode::HostGw
         }
     };
@@ -70,17 +93,24 @@ pub fn run(flags: Flags) -> Result<i32> {
         ext,
         network: config.network,
         own: None,
+        v6,
     };
+    let public_ipv6 = path.v6.as_ref().map(|s6| s6.public_ip);
     let attrs = match path.ensure_device(&mut sock)? {
-        Some(vtep_mac) => LeaseAttrs::vxlan(
-            path.ext.public_ip,
-            VxlanData {
-                vni: vni_of(&path),
-                vtep_mac,
-            },
-            None,
-        ),
-        None => LeaseAttrs::host_gw(path.ext.public_ip, None),
+        Some(vteps) => {
+            let vni = vni_of(&path);
+            LeaseAttrs::vxlan(
+                path.ext.public_ip,
+                VxlanData {
+                    vni,
+                    vtep_mac: vteps.v4,
+                },
+                public_ipv6
+                    .zip(vteps.v6)
+                    .map(|(ip, vtep_mac)| (ip, VxlanData { vni, vtep_mac })),
+            )
+        }
+        None => LeaseAttrs::host_gw(path.ext.public_ip, public_ipv6),
     };
 
     // A subnet file we cannot read only costs the hint it would give.
@@ -92,8 +122,17 @@ pub fn run(flags: Flags) -> Result<i32> {
         return Ok(0);
     };
     path.own = Some(own.subnet);
+    if let Some(s6) = path.v6.as_mut() {
+        s6.own = own.ipv6_subnet;
+    }
     path.ensure_device(&mut sock)?;
-    let env = subnet_env::render(&config, own.subnet, None, path.mtu(), flags.ip_masq);
+    let env = subnet_env::render(
+        &config,
+        own.subnet,
+        own.ipv6_subnet,
+        path.mtu(),
+        flags.ip_masq,
+    );
     subnet_env::write(&flags.subnet_file, &env)
         .with_context(|| format!("writing {}", flags.subnet_file.display()))?;
     log(format!(
@@ -102,15 +141,28 @@ pub fn run(flags: Flags) -> Result<i32> {
         own.subnet,
         path.mtu()
     ));
-    let random_fully = flags.ip_masq
-        && !flags.ip_masq_fully_random_disable
-        && crate::netfilter::flannel::has_random_fully(crate::netfilter::Family::V4);
-    let rules = Rules {
-        flags: flags.clone(),
-        network: config.network,
-        subnet: own.subnet,
-        random_fully,
+    let random_fully = |family| {
+        flags.ip_masq
+            && !flags.ip_masq_fully_random_disable
+            && crate::netfilter::flannel::has_random_fully(family)
     };
+    let mut plans = vec![crate::netfilter::flannel::Plan {
+        network: IpNet::V4(config.network),
+        subnet: IpNet::V4(own.subnet),
+        masq: flags.ip_masq,
+        forward: flags.iptables_forward_rules,
+        random_fully: random_fully(crate::netfilter::Family::V4),
+    }];
+    if let (Some(c6), Some(sn6)) = (&config.ipv6, own.ipv6_subnet) {
+        plans.push(crate::netfilter::flannel::Plan {
+            network: IpNet::V6(c6.network),
+            subnet: IpNet::V6(sn6),
+            masq: flags.ip_masq,
+            forward: flags.iptables_forward_rules,
+            random_fully: random_fully(crate::netfilter::Family::V6),
+        });
+    }
+    let rules = Rules { plans };
     rules.ensure()?;
     let mut rules_checked = std::time::Instant::now();
 
@@ -265,8 +317,12 @@ fn acquire(
             &mut pick,
         ) {
             Ok((own, choice)) => {
+                let v6 = own
+                    .ipv6_subnet
+                    .map(|s| format!(" and {s}"))
+                    .unwrap_or_default();
                 log(format!(
-                    "leased {} for public address {} ({choice})",
+                    "leased {}{v6} for public address {} ({choice})",
                     own.subnet, attrs.public_ip
                 ));
                 return Ok(Some(own));
@@ -331,10 +387,19 @@ fn peers_of(prefix: &str, leases: &Leases, own: &Own) -> BTreeMap<Ipv4Net, Peer>
         .filter_map(|(key, kv)| {
             let held = Held::from_kv(key.strip_prefix(prefix)?, &kv.value, kv.lease != 0)?;
             let attrs = held.attrs.ok()?;
+            let v6 = match (held.ipv6_subnet, attrs.public_ipv6) {
+                (Some(subnet), Some(public_ip)) => Some(Peer6 {
+                    subnet,
+                    public_ip,
+                    vtep_mac: attrs.vxlan_v6_data().ok().map(|d| d.vtep_mac),
+                }),
+                _ => None,
+            };
             let peer = Peer {
                 public_ip: attrs.public_ip,
                 vtep_mac: attrs.vxlan_data().ok().map(|d| d.vtep_mac),
                 backend_type: attrs.backend_type,
+                v6,
             };
             Some((held.subnet, peer))
         })
@@ -343,9 +408,6 @@ fn peers_of(prefix: &str, leases: &Leases, own: &Own) -> BTreeMap<Ipv4Net, Peer>
 
 /// What this flanneld does not do is refused up front, saying so.
 fn supported(c: NetworkConfig) -> Result<NetworkConfig, config::ConfigError> {
-    if c.ipv6.is_some() {
-        return Err(config::ConfigError("EnableIPv6: IPv6 data paths are not supported by cni-multi flanneld (docs/flanneld.md)".into()));
-    }
     if c.enable_nftables {
         return Err(config::ConfigError("EnableNFTables: nftables mode is not supported by cni-multi flanneld; iptables mode only".into()));
     }
@@ -441,24 +503,14 @@ fn random_pick() -> impl FnMut(usize) -> usize {
     }
 }
 
-/// ip-masq and FORWARD rules (flannel's iptables mode), re-applied when missing.
+/// ip-masq and FORWARD rules (flannel's iptables mode) per family,
+/// re-applied when missing.
 struct Rules {
-    flags: Flags,
-    network: Ipv4Net,
-    subnet: Ipv4Net,
-    random_fully: bool,
+    plans: Vec<crate::netfilter::flannel::Plan>,
 }
 
 impl Rules {
     fn ensure(&self) -> Result<()> {
-        use crate::netfilter::flannel;
-        flannel::ensure(&[flannel::Plan {
-            network: ipnet::IpNet::V4(self.network),
-            subnet: ipnet::IpNet::V4(self.subnet),
-            masq: self.flags.ip_masq,
-            forward: self.flags.iptables_forward_rules,
-            random_fully: self.random_fully,
-        }])
-        .context("flannel's iptables rules")
+        crate::netfilter::flannel::ensure(&self.plans).context("flannel's iptables rules")
     }
 }

@@ -6,7 +6,7 @@ use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::Link;
 use anyhow::{Context, Result, anyhow, bail};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The external interface and the addresses flanneld uses on it.
 #[derive(Debug, Clone)]
@@ -88,6 +88,32 @@ fn first_ipv4(sock: &mut Socket, link: &Link) -> Result<Ipv4Addr> {
             _ => None,
         })
         .ok_or_else(|| anyhow!("{} has no usable IPv4 address", link.name))
+}
+
+/// The IPv6 side on the same interface (flannel needs both families on one):
+/// its first global IPv6 address, and what the lease advertises
+/// (`--public-ipv6`, else that address).
+pub fn ipv6_of(
+    sock: &mut Socket,
+    link: &Link,
+    public_ipv6: Option<Ipv6Addr>,
+) -> Result<(Ipv6Addr, Ipv6Addr)> {
+    let ip = sock
+        .addresses(link.index, Family::V6)
+        .with_context(|| format!("IPv6 addresses of {}", link.name))?
+        .into_iter()
+        .filter(|a| a.scope == crate::netlink::route::RT_SCOPE_UNIVERSE)
+        .find_map(|a| match a.addr.addr() {
+            IpAddr::V6(v6) if !v6.is_loopback() && !v6.is_unicast_link_local() => Some(v6),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            anyhow!(
+                "{} has no global IPv6 address (EnableIPv6 needs one on the interface carrying IPv4)",
+                link.name
+            )
+        })?;
+    Ok((ip, public_ipv6.unwrap_or(ip)))
 }
 
 /// The output interface of the main table's IPv4 default route.

@@ -17,7 +17,7 @@ use super::lease::{self, LeaseAttrs};
 use super::log;
 use crate::etcd::{Client, KeyValue};
 use anyhow::{Context, Result, bail};
-use ipnet::Ipv4Net;
+use ipnet::{Ipv4Net, Ipv6Net};
 
 /// Rounds of list-choose-create before giving up (flannel's raceRetries).
 const ROUNDS: usize = 10;
@@ -27,6 +27,8 @@ const ROUNDS: usize = 10;
 pub struct Own {
     pub key: String,
     pub subnet: Ipv4Net,
+    /// Our IPv6 subnet (EnableIPv6).
+    pub ipv6_subnet: Option<Ipv6Net>,
     /// The etcd lease the key is attached to; 0 for a reservation.
     pub lease: i64,
     pub attrs: LeaseAttrs,
@@ -72,8 +74,8 @@ pub fn acquire(
             Choice::Reuse {
                 index,
                 subnet,
+                ipv6_subnet,
                 reservation,
-                ..
             } => {
                 let kv = kvs[*index];
                 let key = key_str(kv);
@@ -90,6 +92,7 @@ pub fn acquire(
                     let own = Own {
                         key,
                         subnet: *subnet,
+                        ipv6_subnet: *ipv6_subnet,
                         lease,
                         attrs: attrs.clone(),
                     };
@@ -107,6 +110,7 @@ pub fn acquire(
                     let own = Own {
                         key,
                         subnet: *subnet,
+                        ipv6_subnet: *ipv6_subnet,
                         lease,
                         attrs: attrs.clone(),
                     };
