@@ -662,6 +662,7 @@ fn completion_scripts_name_every_subcommand_and_parse() {
         "status",
         "status-of",
         "list",
+        "ls",
         "validate",
         "doctor",
         "completion",
@@ -705,7 +706,7 @@ fn completion_scripts_name_every_subcommand_and_parse() {
         let out = Command::new("bash").arg("-c").arg(script).output();
         String::from_utf8_lossy(&out.expect("bash").stdout).into_owned()
     };
-    assert!(complete("cni-multi cnitool netns ''", 3).starts_with("add del list --dir"));
+    assert!(complete("cni-multi cnitool netns ''", 3).starts_with("add del list exec --dir"));
     assert_eq!(complete("cnitool st", 1).trim(), "status status-of");
     assert!(complete("cnitool completion ''", 2).starts_with("bash zsh fish"));
     assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);

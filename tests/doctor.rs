@@ -560,29 +560,6 @@ fn repair_after_nft_flush_ruleset() {
     flush_then_repair("nftables", &["nft", "flush", "ruleset"]);
 }
 
-/// bench/libcni built against Debian's libcni source package (None when Go
-/// or the package is missing).
-fn libcni_driver() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let gopath = Path::new("/usr/share/gocode");
-    let libcni = gopath.join("src/github.com/containernetworking/cni/libcni");
-    if !libcni.is_dir() {
-        return None;
-    }
-    let out = root.join("target/libcni-driver-test");
-    let built = std::process::Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(root.join("bench/libcni"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", gopath)
-        .env("GOCACHE", root.join("target/go-cache"))
-        .status()
-        .is_ok_and(|s| s.success());
-    built.then_some(out)
-}
-
 /// Attachments a runtime made through Go's libcni 1.1 (Debian's, as
 /// containerd 1.6 and 1.7 carry it) cache no netns: they are judged from
 /// what the host shows. A leaked pod is found and fixed, a live pod (also
@@ -590,7 +567,7 @@ fn libcni_driver() -> Option<PathBuf> {
 #[test]
 fn libcni_1_1_attachments_are_judged_fixed_and_repaired() {
     enter_test_host();
-    let Some(driver) = libcni_driver() else {
+    let Some(driver) = harness::libcni_driver("libcni-driver-test") else {
         let test = "libcni_1_1_attachments_are_judged_fixed_and_repaired";
         skip(test, "Go or Debian's golang-github-appc-cni-dev is missing");
         return;

@@ -5,6 +5,8 @@
 //! error. The caller's whole environment is inherited, so the trace context
 //! (TRACEPARENT, TRACESTATE, BAGGAGE) reaches every plugin. When the file found is
 //! this very binary, the plugin runs in-process: same code, no fork and exec.
+//! A tracer (`set_tracer`, cnitool's `--trace`) sees every run: what the
+//! plugin received and what it answered.
 
 use crate::cni::dispatch;
 use crate::cni::env::{CmdArgs, Command};
@@ -14,11 +16,49 @@ use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{Invocation, Lookup, no_plugins, version};
 use serde::Deserialize;
 use serde_json::Value;
+use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
-use std::time::Duration;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// One plugin run as a tracer sees it: `Start` before it runs, `End` after.
+pub enum Event<'e> {
+    Start {
+        plugin: &'e str,
+        /// The file found on CNI_PATH.
+        path: &'e Path,
+        /// Run in-process (the file is this binary): no exec.
+        in_process: bool,
+        command: Command,
+        /// The CNI_* variables it is given (an empty one is unset).
+        env: &'e [(&'static str, OsString)],
+        stdin: &'e [u8],
+    },
+    End {
+        plugin: &'e str,
+        command: Command,
+        /// An exec'd plugin's exit status; in-process, the skel's (0, or 1 with
+        /// the error printed).
+        status: String,
+        stdout: &'e str,
+        /// None in-process: the plugin wrote to our stderr directly.
+        stderr: Option<&'e [u8]>,
+        elapsed: Duration,
+    },
+}
+
+pub type Tracer = fn(&Event);
+
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+
+/// Every plugin run of this process is reported to `tracer` from now on
+/// (the first tracer set stays).
+pub fn set_tracer(tracer: Tracer) {
+    let _ = TRACER.set(tracer);
+}
 
 /// One plugin to delegate to, with the invocation it shares with its caller.
 pub struct Delegate<'a> {
@@ -110,16 +150,70 @@ impl<'a> Delegate<'a> {
     /// in-process). A runtime uses this directly; plugins use the verbs above.
     pub fn invoke(&self, command: Command) -> CniResult<Option<String>> {
         let found = find_in_path(&self.plugin_type, &self.env.path)?;
-        if same_file(&found, &self.this_binary)
-            && let Some(info) = (self.plugins)(&self.plugin_type)
-        {
+        let ours = same_file(&found, &self.this_binary)
+            .then(|| (self.plugins)(&self.plugin_type))
+            .flatten();
+        let Some(info) = ours else {
+            return self.exec(&found, command).map(Some);
+        };
+        self.traced(&found, command, || {
             if command == Command::Version {
                 // As the skel: VERSION ignores stdin.
                 return Ok(Some(version::version_reply()));
             }
-            return dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin);
-        }
-        self.exec(&found, command).map(Some)
+            dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin)
+        })
+    }
+
+    /// Runs an in-process plugin, reported to the tracer when there is one.
+    fn traced(
+        &self,
+        path: &Path,
+        command: Command,
+        run: impl FnOnce() -> CniResult<Option<String>>,
+    ) -> CniResult<Option<String>> {
+        let Some(tracer) = TRACER.get() else {
+            return run();
+        };
+        let env = self.cni_env(command)?;
+        tracer(&Event::Start {
+            plugin: &self.plugin_type,
+            path,
+            in_process: true,
+            command,
+            env: &env,
+            stdin: self.stdin,
+        });
+        let start = Instant::now();
+        let ran = run();
+        let (status, stdout) = match &ran {
+            Ok(out) => ("exit status: 0", out.clone().unwrap_or_default()),
+            Err(e) => ("exit status: 1", e.to_json()),
+        };
+        tracer(&Event::End {
+            plugin: &self.plugin_type,
+            command,
+            status: status.into(),
+            stdout: &stdout,
+            stderr: None,
+            elapsed: start.elapsed(),
+        });
+        ran
+    }
+
+    /// The CNI_* variables of a run, in the reference's order; an empty value
+    /// is unset rather than set empty.
+    fn cni_env(&self, command: Command) -> CniResult<Vec<(&'static str, OsString)>> {
+        let path_var = std::env::join_paths(&self.env.path)
+            .map_err(|e| Error::caused_by(Code::InvalidEnv, "invalid CNI_PATH", e))?;
+        Ok(vec![
+            ("CNI_COMMAND", command.as_str().into()),
+            ("CNI_CONTAINERID", self.env.container_id.as_str().into()),
+            ("CNI_NETNS", self.env.netns.as_str().into()),
+            ("CNI_IFNAME", self.env.ifname.as_str().into()),
+            ("CNI_ARGS", self.env.args.as_str().into()),
+            ("CNI_PATH", path_var),
+        ])
     }
 
     /// This binary's own plugin of the type, in-process, whatever CNI_PATH
@@ -131,7 +225,9 @@ impl<'a> Delegate<'a> {
                 format!("no built-in plugin {:?}", self.plugin_type),
             )
         })?;
-        dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin)
+        self.traced(&self.this_binary, command, || {
+            dispatch::execute(info, self.plugins, command, self.env.clone(), self.stdin)
+        })
     }
 
     /// Runs the plugin as a child process; its stderr is ours.
@@ -141,30 +237,78 @@ impl<'a> Delegate<'a> {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let path_var = std::env::join_paths(&self.env.path)
-            .map_err(|e| Error::caused_by(Code::InvalidEnv, "invalid CNI_PATH", e))?;
-        let vars = [
-            ("CNI_COMMAND", command.as_str().into()),
-            ("CNI_CONTAINERID", self.env.container_id.as_str().into()),
-            ("CNI_NETNS", self.env.netns.as_str().into()),
-            ("CNI_IFNAME", self.env.ifname.as_str().into()),
-            ("CNI_ARGS", self.env.args.as_str().into()),
-            ("CNI_PATH", path_var),
-        ];
-        for (key, value) in vars {
+        let vars = self.cni_env(command)?;
+        for (key, value) in &vars {
             if value.is_empty() {
                 process.env_remove(key);
             } else {
                 process.env(key, value);
             }
         }
-        let mut child = spawn_retrying(&mut process)
-            .with_context(|| format!("failed to run {}", path.display()))?;
+        let tracer = TRACER.get();
+        if let Some(tracer) = tracer {
+            tracer(&Event::Start {
+                plugin: &self.plugin_type,
+                path,
+                in_process: false,
+                command,
+                env: &vars,
+                stdin: self.stdin,
+            });
+        }
+        let start = Instant::now();
+        let output = self.spawn_and_wait(&mut process, path);
+        let output = match (output, tracer) {
+            (Ok(output), _) => output,
+            (Err(e), Some(tracer)) => {
+                tracer(&Event::End {
+                    plugin: &self.plugin_type,
+                    command,
+                    status: format!("not run: {e}"),
+                    stdout: "",
+                    stderr: Some(b""),
+                    elapsed: start.elapsed(),
+                });
+                return Err(e);
+            }
+            (Err(e), None) => return Err(e),
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        if let Some(tracer) = tracer {
+            // The trace shows the plugin's stderr, so it is not passed on twice.
+            tracer(&Event::End {
+                plugin: &self.plugin_type,
+                command,
+                status: output.status.to_string(),
+                stdout: &stdout,
+                stderr: Some(&output.stderr),
+                elapsed: start.elapsed(),
+            });
+        } else if !output.stderr.is_empty() {
+            // As libcni: the plugin's stderr is kept for the error text and
+            // then passed on to ours.
+            let _ = std::io::stderr().write_all(&output.stderr);
+        }
+        if output.status.success() {
+            return Ok(stdout);
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(decode_failure(&stdout, &stderr, &output.status.to_string()))
+    }
+
+    /// Starts the plugin, feeds it stdin and collects what it printed.
+    fn spawn_and_wait(
+        &self,
+        process: &mut Process,
+        path: &Path,
+    ) -> CniResult<std::process::Output> {
+        let mut child =
+            spawn_retrying(process).with_context(|| format!("failed to run {}", path.display()))?;
         let mut input = child.stdin.take();
         let stdin = self.stdin;
         // Feed stdin from a thread so a plugin that writes before reading cannot
         // deadlock against us; a plugin that never reads just gets EPIPE here.
-        let output = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             s.spawn(move || {
                 if let Some(pipe) = input.as_mut() {
                     let _ = pipe.write_all(stdin);
@@ -173,18 +317,7 @@ impl<'a> Delegate<'a> {
             });
             child.wait_with_output()
         })
-        .with_context(|| format!("failed to wait for {}", path.display()))?;
-        // As libcni: the plugin's stderr is kept for the error text and then
-        // passed on to ours.
-        if !output.stderr.is_empty() {
-            let _ = std::io::stderr().write_all(&output.stderr);
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        if output.status.success() {
-            return Ok(stdout);
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(decode_failure(&stdout, &stderr, &output.status.to_string()))
+        .with_context(|| format!("failed to wait for {}", path.display()))
     }
 
     /// Parses a delegate's result with its own version (the config's when it has

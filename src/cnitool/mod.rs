@@ -1,10 +1,14 @@
 //! `cni-multi cnitool`: the reference's cnitool (add, check, del, gc, status
 //! with its env variables and container IDs) plus `list`, `validate`,
-//! `status-of` (multus's network-status of a pod), `netns`, `completion` and `doctor`
-//! (stale CNI state of the node), as a thin clap front end over `runtime`.
+//! `status-of` (multus's network-status of a pod), `netns`, `completion`, `doctor`
+//! (stale CNI state of the node), `ls` and `--container-id` (the attachments
+//! runtimes made) and `--trace`, as a thin clap front end over `runtime`.
 
+mod attachments;
 mod completion;
 mod doctor;
+mod netns;
+mod trace;
 
 use crate::cni::version;
 use crate::netns::named;
@@ -36,9 +40,10 @@ struct Options {
     /// Plugin directories, ':'-separated [env CNI_PATH]
     #[arg(long, global = true, value_name = "DIRS")]
     cni_path: Option<String>,
-    /// Result cache directory [default /var/lib/cni]
+    /// Result cache directory [default /var/lib/cni]; repeatable: `ls`,
+    /// `--container-id` and `netns del` read every one given, others the last
     #[arg(long, global = true, value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
+    cache_dir: Vec<PathBuf>,
     /// Interface name in the container [env CNI_IFNAME, default eth0]
     #[arg(long, short = 'i', global = true, value_name = "NAME")]
     ifname: Option<String>,
@@ -48,6 +53,10 @@ struct Options {
     /// Capability arguments as a JSON object [env CAP_ARGS]
     #[arg(long, global = true, value_name = "JSON")]
     cap_args: Option<String>,
+    /// Print each plugin run (CNI_* variables, stdin, exit, stdout, stderr,
+    /// time) on stderr
+    #[arg(long, short = 'v', global = true)]
+    trace: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +94,9 @@ enum Cmd {
     },
     /// List the networks of the config directory with their plugin chains
     List,
+    /// List the attachments cached by runtimes (libcni's cache), alive or not
+    #[command(visible_alias = "attachments")]
+    Ls(attachments::LsArgs),
     /// Check that every plugin of NET is on CNI_PATH and supports its version
     Validate { net: String },
     /// List (and with --fix clean up) CNI state of no live attachment; exit
@@ -106,8 +118,18 @@ enum Cmd {
 struct Target {
     /// Network name (the `name` of a config in the config directory)
     net: String,
-    /// Network namespace: a path, or the name of one in /run/netns
-    netns: String,
+    /// Network namespace: a path, or the name of one in /run/netns (a name
+    /// never resolves against the current directory)
+    #[arg(required_unless_present_any = ["netns_flag", "container_id"])]
+    netns: Option<String>,
+    /// The network namespace, as a flag
+    #[arg(long = "netns", value_name = "NETNS", conflicts_with = "netns")]
+    netns_flag: Option<String>,
+    /// The container ID to act on (default: cnitool's, from the netns path);
+    /// check and del use its cached attachment: the runtime's config,
+    /// CNI_ARGS, capability args and netns
+    #[arg(long, value_name = "ID")]
+    container_id: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +140,13 @@ enum NetnsCmd {
     Del { name: String },
     /// List named network namespaces
     List,
+    /// Run a command (no shell) in a named network namespace
+    Exec {
+        name: String,
+        /// The command and its arguments
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<OsString>,
+    },
 }
 
 /// Runs cnitool with `args` (args[0] is "cnitool"); returns the exit status.
@@ -130,6 +159,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
     };
     let getenv = |k: &str| std::env::var(k).ok();
+    if cli.opts.trace {
+        trace::install();
+    }
     if let Cmd::Doctor(args) = &cli.command {
         return doctor::main(settings(&cli.opts, &getenv), args);
     }
@@ -204,7 +236,8 @@ fn settings(opts: &Options, getenv: &dyn Fn(&str) -> Option<String>) -> Result<S
             cni_path: crate::cni::env::split_path(&cni_path),
             cache: Cache::new(
                 opts.cache_dir
-                    .clone()
+                    .last()
+                    .cloned()
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_CACHE_DIR)),
             ),
             plugins: crate::plugins::lookup,
@@ -237,17 +270,20 @@ fn parse_cap_args(raw: &str) -> Result<Map<String, Value>> {
     crate::cni::json::from_str(raw).context("CAP_ARGS must be a JSON object")
 }
 
-/// A netns argument as a path: absolute as given, relative made absolute, and a
-/// bare name that exists under /run/netns taken from there.
+/// A netns argument as a path: a bare name is one under /run/netns, never a
+/// file of the current directory; a path is taken as given (a relative one,
+/// `./x`, made absolute).
 fn netns_path(arg: &str) -> Result<String> {
-    let p = Path::new(arg);
-    if !arg.contains('/') && !p.exists() {
-        let named = Path::new(named::DEFAULT_DIR).join(arg);
-        if named.exists() {
-            return Ok(named.to_string_lossy().into_owned());
+    if !arg.contains('/') {
+        if !crate::cni::env::is_valid_name(arg) {
+            bail!(
+                "invalid netns name {arg:?}: a name in {}, or a path",
+                named::DEFAULT_DIR
+            );
         }
+        return Ok(format!("{}/{arg}", named::DEFAULT_DIR));
     }
-    let abs = std::path::absolute(p).with_context(|| format!("invalid netns path {arg:?}"))?;
+    let abs = std::path::absolute(arg).with_context(|| format!("invalid netns path {arg:?}"))?;
     Ok(abs.to_string_lossy().into_owned())
 }
 
@@ -255,10 +291,16 @@ fn load(s: &Settings, net: &str) -> Result<NetworkList> {
     Ok(conf::load(&s.conf_dir, net)?)
 }
 
-fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf> {
+fn attachment(s: &Settings, t: &Target) -> Result<RuntimeConf> {
+    let Some(netns) = t.netns.as_ref().or(t.netns_flag.as_ref()) else {
+        bail!("no netns given: NETNS (a path or a name in /run/netns), or --container-id");
+    };
     let netns = netns_path(netns)?;
     Ok(RuntimeConf {
-        container_id: cnitool_container_id(&netns),
+        container_id: t
+            .container_id
+            .clone()
+            .unwrap_or_else(|| cnitool_container_id(&netns)),
         netns,
         ifname: s.ifname.clone(),
         args: s.args.clone(),
@@ -268,7 +310,12 @@ fn attachment(s: &Settings, netns: &str) -> Result<RuntimeConf> {
 
 fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     if let Cmd::Netns { action, dir } = &cli.command {
-        return netns(action, dir);
+        let conf_dir = settings(&cli.opts, getenv).map(|s| s.conf_dir);
+        let caches = || {
+            let conf_dir = conf_dir.unwrap_or_else(|_| PathBuf::from("/etc/cni/net.d"));
+            attachments::cache_dirs(&cli.opts, &conf_dir).unwrap_or_default()
+        };
+        return netns::run(action, dir, caches);
     }
     if let Cmd::StatusOf { target, cni_dir } = &cli.command {
         return status_of(target, cni_dir);
@@ -279,9 +326,13 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
     let s = settings(&cli.opts, getenv)?;
     let rt = &s.runtime;
     match &cli.command {
+        Cmd::Check(a) | Cmd::Del(a) if a.container_id.is_some() => {
+            let check = matches!(cli.command, Cmd::Check(_));
+            attachments::by_container_id(&s, &cli.opts, a, check, getenv)
+        }
         Cmd::Add(a) => {
             let list = load(&s, &a.net)?;
-            let result = rt.add(&list, &attachment(&s, &a.netns)?)?;
+            let result = rt.add(&list, &attachment(&s, a)?)?;
             Ok(if result.is_null() {
                 String::new()
             } else {
@@ -290,12 +341,12 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
         }
         Cmd::Check(a) => {
             let list = load(&s, &a.net)?;
-            rt.check(&list, &attachment(&s, &a.netns)?)?;
+            rt.check(&list, &attachment(&s, a)?)?;
             Ok(String::new())
         }
         Cmd::Del(a) => {
             let list = load(&s, &a.net)?;
-            rt.del(&list, &attachment(&s, &a.netns)?)?;
+            rt.del(&list, &attachment(&s, a)?)?;
             Ok(String::new())
         }
         Cmd::Gc { net, valid, .. } => {
@@ -342,6 +393,7 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
                 .join("\n"))
         }
         Cmd::Validate { net } => validate(&s, net),
+        Cmd::Ls(args) => attachments::ls(&cli.opts, &s.conf_dir, args),
         Cmd::Netns { .. } | Cmd::StatusOf { .. } | Cmd::Doctor(_) | Cmd::Completion { .. } => {
             Ok(String::new())
         }
@@ -417,14 +469,6 @@ fn status_of(target: &str, cni_dir: &Path) -> Result<String> {
         cni_dir.display(),
         ids.join(", ")
     )
-}
-
-fn netns(action: &NetnsCmd, dir: &Path) -> Result<String> {
-    Ok(match action {
-        NetnsCmd::Add { name } => named::create(dir, name)?.display().to_string(),
-        NetnsCmd::Del { name } => named::delete(dir, name).map(|_| String::new())?,
-        NetnsCmd::List => named::list(dir)?.join("\n"),
-    })
 }
 
 #[cfg(test)]

@@ -773,3 +773,27 @@ pub fn cnitool_in(
         .expect("spawn cnitool");
     Outcome::of(child)
 }
+
+/// bench/libcni (cnitool's command line on Go's libcni 1.1, as runtimes run
+/// plugins) built against Debian's libcni source package into
+/// `target/<name>`; None when Go or the package is missing.
+pub fn libcni_driver(name: &str) -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let gopath = Path::new("/usr/share/gocode");
+    let libcni = gopath.join("src/github.com/containernetworking/cni/libcni");
+    if !libcni.is_dir() {
+        return None;
+    }
+    let out = root.join("target").join(name);
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(root.join("bench/libcni"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", gopath)
+        .env("GOCACHE", root.join("target/go-cache"))
+        .status()
+        .is_ok_and(|s| s.success());
+    built.then_some(out)
+}

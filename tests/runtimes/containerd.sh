@@ -451,6 +451,69 @@ fi
 
 check "containerd: the leak checks see the running pods (leases, netns, rules)" \
     state_visible "$ipam/$NET" "$netnsdir"
+
+# --- cnitool on containerd's own attachments ---------------------------------
+# `cni-multi cnitool` on what the CRI made (libcni's cache in /var/lib/cni,
+# written by containerd's libcni 1.1: no netns in it): `ls` lists the four
+# pods alive with their addresses; `check --container-id` passes on pod bw
+# (its namespace found from the host's view) and `del --container-id` deletes
+# exactly bw's attachment, with containerd's cached config, CNI_ARGS and
+# capability args: its veth, IFB, leases, rules and cache entry go, the other
+# pods stay. containerd's own teardown of bw then succeeds (rm_all_pods) and
+# the leak checks after it find nothing.
+cnitool_bin=""
+for b in "$bin_dir/cni-multi" "$CNIM_PLUGINS/cni-multi" "$repo/target/cni-multi"; do
+    if [ -x "$b" ]; then cnitool_bin=$b && break; fi
+done
+ctd_cnitool() {
+    CNI_PATH=$bin_dir NETCONFPATH=$conf_dir timeout 60 "$cnitool_bin" cnitool --cache-dir /var/lib/cni "$@"
+}
+cnitool_lists_pods() {
+    local out p
+    out=$(ctd_cnitool ls --json) || { echo "$out"; return 1; }
+    for p in web bw a b; do
+        python3 -c '
+import json, sys
+rows = [a for a in json.load(sys.stdin)["attachments"]
+        if a.get("containerId") == sys.argv[1] and a.get("network") == sys.argv[2]]
+if len(rows) != 1:
+    sys.exit("%s: %d rows" % (sys.argv[1][:12], len(rows)))
+a, want = rows[0], set(sys.argv[3].split())
+got = {ip.split("/")[0] for ip in a["addresses"]}
+if a["state"] != "alive" or a["ifname"] != "eth0" or got != want:
+    sys.exit("%s: %s, want alive eth0 %s" % (sys.argv[1][:12], a, sorted(want)))' "${SID[$p]}" "$NET" "${IPS[$p]}" <<<"$out" || return 1
+    done
+}
+cnitool_deletes_bw() {
+    local id=${SID[bw]} veth ip p
+    veth=$(host_veth "${NETNS[bw]}") || { echo "no host veth of bw"; return 1; }
+    ctd_cnitool del --container-id "$id" "$NET" || return 1
+    [ ! -e "/var/lib/cni/results/$NET-$id-eth0" ] || { echo "its cache entry is still there"; return 1; }
+    ! ip link show "$veth" >/dev/null 2>&1 || { echo "its host veth $veth is still there"; return 1; }
+    ! nsenter --net="${NETNS[bw]}" ip link show eth0 >/dev/null 2>&1 || { echo "eth0 is still in pod bw"; return 1; }
+    for ip in ${IPS[bw]}; do
+        [ ! -e "$ipam/$NET/$ip" ] || { echo "its lease $ip is still there"; return 1; }
+    done
+    ! netfilter_dump | grep -q -- "$id" || { echo "a rule still names $id"; return 1; }
+    no_links ifb || return 1
+    for p in web a b; do
+        [ -e "/var/lib/cni/results/$NET-${SID[$p]}-eth0" ] || { echo "pod $p lost its cache entry"; return 1; }
+    done
+    ping_from "${NETNS[a]}" "$(ip_of b 4)" || { echo "pod a no longer reaches pod b"; return 1; }
+    ! ctd_cnitool check --container-id "$id" "$NET" 2>/dev/null || { echo "a CHECK of bw still passes"; return 1; }
+}
+if [ -z "$cnitool_bin" ]; then
+    echo "skip containerd/cnitool: no cni-multi binary to run cnitool from"
+elif [ -n "${SID[bw]:-}" ]; then
+    check "containerd/cnitool: ls lists the four pods the CRI attached, alive, with their addresses" cnitool_lists_pods
+    check "containerd/cnitool: check --container-id passes on pod bw as the CRI attached it" \
+        ctd_cnitool check --container-id "${SID[bw]}" "$NET"
+    check "containerd/cnitool: del --container-id deletes exactly pod bw's attachment (veth, IFB, leases, rules, cache entry)" \
+        cnitool_deletes_bw
+else
+    fail "containerd/cnitool: --container-id on pod bw" "pod bw did not start"
+fi
+
 check "containerd: every pod stopped and removed" rm_all_pods
 leak_checks "containerd/pods" "$ipam/$NET" "$netnsdir"
 

@@ -428,7 +428,9 @@ pub fn netns_paths(attachments: &[Cached]) -> Vec<PathBuf> {
     named.map(|a| PathBuf::from(&a.netns)).collect()
 }
 
-fn judge(
+/// Whether the attachment of a cache entry is alive (`cnitool ls` shows
+/// the same judgement).
+pub fn judge(
     path: &Path,
     entry: &Entry,
     mounts: &Mounts,
