@@ -8,7 +8,8 @@
 # directory) start as empty tmpfs, and all of it, the pinned netns too, goes with the namespaces.
 # Only target/ in the repository is written, as `make` writes it (a no-op
 # cargo run when the build is current). Every line must succeed, and the add
-# must print eth0 in /run/netns/demo with an address in 10.22.0.0/16.
+# must print eth0 in /run/netns/demo with an address in 10.22.0.0/16. Then
+# docs/troubleshooting.md's blocks run on the same node (tests/troubleshooting.sh).
 set -euo pipefail
 fail() { echo "first-run: $*" >&2; exit 1; }
 cd "$(dirname "$0")/.."
@@ -83,3 +84,6 @@ address=$(echo "$result" | sed -n 's|^ *"address": "\(10\.22\.0\.[0-9]*/16\)",*$
 link=$(readlink /usr/local/bin/cni-multi) || fail "/usr/local/bin/cni-multi is not a link"
 [ "$link" = /opt/cni/bin/cni-multi ] || fail "/usr/local/bin/cni-multi points to $link, not /opt/cni/bin/cni-multi"
 echo "first-run: the README's $(echo "$block" | wc -l) lines ran in a login shell on empty /opt/cni, /etc/cni, /var/lib/cni, /usr/local/bin; the add gave eth0 $address"
+
+# docs/troubleshooting.md's commands, on this node (tests/troubleshooting.sh).
+"$repo/tests/troubleshooting.sh" --inside-first-run
