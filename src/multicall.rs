@@ -39,7 +39,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             0
         }
         Some("-V" | "--version") => {
-            println!("{BINARY} {}", env!("CARGO_PKG_VERSION"));
+            println!("{BINARY} {}", crate::cni::version::LONG);
             0
         }
         Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
@@ -82,7 +82,7 @@ fn usage() -> String {
          {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
          {BINARY} flanneld ...   flannel's network daemon on etcd ('flanneld --help'; also as 'flanneld')\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
-         {BINARY} --version      print the version\n\nPlugins:\n",
+         {BINARY} --version      print the version, commit and the reference versions matched\n\nPlugins:\n",
         env!("CARGO_PKG_VERSION")
     );
     for p in PLUGINS {

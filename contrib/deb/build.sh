@@ -18,7 +18,7 @@ arch=${DEB_ARCH:-amd64}
 run=${QEMU:-}
 [ -z "$run" ] || command -v "$run" >/dev/null 2>&1 || {
     echo "deb: $run runs the $arch binary here: apt-get install qemu-user-static" >&2; exit 1; }
-version=$($run "$bin" --version | awk '{print $2}')
+version=$($run "$bin" --version | awk 'NR == 1 {print $2}')
 [ -n "$version" ] || { echo "deb: $bin does not answer --version here" >&2; exit 1; }
 debversion=${DEB_VERSION:-$version-1}
 maintainer=${MAINTAINER:-$(git -C "$repo" log -1 --format='%an <%ae>' 2>/dev/null || echo "cni-multi <root@localhost>")}

@@ -5,6 +5,7 @@
 
 mod completion;
 mod doctor;
+mod hint;
 
 use crate::cni::version;
 use crate::netns::named;
@@ -19,7 +20,8 @@ use std::path::{Path, PathBuf};
 
 /// Try and debug CNI networks by hand, with libcni's semantics.
 #[derive(Debug, Parser)]
-#[command(name = "cni-multi cnitool", version, about, long_about = None)]
+#[command(name = "cni-multi cnitool", about, long_about = None)]
+#[command(version = version::BUILD, long_version = version::LONG)]
 struct Cli {
     #[command(flatten)]
     opts: Options,
@@ -131,7 +133,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     };
     let getenv = |k: &str| std::env::var(k).ok();
     if let Cmd::Doctor(args) = &cli.command {
-        return doctor::main(settings(&cli.opts, &getenv), args);
+        return doctor::main(&cli.opts, settings(&cli.opts, &getenv), args);
     }
     match run(cli, &getenv) {
         Ok(output) => {
@@ -141,7 +143,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("cnitool: {}", report(&e));
+            let root = nix::unistd::geteuid().is_root();
+            eprintln!("cnitool: {}", hint::with_root_hint(report(&e), root));
             1
         }
     }
@@ -315,6 +318,10 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
         }
         Cmd::Status { net, .. } => {
             let list = load(&s, net)?;
+            if let Some(note) = hint::status_skipped(&list) {
+                eprintln!("cnitool: {note}");
+                return Ok(String::new());
+            }
             rt.status(&list)
                 .map_err(|e| anyhow!("{} (code {})", e.msg, e.code))?;
             Ok(String::new())
