@@ -92,7 +92,8 @@ enum Cmd {
     /// List (and with --fix clean up) CNI state of no live attachment; exit
     /// 0 clean, 1 findings remain, 2 the node could not be inspected
     Doctor(doctor::DoctorArgs),
-    /// Print a shell completion script for cnitool's subcommands and flags
+    /// Print a shell completion script for cni-multi and cnitool (commands,
+    /// flags, network and netns names)
     Completion { shell: completion::Shell },
     /// Named network namespaces under /run/netns, without the ip binary
     Netns {
@@ -120,6 +121,13 @@ enum NetnsCmd {
     Del { name: String },
     /// List named network namespaces
     List,
+}
+
+pub use completion::candidates;
+
+/// cnitool's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    Cli::command().name("cnitool")
 }
 
 /// Runs cnitool with `args` (args[0] is "cnitool"); returns the exit status.
@@ -277,7 +285,8 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
         return status_of(target, cni_dir);
     }
     if let Cmd::Completion { shell } = &cli.command {
-        return Ok(completion::script(Cli::command(), *shell));
+        let exe = std::env::current_exe().context("cannot find this binary")?;
+        return Ok(completion::script(*shell, &exe.to_string_lossy()));
     }
     let s = settings(&cli.opts, getenv)?;
     let rt = &s.runtime;

@@ -65,6 +65,11 @@ struct Cli {
     uninstall: bool,
 }
 
+/// install's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().name("install")
+}
+
 /// Runs `cni-multi install` with these arguments (the first is the program).
 pub fn main(args: Vec<OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
