@@ -170,7 +170,22 @@ fn synopsis(cmd: &Command, words: &[String]) -> String {
     s
 }
 
-/// A subcommand, and the ones under it, as `.SS` sections.
+/// The page of the command called as `words` when it has one of its own:
+/// (name, section). flanneld's page is under its own name.
+fn own_page(words: &[String]) -> Option<(String, u8)> {
+    pages()
+        .into_iter()
+        .find(|(_, _, w, _)| {
+            w.as_slice() == words || (w.len() == 1 && words.len() == 2 && w[0] == words[1])
+        })
+        .map(|(file, section, ..)| {
+            let name = file.trim_end_matches(&format!(".{section}")).to_string();
+            (name, section)
+        })
+}
+
+/// A subcommand, and the ones under it, as `.SS` sections; one with a page
+/// of its own only named, with its page.
 fn commands(cmd: &Command, words: &[String], out: &mut String) {
     for sub in cmd
         .get_subcommands()
@@ -187,6 +202,16 @@ fn commands(cmd: &Command, words: &[String], out: &mut String) {
             usage.push_str(" \\fICOMMAND\\fR");
         }
         let _ = writeln!(out, ".SS \"{usage}\"");
+        if let Some((page, section)) = own_page(&w) {
+            let about = sub.get_about().map(|s| s.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{}\n.br\nSee \\fB{}\\fR({section}).",
+                esc(about.trim()),
+                esc(&page)
+            );
+            continue;
+        }
         let about = sub
             .get_long_about()
             .or(sub.get_about())
