@@ -1,6 +1,7 @@
-//! What to do about an error, where cnitool can tell: most verbs need root
-//! (namespaces, links, `/var/lib/cni`), and a plugin run by a user answers
-//! only "operation not permitted" or "permission denied".
+//! What cnitool adds to an answer where the bare one misleads: most verbs
+//! need root (namespaces, links, `/var/lib/cni`) and a plugin run by a user
+//! answers only "operation not permitted" or "permission denied"; STATUS
+//! below spec 1.1.0 succeeds without asking any plugin.
 
 use crate::cni::version;
 use crate::runtime::conf::NetworkList;
