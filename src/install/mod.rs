@@ -216,11 +216,10 @@ fn install(
         eprintln!("{warning}");
     }
     let planned: Vec<Step> = steps.iter().map(|s| s.2).collect();
-    println!(
-        "{}",
-        report::install_summary(&dir.path, &planned, cli.dry_run)
-    );
+    // Said once it is true: after the changes of a real run.
+    let summary = report::install_summary(&dir.path, &planned, cli.dry_run);
     if !steps.iter().any(|s| s.2.changes()) {
+        println!("{summary}");
         if cli.dry_run {
             return Ok(0);
         }
@@ -231,11 +230,13 @@ fn install(
         return Ok(verify(dir));
     }
     if cli.dry_run {
+        println!("{summary}");
         return Ok(0);
     }
     journal(dir, &mut state, &steps, me)?;
     apply(dir, &state, &steps, bytes, layout)?;
     dir.sync()?;
+    println!("{summary}");
     Ok(verify(dir))
 }
 
@@ -372,17 +373,18 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
         }
         steps.push((name, step));
     }
-    let planned: Vec<Restore> = steps.iter().map(|s| s.1.clone()).collect();
-    println!(
-        "{}",
-        report::restore_summary(&dir.path, &planned, cli.rollback, cli.dry_run)
-    );
+    let summary = |done: &[Restore], lost| {
+        report::restore_summary(&dir.path, done, lost, cli.rollback, cli.dry_run)
+    };
     if cli.dry_run {
+        let planned: Vec<Restore> = steps.iter().map(|s| s.1.clone()).collect();
+        println!("{}", summary(&planned, 0));
         return Ok(0);
     }
     // Restores first, then links go, the binary last.
     steps.sort_by_key(|(n, s)| (*s == Restore::Remove, n == BINARY));
     let mut lost = 0;
+    let mut done = Vec::new();
     for (name, step) in &steps {
         match step {
             Restore::File(b) if dir.has_backup(b) => dir.restore_file(name, b)?,
@@ -392,13 +394,16 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
                      is left as it is"
                 );
                 lost += 1;
+                continue;
             }
             Restore::Link(t) => dir.put_link(name, t)?,
             Restore::Remove => dir.remove(name)?,
             Restore::Nothing | Restore::KeptChanged => {}
         }
+        done.push(step.clone());
     }
     dir.sync()?;
+    println!("{}", summary(&done, lost));
     if lost > 0 {
         // The journal stays: what could not be restored is still recorded.
         return Ok(1);

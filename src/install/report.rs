@@ -84,8 +84,15 @@ pub fn not_ours(steps: &[(&str, Step)]) -> Vec<String> {
     out
 }
 
-/// The summary of `--rollback` or `--uninstall`.
-pub fn restore_summary(dir: &Path, steps: &[Restore], rollback: bool, dry_run: bool) -> String {
+/// The summary of `--rollback` or `--uninstall`: what was (or would be)
+/// done to each name, and how many could not be restored.
+pub fn restore_summary(
+    dir: &Path,
+    steps: &[Restore],
+    lost: usize,
+    rollback: bool,
+    dry_run: bool,
+) -> String {
     let verb = match (rollback, dry_run) {
         (true, false) => "rolled back",
         (true, true) => "would roll back",
@@ -106,6 +113,7 @@ pub fn restore_summary(dir: &Path, steps: &[Restore], rollback: bool, dry_run: b
         (removed, remove),
         (restored, restore),
         (kept, "kept: changed since cni-multi installed them"),
+        (lost, "not restored: backup gone"),
     ] {
         if k > 0 {
             parts.push(format!("{k} {what}"));
@@ -116,7 +124,7 @@ pub fn restore_summary(dir: &Path, steps: &[Restore], rollback: bool, dry_run: b
     }
     format!(
         "cni-multi install: {verb} {} in {} ({})",
-        count(steps.len(), "name", "names"),
+        count(steps.len() + lost, "name", "names"),
         dir.display(),
         parts.join(", ")
     )
@@ -149,12 +157,16 @@ mod tests {
         );
         let back = [Restore::Remove, Restore::Remove, Restore::File("b".into())];
         assert_eq!(
-            restore_summary(dir, &back, true, false),
+            restore_summary(dir, &back, 0, true, false),
             "cni-multi install: rolled back 3 names in /opt/cni/bin (2 removed, 1 restored)"
         );
         assert_eq!(
-            restore_summary(dir, &back[..1], false, true),
+            restore_summary(dir, &back[..1], 0, false, true),
             "cni-multi install: would uninstall 1 name in /opt/cni/bin (1 to remove)"
+        );
+        assert_eq!(
+            restore_summary(dir, &back[..2], 1, true, false),
+            "cni-multi install: rolled back 3 names in /opt/cni/bin (2 removed, 1 not restored: backup gone)"
         );
         for step in [
             Step::Install,
