@@ -22,9 +22,10 @@
 #   make bench         benchmark (docs/benchmarks.md)
 #   make hot-layout    regenerate src/hot-text.ld, the link order of plugin code
 #   make deb           Debian package $(DEB) (dpkg-deb): /usr/lib/cni, /opt/cni/bin,
-#                      systemd units; replaces containernetworking-plugins
+#                      systemd units, manual pages; replaces containernetworking-plugins
 #                      (ARCH=arm64: target/arm64/cni-multi.deb)
 #   make test-deb      the package into a throwaway root: files, scripts, lintian
+#   make man           manual pages from the binary's clap definitions into target/man
 #   make image         OCI archive $(IMAGE): for each of $(IMAGE_ARCHES), the static
 #                      binary alone, entrypoint `cni-multi install --dir /host/opt/cni/bin`,
 #                      under one multi-arch index (buildah, no registry; the DaemonSet
@@ -93,7 +94,7 @@ IMAGE   := target/cni-multi-image.tar
 IMAGE_ARCHES ?= amd64 arm64
 DEB     := $(DEB_$(ARCH))
 
-.PHONY: all build install image deb test-deb test-arm64 test deps lint unit install-check test-flanneld test-runtimes test-kernel fuzz-smoke bench hot-layout clean
+.PHONY: all build install image deb man test-deb test-arm64 test deps lint unit install-check test-flanneld test-runtimes test-kernel fuzz-smoke bench hot-layout clean
 
 all: build
 
@@ -139,6 +140,11 @@ image:
 # A binary of another architecture answers --version and --list through qemu-user.
 deb: build
 	DEB_ARCH=$(ARCH) QEMU=$(QEMU) ./contrib/deb/build.sh $(BIN) $(DEB)
+
+# The binary writes them from its own command line (the package build does too).
+man: build
+	rm -rf $(dir $(BIN))man
+	$(QEMU) $(BIN) --generate-man $(dir $(BIN))man
 
 test-deb: deb
 	./tests/deb-check.sh $(DEB) $(BIN)

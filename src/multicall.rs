@@ -1,6 +1,9 @@
 //! Picks what to run from argv: a plugin by the name we were called as
 //! (`/opt/cni/bin/bridge` → bridge) or by the first argument (`cni-multi bridge`).
 
+mod commands;
+mod man;
+
 use crate::cni::dispatch;
 use crate::plugins::{self, PLUGINS};
 use std::ffi::OsString;
@@ -39,7 +42,7 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
             0
         }
         Some("-V" | "--version") => {
-            println!("{BINARY} {}", env!("CARGO_PKG_VERSION"));
+            println!("{BINARY} {}", crate::cni::version::LONG);
             0
         }
         Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
@@ -48,6 +51,43 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         Some("dhcp") if arg(2).as_deref() == Some("daemon") => {
             crate::daemons::dhcp::main(args[3..].to_vec())
         }
+        // The shells' completion scripts ask here: the words typed, the
+        // one under the cursor last (see cnitool's `completion`).
+        Some("__complete") => {
+            let words: Vec<String> = args[2..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let program = words.first().map(|w| Path::new(w).file_name());
+            let root = match program.flatten().and_then(|n| n.to_str()) {
+                Some("cnitool") => crate::cnitool::command(),
+                _ => commands::top(),
+            };
+            let mut out = std::io::stdout().lock();
+            for c in crate::cnitool::candidates(root, &words, &|k| std::env::var(k).ok()) {
+                let _ = writeln!(out, "{c}");
+            }
+            0
+        }
+        // The package build writes the manual pages with this.
+        Some("--generate-man") => match arg(2) {
+            Some(dir) => match man::write_all(Path::new(&dir)) {
+                Ok(files) => {
+                    for f in files {
+                        println!("{}", Path::new(&dir).join(f).display());
+                    }
+                    0
+                }
+                Err(e) => {
+                    eprintln!("{BINARY}: cannot write the manual pages into {dir}: {e}");
+                    1
+                }
+            },
+            None => {
+                eprintln!("usage: {BINARY} --generate-man DIR");
+                2
+            }
+        },
         Some("--list") => {
             let mut out = std::io::stdout().lock();
             for p in PLUGINS {
@@ -82,7 +122,7 @@ fn usage() -> String {
          {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
          {BINARY} flanneld ...   flannel's network daemon on etcd ('flanneld --help'; also as 'flanneld')\n  \
          {BINARY} --list         print every plugin name, one per line\n  \
-         {BINARY} --version      print the version\n\nPlugins:\n",
+         {BINARY} --version      print the version, commit and the reference versions matched\n\nPlugins:\n",
         env!("CARGO_PKG_VERSION")
     );
     for p in PLUGINS {

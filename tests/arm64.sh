@@ -78,7 +78,7 @@ if [ "${1:-}" = --binfmt ]; then
             >/proc/sys/fs/binfmt_misc/register
     fi
     mount -t tmpfs -o mode=755 arm64-run /run
-    out=$("$d/cni-multi" install --dir "$d/inst" 2>&1) || fail "cni-multi install exited $?: $out"
+    out=$("$d/cni-multi" install --verbose --dir "$d/inst" 2>&1) || fail "cni-multi install exited $?: $out"
     say "ok: cni-multi install ran every stub it wrote ($(grep -c ': installed$' <<<"$out") files)"
     count=0
     for name in $("$d/inst/cni-multi" --list); do

@@ -652,66 +652,6 @@ fn named_netns_without_ip() {
     );
 }
 
-#[test]
-fn completion_scripts_name_every_subcommand_and_parse() {
-    let subcommands = [
-        "add",
-        "check",
-        "del",
-        "gc",
-        "status",
-        "status-of",
-        "list",
-        "ls",
-        "validate",
-        "doctor",
-        "completion",
-        "netns",
-    ];
-    let dir = TempDir::new("completion");
-    for shell in ["bash", "zsh", "fish"] {
-        let out = cnitool(&["completion", shell], &[]);
-        assert_eq!(out.status, 0, "{}", out.stderr);
-        for sub in subcommands {
-            assert!(
-                out.stdout.contains(sub),
-                "{shell} script lacks {sub}:\n{}",
-                out.stdout
-            );
-        }
-        assert!(out.stdout.contains("conf-dir"), "{shell}");
-        let file = dir.0.join(format!("cnitool.{shell}"));
-        std::fs::write(&file, &out.stdout).expect("write script");
-        let checked = Command::new(shell).arg("-n").arg(&file).output();
-        match checked {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                assert_ne!(shell, "bash", "bash must be installed");
-                eprintln!("{shell} absent: its script is not syntax-checked");
-            }
-            Err(e) => panic!("{shell} -n: {e}"),
-            Ok(o) => assert!(
-                o.status.success(),
-                "{shell} -n rejects the script: {}",
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        }
-    }
-    // The bash function completes the words of the level typed so far.
-    let complete = |words: &str, cword: usize| {
-        let script = format!(
-            ". '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; _cni_multi_cnitool; \
-             echo \"${{COMPREPLY[*]}}\"",
-            dir.0.join("cnitool.bash").display()
-        );
-        let out = Command::new("bash").arg("-c").arg(script).output();
-        String::from_utf8_lossy(&out.expect("bash").stdout).into_owned()
-    };
-    assert!(complete("cni-multi cnitool netns ''", 3).starts_with("add del list exec --dir"));
-    assert_eq!(complete("cnitool st", 1).trim(), "status status-of");
-    assert!(complete("cnitool completion ''", 2).starts_with("bash zsh fish"));
-    assert_ne!(cnitool(&["completion", "tcsh"], &[]).status, 0);
-}
-
 const TRACE: [(&str, &str); 3] = [
     (
         "TRACEPARENT",

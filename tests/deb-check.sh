@@ -36,6 +36,10 @@ conffile=/etc/default/cni-multi-doctor
         [ -f "$unit" ] && echo "/lib/systemd/system/$(basename "$unit")"
     done
     echo "$conffile"
+    for page in man1/cni-multi.1 man1/cni-multi-cnitool.1 man1/cni-multi-install.1 \
+        man8/flanneld.8 man8/cni-multi-dhcp-daemon.8; do
+        echo "/usr/share/man/$page.gz"
+    done
     echo /usr/share/doc/cni-multi/copyright
     echo /usr/share/doc/cni-multi/changelog.Debian.gz
     echo /usr/share/lintian/overrides/cni-multi
@@ -78,6 +82,15 @@ for dir in usr/lib/cni opt/cni/bin; do
         grep -qx "cni-multi install: nothing to change in $root/$dir" ||
         fail "/$dir: install would change stubs: $($run "$bin" install --dry-run --dir "$root/$dir" --host-dir /usr/lib/cni 2>&1 | grep -v unchanged)"
 done
+# The manual pages render without a warning (as lintian renders them).
+if command -v man >/dev/null 2>&1; then
+    for page in "$root"/usr/share/man/man*/*.gz; do
+        said=$(MANWIDTH=80 man --warnings -E UTF-8 -l -Tutf8 -Z "$page" 2>&1 >/dev/null) || fail "$page: man failed: $said"
+        [ -z "$said" ] || fail "$page: $said"
+    done
+else
+    echo "deb-check: man not installed; manual pages not rendered (apt-get install man-db)"
+fi
 # The doctor units' environment file: the example, a conffile (kept on upgrade, removed on purge).
 cmp -s contrib/systemd/cni-multi-doctor.env "$root$conffile" || fail "$conffile is not contrib/systemd/cni-multi-doctor.env"
 dpkgr -s cni-multi | grep -q "^ $conffile " || fail "$conffile is not a conffile"

@@ -34,7 +34,12 @@ fn run(cmd: &str, args: &[&str]) -> std::process::Output {
 }
 
 fn install(dir: &Path, args: &[&str]) -> String {
-    let mut all = vec!["install", "--dir", dir.to_str().expect("utf-8")];
+    let mut all = vec![
+        "install",
+        "--verbose",
+        "--dir",
+        dir.to_str().expect("utf-8"),
+    ];
     all.extend(args);
     let out = run(BIN, &all);
     assert!(out.status.success(), "install {args:?} failed");

@@ -28,6 +28,8 @@ need etcdctl etcd-client
 need openssl openssl
 # The flanneld lane asks the daemon's health probes over HTTP.
 need curl curl
+# tests/man.rs renders the generated manual pages as man(1) and lintian do.
+need man man-db
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
 # attachments a runtime made through it (tests/doctor.rs, bench/libcni).
 need go golang-go

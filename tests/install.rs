@@ -206,7 +206,7 @@ fn an_older_build_is_upgraded_and_rolled_back_under_load() {
     let running = Loop::start(&dir.0);
     settle();
     for _ in 0..3 {
-        let up = install(Path::new(BIN), &dir.0, &[]);
+        let up = install(Path::new(BIN), &dir.0, &["--verbose"]);
         assert!(
             up.stdout
                 .contains("cni-multi: replaced (previous cni-multi kept"),
@@ -214,7 +214,7 @@ fn an_older_build_is_upgraded_and_rolled_back_under_load() {
         );
         assert!(up.stdout.contains("ptp: unchanged"), "{up:?}");
         settle();
-        let back = install(Path::new(BIN), &dir.0, &["--rollback"]);
+        let back = install(Path::new(BIN), &dir.0, &["--rollback", "--verbose"]);
         assert!(back.stdout.contains("cni-multi: restored"), "{back:?}");
         settle();
         let bytes = std::fs::read(dir.0.join("cni-multi")).expect("read");
@@ -250,13 +250,14 @@ fn the_reference_is_replaced_with_force_and_rolled_back_under_load() {
     let before = snapshot(&dir.0);
     let running = Loop::start(&dir.0);
     settle();
-    let kept = install(Path::new(BIN), &dir.0, &["--dry-run"]);
+    let kept = install(Path::new(BIN), &dir.0, &["--dry-run", "--verbose"]);
     assert!(
-        kept.stdout.contains("ptp: kept: not ours, use --force"),
+        kept.stdout
+            .contains("ptp: would keep: not ours, use --force"),
         "{kept:?}"
     );
     for _ in 0..3 {
-        let forced = install(Path::new(BIN), &dir.0, &["--force"]);
+        let forced = install(Path::new(BIN), &dir.0, &["--force", "-v"]);
         assert!(
             forced.stdout.contains("ptp: replaced (backup kept)"),
             "{forced:?}"
@@ -286,9 +287,10 @@ fn uninstall_removes_only_what_was_installed() {
     std::fs::write(dir.0.join("bridge"), b"#!/bin/sh\necho not ours\n").expect("write");
     std::fs::write(dir.0.join("unrelated"), b"x").expect("write");
     let before = snapshot(&dir.0);
-    let dry = install(Path::new(BIN), &dir.0, &["--force", "--dry-run"]);
+    let dry = install(Path::new(BIN), &dir.0, &["--force", "--dry-run", "-v"]);
     assert!(
-        dry.stdout.contains("bridge: replaced (backup kept)"),
+        dry.stdout
+            .contains("bridge: would replace (keeping a backup)"),
         "{dry:?}"
     );
     assert_eq!(snapshot(&dir.0), before, "--dry-run changes nothing");
@@ -307,20 +309,24 @@ fn uninstall_removes_only_what_was_installed() {
 fn a_foreign_name_that_does_not_answer_version_is_reported_not_fatal() {
     let dir = TempDir::new("opt-cni-bin");
     sh(&format!(
-        "printf '#!/bin/sh\\nexit 3\\n' > {0}/bridge && chmod 755 {0}/bridge",
+        "printf '#!/bin/sh\\necho no >&2\\nexit 3\\n' > {0}/bridge && chmod 755 {0}/bridge",
         dir.0.display()
     ));
     let out = Command::new(BIN)
-        .args(["install", "--dir"])
+        .args(["install", "--verbose", "--dir"])
         .arg(&dir.0)
         .output()
         .expect("install");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(
-        stderr.contains("bridge (not ours): VERSION gave"),
-        "{stderr}"
+    // Which name, what it did, what a plugin does instead.
+    let said = format!(
+        "{}/bridge (not ours): asked for VERSION (CNI_COMMAND=VERSION), it exited with \
+         status 3 and printed nothing on stdout, \"no\" on stderr; a CNI plugin exits 0 \
+         printing a JSON object with \"supportedVersions\"",
+        dir.0.display()
     );
+    assert!(stderr.contains(&said), "{stderr}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("bridge: kept: not ours"));
 }
 
@@ -499,4 +505,83 @@ fn install_killed_at_any_rename_rolls_back_or_reinstalls() {
 #[test]
 fn install_killed_at_any_backup_link_rolls_back_or_reinstalls() {
     killed_at_every("link,linkat");
+}
+
+/// The names install manages: the binary and one per plugin.
+fn managed_names() -> usize {
+    let out = Command::new(BIN).arg("--list").output().expect("--list");
+    1 + String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+#[test]
+fn a_run_prints_one_summary_line_and_a_dry_run_says_would() {
+    let dir = TempDir::new("opt-cni-bin");
+    let bin = dir.0.join("bin");
+    let n = managed_names();
+    let shown = bin.display();
+    let dry = install(Path::new(BIN), &bin, &["--dry-run"]);
+    assert_eq!(
+        dry.stdout,
+        format!("cni-multi install: would install {n} names in {shown} ({n} to change)\n"),
+        "{dry:?}"
+    );
+    assert!(!bin.exists(), "--dry-run made {shown}");
+    let verbose = install(Path::new(BIN), &bin, &["--dry-run", "--verbose"]);
+    assert_eq!(verbose.stdout.lines().count(), n + 1, "{verbose:?}");
+    assert!(
+        verbose.stdout.contains("\nptp: would install\n"),
+        "{verbose:?}"
+    );
+    assert!(!verbose.stdout.contains("installed"), "{verbose:?}");
+    let real = install(Path::new(BIN), &bin, &[]);
+    assert_eq!(
+        real.stdout,
+        format!("cni-multi install: installed {n} names in {shown} ({n} changed)\n"),
+        "{real:?}"
+    );
+    let again = install(Path::new(BIN), &bin, &[]);
+    assert_eq!(
+        again.stdout,
+        format!("cni-multi install: nothing to change in {shown}\n")
+    );
+    let back = install(Path::new(BIN), &bin, &["--uninstall", "--dry-run"]);
+    assert_eq!(
+        back.stdout,
+        format!("cni-multi install: would uninstall {n} names in {shown} ({n} to remove)\n")
+    );
+}
+
+/// A user who may read the directory but not the state file (root's, 0600)
+/// gets the plan, and nothing is written.
+#[test]
+fn a_dry_run_works_for_a_user_who_cannot_write() {
+    let dir = TempDir::new("opt-cni-bin");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The build under test may sit where that user cannot reach it.
+    let copy = dir.0.join("cni-multi-copy");
+    sh(&format!("cp {BIN} {0} && chmod 755 {0}", copy.display()));
+    let bin = dir.0.join("bin");
+    install(&copy, &bin, &[]);
+    std::fs::write(bin.join("bridge"), b"#!/bin/sh\necho theirs\n").expect("write");
+    let before = snapshot(&bin);
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&copy)
+        .args(["install", "--dry-run", "--force", "--dir"])
+        .arg(&bin)
+        .output()
+        .expect("setpriv");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(&format!("would install {} names", managed_names())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(1 to change)"), "{stdout}");
+    assert!(
+        stderr.contains("run as root for the exact plan"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&bin), before, "a dry run writes nothing");
 }

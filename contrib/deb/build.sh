@@ -5,7 +5,8 @@
 # containernetworking-plugins puts them, which it replaces), the same stubs in
 # /opt/cni/bin (where runtimes look by default), /usr/bin/cni-multi, the
 # systemd units of contrib/systemd, the doctor units' environment file as
-# /etc/default/cni-multi-doctor (a conffile), and the copyright file.
+# /etc/default/cni-multi-doctor (a conffile), the manual pages the binary
+# writes from its own command line (--generate-man), and the copyright file.
 #   MAINTAINER  the Maintainer field (default: the last commit's author)
 #   DEB_ARCH    the Architecture field, BINARY's (default amd64; make deb ARCH=arm64)
 #   QEMU        runs BINARY for --version and --list when it is built for another
@@ -18,7 +19,7 @@ arch=${DEB_ARCH:-amd64}
 run=${QEMU:-}
 [ -z "$run" ] || command -v "$run" >/dev/null 2>&1 || {
     echo "deb: $run runs the $arch binary here: apt-get install qemu-user-static" >&2; exit 1; }
-version=$($run "$bin" --version | awk '{print $2}')
+version=$($run "$bin" --version | awk 'NR == 1 {print $2}')
 [ -n "$version" ] || { echo "deb: $bin does not answer --version here" >&2; exit 1; }
 debversion=${DEB_VERSION:-$version-1}
 maintainer=${MAINTAINER:-$(git -C "$repo" log -1 --format='%an <%ae>' 2>/dev/null || echo "cni-multi <root@localhost>")}
@@ -43,6 +44,17 @@ for name in $($run "$bin" --list); do
     case "$name" in */* | "" | . | ..) echo "deb: refusing plugin name '$name'" >&2; exit 1 ;; esac
     stub "$root/usr/lib/cni/$name"
     stub "$root/opt/cni/bin/$name"
+done
+
+# Manual pages (cni-multi.1, cni-multi-cnitool.1, ..., flanneld.8), gzipped as
+# dh_compress does; lintian renders them.
+$run "$bin" --generate-man "$tmp/man" >/dev/null || { echo "deb: $bin --generate-man failed" >&2; exit 1; }
+for page in "$tmp"/man/*; do
+    section=${page##*.}
+    case "$section" in 1 | 8) ;; *) echo "deb: unexpected manual page $page" >&2; exit 1 ;; esac
+    install -d "$root/usr/share/man/man$section"
+    gzip -9n <"$page" >"$root/usr/share/man/man$section/$(basename "$page").gz"
+    chmod 0644 "$root/usr/share/man/man$section/$(basename "$page").gz"
 done
 
 # Every unit in contrib/systemd (the dhcp daemon's, and any other there);

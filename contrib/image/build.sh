@@ -30,9 +30,9 @@ for pair in "$@"; do
         echo "image: $bin is not an $arch binary: $(file -L "$bin")" >&2; exit 1; }
     file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
         echo "image: $bin is not a static binary" >&2; exit 1; }
-    [ -n "$version" ] || version=$("$bin" --version 2>/dev/null | awk '{print $2}')
+    [ -n "$version" ] || version=$("$bin" --version 2>/dev/null | awk 'NR == 1 {print $2}')
     [ -n "$version" ] || ! command -v "$qemu" >/dev/null 2>&1 ||
-        version=$("$qemu" "$bin" --version 2>/dev/null | awk '{print $2}')
+        version=$("$qemu" "$bin" --version 2>/dev/null | awk 'NR == 1 {print $2}')
 done
 [ -n "$version" ] || { echo "image: none of the binaries answers --version here (natively or through qemu-user-static)" >&2; exit 1; }
 ref=localhost/cni-multi:$version

@@ -11,6 +11,29 @@ pub const SUPPORTED: [&str; 7] = [
     "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
 ];
 
+/// The commit this binary was built from (`build.rs`), or `unknown`.
+pub const COMMIT: &str = env!("CNI_MULTI_COMMIT");
+
+/// `-V`: the version and the commit (clap prints the program name first).
+pub const BUILD: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CNI_MULTI_COMMIT"),
+    ")"
+);
+
+/// `--version`: the build, then the spec versions and the reference releases
+/// whose behaviour it matches (docs/differences.md compares against these).
+pub const LONG: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CNI_MULTI_COMMIT"),
+    ")\n",
+    "CNI spec versions 0.1.0 to 1.1.0\n",
+    "matches containernetworking/plugins v1.9.1, containernetworking/cni v1.3.0 (libcni, cnitool),\n",
+    "flannel-io/cni-plugin v1.9.1-flannel1, k8snetworkplumbingwg/multus-cni v4.3.0"
+);
+
 /// The result layouts: each spec version prints one of these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -134,6 +157,18 @@ pub fn version_reply() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_long_version_names_the_supported_range() {
+        let range = format!(
+            "CNI spec versions {} to {}\n",
+            SUPPORTED[0],
+            SUPPORTED[SUPPORTED.len() - 1]
+        );
+        assert!(LONG.contains(&range), "{LONG}");
+        assert!(LONG.starts_with(BUILD), "{LONG}");
+        assert!(!COMMIT.is_empty());
+    }
 
     #[test]
     fn parses_and_compares() {

@@ -1,8 +1,14 @@
-//! `cnitool completion bash|zsh|fish`: shell completion scripts generated from
-//! cnitool's own clap command, so a new subcommand or flag is completed
-//! without touching the scripts.
+//! Shell completion. `cnitool completion bash|zsh|fish` prints a small
+//! script that asks the binary itself (`cni-multi __complete WORD...`) for
+//! the candidates of the word under the cursor; `candidates` walks the clap
+//! command tree over the words typed so far. So every subcommand and flag is
+//! completed without touching the scripts, `cni-multi <TAB>` offers
+//! cni-multi's own commands, and arguments naming a network or a named
+//! network namespace complete from the config directory and /run/netns.
 
-use clap::{Command, ValueEnum};
+use crate::netns::named;
+use clap::{Arg, Command, ValueEnum};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Shell {
@@ -11,237 +17,411 @@ pub enum Shell {
     Fish,
 }
 
-/// One (sub)command: its words from the top ("cnitool netns add"), the
-/// subcommands under it, its flags and the fixed values of its positionals.
-struct Node {
-    path: String,
-    subcommands: Vec<(String, String)>,
-    flags: Vec<(String, String)>,
-    values: Vec<String>,
+/// What an argument's values are, where they are not a fixed list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Names {
+    /// `name`s of the configs in the config directory.
+    Networks,
+    /// Named network namespaces.
+    Netns,
 }
 
+/// The first line of a help text.
 fn about(text: Option<&clap::builder::StyledStr>) -> String {
     let text = text.map(|s| s.to_string()).unwrap_or_default();
     text.lines().next().unwrap_or_default().to_string()
 }
 
-fn walk(cmd: &Command, path: &str, out: &mut Vec<Node>) {
-    let subs: Vec<&Command> = cmd
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set() && c.get_name() != "help")
-        .collect();
-    let mut flags = Vec::new();
-    let mut values = Vec::new();
-    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
-        let help = about(arg.get_help());
-        if let Some(long) = arg.get_long() {
-            flags.push((format!("--{long}"), help.clone()));
-        }
-        if let Some(short) = arg.get_short() {
-            flags.push((format!("-{short}"), help));
-        }
-        if arg.is_positional() {
-            values.extend(
-                arg.get_possible_values()
-                    .iter()
-                    .filter(|v| !v.is_hide_set())
-                    .map(|v| v.get_name().to_string()),
-            );
-        }
-    }
-    out.push(Node {
-        path: path.to_string(),
-        subcommands: subs
-            .iter()
-            .map(|c| (c.get_name().to_string(), about(c.get_about())))
-            .collect(),
-        flags,
-        values,
-    });
-    for sub in subs {
-        walk(sub, &format!("{path} {}", sub.get_name()), out);
+fn takes_value(arg: &Arg) -> bool {
+    arg.get_action().takes_values() && arg.get_num_args().is_some_and(|n| n.min_values() > 0)
+}
+
+/// Which names an argument of `path` (the subcommand words) takes, by its id.
+fn names_of(path: &[String], arg: &Arg) -> Option<Names> {
+    let id = arg.get_id().as_str();
+    let under_netns = path.iter().any(|w| w == "netns");
+    match id {
+        "net" | "nets" | "network" | "networks" => Some(Names::Networks),
+        "netns" => Some(Names::Netns),
+        // `netns del NAME` and the like; `netns add` makes a new one.
+        "name" if under_netns && path.last().is_some_and(|w| w != "add") => Some(Names::Netns),
+        _ => None,
     }
 }
 
-fn nodes(mut cmd: Command) -> Vec<Node> {
+/// The candidates for the last of `words` (the word under the cursor, maybe
+/// empty), given the words before it from the program's name on; each
+/// "word<TAB>description". `getenv` gives NETCONFPATH.
+pub fn candidates(
+    mut root: Command,
+    words: &[String],
+    getenv: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
     // Building propagates the global flags into every subcommand.
-    cmd.build();
+    root.build();
+    let Some((cur, typed)) = words.split_last() else {
+        return Vec::new();
+    };
+    let mut cmd = &root;
+    let mut path: Vec<String> = Vec::new();
+    let mut pending: Option<&Arg> = None;
+    let mut positional = 0;
+    let mut values: Vec<(String, String)> = Vec::new();
+    let mut only_positionals = false;
+    for w in typed.iter().skip(1) {
+        if let Some(arg) = pending.take() {
+            // bash splits `--flag=value` into three words.
+            if w == "=" {
+                pending = Some(arg);
+            } else {
+                values.push((arg.get_id().to_string(), w.clone()));
+            }
+            continue;
+        }
+        if w == "--" {
+            only_positionals = true;
+            continue;
+        }
+        if !only_positionals && let Some(flag) = w.strip_prefix("--") {
+            let (name, value) = match flag.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (flag, None),
+            };
+            if let Some(arg) = long(cmd, name).filter(|a| takes_value(a)) {
+                match value {
+                    Some(v) => values.push((arg.get_id().to_string(), v.to_string())),
+                    None => pending = Some(arg),
+                }
+            }
+            continue;
+        }
+        if !only_positionals && w.len() > 1 && w.starts_with('-') {
+            let short = w.chars().nth(1);
+            if w.chars().count() == 2
+                && let Some(arg) = cmd
+                    .get_arguments()
+                    .find(|a| a.get_short() == short && takes_value(a))
+            {
+                pending = Some(arg);
+            }
+            continue;
+        }
+        if !only_positionals && let Some(sub) = cmd.find_subcommand(w) {
+            cmd = sub;
+            path.push(sub.get_name().to_string());
+            positional = 0;
+            continue;
+        }
+        positional += 1;
+    }
+    let value_of = |id: &str| {
+        values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == id)
+            .map(|(_, v)| PathBuf::from(v))
+    };
+    let lookup = Lookup {
+        conf_dir: value_of("conf_dir")
+            .or_else(|| getenv("NETCONFPATH").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("/etc/cni/net.d")),
+        netns_dir: value_of("dir").unwrap_or_else(|| PathBuf::from(named::DEFAULT_DIR)),
+    };
     let mut out = Vec::new();
-    walk(&cmd, "cnitool", &mut out);
+    if let Some(arg) = pending {
+        let cur = if cur == "=" { "" } else { cur.as_str() };
+        out = lookup.values(&path, arg, cur, "");
+    } else if let Some((name, partial)) = cur
+        .strip_prefix("--")
+        .and_then(|f| f.split_once('='))
+        .filter(|_| !only_positionals)
+    {
+        if let Some(arg) = long(cmd, name) {
+            out = lookup.values(&path, arg, partial, &format!("--{name}="));
+        }
+    } else if cur.starts_with('-') && !only_positionals {
+        for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+            let help = about(arg.get_help());
+            if let Some(l) = arg.get_long() {
+                out.push(format!("--{l}\t{help}"));
+            }
+            if let Some(s) = arg.get_short() {
+                out.push(format!("-{s}\t{help}"));
+            }
+        }
+        out.retain(|c| c.starts_with(cur.as_str()));
+    } else {
+        if !only_positionals {
+            for sub in cmd.get_subcommands() {
+                if !sub.is_hide_set() && sub.get_name() != "help" {
+                    out.push(format!("{}\t{}", sub.get_name(), about(sub.get_about())));
+                }
+            }
+            out.retain(|c| c.starts_with(cur.as_str()));
+        }
+        let positionals: Vec<&Arg> = cmd.get_positionals().collect();
+        // A last positional taking many values takes every word after it.
+        let arg = positionals.get(positional).or_else(|| {
+            positionals
+                .last()
+                .filter(|a| a.get_num_args().is_some_and(|n| n.max_values() > 1))
+        });
+        if let Some(arg) = arg {
+            out.extend(lookup.values(&path, arg, cur, ""));
+        }
+    }
     out
 }
 
-impl Node {
-    fn words(&self) -> Vec<&str> {
-        let subs = self.subcommands.iter().map(|(n, _)| n.as_str());
-        let flags = self.flags.iter().map(|(n, _)| n.as_str());
-        subs.chain(self.values.iter().map(String::as_str))
-            .chain(flags)
+fn long<'a>(cmd: &'a Command, name: &str) -> Option<&'a Arg> {
+    cmd.get_arguments().find(|a| a.get_long() == Some(name))
+}
+
+/// Where names come from, as the words typed so far set them.
+struct Lookup {
+    conf_dir: PathBuf,
+    netns_dir: PathBuf,
+}
+
+impl Lookup {
+    /// `arg`'s values starting with `cur`, each after `prefix`.
+    fn values(&self, path: &[String], arg: &Arg, cur: &str, prefix: &str) -> Vec<String> {
+        let fixed: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        let all = if !fixed.is_empty() {
+            fixed
+        } else {
+            match names_of(path, arg) {
+                Some(Names::Networks) => networks(&self.conf_dir),
+                Some(Names::Netns) => named::list(&self.netns_dir).unwrap_or_default(),
+                None => Vec::new(),
+            }
+        };
+        all.into_iter()
+            .filter(|v| v.starts_with(cur))
+            .map(|v| format!("{prefix}{v}"))
             .collect()
     }
 }
 
-/// The completion script for `shell`, for both `cni-multi cnitool` and a
-/// `cnitool` link to the binary.
-pub fn script(cmd: Command, shell: Shell) -> String {
-    let nodes = nodes(cmd);
-    match shell {
-        Shell::Bash => bash(&nodes),
-        Shell::Zsh => zsh(&nodes),
-        Shell::Fish => fish(&nodes),
-    }
-}
-
-/// The shell `case` arms that walk the typed words down the subcommand tree
-/// and pick the candidates of the deepest one (same in bash and zsh).
-fn case_arms(nodes: &[Node]) -> (String, String) {
-    let paths: Vec<String> = nodes
+/// The network names of `dir`'s configs; a file that does not load is left
+/// out (completion is no place to report it: `cnitool list` does).
+fn networks(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let lists = crate::files::files_with(dir, &["conflist"]).unwrap_or_default();
+    let singles = crate::files::files_with(dir, &["conf", "json"]).unwrap_or_default();
+    let files = lists
         .iter()
-        .skip(1)
-        .map(|n| format!("\"{}\"", n.path))
-        .collect();
-    let walk = format!("            {}) path=\"$path $w\" ;;\n", paths.join("|"));
-    let mut pick = String::new();
-    for n in nodes {
-        pick.push_str(&format!(
-            "        \"{}\") cands=\"{}\" ;;\n",
-            n.path,
-            n.words().join(" ")
-        ));
-    }
-    (walk, pick)
-}
-
-fn bash(nodes: &[Node]) -> String {
-    let (walk, pick) = case_arms(nodes);
-    format!(
-        "# bash completion for cni-multi cnitool\n\
-         _cni_multi_cnitool() {{\n    \
-             local cur=\"${{COMP_WORDS[COMP_CWORD]}}\" path=cnitool cands=\"\" w i\n    \
-             for ((i = 1; i < COMP_CWORD; i++)); do\n        \
-                 w=\"${{COMP_WORDS[i]}}\"\n        \
-                 case \"$path $w\" in\n{walk}        \
-                 esac\n    \
-             done\n    \
-             case \"$path\" in\n{pick}    \
-             esac\n    \
-             COMPREPLY=($(compgen -W \"$cands\" -- \"$cur\"))\n\
-         }}\n\
-         complete -o default -F _cni_multi_cnitool cni-multi cnitool\n"
-    )
-}
-
-fn zsh(nodes: &[Node]) -> String {
-    let (walk, pick) = case_arms(nodes);
-    format!(
-        "#compdef cni-multi cnitool\n\
-         # zsh completion for cni-multi cnitool\n\
-         _cni_multi_cnitool() {{\n    \
-             local path=cnitool cands=\"\" w i\n    \
-             for ((i = 2; i < CURRENT; i++)); do\n        \
-                 w=\"${{words[i]}}\"\n        \
-                 case \"$path $w\" in\n{walk}        \
-                 esac\n    \
-             done\n    \
-             case \"$path\" in\n{pick}    \
-             esac\n    \
-             compadd -- ${{=cands}}\n\
-         }}\n\
-         compdef _cni_multi_cnitool cni-multi cnitool\n"
-    )
-}
-
-fn fish_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
-fn fish(nodes: &[Node]) -> String {
-    let paths: Vec<String> = nodes.iter().skip(1).map(|n| fish_quote(&n.path)).collect();
-    let mut out = format!(
-        "# fish completion for cni-multi cnitool\n\
-         function __cni_multi_cnitool_path\n    \
-             set -l path cnitool\n    \
-             for w in (commandline -opc)[2..-1]\n        \
-                 if contains -- \"$path $w\" {}\n            \
-                     set path \"$path $w\"\n        \
-                 end\n    \
-             end\n    \
-             echo $path\n\
-         end\n",
-        paths.join(" ")
-    );
-    for cmd in ["cni-multi", "cnitool"] {
-        for n in nodes {
-            let cond = fish_quote(&format!(
-                "test (__cni_multi_cnitool_path) = {}",
-                fish_quote(&n.path)
-            ));
-            for (name, help) in &n.subcommands {
-                out.push_str(&format!(
-                    "complete -c {cmd} -f -n {cond} -a {} -d {}\n",
-                    fish_quote(name),
-                    fish_quote(help)
-                ));
-            }
-            for value in &n.values {
-                out.push_str(&format!(
-                    "complete -c {cmd} -f -n {cond} -a {}\n",
-                    fish_quote(value)
-                ));
-            }
-            for (flag, help) in &n.flags {
-                let opt = match flag.strip_prefix("--") {
-                    Some(long) => format!("-l {}", fish_quote(long)),
-                    None => format!("-s {}", fish_quote(flag.trim_start_matches('-'))),
-                };
-                out.push_str(&format!(
-                    "complete -c {cmd} -n {cond} {opt} -d {}\n",
-                    fish_quote(help)
-                ));
-            }
+        .map(|p| (p, true))
+        .chain(singles.iter().map(|p| (p, false)));
+    for (path, is_list) in files {
+        let Ok(bytes) = crate::files::read_limited(path, crate::files::MAX_FILE) else {
+            continue;
+        };
+        let loaded = if is_list {
+            crate::runtime::conf::list_from_bytes(&bytes, path)
+        } else {
+            crate::runtime::conf::conf_from_bytes(&bytes, path)
+        };
+        if let Ok(list) = loaded
+            && !names.contains(&list.name)
+        {
+            names.push(list.name);
         }
     }
-    out
+    names
+}
+
+/// A shell word: `s` in single quotes.
+fn quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The completion script for `shell`: it runs `exe` (this binary, where it
+/// was when the script was made; else `cni-multi` on PATH) for candidates,
+/// for both `cni-multi ...` and a `cnitool` link to the binary.
+pub fn script(shell: Shell, exe: &str) -> String {
+    let exe = quoted(exe);
+    match shell {
+        Shell::Bash => format!(
+            "# bash completion for cni-multi and cnitool: candidates come from the binary\n\
+             _cni_multi() {{\n    \
+                 local bin={exe} IFS=$'\\n'\n    \
+                 [ -x \"$bin\" ] || bin=$(command -v cni-multi) || return 0\n    \
+                 COMPREPLY=($(\"$bin\" __complete \"${{COMP_WORDS[@]:0:COMP_CWORD+1}}\" 2>/dev/null))\n    \
+                 COMPREPLY=(\"${{COMPREPLY[@]%%$'\\t'*}}\")\n\
+             }}\n\
+             complete -o default -F _cni_multi cni-multi cnitool\n"
+        ),
+        Shell::Zsh => format!(
+            "#compdef cni-multi cnitool\n\
+             # zsh completion for cni-multi and cnitool: candidates come from the binary\n\
+             _cni_multi() {{\n    \
+                 local bin={exe}\n    \
+                 [[ -x $bin ]] || bin=${{commands[cni-multi]:-cni-multi}}\n    \
+                 local -a cands\n    \
+                 cands=(\"${{(@f)$(\"$bin\" __complete \"${{(@)words[1,CURRENT]}}\" 2>/dev/null)}}\")\n    \
+                 cands=(${{cands:#}})\n    \
+                 if (( ${{#cands}} == 0 )); then _files; return; fi\n    \
+                 compadd -- \"${{cands[@]%%$'\\t'*}}\"\n\
+             }}\n\
+             compdef _cni_multi cni-multi cnitool\n"
+        ),
+        Shell::Fish => format!(
+            "# fish completion for cni-multi and cnitool: candidates come from the binary\n\
+             function __cni_multi_complete\n    \
+                 set -l bin {exe}\n    \
+                 test -x $bin; or set bin (command -s cni-multi); or return\n    \
+                 set -l out ($bin __complete (commandline -opc) (commandline -ct) 2>/dev/null)\n    \
+                 if test (count $out) -gt 0\n        \
+                     printf '%s\\n' $out\n    \
+                 else\n        \
+                     __fish_complete_path (commandline -ct)\n    \
+                 end\n\
+             end\n\
+             complete -c cni-multi -f -a '(__cni_multi_complete)'\n\
+             complete -c cnitool -f -a '(__cni_multi_complete)'\n"
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Arg, ArgAction};
+    use clap::ArgAction;
 
     fn sample() -> Command {
         Command::new("cnitool")
             .arg(
-                Arg::new("conf-dir")
+                Arg::new("conf_dir")
                     .long("conf-dir")
                     .global(true)
                     .help("It's a dir"),
             )
-            .subcommand(Command::new("add").about("Add it"))
+            .arg(Arg::new("quiet").long("quiet").action(ArgAction::SetTrue))
+            .subcommand(
+                Command::new("add")
+                    .about("Add it")
+                    .arg(Arg::new("net"))
+                    .arg(Arg::new("netns")),
+            )
             .subcommand(
                 Command::new("netns")
-                    .subcommand(Command::new("list"))
+                    .arg(Arg::new("dir").long("dir").global(true))
+                    .subcommand(Command::new("add").arg(Arg::new("name")))
+                    .subcommand(Command::new("del").arg(Arg::new("name")))
                     .arg(Arg::new("v").short('v').action(ArgAction::SetTrue)),
+            )
+            .subcommand(
+                Command::new("completion")
+                    .arg(Arg::new("shell").value_parser(["bash", "zsh", "fish"])),
             )
     }
 
+    fn words(of: &str) -> Vec<String> {
+        let mut w: Vec<String> = of.split(' ').map(str::to_string).collect();
+        if of.ends_with(' ') {
+            w.pop();
+            w.push(String::new());
+        }
+        w
+    }
+
+    fn complete(line: &str, env: &[(&str, &str)]) -> Vec<String> {
+        let getenv = |k: &str| {
+            env.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        };
+        candidates(sample(), &words(line), &getenv)
+            .into_iter()
+            .map(|c| c.split('\t').next().unwrap_or_default().to_string())
+            .collect()
+    }
+
     #[test]
-    fn every_level_gets_its_subcommands_and_global_flags() {
-        let n = nodes(sample());
-        let paths: Vec<&str> = n.iter().map(|n| n.path.as_str()).collect();
+    fn words_walk_the_tree_and_flags_and_their_values_are_skipped() {
+        assert_eq!(complete("cnitool ", &[]), ["add", "netns", "completion"]);
+        assert_eq!(complete("cnitool --quiet ne", &[]), ["netns"]);
+        assert_eq!(complete("cnitool --conf-dir /x ne", &[]), ["netns"]);
+        assert_eq!(complete("cnitool --conf-dir = /x ne", &[]), ["netns"]);
+        assert_eq!(complete("cnitool netns ", &[]), ["add", "del"]);
         assert_eq!(
-            paths,
-            [
-                "cnitool",
-                "cnitool add",
-                "cnitool netns",
-                "cnitool netns list"
-            ]
+            complete("cnitool netns -", &[]),
+            ["--dir", "-v", "--conf-dir", "--help", "-h"]
         );
-        assert!(n[3].words().contains(&"--conf-dir"));
-        assert!(n[2].words().contains(&"-v"));
-        assert!(n[2].words().contains(&"list"));
-        let fish = script(sample(), Shell::Fish);
-        assert!(fish.contains(r"-d 'It\'s a dir'"), "{fish}");
+        assert_eq!(complete("cnitool completion z", &[]), ["zsh"]);
+        assert_eq!(complete("cnitool completion --", &[])[0], "--conf-dir");
+        // A flag's value: nothing fixed to offer, so the shell's files.
+        assert!(complete("cnitool --conf-dir ", &[]).is_empty());
+        let described = candidates(sample(), &words("cnitool a"), &|_| None);
+        assert_eq!(described, ["add\tAdd it"]);
+    }
+
+    #[test]
+    fn networks_and_named_namespaces_complete_where_they_are_arguments() {
+        let dir = std::env::temp_dir().join(format!("cni-multi-completion-{}", std::process::id()));
+        let (conf, ns) = (dir.join("conf"), dir.join("ns"));
+        for d in [&conf, &ns] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        let write = |p: PathBuf, text: &str| std::fs::write(p, text).expect("write");
+        write(
+            conf.join("10-a.conflist"),
+            r#"{"cniVersion":"1.0.0","name":"alpha","plugins":[{"type":"bridge"}]}"#,
+        );
+        write(
+            conf.join("20-b.conf"),
+            r#"{"cniVersion":"1.0.0","name":"beta","type":"ptp"}"#,
+        );
+        write(conf.join("30-broken.conf"), "{");
+        write(ns.join("pod1"), "");
+        let c = conf.to_string_lossy().into_owned();
+        let n = ns.to_string_lossy().into_owned();
+        assert_eq!(
+            complete("cnitool add ", &[("NETCONFPATH", &c)]),
+            ["alpha", "beta"]
+        );
+        assert_eq!(
+            complete(&format!("cnitool --conf-dir {c} add b"), &[]),
+            ["beta"]
+        );
+        assert_eq!(
+            complete(&format!("cnitool add --conf-dir={c} a"), &[]),
+            ["alpha"]
+        );
+        assert_eq!(
+            complete(&format!("cnitool add --conf-dir={c}"), &[]),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            complete(
+                &format!("cnitool --conf-dir {c} add alpha x --conf-dir={c}"),
+                &[]
+            ),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            complete(&format!("cnitool netns --dir {n} del "), &[]),
+            ["pod1"]
+        );
+        assert!(complete(&format!("cnitool netns --dir {n} add "), &[]).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_scripts_quote_the_binary() {
+        let bash = script(Shell::Bash, "/opt/it's/cni-multi");
+        assert!(
+            bash.contains(r"local bin='/opt/it'\''s/cni-multi'"),
+            "{bash}"
+        );
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            assert!(script(shell, "/x").contains("__complete"));
+        }
     }
 }

@@ -7,6 +7,7 @@
 mod attachments;
 mod completion;
 mod doctor;
+mod hint;
 mod netns;
 mod trace;
 
@@ -23,7 +24,8 @@ use std::path::{Path, PathBuf};
 
 /// Try and debug CNI networks by hand, with libcni's semantics.
 #[derive(Debug, Parser)]
-#[command(name = "cni-multi cnitool", version, about, long_about = None)]
+#[command(name = "cni-multi cnitool", about, long_about = None)]
+#[command(version = version::BUILD, long_version = version::LONG)]
 struct Cli {
     #[command(flatten)]
     opts: Options,
@@ -102,7 +104,8 @@ enum Cmd {
     /// List (and with --fix clean up) CNI state of no live attachment; exit
     /// 0 clean, 1 findings remain, 2 the node could not be inspected
     Doctor(doctor::DoctorArgs),
-    /// Print a shell completion script for cnitool's subcommands and flags
+    /// Print a shell completion script for cni-multi and cnitool (commands,
+    /// flags, network and netns names)
     Completion { shell: completion::Shell },
     /// Named network namespaces under /run/netns, without the ip binary
     Netns {
@@ -149,6 +152,13 @@ enum NetnsCmd {
     },
 }
 
+pub use completion::candidates;
+
+/// cnitool's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    Cli::command().name("cnitool")
+}
+
 /// Runs cnitool with `args` (args[0] is "cnitool"); returns the exit status.
 pub fn main(args: Vec<OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
@@ -163,7 +173,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         trace::install();
     }
     if let Cmd::Doctor(args) = &cli.command {
-        return doctor::main(settings(&cli.opts, &getenv), args);
+        return doctor::main(&cli.opts, settings(&cli.opts, &getenv), args);
     }
     match run(cli, &getenv) {
         Ok(output) => {
@@ -173,7 +183,8 @@ pub fn main(args: Vec<OsString>) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("cnitool: {}", report(&e));
+            let root = nix::unistd::geteuid().is_root();
+            eprintln!("cnitool: {}", hint::with_root_hint(report(&e), root));
             1
         }
     }
@@ -321,7 +332,8 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
         return status_of(target, cni_dir);
     }
     if let Cmd::Completion { shell } = &cli.command {
-        return Ok(completion::script(Cli::command(), *shell));
+        let exe = std::env::current_exe().context("cannot find this binary")?;
+        return Ok(completion::script(*shell, &exe.to_string_lossy()));
     }
     let s = settings(&cli.opts, getenv)?;
     let rt = &s.runtime;
@@ -366,6 +378,10 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
         }
         Cmd::Status { net, .. } => {
             let list = load(&s, net)?;
+            if let Some(note) = hint::status_skipped(&list) {
+                eprintln!("cnitool: {note}");
+                return Ok(String::new());
+            }
             rt.status(&list)
                 .map_err(|e| anyhow!("{} (code {})", e.msg, e.code))?;
             Ok(String::new())

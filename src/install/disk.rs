@@ -252,18 +252,71 @@ pub fn answers_version(path: &Path, args: &[&std::ffi::OsStr]) -> Result<()> {
     let out = child.wait_with_output().context("cannot wait for it")?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !(out.status.success() && stdout.contains("supportedVersions")) {
-        bail!(
-            "VERSION gave {} with {:?} {:?}",
-            out.status,
-            stdout.trim(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{}", version_failure(out.status, &out.stdout, &out.stderr));
     }
     Ok(())
 }
+
+/// What a name asked for VERSION did, against what a plugin does.
+fn version_failure(status: std::process::ExitStatus, stdout: &[u8], stderr: &[u8]) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let exit = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => format!("was killed by signal {signal}"),
+        (None, None) => status.to_string(),
+    };
+    let shown = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes);
+        let text = text.trim();
+        match text.char_indices().nth(200) {
+            _ if text.is_empty() => "nothing".to_string(),
+            Some((cut, _)) => format!("{:?}...", &text[..cut]),
+            None => format!("{text:?}"),
+        }
+    };
+    format!(
+        "asked for VERSION (CNI_COMMAND=VERSION), it {exit} and printed {} on stdout, {} on \
+         stderr; a CNI plugin exits 0 printing a JSON object with \"supportedVersions\"",
+        shown(stdout),
+        shown(stderr)
+    )
+}
+
 /// fsyncs a directory: the entries made or renamed in it survive a crash.
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("failed to sync {}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn a_failed_version_check_says_what_the_name_did_and_what_was_expected() {
+        let text = version_failure(
+            std::process::ExitStatus::from_raw(0),
+            b"reference bridge\n",
+            b"",
+        );
+        assert_eq!(
+            text,
+            "asked for VERSION (CNI_COMMAND=VERSION), it exited with status 0 and printed \
+             \"reference bridge\" on stdout, nothing on stderr; a CNI plugin exits 0 printing a \
+             JSON object with \"supportedVersions\""
+        );
+        let killed = version_failure(std::process::ExitStatus::from_raw(9), b"", b"");
+        assert!(killed.contains("it was killed by signal 9"), "{killed}");
+        let long = version_failure(
+            std::process::ExitStatus::from_raw(3 << 8),
+            &[b'x'; 500],
+            b"",
+        );
+        assert!(
+            long.contains("exited with status 3") && long.contains("xxx\"..."),
+            "{long}"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 mod conf;
 mod disk;
 mod plan;
+mod report;
 
 use crate::plugins::PLUGINS;
 use anyhow::{Context, Result};
@@ -18,14 +19,19 @@ use std::path::{Path, PathBuf};
 /// Install cni-multi and a stub per plugin into a CNI bin directory.
 #[derive(Debug, Parser)]
 // A later option wins, so a container's args can override its entrypoint's.
-#[command(name = "cni-multi install", version, about, long_about = None, args_override_self = true)]
+#[command(name = "cni-multi install", about, long_about = None, args_override_self = true)]
+#[command(version = crate::cni::version::BUILD, long_version = crate::cni::version::LONG)]
 struct Cli {
     /// The directory runtimes find plugins in (CNI_PATH)
     #[arg(long, value_name = "DIR", default_value = "/opt/cni/bin")]
     dir: PathBuf,
-    /// Print what would change and change nothing
+    /// Print what would change and change nothing (reads only: runs as
+    /// any user who can read DIR)
     #[arg(long)]
     dry_run: bool,
+    /// Print each name and what happens to it, not only the summary line
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// Replace files cni-multi did not install (each is kept for --rollback)
     #[arg(long)]
     force: bool,
@@ -59,6 +65,11 @@ struct Cli {
     uninstall: bool,
 }
 
+/// install's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().name("install")
+}
+
 /// Runs `cni-multi install` with these arguments (the first is the program).
 pub fn main(args: Vec<OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
@@ -84,17 +95,20 @@ fn run(cli: &Cli) -> Result<i32> {
     if !cli.dry_run {
         crate::files::create_dir_mode(&dir.path, 0o755)?;
     }
-    let _lock = if cli.dir.is_dir() {
-        Some(dir.lock()?)
-    } else {
+    // A dry run reads only: a directory it cannot lock is planned unlocked.
+    let _lock = if !cli.dir.is_dir() {
         None
+    } else if cli.dry_run {
+        dir.lock().ok()
+    } else {
+        Some(dir.lock()?)
     };
     if !cli.dry_run && _lock.is_some() {
         dir.clear_leftovers(&names())?;
     }
     let bytes = disk::own_binary()?;
     let me = crate::digest::sha512_hex(&bytes);
-    let state = dir.read_state()?;
+    let state = read_state(&dir, cli)?;
     if cli.rollback || cli.uninstall {
         return restore(&dir, cli, state, &me);
     }
@@ -103,7 +117,7 @@ fn run(cli: &Cli) -> Result<i32> {
     // Networks only once their plugins answer: a config naming a broken
     // plugin would fail every pod instead of none.
     match &cli.conf_from {
-        Some(from) if code == 0 => conf::install(from, &cli.conf_dir, cli.dry_run)?,
+        Some(from) if code == 0 => conf::install(from, &cli.conf_dir, cli.dry_run, cli.verbose)?,
         Some(from) => eprintln!(
             "cni-multi install: the configurations of {} are not installed",
             from.display()
@@ -111,6 +125,29 @@ fn run(cli: &Cli) -> Result<i32> {
         None => {}
     }
     Ok(code)
+}
+
+/// The state file. A dry run by a user who may not read it (it is root's,
+/// 0600) plans as if none were recorded, and says so: names install holds
+/// but another installer overwrote then read as foreign.
+fn read_state(dir: &Dir, cli: &Cli) -> Result<State> {
+    match dir.read_state() {
+        Err(e) if cli.dry_run && !cli.rollback && !cli.uninstall && denied(&e) => {
+            eprintln!(
+                "cni-multi install: cannot read what the last install recorded ({e:#}); \
+                 planned without it (run as root for the exact plan)"
+            );
+            Ok(State::default())
+        }
+        other => other,
+    }
+}
+
+fn denied(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied)
+    })
 }
 
 /// Stubs running the binary where runtimes will find it, or links.
@@ -169,27 +206,20 @@ fn install(
         let step = plan::plan_install(&name, &now, me, layout, held);
         steps.push((name, now, step));
     }
-    for (name, _, step) in &steps {
-        println!("{name}: {}", step.describe());
+    if cli.verbose {
+        for (name, _, step) in &steps {
+            println!("{name}: {}", step.describe(cli.dry_run));
+        }
     }
-    let count = |step| steps.iter().filter(|s| s.2 == step).count();
-    if count(Step::KeptForeign) > 0 {
-        eprintln!(
-            "cni-multi install: {} names hold files cni-multi did not install; --force replaces them (kept for --rollback)",
-            count(Step::KeptForeign)
-        );
+    let named: Vec<(&str, Step)> = steps.iter().map(|s| (s.0.as_str(), s.2)).collect();
+    for warning in report::not_ours(&named) {
+        eprintln!("{warning}");
     }
-    if count(Step::Clobbered) > 0 {
-        eprintln!(
-            "cni-multi install: {} plugin names were overwritten by another installer (only those names run its files); --force takes them back, --leave leaves them to it",
-            count(Step::Clobbered)
-        );
-    }
+    let planned: Vec<Step> = steps.iter().map(|s| s.2).collect();
+    // Said once it is true: after the changes of a real run.
+    let summary = report::install_summary(&dir.path, &planned, cli.dry_run);
     if !steps.iter().any(|s| s.2.changes()) {
-        println!(
-            "cni-multi install: nothing to change in {}",
-            dir.path.display()
-        );
+        println!("{summary}");
         if cli.dry_run {
             return Ok(0);
         }
@@ -200,11 +230,13 @@ fn install(
         return Ok(verify(dir));
     }
     if cli.dry_run {
+        println!("{summary}");
         return Ok(0);
     }
     journal(dir, &mut state, &steps, me)?;
     apply(dir, &state, &steps, bytes, layout)?;
     dir.sync()?;
+    println!("{summary}");
     Ok(verify(dir))
 }
 
@@ -336,15 +368,23 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
         }
         let now = dir.observe(&name)?;
         let step = plan::plan_restore(&name, &now, &was, &state, me);
-        println!("{name}: {}", step.describe());
+        if cli.verbose {
+            println!("{name}: {}", step.describe(cli.dry_run));
+        }
         steps.push((name, step));
     }
+    let summary = |done: &[Restore], lost| {
+        report::restore_summary(&dir.path, done, lost, cli.rollback, cli.dry_run)
+    };
     if cli.dry_run {
+        let planned: Vec<Restore> = steps.iter().map(|s| s.1.clone()).collect();
+        println!("{}", summary(&planned, 0));
         return Ok(0);
     }
     // Restores first, then links go, the binary last.
     steps.sort_by_key(|(n, s)| (*s == Restore::Remove, n == BINARY));
     let mut lost = 0;
+    let mut done = Vec::new();
     for (name, step) in &steps {
         match step {
             Restore::File(b) if dir.has_backup(b) => dir.restore_file(name, b)?,
@@ -354,13 +394,16 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
                      is left as it is"
                 );
                 lost += 1;
+                continue;
             }
             Restore::Link(t) => dir.put_link(name, t)?,
             Restore::Remove => dir.remove(name)?,
             Restore::Nothing | Restore::KeptChanged => {}
         }
+        done.push(step.clone());
     }
     dir.sync()?;
+    println!("{}", summary(&done, lost));
     if lost > 0 {
         // The journal stays: what could not be restored is still recorded.
         return Ok(1);

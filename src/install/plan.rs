@@ -46,20 +46,41 @@ impl Step {
         )
     }
 
-    pub fn describe(self) -> &'static str {
-        match self {
-            Step::Unchanged => "unchanged",
-            Step::Install => "installed",
-            Step::Upgrade => "replaced (previous cni-multi kept for --rollback)",
-            Step::Replace => "replaced (backup kept)",
-            Step::KeptForeign => "kept: not ours, use --force",
-            Step::Clobbered => {
+    /// The name's line of `--verbose`; future tense for `--dry-run`.
+    pub fn describe(self, dry_run: bool) -> &'static str {
+        match (self, dry_run) {
+            (Step::Unchanged, _) => "unchanged",
+            (Step::Install, false) => "installed",
+            (Step::Install, true) => "would install",
+            (Step::Upgrade, false) => "replaced (previous cni-multi kept for --rollback)",
+            (Step::Upgrade, true) => {
+                "would replace (keeping the previous cni-multi for --rollback)"
+            }
+            (Step::Replace, false) => "replaced (backup kept)",
+            (Step::Replace, true) => "would replace (keeping a backup)",
+            (Step::KeptForeign, false) => "kept: not ours, use --force",
+            (Step::KeptForeign, true) => "would keep: not ours, use --force",
+            (Step::Clobbered, false) => {
                 "clobbered: another installer wrote its file over our plugin name; kept, --force takes the name back"
             }
-            Step::Left => "left to another installer (--leave)",
-            Step::Repair => "damaged: not the bytes cni-multi installed; repaired",
-            Step::KeptOther => "kept: not a file or link, never replaced",
+            (Step::Clobbered, true) => {
+                "clobbered: another installer wrote its file over our plugin name; would keep it, --force takes the name back"
+            }
+            (Step::Left, false) => "left to another installer (--leave)",
+            (Step::Left, true) => "would leave to another installer (--leave)",
+            (Step::Repair, false) => "damaged: not the bytes cni-multi installed; repaired",
+            (Step::Repair, true) => "damaged: not the bytes cni-multi installed; would repair",
+            (Step::KeptOther, false) => "kept: not a file or link, never replaced",
+            (Step::KeptOther, true) => "would keep: not a file or link, never replaced",
         }
+    }
+
+    /// Whether the name holds ours once the step is done.
+    pub fn ours_after(self) -> bool {
+        matches!(
+            self,
+            Step::Unchanged | Step::Install | Step::Upgrade | Step::Replace | Step::Repair
+        )
     }
 }
 
@@ -146,13 +167,18 @@ pub enum Restore {
 }
 
 impl Restore {
-    pub fn describe(&self) -> &'static str {
-        match self {
-            Restore::Remove => "removed",
-            Restore::File(_) => "restored (from backup)",
-            Restore::Link(_) => "restored (link)",
-            Restore::Nothing => "unchanged",
-            Restore::KeptChanged => "kept: changed since cni-multi installed it",
+    /// The name's line of `--verbose`; future tense for `--dry-run`.
+    pub fn describe(&self, dry_run: bool) -> &'static str {
+        match (self, dry_run) {
+            (Restore::Remove, false) => "removed",
+            (Restore::Remove, true) => "would remove",
+            (Restore::File(_), false) => "restored (from backup)",
+            (Restore::File(_), true) => "would restore (from backup)",
+            (Restore::Link(_), false) => "restored (link)",
+            (Restore::Link(_), true) => "would restore (link)",
+            (Restore::Nothing, _) => "unchanged",
+            (Restore::KeptChanged, false) => "kept: changed since cni-multi installed it",
+            (Restore::KeptChanged, true) => "would keep: changed since cni-multi installed it",
         }
     }
 }

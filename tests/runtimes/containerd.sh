@@ -388,9 +388,9 @@ if cm["kind"] != "ConfigMap" or [cm["metadata"]["name"]] != names:
     sys.exit("example %s %s, the volume names %s" % (cm["kind"], cm["metadata"]["name"], names))
 for key, text in cm["data"].items():
     open(os.path.join(sys.argv[2], key), "w").write(text)' "$install_manifest" "$ex/cm" || return 1
-    out=$("$CNIM_INSTALL_BIN" install --dry-run --dir "$ex/bin" --conf-from "$ex/cm" --conf-dir "$ex/net.d" 2>&1) ||
+    out=$("$CNIM_INSTALL_BIN" install --dry-run --verbose --dir "$ex/bin" --conf-from "$ex/cm" --conf-dir "$ex/net.d" 2>&1) ||
         { echo "$out" | tail -n 3; return 1; }
-    [ "$(grep -c "^$ex/net.d/.*: installed$" <<<"$out")" = "$(find "$ex/cm" -type f | wc -l)" ] || { echo "$out" | tail -n 3; return 1; }
+    [ "$(grep -c "^$ex/net.d/.*: would install$" <<<"$out")" = "$(find "$ex/cm" -type f | wc -l)" ] || { echo "$out" | tail -n 3; return 1; }
 }
 
 if [ -n "${CNIM_INSTALL_IMAGE:-}" ]; then

@@ -121,7 +121,7 @@ else
         # The containerd lane's plugins come from this image (see containerd.sh).
         make -C "$repo" image
         export CNIM_INSTALL_IMAGE=$repo/target/cni-multi-image.tar CNIM_INSTALL_BIN=$repo/target/cni-multi
-        CNIM_INSTALL_REF=localhost/cni-multi:$("$CNIM_INSTALL_BIN" --version | awk '{print $2}')
+        CNIM_INSTALL_REF=localhost/cni-multi:$("$CNIM_INSTALL_BIN" --version | awk 'NR == 1 {print $2}')
         export CNIM_INSTALL_REF
     fi
 fi

@@ -131,8 +131,8 @@ impl Finding {
 
 /// Runs the doctor; the exit status: 0 nothing (left) to fix, 1 findings
 /// remain, 2 the node could not be inspected.
-pub(super) fn main(settings: Result<Settings>, args: &DoctorArgs) -> i32 {
-    let settings = match settings {
+pub(super) fn main(opts: &super::Options, settings: Result<Settings>, args: &DoctorArgs) -> i32 {
+    let settings = match given_dirs_exist(opts).and(settings) {
         Ok(s) => s,
         Err(e) => return cannot_inspect(&e),
     };
@@ -186,6 +186,36 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
         }
     }
     i32::from(findings.iter().any(|f| !f.fixed))
+}
+
+/// A directory named on the command line must be there: a mistyped
+/// `--cache-dir` would otherwise read as a node with no state at all. The
+/// defaults (and the environment, which the units set) may be absent, as
+/// on a node that never ran a pod.
+fn given_dirs_exist(opts: &super::Options) -> Result<()> {
+    let cni_path = opts.cni_path.as_deref().unwrap_or_default();
+    let given = [
+        ("--conf-dir", opts.conf_dir.as_deref()),
+        ("--cache-dir", opts.cache_dir.as_deref()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, dir)| Some((flag, dir?)))
+    .chain(
+        cni_path
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(|d| ("--cni-path", std::path::Path::new(d))),
+    );
+    for (flag, dir) in given {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => anyhow::bail!("{flag} {}: not a directory", dir.display()),
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!("{flag} {}", dir.display())));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Says why the node cannot be inspected; the exit status for it.

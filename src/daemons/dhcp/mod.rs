@@ -16,6 +16,11 @@ pub mod state;
 
 use std::ffi::OsString;
 
+/// The daemon's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    <flags::Flags as clap::CommandFactory>::command()
+}
+
 /// Runs the daemon with the arguments after `daemon`; returns the exit status
 /// (it returns only on a usage error or a failed start: a signal ends it with 0).
 pub fn main(args: Vec<OsString>) -> i32 {

@@ -34,6 +34,11 @@ pub(crate) enum Msg {
     Stop(nix::sys::signal::Signal),
 }
 
+/// flanneld's command line, for completion and the manual page.
+pub fn command() -> clap::Command {
+    <flags::Flags as clap::CommandFactory>::command()
+}
+
 /// Runs flanneld with the arguments after the program name; returns the exit status.
 pub fn main(args: Vec<OsString>) -> i32 {
     let flags = match flags::Flags::parse(&args, &|k| std::env::var(k).ok()) {
