@@ -120,7 +120,7 @@ fn cni_multi_completes_its_own_commands_then_cnitool_s() {
         ["status", "status-of"]
     );
     let netns = bash_offers(&file, "cni-multi cnitool netns ", &[]);
-    assert_eq!(netns, ["add", "del", "list"]);
+    assert_eq!(netns, ["add", "del", "list", "exec"]);
     assert!(bash_offers(&file, "cnitool completion ", &[]) == ["bash", "zsh", "fish"]);
     assert!(
         bash_offers(&file, "cni-multi cnitool --conf-dir /x add --cache-d", &[]) == ["--cache-dir"]

@@ -194,13 +194,13 @@ fn run(s: &Settings, args: &DoctorArgs) -> i32 {
 /// on a node that never ran a pod.
 fn given_dirs_exist(opts: &super::Options) -> Result<()> {
     let cni_path = opts.cni_path.as_deref().unwrap_or_default();
-    let given = [
-        ("--conf-dir", opts.conf_dir.as_deref()),
-        ("--cache-dir", opts.cache_dir.as_deref()),
-    ]
-    .into_iter()
-    .filter_map(|(flag, dir)| Some((flag, dir?)))
-    .chain(
+    let given = opts
+        .conf_dir
+        .as_deref()
+        .map(|d| ("--conf-dir", d))
+        .into_iter()
+        .chain(opts.cache_dir.iter().map(|d| ("--cache-dir", d.as_path())))
+        .chain(
         cni_path
             .split(':')
             .filter(|d| !d.is_empty())
