@@ -74,16 +74,17 @@ expect "A pod has no address" "bandwidth"
 run "A pod is unreachable"
 expect "A pod is unreachable" "eth0 .*10\.24\.0\."
 
+# Before the hostPort's: that --fix would take the dead pod too.
+run "Addresses leak"
+expect "Addresses leak" '"state": *"dead"'
+[ ! -e /var/lib/cni/results/chain-net-pod-leaky-eth0 ] || fail "'## Addresses leak': the doctor's --fix left the dead attachment's cache entry"
+[ -e /var/lib/cni/results/chain-net-pod-web-eth0 ] || fail "'## Addresses leak': the doctor's --fix removed the live attachment"
+
 # The firewall reload: portmap's DNAT rules are gone.
 iptables -t nat -F CNI-HOSTPORT-DNAT
 run "A hostPort stopped"
 expect "A hostPort stopped" "portmap"
 iptables -t nat -S | grep -q -- "--dport 8080" || fail "'## A hostPort stopped': the doctor's --fix did not put the hostPort back"
-
-run "Addresses leak"
-expect "Addresses leak" '"state": *"dead"'
-[ ! -e /var/lib/cni/results/chain-net-pod-leaky-eth0 ] || fail "'## Addresses leak': the doctor's --fix left the dead attachment's cache entry"
-[ -e /var/lib/cni/results/chain-net-pod-web-eth0 ] || fail "'## Addresses leak': the doctor's --fix removed the live attachment"
 
 run '"failed to find plugin"'
 expect '"failed to find plugin"' "^exit 0: cni-multi install --dry-run --verbose"
