@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 /// `portMappings`: one published port.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
+#[serde(rename = "PortMapEntry", default)]
 pub struct PortMapping {
     #[serde(rename = "hostPort")]
     pub host_port: i64,
@@ -20,7 +20,7 @@ pub struct PortMapping {
 
 /// `bandwidth`: rates in bits/s, bursts in bits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
+#[serde(rename = "BandwidthEntry", default)]
 pub struct Bandwidth {
     #[serde(rename = "ingressRate")]
     pub ingress_rate: u64,

@@ -2,15 +2,17 @@
 //! typed, plus the raw object for each plugin's own keys.
 
 use crate::cni::error::{CniResult, Code, Error};
-use crate::cni::json::{self, Json};
+use crate::cni::json::{self, Json, Recorder};
 use crate::cni::result::{Dns, NetResult, Versioned};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The keys the spec defines for every plugin configuration.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename = "NetConf")]
 pub struct CommonKeys {
     #[serde(rename = "cniVersion", default)]
     pub cni_version: String,
@@ -51,6 +53,8 @@ pub struct NetConf {
     pub doc: Json,
     /// The exact stdin bytes, which delegates receive unchanged.
     pub bytes: Vec<u8>,
+    /// Set by `cnitool validate`: what the plugin's reads of the config find.
+    recorder: Option<Arc<Recorder>>,
 }
 
 impl NetConf {
@@ -61,9 +65,19 @@ impl NetConf {
 
     /// Types the common keys of an object already parsed from `bytes`.
     pub fn from_document(doc: Json, bytes: &[u8]) -> CniResult<NetConf> {
+        NetConf::recorded(doc, bytes, None)
+    }
+
+    /// As [`NetConf::from_document`], every typed read of the config (these
+    /// common keys too) recorded into `recorder`: the keys no read knows.
+    pub fn recorded(
+        doc: Json,
+        bytes: &[u8],
+        recorder: Option<Arc<Recorder>>,
+    ) -> CniResult<NetConf> {
         let common: CommonKeys = doc
-            .decode()
-            .map_err(|e| Error::caused_by(Code::Decode, "failed to parse network config", e))?;
+            .decode_at(&[], recorder.as_deref())
+            .map_err(|e| decode_error("failed to parse network config", e))?;
         let Value::Object(raw) = doc.to_value() else {
             return Err(Error::decode(
                 "error unmarshall network config: not a JSON object",
@@ -74,7 +88,15 @@ impl NetConf {
             raw,
             doc,
             bytes: bytes.to_vec(),
+            recorder,
         })
+    }
+
+    /// `key` of the object at `at` is read other than through a struct.
+    fn know(&self, at: &str, key: &str) {
+        if let Some(r) = &self.recorder {
+            r.know(at, key);
+        }
     }
 
     pub fn cni_version(&self) -> &str {
@@ -87,6 +109,7 @@ impl NetConf {
 
     /// `ipam.type`, when the config has IPAM at all (an empty `ipam` means L2 only).
     pub fn ipam_type(&self) -> Option<&str> {
+        self.know("ipam", "type");
         self.doc
             .field("ipam")
             .and_then(|i| i.field("type"))
@@ -95,11 +118,12 @@ impl NetConf {
     }
 
     /// The plugin's own keys, decoded from the whole object. Type errors are decode
-    /// failures (code 6); value checks belong to the plugin (code 7).
+    /// failures (code 6), an address the type refuses is a config that cannot
+    /// work (7); the key's path is the details. Value checks belong to the plugin.
     pub fn plugin_keys<T: DeserializeOwned>(&self) -> CniResult<T> {
         self.doc
-            .decode()
-            .map_err(|e| Error::caused_by(Code::Decode, "failed to load netconf", e))
+            .decode_at(&[], self.recorder.as_deref())
+            .map_err(|e| decode_error("failed to load netconf", e))
     }
 
     /// `prevResult` parsed with the config's version (as the reference does) and
@@ -146,33 +170,49 @@ impl NetConf {
     /// `cni.dev/valid-attachments` of a GC (1.1.0); None when the key is absent,
     /// which plugins read as "nothing is known to be stale".
     pub fn valid_attachments(&self) -> CniResult<Option<Vec<Attachment>>> {
-        decode_entry(
-            self.doc.field("cni.dev/valid-attachments"),
-            "cni.dev/valid-attachments",
-        )
+        self.know("", "cni.dev/valid-attachments");
+        self.entry(&["cni.dev/valid-attachments"])
     }
 
     /// A `runtimeConfig` entry, decoded.
     pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
-        let entry = self.doc.field("runtimeConfig").and_then(|rc| rc.field(key));
-        decode_entry(entry, &format!("runtimeConfig.{key}"))
+        self.know("runtimeConfig", key);
+        self.entry(&["runtimeConfig", key])
     }
 
     /// The whole `args.cni` object, decoded (absent: the default).
     pub fn args_cni_all<T: DeserializeOwned + Default>(&self) -> CniResult<T> {
-        let entry = self.doc.field("args").and_then(|a| a.field("cni"));
-        Ok(decode_entry(entry, "args.cni")?.unwrap_or_default())
+        Ok(self.entry(&["args", "cni"])?.unwrap_or_default())
     }
 
     /// An `args.cni` entry, decoded.
     pub fn args_cni<T: DeserializeOwned>(&self, key: &str) -> CniResult<Option<T>> {
-        let entry = self
-            .doc
-            .field("args")
-            .and_then(|a| a.field("cni"))
-            .and_then(|c| c.field(key));
-        decode_entry(entry, &format!("args.cni.{key}"))
+        self.know("args.cni", key);
+        self.entry(&["args", "cni", key])
     }
+
+    /// The value at `path` (struct fields from the root, matched as Go does),
+    /// decoded; errors name it.
+    fn entry<T: DeserializeOwned>(&self, path: &[&str]) -> CniResult<Option<T>> {
+        let entry = path.iter().try_fold(&self.doc, |json, key| json.field(key));
+        entry
+            .map(|v| v.decode_at(path, self.recorder.as_deref()))
+            .transpose()
+            .map_err(|e| decode_error(&format!("failed to parse {}", path.join(".")), e))
+    }
+}
+
+/// A decoding failure of the config as a CNI error: 6 for a type error or
+/// broken JSON, 7 for a value its type refuses (an unparsable address); the
+/// message is `what: <Go's text>`, the details name the key's path.
+pub fn decode_error(what: &str, e: json::Error) -> Error {
+    let code = if e.is_invalid_value() {
+        Code::InvalidConfig
+    } else {
+        Code::Decode
+    };
+    let details = e.path().map(|p| format!("key {p}")).unwrap_or_default();
+    Error::caused_by(code, what, e).with_details(details)
 }
 
 /// A link name taken from the config (`bridge`, `master`, `device`): by the
@@ -236,13 +276,6 @@ pub fn parse_object(bytes: &[u8]) -> CniResult<Json> {
             e,
         )),
     }
-}
-
-fn decode_entry<T: DeserializeOwned>(entry: Option<&Json>, what: &str) -> CniResult<Option<T>> {
-    entry
-        .map(|v| v.decode())
-        .transpose()
-        .map_err(|e| Error::caused_by(Code::Decode, format!("failed to parse {what}"), e))
 }
 
 /// A path setting used as given on the host (multus's directories): `default`

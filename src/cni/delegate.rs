@@ -113,7 +113,7 @@ impl<'a> Delegate<'a> {
 
     /// ADD; the result converted to the current version.
     pub fn add(&self) -> CniResult<NetResult> {
-        let stdout = self.invoke(Command::Add)?.unwrap_or_default();
+        let stdout = self.run(Command::Add)?.unwrap_or_default();
         self.decode_result(&stdout)
     }
 
@@ -131,32 +131,51 @@ impl<'a> Delegate<'a> {
     }
 
     pub fn del(&self) -> CniResult<()> {
-        self.invoke(Command::Del).map(drop)
+        self.run(Command::Del).map(drop)
     }
 
     pub fn check(&self) -> CniResult<()> {
-        self.invoke(Command::Check).map(drop)
+        self.run(Command::Check).map(drop)
     }
 
     pub fn gc(&self) -> CniResult<()> {
-        self.invoke(Command::Gc).map(drop)
+        self.run(Command::Gc).map(drop)
     }
 
     pub fn status(&self) -> CniResult<()> {
-        self.invoke(Command::Status).map(drop)
+        self.run(Command::Status).map(drop)
+    }
+
+    /// One verb for the calling plugin: a failure of the delegate names it,
+    /// as libcni names a list's plugin, so the error of a chain says which
+    /// plugin failed (`plugin type="host-local" failed (add): ...`).
+    fn run(&self, command: Command) -> CniResult<Option<String>> {
+        let found = find_in_path(&self.plugin_type, &self.env.path)?;
+        self.invoke_found(&found, command).map_err(|e| {
+            e.context(format!(
+                "plugin type={:?} failed ({})",
+                self.plugin_type,
+                command.as_str().to_lowercase()
+            ))
+        })
     }
 
     /// Runs one verb and returns what the plugin printed (None: nothing to print,
-    /// in-process). A runtime uses this directly; plugins use the verbs above.
+    /// in-process). A runtime uses this directly (and names the plugin itself);
+    /// plugins use the verbs above.
     pub fn invoke(&self, command: Command) -> CniResult<Option<String>> {
         let found = find_in_path(&self.plugin_type, &self.env.path)?;
-        let ours = same_file(&found, &self.this_binary)
+        self.invoke_found(&found, command)
+    }
+
+    fn invoke_found(&self, found: &Path, command: Command) -> CniResult<Option<String>> {
+        let ours = same_file(found, &self.this_binary)
             .then(|| (self.plugins)(&self.plugin_type))
             .flatten();
         let Some(info) = ours else {
-            return self.exec(&found, command).map(Some);
+            return self.exec(found, command).map(Some);
         };
-        self.traced(&found, command, || {
+        self.traced(found, command, || {
             if command == Command::Version {
                 // As the skel: VERSION ignores stdin.
                 return Ok(Some(version::version_reply()));

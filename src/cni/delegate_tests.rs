@@ -114,22 +114,30 @@ fn failures_are_decoded_as_libcni_does() {
         "typed",
         "printf '%s' '{\"code\":11,\"msg\":\"busy\",\"details\":\"d\"}'; exit 1",
     );
-    let e = Delegate::new("typed", &env, CONF).expect("valid").add();
+    let e = Delegate::new("typed", &env, CONF)
+        .expect("valid")
+        .invoke(Command::Add);
     assert_eq!(e, Err(Error::from_wire(11, "busy", "d")));
     dir.script("silent", "exit 3");
-    let e = Delegate::new("silent", &env, CONF).expect("valid").del();
+    let e = Delegate::new("silent", &env, CONF)
+        .expect("valid")
+        .invoke(Command::Del);
     assert_eq!(
         e.map_err(|e| e.msg),
         Err("netplugin failed with no error message: exit status: 3".into())
     );
     dir.script("grumbling", "echo 'no \"bridge\"' >&2; exit 2");
-    let e = Delegate::new("grumbling", &env, CONF).expect("valid").del();
+    let e = Delegate::new("grumbling", &env, CONF)
+        .expect("valid")
+        .invoke(Command::Del);
     assert_eq!(
         e.map_err(|e| e.msg),
         Err("netplugin failed: \"no \\\"bridge\\\"\\n\": exit status: 2".into())
     );
     dir.script("garbled", "echo oops; exit 1");
-    let e = Delegate::new("garbled", &env, CONF).expect("valid").del();
+    let e = Delegate::new("garbled", &env, CONF)
+        .expect("valid")
+        .invoke(Command::Del);
     assert!(
         e.as_ref().is_err_and(|e| e
             .msg
@@ -142,6 +150,38 @@ fn failures_are_decoded_as_libcni_does() {
             .expect("valid")
             .add()
             .is_err()
+    );
+}
+
+/// A plugin's delegate that fails is named in the error, code and details
+/// kept: under bridge, a host-local failure says host-local.
+#[test]
+fn a_failing_delegate_is_named() {
+    let dir = Scratch::new("named");
+    let env = env_with_path(&[&dir.0]);
+    dir.script(
+        "host-local",
+        "printf '%s' '{\"code\":7,\"msg\":\"invalid CIDR address: 10.300.0.0/24\",\"details\":\"key ipam.subnet\"}'; exit 1",
+    );
+    let d = Delegate::new("host-local", &env, CONF).expect("valid");
+    let want = |verb: &str| {
+        Error::from_wire(
+            7,
+            format!(
+                "plugin type=\"host-local\" failed ({verb}): invalid CIDR address: 10.300.0.0/24"
+            ),
+            "key ipam.subnet",
+        )
+    };
+    assert_eq!(d.add().err(), Some(want("add")));
+    assert_eq!(d.del().err(), Some(want("del")));
+    assert_eq!(d.check().err(), Some(want("check")));
+    // Not finding the plugin is said once, not wrapped.
+    let e = Delegate::new("nope", &env, CONF).expect("valid").add();
+    assert!(
+        e.as_ref()
+            .is_err_and(|e| e.msg.starts_with("failed to find plugin \"nope\"")),
+        "{e:?}"
     );
 }
 

@@ -305,3 +305,220 @@ fn an_object_of_100k_keys_decodes_with_go_rules() {
     let conf = NetConf::parse(corpus).expect("the corpus entry is a config");
     assert_eq!(conf.name(), "many-keys");
 }
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
+struct Conf {
+    is_gateway: bool,
+    mtu: i64,
+    vlan: u16,
+    names: Vec<String>,
+    ipam: Option<Ipam>,
+    capabilities: std::collections::BTreeMap<String, bool>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename = "allocator.IPAMConfig", rename_all = "camelCase", default)]
+struct Ipam {
+    gateway: Option<std::net::IpAddr>,
+    subnet: Option<ipnet::IpNet>,
+    ranges: Vec<Vec<Range>>,
+}
+
+fn conf_error(text: &str) -> (String, Option<String>, bool) {
+    let e = from_str::<Conf>(text).expect_err(text);
+    (
+        e.to_string(),
+        e.path().map(str::to_string),
+        e.is_invalid_value(),
+    )
+}
+
+/// Type errors read as Go's decoder words them (checked against the
+/// reference plugins built with Go 1.19), the value's path kept beside.
+#[test]
+fn type_errors_read_as_go_s() {
+    let cases = [
+        (
+            r#"{"isGateway":"yes"}"#,
+            "json: cannot unmarshal string into Go struct field NetConf.isGateway of type bool",
+            "isGateway",
+        ),
+        (
+            r#"{"MTU":"x"}"#,
+            "json: cannot unmarshal string into Go struct field NetConf.mtu of type int",
+            "mtu",
+        ),
+        (
+            r#"{"mtu":1.5}"#,
+            "json: cannot unmarshal number 1.5 into Go struct field NetConf.mtu of type int",
+            "mtu",
+        ),
+        (
+            r#"{"vlan":70000}"#,
+            "json: cannot unmarshal number 70000 into Go struct field NetConf.vlan of type uint16",
+            "vlan",
+        ),
+        (
+            r#"{"vlan":-1}"#,
+            "json: cannot unmarshal number -1 into Go struct field NetConf.vlan of type uint16",
+            "vlan",
+        ),
+        (
+            r#"{"names":"a"}"#,
+            "json: cannot unmarshal string into Go struct field NetConf.names of type []string",
+            "names",
+        ),
+        (
+            r#"{"names":["a",1]}"#,
+            "json: cannot unmarshal number into Go struct field NetConf.names of type string",
+            "names[1]",
+        ),
+        (
+            r#"{"ipam":{"ranges":[[{"subnet":5}]]}}"#,
+            "json: cannot unmarshal number into Go struct field Range.ipam.ranges.subnet of type string",
+            "ipam.ranges[0][0].subnet",
+        ),
+        (
+            r#"{"ipam":{"ranges":[[{"subnet":"10.0.0.0/24"}],[[1]]]}}"#,
+            "json: cannot unmarshal array into Go struct field IPAMConfig.ipam.ranges of type allocator.Range",
+            "ipam.ranges[1][0]",
+        ),
+        (
+            r#"{"ipam":"x"}"#,
+            "json: cannot unmarshal string into Go struct field NetConf.ipam of type allocator.IPAMConfig",
+            "ipam",
+        ),
+        (
+            r#"{"ipam":{"gateway":5}}"#,
+            "json: cannot unmarshal number into Go struct field IPAMConfig.ipam.gateway of type net.IP",
+            "ipam.gateway",
+        ),
+        (
+            r#"{"capabilities":{"portMappings":"yes"}}"#,
+            "json: cannot unmarshal string into Go struct field NetConf.capabilities of type bool",
+            "capabilities.portMappings",
+        ),
+    ];
+    for (text, msg, path) in cases {
+        assert_eq!(
+            conf_error(text),
+            (msg.to_string(), Some(path.to_string()), false),
+            "{text}"
+        );
+    }
+    let e = from_str::<u8>("300").expect_err("u8");
+    assert_eq!(
+        e.to_string(),
+        "json: cannot unmarshal number 300 into Go value of type uint8"
+    );
+    assert_eq!(e.path(), None);
+}
+
+/// An address its type refuses is named as Go's parsers name it, and is a
+/// value error (a config that cannot work), not a type error.
+#[test]
+fn unparsable_addresses_name_the_value_and_the_key() {
+    assert_eq!(
+        conf_error(
+            r#"{"ipam":{"ranges":[[{"subnet":"10.0.0.0/24"},{"subnet":"10.300.0.0/24"}]]}}"#
+        ),
+        (
+            "invalid CIDR address: 10.300.0.0/24".into(),
+            Some("ipam.ranges[0][1].subnet".into()),
+            true
+        )
+    );
+    assert_eq!(
+        conf_error(r#"{"ipam":{"subnet":"10.0.0.1"}}"#),
+        (
+            "invalid CIDR address: 10.0.0.1".into(),
+            Some("ipam.subnet".into()),
+            true
+        )
+    );
+    assert_eq!(
+        conf_error(r#"{"ipam":{"gateway":"10.0.0.300"}}"#),
+        (
+            "invalid IP address: 10.0.0.300".into(),
+            Some("ipam.gateway".into()),
+            true
+        )
+    );
+}
+
+#[test]
+fn a_missing_required_key_is_named_with_its_path() {
+    let e = from_str::<Conf>(r#"{"ipam":{"ranges":[[{"gateway":"10.0.0.1"}]]}}"#)
+        .expect_err("no subnet");
+    assert_eq!(e.to_string(), "missing required key \"subnet\"");
+    assert_eq!(e.path(), Some("ipam.ranges[0][0].subnet"));
+    assert_eq!(e.missing_key(), Some("subnet"));
+}
+
+#[test]
+fn an_array_is_not_a_struct() {
+    // serde would take the array as the fields in order; Go refuses it.
+    let e = from_str::<Range>(r#"["10.0.0.0/24"]"#).expect_err("array");
+    assert_eq!(
+        e.to_string(),
+        "json: cannot unmarshal array into Go value of type allocator.Range"
+    );
+}
+
+#[test]
+fn errors_below_a_known_path_carry_it() {
+    let doc = parse(br#"{"runtimeConfig":{"mac":5}}"#).expect("doc");
+    let mac = doc
+        .field("runtimeConfig")
+        .and_then(|r| r.field("mac"))
+        .expect("mac");
+    let e = mac
+        .decode_at::<String>(&["runtimeConfig", "mac"], None)
+        .expect_err("number");
+    // Go's own text for its anonymous runtimeConfig struct.
+    assert_eq!(
+        e.to_string(),
+        "json: cannot unmarshal number into Go struct field .runtimeConfig.mac of type string"
+    );
+    assert_eq!(e.path(), Some("runtimeConfig.mac"));
+}
+
+#[test]
+fn syntax_errors_stay_serde_json_s() {
+    let e = parse(b"{\"a\":").expect_err("truncated");
+    assert!(e.to_string().contains("EOF"), "{e}");
+    assert_eq!(e.path(), None);
+}
+
+/// The recorder lists the keys no struct decoded from their object reads,
+/// case-folded as Go matches them; maps take any key.
+#[test]
+fn the_recorder_lists_keys_no_struct_reads() {
+    let doc = parse(
+        br#"{"isGatway":true,"MTU":1400,"capabilities":{"anything":true},
+            "ipam":{"subnett":"10.0.0.0/24","ranges":[[{"subnet":"10.1.0.0/24","gatway":null}]]},
+            "name":"n"}"#,
+    )
+    .expect("doc");
+    let r = Recorder::default();
+    let _: Conf = doc.decode_at(&[], Some(&r)).expect("decodes");
+    r.know("", "name");
+    let unknown: Vec<String> = r.unknown_keys().iter().map(UnknownKey::path).collect();
+    assert_eq!(
+        unknown,
+        ["isGatway", "ipam.subnett", "ipam.ranges[0][0].gatway"]
+    );
+    let first = &r.unknown_keys()[0];
+    assert!(first.known.contains(&"isGateway".to_string()), "{first:?}");
+    // A second struct decoded from the same object adds what it reads.
+    #[derive(serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Other {
+        #[serde(rename = "isGatway")]
+        typo_reader: Option<bool>,
+    }
+    let _: Other = doc.decode_at(&[], Some(&r)).expect("decodes");
+    let unknown: Vec<String> = r.unknown_keys().iter().map(UnknownKey::path).collect();
+    assert_eq!(unknown, ["ipam.subnett", "ipam.ranges[0][0].gatway"]);
+}

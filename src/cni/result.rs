@@ -77,6 +77,7 @@ pub struct IpConfig {
 
 /// A route; the same type serves every version, in the reference's key order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "types.Route")]
 pub struct Route {
     pub dst: IpNet,
     #[serde(
@@ -112,6 +113,7 @@ impl Route {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "types.DNS")]
 pub struct Dns {
     #[serde(
         default,

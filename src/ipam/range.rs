@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename = "allocator.Range")]
 pub struct Range {
     #[serde(
         rename = "rangeStart",

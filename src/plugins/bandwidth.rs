@@ -34,7 +34,7 @@ const MAX_STATE: u64 = 64 * 1024;
 type Limits = crate::cni::capabilities::Bandwidth;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "PluginConf", rename_all = "camelCase", default)]
 pub(crate) struct SubnetKeys {
     #[serde(rename = "shapedSubnets")]
     shaped: Vec<String>,
@@ -104,7 +104,7 @@ fn shape(
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "PluginConf", rename_all = "camelCase", default)]
 pub(crate) struct StateKeys {
     data_dir: String,
 }
@@ -181,7 +181,7 @@ fn peer_is_in(sock: &mut Socket, host: &Link, ns: &NetNs) -> CniResult<bool> {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "PluginConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     ingress_rate: Option<u64>,
     ingress_burst: Option<u64>,

@@ -24,7 +24,7 @@ pub struct Bridge;
 pub(crate) const DEFAULT_BRIDGE: &str = "cni0";
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "VlanTrunk", rename_all = "camelCase")]
 struct TrunkKeys {
     #[serde(default)]
     min_id: Option<i64>,
@@ -35,7 +35,7 @@ struct TrunkKeys {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     bridge: String,
     is_gateway: bool,

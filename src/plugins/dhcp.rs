@@ -110,7 +110,7 @@ impl Plugin for Dhcp {
 
 /// The `ipam` keys of the reference's dhcp plugin.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "IPAMConfig", rename_all = "camelCase")]
 struct IpamKeys {
     #[serde(default)]
     daemon_socket_path: Option<String>,
@@ -123,7 +123,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "NetConf", rename_all = "camelCase")]
 pub(crate) struct Keys {
     #[serde(default)]
     ipam: Option<IpamKeys>,

@@ -17,7 +17,7 @@ pub struct Firewall;
 pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/firewall";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "FirewallNetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     backend: String,
     #[serde(rename = "iptablesAdminChainName")]

@@ -19,7 +19,7 @@ const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
 pub(crate) const DEFAULT_DATA_DIR: &str = "/var/lib/cni/flannel";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     subnet_file: String,
     data_dir: String,

@@ -38,7 +38,7 @@ const DEFAULT_DATA_DIR: &str = "/run/cni/host-device";
 const MAX_STATE: u64 = 64 << 10;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     device: String,
     hwaddr: String,

@@ -123,7 +123,7 @@ impl Plugin for HostLocal {
 
 /// The `ipam` section as the reference reads it.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "allocator.IPAMConfig", rename_all = "camelCase")]
 struct IpamKeys {
     #[serde(default)]
     subnet: Option<IpNet>,
@@ -144,7 +144,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "Net", rename_all = "camelCase")]
 pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }

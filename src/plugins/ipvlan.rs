@@ -10,7 +10,7 @@ use serde::Deserialize;
 pub struct Ipvlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     mode: String,

@@ -21,21 +21,21 @@ use std::net::IpAddr;
 pub struct Mptcp;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 struct Keys {
     endpoints: Vec<EndpointKeys>,
     limits: Option<LimitKeys>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "Endpoint", rename_all = "camelCase", default)]
 struct EndpointKeys {
     address: Option<String>,
     flags: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "Limits", rename_all = "camelCase", default)]
 struct LimitKeys {
     subflows: Option<u32>,
     add_addr_accepted: Option<u32>,

@@ -20,7 +20,7 @@ pub struct Portmap;
 pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/portmap";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "PortMapConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     snat: Option<bool>,
     masq_all: bool,

@@ -18,7 +18,7 @@ use serde::Deserialize;
 pub struct Ptp;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     ip_masq: bool,
     ip_masq_backend: Option<String>,

@@ -23,7 +23,7 @@ pub struct Sbr;
 const FIRST_TABLE: u32 = 100;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     table: Option<u32>,
     /// Gateways of the tables' default routes, one per family, in place of

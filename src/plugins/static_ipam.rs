@@ -2,7 +2,7 @@
 //! overrides), returned as they are. No state, so DEL has nothing to undo.
 
 use crate::cni::result::{Dns, IpConfig, Route};
-use crate::cni::{CniResult, Code, Error, Invocation, NetResult, Plugin};
+use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
 use crate::ipam::check_addresses_per_family;
 use ipnet::IpNet;
 use serde::Deserialize;
@@ -68,7 +68,7 @@ impl Plugin for Static {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "Address", rename_all = "camelCase")]
 struct AddressKeys {
     #[serde(default)]
     address: Option<String>,
@@ -77,7 +77,7 @@ struct AddressKeys {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "IPAMConfig", rename_all = "camelCase")]
 struct IpamKeys {
     #[serde(default)]
     addresses: Option<Vec<AddressKeys>>,
@@ -88,7 +88,7 @@ struct IpamKeys {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename = "Net", rename_all = "camelCase")]
 pub(crate) struct Keys {
     ipam: Option<IpamKeys>,
 }
@@ -118,8 +118,13 @@ impl Conf {
         let mut addresses = Vec::new();
         for (i, a) in ipam.addresses.unwrap_or_default().into_iter().enumerate() {
             let text = a.address.unwrap_or_default();
+            // The reference's words; the details name the key.
             let address = parse_cidr(&text).map_err(|e| {
-                Error::caused_by(Code::InvalidConfig, format_args!("invalid address {i}"), e)
+                Error::invalid_config(format!(
+                    "the 'address' field is expected to be in CIDR notation, got: '{text}'"
+                ))
+                .with_details(format!("key ipam.addresses[{i}].address"))
+                .with_source(e)
             })?;
             addresses.push(Address {
                 address,

@@ -13,7 +13,7 @@ use serde::Deserialize;
 pub struct Tap;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     mac: Option<String>,
     mtu: i64,

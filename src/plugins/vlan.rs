@@ -9,7 +9,7 @@ use serde::Deserialize;
 pub struct Vlan;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     master: String,
     vlan_id: i64,

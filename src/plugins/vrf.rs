@@ -17,7 +17,7 @@ use std::time::Duration;
 pub struct Vrf;
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "VRFNetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     vrfname: String,
     table: Option<u32>,

@@ -19,7 +19,7 @@ pub const DEFAULT_POD_DIR: &str = "/etc/cni/multus/pods";
 pub const DEFAULT_NAD_DIR: &str = "/etc/cni/multus/net-attach-defs";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "NetConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     conf_dir: String,
     cni_dir: String,

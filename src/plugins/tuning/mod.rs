@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_DATA_DIR: &str = "/run/cni/tuning";
 const ALLOWLIST: &str = "/etc/cni/tuning/allowlist.conf";
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "TuningConf", rename_all = "camelCase", default)]
 pub(crate) struct Keys {
     sysctl: BTreeMap<String, String>,
     mac: String,
@@ -36,7 +36,7 @@ pub(crate) struct Keys {
 
 /// `args.cni` overrides (sysctl merged, the rest replacing).
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename = "IPAMArgs", rename_all = "camelCase", default)]
 pub(crate) struct ArgsKeys {
     sysctl: Option<BTreeMap<String, String>>,
     mac: Option<String>,
