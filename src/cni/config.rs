@@ -202,6 +202,12 @@ impl NetConf {
     }
 }
 
+/// The key a config error is about: its details, as [`decode_error`] and
+/// plugins naming a key write them (`key ipam.ranges[0][0].subnet`).
+pub fn error_key(e: &Error) -> Option<&str> {
+    e.details.strip_prefix("key ")
+}
+
 /// A decoding failure of the config as a CNI error: 6 for a type error or
 /// broken JSON, 7 for a value its type refuses (an unparsable address); the
 /// message is `what: <Go's text>`, the details name the key's path.

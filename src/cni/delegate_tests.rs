@@ -213,6 +213,9 @@ struct Counting;
 static IN_PROCESS_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 impl crate::cni::Plugin for Counting {
+    fn validate(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         IN_PROCESS_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         assert_eq!(inv.env.ifname, "eth1", "the caller's environment");

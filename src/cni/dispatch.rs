@@ -133,6 +133,19 @@ pub fn prepare(
     env: CmdArgs,
     stdin: &[u8],
 ) -> CniResult<Invocation> {
+    prepare_recorded(info, plugins, command, env, stdin, None)
+}
+
+/// As [`prepare`], the config's typed reads recorded into `recorder`
+/// (`cnitool validate`: which keys no read knows).
+pub fn prepare_recorded(
+    info: &PluginInfo,
+    plugins: Lookup,
+    command: Command,
+    env: CmdArgs,
+    stdin: &[u8],
+    recorder: Option<std::sync::Arc<crate::cni::json::Recorder>>,
+) -> CniResult<Invocation> {
     let doc = crate::cni::config::parse_object(stdin)?;
     let name = match doc.field("name") {
         None => "",
@@ -160,7 +173,7 @@ pub fn prepare(
         }
     };
     check_version_gate(command, cni_version)?;
-    let conf = NetConf::from_document(doc, stdin)?;
+    let conf = NetConf::recorded(doc, stdin, recorder)?;
     let cni_args = match info.cni_args {
         ArgsPolicy::Ignored => CniArgs::default(),
         ArgsPolicy::Keys(keys) => CniArgs::parse(&env.args, keys)?,

@@ -311,7 +311,11 @@ pub(super) fn go_type(rust: &str) -> String {
         ("IpAddr" | "Ipv4Addr" | "Ipv6Addr", _) => "net.IP".into(),
         // types.IPNet decodes a string first and parses it: Go names `string`.
         ("IpNet" | "Ipv4Net" | "Ipv6Net", _) => GO_IPNET.into(),
-        _ => name.to_string(),
+        // A plugin's `FooKeys` is the reference's `Foo`.
+        _ => match name.strip_suffix("Keys") {
+            Some(go) if !go.is_empty() => go.to_string(),
+            _ => name.to_string(),
+        },
     }
 }
 
@@ -364,6 +368,11 @@ mod tests {
         assert_eq!(go(std::any::type_name::<std::net::IpAddr>()), "net.IP");
         assert_eq!(go(std::any::type_name::<[u8; 6]>()), "[6]uint8");
         assert_eq!(go("cni_multi::ipam::range::Range"), "Range");
+        assert_eq!(
+            go("alloc::vec::Vec<cni_multi::plugins::x::EndpointKeys>"),
+            "[]Endpoint"
+        );
+        assert_eq!(go("cni_multi::plugins::x::Keys"), "Keys");
         assert!(is_go_number("int") && is_go_number("uint16") && is_go_number("float64"));
         assert!(!is_go_number("interface {}") && !is_go_number("string"));
     }

@@ -55,6 +55,15 @@ pub trait Plugin: Sync {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult>;
     fn del(&self, inv: &Invocation) -> CniResult<()>;
     fn check(&self, inv: &Invocation) -> CniResult<()>;
+    /// The checks ADD makes of the config before any kernel, disk or network
+    /// work, for `cnitool validate`: every struct the verbs read is decoded (a
+    /// recording config learns the keys) and what ADD would refuse is refused.
+    /// prevResult is not needed: the runtime supplies it.
+    fn validate(&self, inv: &Invocation) -> CniResult<()>;
+    /// ADD hands `ipam.type`'s plugin the config (validate checks that plugin too).
+    fn delegates_ipam(&self) -> bool {
+        false
+    }
     fn gc(&self, _inv: &Invocation) -> CniResult<()> {
         Ok(())
     }

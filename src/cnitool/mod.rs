@@ -10,6 +10,7 @@ mod doctor;
 mod hint;
 mod netns;
 mod trace;
+mod validate;
 
 use crate::cni::version;
 use crate::netns::named;
@@ -99,8 +100,10 @@ enum Cmd {
     /// List the attachments cached by runtimes (libcni's cache), alive or not
     #[command(visible_alias = "attachments")]
     Ls(attachments::LsArgs),
-    /// Check that every plugin of NET is on CNI_PATH and supports its version
-    Validate { net: String },
+    /// Check the configs: plugins found and speaking the version, keys and
+    /// values as each plugin checks them, unknown keys, shadowed networks;
+    /// exit 1 on errors, 0 with warnings only
+    Validate(validate::ValidateArgs),
     /// List (and with --fix clean up) CNI state of no live attachment; exit
     /// 0 clean, 1 findings remain, 2 the node could not be inspected
     Doctor(doctor::DoctorArgs),
@@ -174,6 +177,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
     if let Cmd::Doctor(args) = &cli.command {
         return doctor::main(&cli.opts, settings(&cli.opts, &getenv), args);
+    }
+    if let Cmd::Validate(args) = &cli.command {
+        return validate::main(settings(&cli.opts, &getenv), args);
     }
     match run(cli, &getenv) {
         Ok(output) => {
@@ -408,11 +414,12 @@ fn run(cli: Cli, getenv: &dyn Fn(&str) -> Option<String>) -> Result<String> {
                 .collect::<Vec<_>>()
                 .join("\n"))
         }
-        Cmd::Validate { net } => validate(&s, net),
         Cmd::Ls(args) => attachments::ls(&cli.opts, &s.conf_dir, args),
-        Cmd::Netns { .. } | Cmd::StatusOf { .. } | Cmd::Doctor(_) | Cmd::Completion { .. } => {
-            Ok(String::new())
-        }
+        Cmd::Netns { .. }
+        | Cmd::StatusOf { .. }
+        | Cmd::Doctor(_)
+        | Cmd::Validate(_)
+        | Cmd::Completion { .. } => Ok(String::new()),
     }
 }
 
@@ -423,42 +430,6 @@ fn parse_valid(v: &str) -> Result<Attachment> {
             ifname: ifname.to_string(),
         }),
         _ => bail!("--valid {v:?}: expected CONTAINERID/IFNAME"),
-    }
-}
-
-/// Every plugin found and speaking the list's version; one line per plugin.
-fn validate(s: &Settings, net: &str) -> Result<String> {
-    let list = load(s, net)?;
-    let wanted = version::effective(&list.cni_version).to_string();
-    let mut lines = Vec::new();
-    let mut failed = false;
-    for p in &list.plugins {
-        match s.runtime.plugin_versions(p) {
-            Ok(v) if v.contains(&wanted) => {
-                lines.push(format!("ok\t{}\tsupports {wanted}", p.plugin_type))
-            }
-            Ok(v) => {
-                failed = true;
-                lines.push(format!(
-                    "FAIL\t{}\tsupports {} but not {wanted}",
-                    p.plugin_type,
-                    v.join(", ")
-                ));
-            }
-            Err(e) => {
-                failed = true;
-                lines.push(format!("FAIL\t{}\t{}", p.plugin_type, e.msg));
-            }
-        }
-    }
-    if failed {
-        bail!(
-            "network {net:?} ({}) is not usable:\n{}",
-            list.source.display(),
-            lines.join("\n")
-        )
-    } else {
-        Ok(lines.join("\n"))
     }
 }
 

@@ -424,6 +424,12 @@ fn check_shaped(
 }
 
 impl Plugin for Bandwidth {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        scope(inv)?;
+        data_dir(inv)?;
+        queue_fits(&limits(inv)?.0)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let (l, capability) = limits(inv)?;
         queue_fits(&l)?;

@@ -208,6 +208,14 @@ fn trunk_ids(entries: &[TrunkKeys]) -> CniResult<Vec<u16>> {
 }
 
 impl Plugin for Bridge {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let mut host = Socket::open()?;

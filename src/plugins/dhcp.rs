@@ -23,6 +23,13 @@ use std::time::Duration;
 pub struct Dhcp;
 
 impl Plugin for Dhcp {
+    /// The keys and option names ADD checks before it asks the daemon.
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let conf = Conf::load(inv)?;
+        conf.priority.clone()?;
+        conf.request(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let request = conf.request(inv)?;

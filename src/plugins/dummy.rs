@@ -7,13 +7,27 @@ use crate::netlink::link::{Kind, NewLink};
 
 pub struct Dummy;
 
+fn needs_ipam(inv: &Invocation) -> CniResult<()> {
+    match inv.conf.ipam_type() {
+        Some(_) => Ok(()),
+        None => Err(Error::invalid_config(
+            "IPAM config missing 'type' key: dummy needs IPAM",
+        )),
+    }
+}
+
 impl Plugin for Dummy {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    /// No keys of its own; IPAM it needs.
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        needs_ipam(inv)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        if inv.conf.ipam_type().is_none() {
-            return Err(Error::invalid_config(
-                "IPAM config missing 'type' key: dummy needs IPAM",
-            ));
-        }
+        needs_ipam(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let link = iface::create_in_container(&ns, NewLink::new("", Kind::Dummy), ifname, false)?;

@@ -206,6 +206,10 @@ fn gc_plans(conf: &Conf, split: &Split, by_container: bool) -> Vec<Plan> {
 }
 
 impl Plugin for Firewall {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let prev = prev(inv)?;

@@ -250,6 +250,23 @@ fn delegate_bytes(delegate: Map<String, Value>) -> (String, Vec<u8>) {
 }
 
 impl Plugin for Flannel {
+    /// The keys and the delegate's shape; subnet.env is the node's (flanneld
+    /// writes it), so the delegate is built against an empty one.
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
+        path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
+        let env = SubnetEnv {
+            networks: Vec::new(),
+            subnet: None,
+            ipv6_networks: Vec::new(),
+            ipv6_subnet: None,
+            mtu: 0,
+            ipmasq: false,
+        };
+        delegate_config(&inv.conf.raw, &env).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
         let _ = k.delegate;

@@ -51,6 +51,15 @@ pub(crate) struct Keys {
 }
 
 impl Plugin for HostDevice {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        validate(inv)?;
+        data_dir(&inv.conf.plugin_keys()?).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let target = target(inv)?;
         let dir = data_dir(&inv.conf.plugin_keys()?)?;

@@ -16,6 +16,10 @@ use std::path::PathBuf;
 pub struct HostLocal;
 
 impl Plugin for HostLocal {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv)?.data_dir.map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let mut result = NetResult::new();

@@ -13,6 +13,11 @@ pub struct Loopback;
 const LO: &str = "lo";
 
 impl Plugin for Loopback {
+    /// No keys of its own: the common keys are all it reads.
+    fn validate(&self, _inv: &Invocation) -> CniResult<()> {
+        Ok(())
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let prev = inv.conf.prev_result()?;
         let ns = NetNs::open(&inv.env.netns)?;

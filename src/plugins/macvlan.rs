@@ -59,6 +59,19 @@ impl Conf {
 }
 
 impl Plugin for Macvlan {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    /// ADD's checks short of looking the master up (which bounds the MTU).
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        mode_from_str(&k.mode)?;
+        crate::cni::config::link_name_key("master", &k.master)?;
+        iface::optional_mtu(k.mtu)?;
+        iface::requested_mac(inv, k.mac).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;

@@ -184,6 +184,10 @@ fn add_endpoints(pm: &mut PathManager, wanted: &[Endpoint]) -> CniResult<()> {
 }
 
 impl Plugin for Mptcp {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let prev = prev(inv)?;

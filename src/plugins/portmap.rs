@@ -269,6 +269,10 @@ fn validated(inv: &Invocation) -> CniResult<Validated> {
 }
 
 impl Plugin for Portmap {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv, Mappings::Required).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let Validated {
             plan,

@@ -43,6 +43,15 @@ impl Conf {
 }
 
 impl Plugin for Ptp {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv)?;
+        Delegate::ipam(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let ipam = Delegate::ipam(inv)?;

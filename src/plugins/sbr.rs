@@ -266,6 +266,11 @@ fn prev(inv: &Invocation) -> CniResult<NetResult> {
 }
 
 impl Plugin for Sbr {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let k: Keys = inv.conf.plugin_keys()?;
+        Plan::of(&k).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k: Keys = inv.conf.plugin_keys()?;
         let prev = prev(inv)?;

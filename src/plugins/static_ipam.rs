@@ -12,6 +12,10 @@ use std::net::IpAddr;
 pub struct Static;
 
 impl Plugin for Static {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let mut result = NetResult::new();

@@ -159,12 +159,30 @@ fn make_tap(
     Ok(sock.link_by_index(link.index)?)
 }
 
+/// The keys, with the checks ADD makes before it opens the netns.
+fn checked(inv: &Invocation) -> CniResult<(Keys, Option<u32>, Option<[u8; 6]>)> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    crate::cni::config::link_name_key("bridge", &k.bridge)?;
+    let mtu = iface::optional_mtu(k.mtu)?;
+    let mac = iface::requested_mac(inv, k.mac.clone())?;
+    Ok((k, mtu, mac))
+}
+
 impl Plugin for Tap {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let (k, _, _) = checked(inv)?;
+        if !k.selinux_context.is_empty() {
+            selinux_label_refused(&k.selinux_context)?;
+        }
+        Ok(())
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let k: Keys = inv.conf.plugin_keys()?;
-        crate::cni::config::link_name_key("bridge", &k.bridge)?;
-        let mtu = iface::optional_mtu(k.mtu)?;
-        let mac = iface::requested_mac(inv, k.mac.clone())?;
+        let (k, mtu, mac) = checked(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         if !k.selinux_context.is_empty() {
             selinux_label_refused(&k.selinux_context)?;

@@ -24,23 +24,30 @@ struct Conf {
     link_in_container: bool,
 }
 
+/// The keys, with the checks that need no master: the VLAN ID.
+fn checked(inv: &Invocation) -> CniResult<(Keys, u16)> {
+    let k: Keys = inv.conf.plugin_keys()?;
+    if k.master.is_empty() {
+        return Err(Error::invalid_config(
+            "\"master\" field is required. It specifies the host interface name to create the VLAN for.",
+        )
+        .with_details("key master"));
+    }
+    let id = u16::try_from(k.vlan_id)
+        .ok()
+        .filter(|id| *id <= 4094)
+        .ok_or_else(|| {
+            Error::invalid_config(format!(
+                "invalid VLAN ID {} (must be between 0 and 4094 inclusive)",
+                k.vlan_id
+            ))
+        })?;
+    Ok((k, id))
+}
+
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
-        let k: Keys = inv.conf.plugin_keys()?;
-        if k.master.is_empty() {
-            return Err(Error::invalid_config(
-                "\"master\" field is required. It specifies the host interface name to create the VLAN for.",
-            ));
-        }
-        let id = u16::try_from(k.vlan_id)
-            .ok()
-            .filter(|id| *id <= 4094)
-            .ok_or_else(|| {
-                Error::invalid_config(format!(
-                    "invalid VLAN ID {} (must be between 0 and 4094 inclusive)",
-                    k.vlan_id
-                ))
-            })?;
+        let (k, id) = checked(inv)?;
         let master = iface::find_master(inv, &k.master, k.link_in_container)?;
         Ok(Conf {
             mtu: iface::mtu_within_master(k.mtu, &master)?,
@@ -51,12 +58,29 @@ impl Conf {
     }
 }
 
+fn needs_ipam(inv: &Invocation) -> CniResult<()> {
+    match inv.conf.ipam_type() {
+        Some(_) => Ok(()),
+        None => Err(Error::invalid_config("IPAM config missing 'type' key")),
+    }
+}
+
 impl Plugin for Vlan {
+    fn delegates_ipam(&self) -> bool {
+        true
+    }
+
+    /// ADD's checks short of looking the master up (which bounds the MTU).
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        let (k, _) = checked(inv)?;
+        crate::cni::config::link_name_key("master", &k.master)?;
+        iface::optional_mtu(k.mtu)?;
+        needs_ipam(inv)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
-        if inv.conf.ipam_type().is_none() {
-            return Err(Error::invalid_config("IPAM config missing 'type' key"));
-        }
+        needs_ipam(inv)?;
         let ns = iface::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let mut spec = NewLink::new(

@@ -26,9 +26,10 @@ pub(crate) struct Keys {
 fn load(inv: &Invocation) -> CniResult<Keys> {
     let k: Keys = inv.conf.plugin_keys()?;
     if k.vrfname.is_empty() {
-        return Err(Error::invalid_config(
-            "configuration is expected to have a valid vrf name",
-        ));
+        return Err(
+            Error::invalid_config("configuration is expected to have a valid vrf name")
+                .with_details("key vrfname"),
+        );
     }
     // The cause's message only, as before: its details (the length limit) stay out.
     crate::cni::env::validate_ifname(&k.vrfname)
@@ -118,6 +119,10 @@ fn enslave(sock: &mut Socket, ifname: &str, vrf: &Link) -> CniResult<()> {
 }
 
 impl Plugin for Vrf {
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let k = load(inv)?;
         let result = inv

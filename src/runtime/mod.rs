@@ -92,7 +92,7 @@ fn describe(plugin: &PluginConf, list: &NetworkList) -> String {
 
 /// A plugin's stdin: its own JSON with the list's name and version, then
 /// prevResult, runtimeConfig (from capabilities) and any extra keys.
-fn stdin_for(
+pub fn stdin_for(
     plugin: &PluginConf,
     list: &NetworkList,
     prev: Option<&Value>,

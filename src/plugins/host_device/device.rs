@@ -50,7 +50,7 @@ pub(super) fn target(inv: &Invocation) -> CniResult<Target> {
 /// userspace driver, even when another key names the device; without one the
 /// config's `DPDKMode` stands.
 pub(super) fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target> {
-    let mut pci = k.pci_bus_id;
+    let mut pci = k.pci_bus_id.clone();
     let mut aux = String::new();
     if !device_id.is_empty() {
         checked_component(device_id)?;
@@ -71,7 +71,14 @@ pub(super) fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target>
         checked_component(&pci)?;
         has_dpdk_driver(sys, &pci)?
     };
-    let source = if !k.device.is_empty() {
+    let source = source(k, pci, aux)?;
+    Ok(Target { source, dpdk })
+}
+
+/// The first of device, hwaddr, kernelpath, PCI and auxiliary device that is
+/// set names the device: checked, with no lookup.
+fn source(k: Keys, pci: String, aux: String) -> CniResult<Source> {
+    Ok(if !k.device.is_empty() {
         crate::cni::config::link_name_key("device", &k.device)?;
         Source::Name(k.device)
     } else if !k.hwaddr.is_empty() {
@@ -96,8 +103,25 @@ pub(super) fn resolve(k: Keys, device_id: &str, sys: &Path) -> CniResult<Target>
         return Err(Error::invalid_config(
             "specify either \"device\", \"hwaddr\", \"kernelpath\" or \"pciBusID\"",
         ));
-    };
-    Ok(Target { source, dpdk })
+    })
+}
+
+/// What `target` checks of the config without looking in sysfs: a runtime's
+/// `deviceID` stands for the device it names.
+pub(super) fn validate(inv: &Invocation) -> CniResult<()> {
+    names_a_device(inv)?;
+    let k: Keys = inv.conf.plugin_keys()?;
+    let device_id = inv
+        .conf
+        .runtime_config::<String>("deviceID")?
+        .unwrap_or_default();
+    for id in [&device_id, &k.pci_bus_id] {
+        if !id.is_empty() {
+            checked_component(id)?;
+        }
+    }
+    let pci = k.pci_bus_id.clone();
+    source(k, pci, device_id).map(drop)
 }
 
 pub(super) fn names_a_device(inv: &Invocation) -> CniResult<()> {

@@ -43,6 +43,11 @@ use std::path::Path;
 pub struct Multus;
 
 impl Plugin for Multus {
+    /// Its own keys; the delegates are networks of their own.
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         Call::new(inv)?.add()
     }

@@ -348,6 +348,11 @@ fn prev(inv: &Invocation) -> CniResult<NetResult> {
 }
 
 impl Plugin for Tuning {
+    /// The sysctl allowlist is the node's, not the config's: ADD reads it.
+    fn validate(&self, inv: &Invocation) -> CniResult<()> {
+        Conf::load(inv).map(drop)
+    }
+
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         check_allowlist(&conf, &inv.env.ifname)?;
