@@ -1,3 +1,4 @@
+use super::vlans::trunk_ids;
 use super::*;
 
 #[test]
