@@ -201,11 +201,11 @@ fn given_dirs_exist(opts: &super::Options) -> Result<()> {
         .into_iter()
         .chain(opts.cache_dir.iter().map(|d| ("--cache-dir", d.as_path())))
         .chain(
-        cni_path
-            .split(':')
-            .filter(|d| !d.is_empty())
-            .map(|d| ("--cni-path", std::path::Path::new(d))),
-    );
+            cni_path
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| ("--cni-path", std::path::Path::new(d))),
+        );
     for (flag, dir) in given {
         match std::fs::metadata(dir) {
             Ok(m) if m.is_dir() => {}
