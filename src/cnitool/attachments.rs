@@ -272,19 +272,8 @@ fn table(rows: &[Value]) -> String {
         })
         .collect();
     let head = head.map(String::from);
-    let all: Vec<&[String; 7]> = std::iter::once(&head).chain(cells.iter()).collect();
-    let widths: Vec<usize> = (0..7)
-        .map(|c| all.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    let line = |r: &[String; 7]| {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:w$}"))
-            .collect();
-        cells.join("  ").trim_end().to_string()
-    };
-    all.iter().map(|r| line(r)).collect::<Vec<_>>().join("\n")
+    let all: Vec<[String; 7]> = std::iter::once(head).chain(cells).collect();
+    super::doctor::columns(&all)
 }
 
 /// What CHECK or DEL of a cached attachment runs with.

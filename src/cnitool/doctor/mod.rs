@@ -33,7 +33,7 @@ use node::Node;
 use serde::Serialize;
 use std::time::{Duration, SystemTime};
 
-pub use report::{table, to_json};
+pub use report::{columns, table, to_json};
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {

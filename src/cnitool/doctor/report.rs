@@ -34,17 +34,34 @@ pub fn table(findings: &[Finding]) -> String {
         ]
     });
     let rows: Vec<[&str; 7]> = std::iter::once(head).chain(rows).collect();
-    let width = |c: usize| rows.iter().map(|r| r[c].chars().count()).max();
-    let widths: Vec<usize> = (0..7).map(|c| width(c).unwrap_or(0)).collect();
-    let line = |r: &[&str; 7]| {
-        let cells: Vec<String> = r
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:w$}"))
-            .collect();
-        cells.join("  ").trim_end().to_string()
-    };
-    rows.iter().map(line).collect::<Vec<_>>().join("\n")
+    columns(&rows)
+}
+
+/// Rows of cells as columns padded to their widest cell, two spaces apart
+/// (the doctor's table and `cnitool ls`).
+pub fn columns<R: AsRef<[S]>, S: AsRef<str>>(rows: &[R]) -> String {
+    let n = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.as_ref().get(c))
+                .map(|cell| cell.as_ref().chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|r| {
+            let cells: Vec<String> = r
+                .as_ref()
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{:w$}", c.as_ref()))
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
