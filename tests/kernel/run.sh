@@ -48,8 +48,11 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # together) would not fit the lane's budget. Each is about repetition, not
 # about a kernel feature the CI machine lacks, and `make test` runs them on
 # the host; so do the etcd client's tests (etcd servers, nothing of the
-# kernel). Every other test of every binary runs in the VM. With KVM they
-# run in the VM too.
+# kernel). Likewise the longest tests of the doctor, install and multus
+# (30 pods of every plugin, builds swapped under load, a 128,000-entry
+# annotation decoded by a debug build: minutes each under TCG, all of it
+# process starts and CPU). Every other test of every binary runs in the VM.
+# With KVM they run in the VM too.
 DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
  portmap:hundred_add_del_cycles_and_gc_leave_only_the_shared_chains
@@ -87,7 +90,13 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  etcd_client:a_watch_from_below_the_compaction_horizon_says_compacted
  etcd_client:auth_refuses_a_wrong_password_and_authenticates_again_when_the_token_expires
  etcd_client:tls_with_a_client_certificate_works_and_without_one_or_with_another_ca_fails
- etcd_client:calls_and_watches_fail_over_from_a_dead_endpoint_and_say_when_none_is_left"
+ etcd_client:calls_and_watches_fail_over_from_a_dead_endpoint_and_say_when_none_is_left
+ doctor:every_kind_of_dead_and_ownerless_state_is_found_and_fixed_and_live_state_kept
+ doctor_leaks:leaks_of_the_reference_plugins_are_found_and_fixed_on_a_mixed_node
+ doctor_leaks:leaks_of_our_plugins_are_found_and_fixed
+ install:an_older_build_is_upgraded_and_rolled_back_under_load
+ install:the_reference_is_replaced_with_force_and_rolled_back_under_load
+ multus:del_from_a_128000_selection_annotation_runs_at_most_the_cap"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
