@@ -18,7 +18,7 @@
 #   KERNEL_VM_ACCEL=auto|kvm|tcg   (default auto: KVM if a probe boot works)
 #   KERNEL_VM_MEMORY=2G  KERNEL_VM_CPUS=2
 #   KERNEL_TEST_THREADS=2          libtest threads per test binary in the VM
-#   KERNEL_VM_TIMEOUT=1320         seconds for the whole VM run (boot + tests)
+#   KERNEL_VM_TIMEOUT=1800         seconds for the whole VM run (boot + tests)
 #   KERNEL_BINARY_TIMEOUT=900      seconds for one test binary in the VM
 #   KERNEL_LANE_VENV=/var/tmp/cni-multi-vng-venv
 #   KERNEL_LANE_KEEP=1             keep the log directory even on success
@@ -39,7 +39,7 @@ ACCEL=${KERNEL_VM_ACCEL:-auto}
 MEMORY=${KERNEL_VM_MEMORY:-2G}
 CPUS=${KERNEL_VM_CPUS:-2}
 THREADS=${KERNEL_TEST_THREADS:-2}
-VM_TIMEOUT=${KERNEL_VM_TIMEOUT:-1320}
+VM_TIMEOUT=${KERNEL_VM_TIMEOUT:-1800}
 BINARY_TIMEOUT=${KERNEL_BINARY_TIMEOUT:-900}
 VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # Under TCG a process start costs ~0.2 s, so these stress loops (1000 ADDs,
