@@ -650,6 +650,9 @@ fn named_netns_without_ip() {
             .trim()
             .is_empty()
     );
+    // `netns add` made the directory a mount point (as iproute2 does
+    // /run/netns): unmounted, the TempDir can remove it.
+    let _ = nix::mount::umount2(&dir.0, nix::mount::MntFlags::MNT_DETACH);
 }
 
 const TRACE: [(&str, &str); 3] = [
