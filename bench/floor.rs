@@ -223,7 +223,8 @@ pub fn add(site: &Site, n: usize, netns: &str) -> Res<(Pod, Took, Pending)> {
     }
     let nft_ms = ms(nft_start.elapsed());
     if site.portmap {
-        // As portmap's ADD: the host port's stale UDP flows go first.
+        // As portmap's ADD: the host port's stale UDP flows are gone
+        // before it returns.
         let _ = conntrack::delete_by_dport(2, 17, &[rules.host_port]);
     }
     let mut ifb = None;
@@ -301,20 +302,33 @@ impl Pending {
 /// has unlisted it, as the plugins' DELs return: the deleting call then
 /// still waits for RCU grace periods nobody can observe.
 fn unlist(sock: &mut Socket, index: u32, pending: &mut Pending) -> Res<()> {
-    pending.links.push(std::thread::spawn(move || {
+    let worker = std::thread::spawn(move || {
         let mut sock = Socket::open().map_err(err("socket"))?;
         match sock.delete_link(index) {
             Err(e) if !e.is_not_found() => Err(err("delete link")(e)),
             _ => Ok(()),
         }
-    }));
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         match sock.link_by_index(index) {
-            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) if e.is_not_found() => break,
             Err(e) => return Err(err("link")(e)),
+            // A deletion that failed leaves the link listed for good.
+            Ok(_) if worker.is_finished() || Instant::now() > deadline => {
+                worker
+                    .join()
+                    .map_err(|_| "floor: a link deletion panicked".to_string())??;
+                if sock.link_by_index(index).is_ok() {
+                    return Err(format!("floor: link {index} is still there"));
+                }
+                return Ok(());
+            }
             Ok(_) => std::thread::sleep(Duration::from_micros(200)),
         }
     }
+    pending.links.push(worker);
+    Ok(())
 }
 
 /// The pod's DEL, in the order the chain's DELs run (bandwidth, portmap,
@@ -399,11 +413,11 @@ pub fn parallel(site: &Site, spaces: &[String]) -> Res<Took> {
 /// A floor's figures: its parts (kernel work, of which the nf_tables
 /// batches; the client's own), each the median (or the mean per call) of
 /// what was measured, and their sum.
-fn figures(kernel: &[f64], nft: &[f64], exec: &[f64], at: f64) -> Value {
-    let (kernel, exec) = (percentile(kernel, at), percentile(exec, at));
+fn figures(kernel: &[f64], nft: &[f64], exec: &[f64]) -> Value {
+    let (kernel, exec) = (percentile(kernel, 0.5), percentile(exec, 0.5));
     json!({
         "total_ms": kernel + exec, "kernel_ms": kernel,
-        "nft_ms": percentile(nft, at), "exec_ms": exec,
+        "nft_ms": percentile(nft, 0.5), "exec_ms": exec,
     })
 }
 
@@ -422,7 +436,7 @@ impl Samples {
         let nft: Vec<f64> = v.iter().map(|(t, _, _)| t.nft).collect();
         let exec: Vec<f64> = v.iter().map(|(_, x, _)| *x).collect();
         let closing: Vec<f64> = v.iter().map(|(_, _, c)| *c).collect();
-        let mut f = figures(&kernel, &nft, &exec, 0.5);
+        let mut f = figures(&kernel, &nft, &exec);
         f["nft_close_ms"] = json!(percentile(&closing, 0.5));
         f
     }
@@ -572,7 +586,7 @@ impl Bench {
         }
         Ok(json!({
             "containers": n, "rules": site.rules.label(),
-            "add": figures(&[kernel.total], &[kernel.nft], &[exec], 0.5),
+            "add": figures(&[kernel.total], &[kernel.nft], &[exec]),
         }))
     }
 }
