@@ -696,13 +696,25 @@ mod tests {
 
     #[test]
     fn only_the_last_message_is_acknowledged_and_jumps_are_echoed() {
-        let ops = ipt_masq_add(&captured_pod());
-        let batch = batch_bytes(&ops);
-        let flags: Vec<u16> = wire::messages(&batch).map(|m| m.flags).collect();
-        assert_eq!(flags.len(), ops.len() + 2);
-        let acked = flags.iter().filter(|f| *f & NLM_F_ACK != 0).count();
-        assert_eq!(acked, 1);
-        assert_ne!(flags[ops.len()] & NLM_F_ACK, 0);
-        assert_ne!(flags[ops.len()] & NLM_F_ECHO, 0);
+        // ipMasq's jump from POSTROUTING is its last rule, portmap's two
+        // from CNI-HOSTPORT-DNAT its last two: the rules a DEL removes by handle.
+        for (ops, jumps) in [
+            (ipt_masq_add(&captured_pod()), 1),
+            (ipt_portmap_add(&captured_pod()), 2),
+        ] {
+            let batch = batch_bytes(&ops);
+            let flags: Vec<u16> = wire::messages(&batch).map(|m| m.flags).collect();
+            assert_eq!(flags.len(), ops.len() + 2);
+            let inner = &flags[1..=ops.len()];
+            let acked: Vec<bool> = inner.iter().map(|f| f & NLM_F_ACK != 0).collect();
+            let echoed: Vec<bool> = inner.iter().map(|f| f & NLM_F_ECHO != 0).collect();
+            let last = |n: usize| {
+                (0..ops.len())
+                    .map(|i| i + n >= ops.len())
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(acked, last(1));
+            assert_eq!(echoed, last(jumps));
+        }
     }
 }
