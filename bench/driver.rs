@@ -22,6 +22,9 @@ mod layout;
 #[path = "doctor.rs"]
 mod doctor;
 
+#[path = "floor.rs"]
+mod floor;
+
 type Res<T> = Result<T, String>;
 
 struct Impl {
@@ -64,9 +67,9 @@ fn percentile(samples: &[f64], p: f64) -> f64 {
 }
 
 /// Whether a section is measured: all of them, or those `BENCH_ONLY` names
-/// (comma-separated: latency, a scenario's name, floor, rss, processes, scale,
-/// scale_chain, status_gc, parallel, doctor), for a partial run while working
-/// on one.
+/// (comma-separated: latency, a scenario's name, floor, floor_chain, rss,
+/// processes, scale, scale_chain, scale_chain_nftables, status_gc, parallel,
+/// floor_parallel, doctor), for a partial run while working on one.
 fn wanted(section: &str) -> bool {
     match std::env::var("BENCH_ONLY") {
         Ok(only) if !only.trim().is_empty() => only.split(',').any(|w| w.trim() == section),
@@ -77,6 +80,9 @@ fn wanted(section: &str) -> bool {
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// The scenario whose ADD and DEL rows get their floor (`floor_chain`).
+const FLOOR_SCENARIO: &str = "bridge-ipmasq+portmap+bandwidth+tuning";
 
 /// The scenarios: (name, plugin list, capability args).
 fn scenarios() -> Vec<(&'static str, Value, Value)> {
@@ -142,27 +148,6 @@ fn scenarios() -> Vec<(&'static str, Value, Value)> {
                                  "EgressRate": 100000000, "EgressBurst": 4294967295u64}}),
         ),
     ]
-}
-
-/// What the reference's rule layout costs any implementation at the table's
-/// current size: one iptables-restore adding a chain and a UDP-port jump to it
-/// from CNI-HOSTPORT-DNAT (as portmap's ADD does), one deleting them by spec
-/// (as its DEL does); both commits revalidate every chain the table reaches,
-/// and the tool resolves each `--dport` through getaddrinfo. Wall ms of each.
-fn layout_floor() -> Res<(f64, f64)> {
-    let restore = |input: &str| -> Res<f64> {
-        let calls = concurrent(std::iter::once((restore_cmd(), input)), "iptables-restore")?;
-        Ok(mean_took(&calls))
-    };
-    let added = restore(
-        "*nat\n:CNI-BENCH-FLOOR - [0:0]\n-A CNI-BENCH-FLOOR -p udp -m udp --dport 1 -j RETURN\n\
-         -A CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\nCOMMIT\n",
-    )?;
-    let deleted = restore(
-        "*nat\n-D CNI-HOSTPORT-DNAT -p udp -m udp --dport 1 -j CNI-BENCH-FLOOR\n\
-         -F CNI-BENCH-FLOOR\n-X CNI-BENCH-FLOOR\nCOMMIT\n",
-    )?;
-    Ok((added, deleted))
 }
 
 /// `iptables-restore --noflush`, as the plugins run it.
@@ -412,46 +397,66 @@ impl Bench {
     /// bandwidth network, then their DELs in the same order (the first at full
     /// load, the last near empty). When the first 50 ADDs (and the DEL and
     /// re-ADD of the 50th) project a run over `budget_s`, it is made at
-    /// `fallback` containers instead.
-    fn scale_chain(&self, im: &Impl, count: usize, fallback: usize, budget_s: f64) -> Res<Value> {
-        let plugins = json!([
+    /// `fallback` containers instead. `nftables`: ipMasq and portmap on
+    /// their nftables backends. After each of the first and last 20 ADDs,
+    /// the floor: the kernel work of one more pod's ADD and DEL done alone,
+    /// and the client's no-op chain (bench/floor.rs).
+    fn scale_chain(
+        &self,
+        im: &Impl,
+        (count, fallback, budget_s): (usize, usize, f64),
+        nftables: bool,
+    ) -> Res<Value> {
+        let mut plugins = json!([
             {"type": "bridge", "bridge": "bench-br8", "isGateway": true, "ipMasq": true,
              "ipam": {"type": "host-local", "subnet": "10.110.0.0/16", "dataDir": "@STORE@"}},
             {"type": "portmap", "capabilities": {"portMappings": true}},
             {"type": "bandwidth", "capabilities": {"bandwidth": true}}
         ]);
-        let conf = self.conf_dir(im, "scale-chain", &plugins)?;
+        let (net, rules) = if nftables {
+            plugins[0]["ipMasqBackend"] = json!("nftables");
+            plugins[1]["backend"] = json!("nftables");
+            ("scale-chain-nft", floor::Rules::Nftables)
+        } else {
+            ("scale-chain", floor::iptables_rules())
+        };
+        let conf = self.conf_dir(im, net, &plugins)?;
+        let store = self.work.join(format!("floor-store-{}", im.label));
+        let site = floor::Site::of(&plugins, rules, store)?;
         let caps = |i: usize| {
             let mut caps = mappings(30000 + i, true);
             caps["bandwidth"] = json!({"ingressRate": 100000000, "ingressBurst": 1000000,
                                        "egressRate": 100000000, "egressBurst": 1000000});
             caps
         };
-        let add = |i: usize, ns: &str| {
-            self.timed(self.cnitool(im, &conf, &caps(i), &["add", "scale-chain", ns]))
-        };
-        let del = |i: usize, ns: &str| {
-            self.timed(self.cnitool(im, &conf, &caps(i), &["del", "scale-chain", ns]))
-        };
+        let add =
+            |i: usize, ns: &str| self.timed(self.cnitool(im, &conf, &caps(i), &["add", net, ns]));
+        let del =
+            |i: usize, ns: &str| self.timed(self.cnitool(im, &conf, &caps(i), &["del", net, ns]));
         let mut projected_s = None;
         let mut adds = Vec::new();
         let mut spaces = Vec::new();
-        let mut layout_first = Vec::new();
-        let mut layout_last = Vec::new();
+        let mut floor_first = floor::Samples::default();
+        let mut floor_last = floor::Samples::default();
+        // The floors' own time, left out of the projection.
+        let mut aside = Duration::ZERO;
         let start = Instant::now();
         for i in 0..count {
             let ns = self.netns()?;
             adds.push(add(i, &ns)?);
             spaces.push(ns);
+            let taken = Instant::now();
             if i < 20 {
-                layout_first.push(layout_floor()?);
+                self.floor_once(im, (&conf, net), &site, &mut floor_first)?;
             } else if i + 20 >= count {
-                layout_last.push(layout_floor()?);
+                self.floor_once(im, (&conf, net), &site, &mut floor_last)?;
             }
+            aside += taken.elapsed();
             if i + 1 == 50 && count > fallback {
                 let redo = del(i, &spaces[i])?;
                 adds[i] = add(i, &spaces[i])?;
-                let p = projection(&adds, redo, ms(start.elapsed()) / 1000.0, count);
+                let wall_s = start.elapsed().saturating_sub(aside).as_secs_f64();
+                let p = projection(&adds, redo, wall_s, count);
                 projected_s = Some(p);
                 if p > budget_s {
                     progress(&format!(
@@ -462,7 +467,7 @@ impl Bench {
                         self.drop_netns(ns);
                     }
                     return self
-                        .scale_chain(im, fallback, fallback, budget_s)
+                        .scale_chain(im, (fallback, fallback, budget_s), nftables)
                         .map(|mut v| {
                             v["requested"] = json!(count);
                             v["projected_s"] = json!(p);
@@ -478,22 +483,12 @@ impl Bench {
         }
         let (add_first, add_last) = (first20(&adds), last20(&adds));
         let (del_full, del_empty) = (first20(&dels), last20(&dels));
-        let floor = |v: &[(f64, f64)], del: bool| -> Vec<f64> {
-            v.iter().map(|&(a, d)| if del { d } else { a }).collect()
-        };
-        let (add_floor_first, add_floor_last) = (
-            first20(&floor(&layout_first, false)),
-            last20(&floor(&layout_last, false)),
-        );
-        let (del_floor_first, del_floor_last) = (
-            first20(&floor(&layout_first, true)),
-            last20(&floor(&layout_last, true)),
-        );
         Ok(json!({
-            "layout_add_first20_median_ms": add_floor_first, "layout_add_last20_median_ms": add_floor_last,
-            "layout_add_growth": add_floor_last / add_floor_first,
-            "layout_del_first20_median_ms": del_floor_first, "layout_del_last20_median_ms": del_floor_last,
-            "layout_del_growth": del_floor_last / del_floor_first,
+            // After the first 20 ADDs: the floor of the first ADDs and of the
+            // last DELs (near empty); after the last 20: of the last ADDs and
+            // the first DELs (full load).
+            "floor": {"first20": floor_first.to_json(), "last20": floor_last.to_json(),
+                      "rules": rules.label()},
             "containers": adds.len(), "requested": count, "projected_s": projected_s,
             "took_s": start.elapsed().as_secs_f64(),
             "add_first20_median_ms": add_first, "add_last20_median_ms": add_last,
@@ -581,8 +576,7 @@ impl Bench {
 
     /// 30 ADDs at once, then 30 DELs at once: all succeed, distinct IPs, nothing left.
     fn parallel(&self, im: &Impl, n: usize, ipmasq: bool) -> Res<Value> {
-        let plugins = json!([{"type": "bridge", "bridge": "bench-br3", "isGateway": true, "ipMasq": ipmasq,
-                               "ipam": {"type": "host-local", "subnet": "10.104.0.0/16", "dataDir": "@STORE@"}}]);
+        let plugins = parallel_plugins(ipmasq);
         let conf = self.conf_dir(im, "parallel", &plugins)?;
         let spaces: Vec<String> = (0..n).map(|_| self.netns()).collect::<Res<_>>()?;
         let run = |verb: &str| -> Res<(f64, f64, Vec<String>)> {
@@ -732,6 +726,12 @@ impl Bench {
     }
 }
 
+/// The parallel rows' network: a bridge, masquerading with `ipmasq`.
+fn parallel_plugins(ipmasq: bool) -> Value {
+    json!([{"type": "bridge", "bridge": "bench-br3", "isGateway": true, "ipMasq": ipmasq,
+            "ipam": {"type": "host-local", "subnet": "10.104.0.0/16", "dataDir": "@STORE@"}}])
+}
+
 /// cnitool's (and bench/libcni's) container ID for a netns path.
 fn cnitool_container_id(netns: &str) -> String {
     use sha2::{Digest, Sha512};
@@ -844,6 +844,7 @@ fn run() -> Res<()> {
     let mut libcni: Option<PathBuf> = None;
     let mut layout: Option<PathBuf> = None;
     let mut doctor_bin: Option<PathBuf> = None;
+    let mut noop: Option<PathBuf> = None;
     while let Some(a) = args.next() {
         let mut val = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -855,6 +856,7 @@ fn run() -> Res<()> {
             "--budget" => budget = val()?.parse().map_err(|e| format!("{e}"))?,
             "--fallback" => fallback = val()?.parse().map_err(|e| format!("{e}"))?,
             "--layout" => layout = Some(PathBuf::from(val()?)),
+            "--noop" => noop = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty()),
             "--doctor-bin" => {
                 doctor_bin = Some(PathBuf::from(val()?)).filter(|p| !p.as_os_str().is_empty())
             }
@@ -869,6 +871,13 @@ fn run() -> Res<()> {
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     let ours_dir = work.join("bin");
     plugin_dir(&bin, &ours_dir)?;
+    // The floors' no-op plugin, alone in a plugin directory of its own.
+    if let Some(noop) = &noop {
+        let dir = work.join("noop-bin");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        std::fs::copy(noop, dir.join("bench-noop"))
+            .map_err(|e| format!("{}: {e}", noop.display()))?;
+    }
     let _ = Command::new("ip")
         .args(["link", "set", "lo", "up"])
         .status();
@@ -913,7 +922,8 @@ fn run() -> Res<()> {
     if doctor_only() {
         drivers.clear();
     }
-    for driver in drivers {
+    for (i, driver) in drivers.into_iter().enumerate() {
+        let first = i == 0;
         progress(&format!("client {}", driver.label()));
         let b = Bench {
             driver: driver.clone(),
@@ -922,7 +932,7 @@ fn run() -> Res<()> {
             iterations,
             seq: std::cell::Cell::new(seq),
         };
-        let results = measure(&b, &impls, &bin, scale, (budget, fallback))?;
+        let results = measure(&b, &impls, &bin, scale, (budget, fallback), first)?;
         seq = b.seq.get();
         by_driver.insert(driver.label().into(), json!(results));
     }
@@ -985,6 +995,7 @@ fn measure<'a>(
     bin: &Path,
     scale: usize,
     (budget, fallback): (f64, usize),
+    first_client: bool,
 ) -> Res<BTreeMap<&'a str, Value>> {
     // The first scale rows stay at 300 containers (fewer with a smaller --scale).
     let (big, scale) = (scale, scale.min(300));
@@ -1001,6 +1012,18 @@ fn measure<'a>(
             lat.insert(name.into(), b.latency(im, name, &plugins, &caps)?);
         }
         r.insert("latency".into(), Value::Object(lat));
+        if wanted("floor_chain") {
+            for (name, plugins, caps) in scenarios().into_iter().filter(|s| s.0 == FLOOR_SCENARIO) {
+                progress(&format!(
+                    "  floor of {name} (kernel work alone, no-op plugins)"
+                ));
+                r.insert(
+                    "floor_chain".into(),
+                    b.chain_floor(im, name, &plugins, &caps)?,
+                );
+                progress(&format!("{}", r["floor_chain"]));
+            }
+        }
         if wanted("floor") {
             progress("  floor (VERSION through the client)");
             r.insert("floor".into(), b.floor(im)?);
@@ -1056,9 +1079,21 @@ fn measure<'a>(
             ));
             r.insert(
                 "scale_chain".into(),
-                b.scale_chain(im, big, fallback.min(big), budget)?,
+                b.scale_chain(im, (big, fallback.min(big), budget), false)?,
             );
             progress(&format!("{}", r["scale_chain"]));
+        }
+        // The reference (1.1.1) has no nftables backend; one client's run
+        // (libcni's when it is there) keeps the bench's length in bounds.
+        if im.label == "cni-multi" && first_client && wanted("scale_chain_nftables") {
+            progress(&format!(
+                "  scale ({big} containers, ipMasq and portmap on nftables, TCP+UDP, bandwidth)"
+            ));
+            r.insert(
+                "scale_chain_nftables".into(),
+                b.scale_chain(im, (big, fallback.min(big), budget), true)?,
+            );
+            progress(&format!("{}", r["scale_chain_nftables"]));
         }
         // The reference (1.1.1) answers VERSION with 1.0.0 at most: no STATUS, no GC.
         if im.label == "cni-multi" && wanted("status_gc") {
@@ -1072,6 +1107,14 @@ fn measure<'a>(
             progress("  30 parallel, ipMasq");
             r.insert("parallel_ipmasq".into(), b.parallel(im, 30, true)?);
             progress(&format!("{} {}", r["parallel"], r["parallel_ipmasq"]));
+        }
+        if wanted("floor_parallel") {
+            progress("  floor of 30 parallel bridge(ipMasq) ADDs");
+            r.insert(
+                "floor_parallel".into(),
+                b.parallel_floor(im, &parallel_plugins(true), 30)?,
+            );
+            progress(&format!("{}", r["floor_parallel"]));
         }
         results.insert(im.label, Value::Object(r));
     }
@@ -1169,6 +1212,17 @@ fn table(r: &Value) -> String {
                     Some(b),
                     " ms",
                 );
+                if stat == "median" && ours["floor_chain"]["scenario"] == name && verb != "check" {
+                    let cell = |v: &Value| {
+                        let row = v["latency"][name][verb][key].as_f64();
+                        floor::cell(row, &v["floor_chain"][verb])
+                    };
+                    let plugins = &ours["floor_chain"]["plugins"];
+                    let label = format!(
+                        "floor: its kernel work alone + the client's own ({plugins} no-op plugins)"
+                    );
+                    floor::line(&mut s, &label, [cell(ours), cell(refr)], has_ref);
+                }
             }
         }
     }
@@ -1307,6 +1361,18 @@ fn table(r: &Value) -> String {
         Some(pm(refr, "add_per_call_ms")),
         " ms",
     );
+    let cell = |v: &Value| {
+        let row = v["parallel_ipmasq"]["add_per_call_ms"].as_f64();
+        floor::cell(row, &v["floor_parallel"]["add"])
+    };
+    if !ours["floor_parallel"].is_null() {
+        floor::line(
+            &mut s,
+            "floor: 30 pods' kernel work alone + the client's own (a no-op plugin), 30 at once; per call",
+            [cell(ours), cell(refr)],
+            has_ref,
+        );
+    }
     row(
         &mut s,
         "30 parallel bridge(ipMasq) DELs, per call".into(),
@@ -1346,26 +1412,30 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
     };
     // `at`: the counts of runs that fell back. A figure of the first ADDs or
     // the last DELs does not depend on the count: its ratio holds across counts.
-    let mut line =
-        |label: &str, a: Option<f64>, b: Option<f64>, unit: &str, at: [Option<u64>; 2]| {
-            let any_count = label.contains("first 20 ADDs") || label.contains("(near empty)");
-            let ratio = match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 && (any_count || at[0] == at[1]) => {
-                    format!("{:.3}", a / b)
-                }
-                (Some(_), Some(_)) => "– (not the same count)".to_string(),
-                _ => "n/a".to_string(),
-            };
-            if has_ref {
-                s.push_str(&format!(
-                    "| {label} | {} | {} | {ratio} |\n",
-                    cell(a, unit, at[0]),
-                    cell(b, unit, at[1])
-                ));
-            } else {
-                s.push_str(&format!("| {label} | {} |\n", cell(a, unit, at[0])));
+    let line = |s: &mut String,
+                label: &str,
+                a: Option<f64>,
+                b: Option<f64>,
+                unit: &str,
+                at: [Option<u64>; 2]| {
+        let any_count = label.contains("first 20 ADDs") || label.contains("(near empty)");
+        let ratio = match (a, b) {
+            (Some(a), Some(b)) if b > 0.0 && (any_count || at[0] == at[1]) => {
+                format!("{:.3}", a / b)
             }
+            (Some(_), Some(_)) => "– (not the same count)".to_string(),
+            _ => "n/a".to_string(),
         };
+        if has_ref {
+            s.push_str(&format!(
+                "| {label} | {} | {} | {ratio} |\n",
+                cell(a, unit, at[0]),
+                cell(b, unit, at[1])
+            ));
+        } else {
+            s.push_str(&format!("| {label} | {} |\n", cell(a, unit, at[0])));
+        }
+    };
     let pf = |v: &Value, k: &str| num(&v["parallel_ipmasq"][k]);
     for (label, key) in [
         (
@@ -1377,84 +1447,116 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
             "version_per_call_ms",
         ),
     ] {
-        line(label, pf(ours, key), pf(refr, key), " ms", [None, None]);
+        line(s, label, pf(ours, key), pf(refr, key), " ms", [None, None]);
     }
     let floor = |v: &Value| num(&v["floor"]["median_ms"]);
     line(
+        s,
         "floor: the bridge binary's VERSION through the client (one exec), median",
         floor(ours),
         floor(refr),
         " ms",
         [None, None],
     );
-    let chain = |v: &Value, k: &str| num(&v["scale_chain"][k]);
-    let requested = ours["scale_chain"]["requested"].as_u64().unwrap_or(0);
-    let fell_back = |v: &Value| {
-        let n = v["scale_chain"]["containers"].as_u64();
-        n.filter(|&n| n != requested)
-    };
-    let at = [fell_back(ours), fell_back(refr)];
-    let prefix = format!("{requested} containers bridge(ipMasq)+portmap(TCP+UDP)+bandwidth");
-    for (label, key, unit) in [
-        (
-            format!("{prefix}: first 20 ADDs, median"),
-            "add_first20_median_ms",
-            " ms",
-        ),
-        (
-            "same: last 20 ADDs, median".into(),
-            "add_last20_median_ms",
-            " ms",
-        ),
-        ("same: ADD last 20 / first 20".into(), "add_growth", ""),
-        (
-            "same: first 20 DELs (full load), median".into(),
-            "del_full_first20_median_ms",
-            " ms",
-        ),
-        (
-            "same: last 20 DELs (near empty), median".into(),
-            "del_empty_last20_median_ms",
-            " ms",
-        ),
-        (
-            "same: DEL full load / near empty".into(),
-            "del_full_over_empty",
-            "",
-        ),
-        (
-            "same: layout floor, one iptables-restore adding a chain + a UDP-port jump to it, after the first 20 ADDs".into(),
-            "layout_add_first20_median_ms",
-            " ms",
-        ),
-        (
-            "same: that restore after the last 20 ADDs".into(),
-            "layout_add_last20_median_ms",
-            " ms",
-        ),
-        ("same: that restore, last / first".into(), "layout_add_growth", ""),
-        (
-            "same: layout floor, one iptables-restore deleting them (by spec), after the first 20 ADDs".into(),
-            "layout_del_first20_median_ms",
-            " ms",
-        ),
-        (
-            "same: that restore after the last 20 ADDs".into(),
-            "layout_del_last20_median_ms",
-            " ms",
-        ),
-        ("same: that restore, last / first".into(), "layout_del_growth", ""),
-    ] {
-        line(&label, chain(ours, key), chain(refr, key), unit, at);
-    }
     let over_floor = |v: &Value, x: Option<f64>| Some(x? / floor(v)?);
-    line(
-        "same: first 20 ADDs / floor",
-        over_floor(ours, chain(ours, "add_first20_median_ms")),
-        over_floor(refr, chain(refr, "add_first20_median_ms")),
-        "",
-        at,
-    );
+    for (key, what) in [
+        ("scale_chain", ""),
+        ("scale_chain_nftables", ", ipMasq and portmap on nftables"),
+    ] {
+        if ours[key].is_null() && refr[key].is_null() {
+            continue;
+        }
+        let chain = |v: &Value, k: &str| num(&v[key][k]);
+        let requested = [ours, refr]
+            .iter()
+            .find_map(|v| v[key]["requested"].as_u64())
+            .unwrap_or(0);
+        let fell_back = |v: &Value| {
+            let n = v[key]["containers"].as_u64();
+            n.filter(|&n| n != requested)
+        };
+        let at = [fell_back(ours), fell_back(refr)];
+        let plugins = 3;
+        let prefix =
+            format!("{requested} containers bridge(ipMasq)+portmap(TCP+UDP)+bandwidth{what}");
+        // Each row, and the floor taken where it was: after the first 20 ADDs
+        // (1-20 pods: the first ADDs, the last DELs) or after the last 20.
+        let alone = format!("kernel work alone + the client's own ({plugins} no-op plugins)");
+        for (label, k, unit, floor_at) in [
+            (
+                format!("{prefix}: first 20 ADDs, median"),
+                "add_first20_median_ms",
+                " ms",
+                ("add", Some("first20")),
+            ),
+            (
+                "same: last 20 ADDs, median".into(),
+                "add_last20_median_ms",
+                " ms",
+                ("add", Some("last20")),
+            ),
+            (
+                "same: ADD last 20 / first 20".into(),
+                "add_growth",
+                "",
+                ("add", None),
+            ),
+            (
+                "same: first 20 DELs (full load), median".into(),
+                "del_full_first20_median_ms",
+                " ms",
+                ("del", Some("last20")),
+            ),
+            (
+                "same: last 20 DELs (near empty), median".into(),
+                "del_empty_last20_median_ms",
+                " ms",
+                ("del", Some("first20")),
+            ),
+            (
+                "same: DEL full load / near empty".into(),
+                "del_full_over_empty",
+                "",
+                ("del", None),
+            ),
+        ] {
+            line(s, &label, chain(ours, k), chain(refr, k), unit, at);
+            let (verb, taken) = floor_at;
+            let floors = |v: &Value, when: &str| v[key]["floor"][when][verb].clone();
+            let (label, cells) = match taken {
+                Some(when) => {
+                    let load = if when == "first20" {
+                        "1-20 pods"
+                    } else {
+                        "the last 20 ADDs' load"
+                    };
+                    let cell = |v: &Value| floor::cell(chain(v, k), &floors(v, when));
+                    (
+                        format!("floor at {load}: {alone}"),
+                        [cell(ours), cell(refr)],
+                    )
+                }
+                None => {
+                    let cell = |v: &Value| {
+                        floor::growth_cell(chain(v, k), &floors(v, "first20"), &floors(v, "last20"))
+                    };
+                    (
+                        "the floor's own growth".to_string(),
+                        [cell(ours), cell(refr)],
+                    )
+                }
+            };
+            floor::line(s, &label, cells, has_ref);
+        }
+        line(
+            s,
+            "same: first 20 ADDs / floor",
+            over_floor(ours, chain(ours, "add_first20_median_ms")),
+            over_floor(refr, chain(refr, "add_first20_median_ms")),
+            "",
+            at,
+        );
+    }
     let sg = |v: &Value, k: &str| num(&v["status_gc"][k]);
     let attachments = ours["status_gc"]["attachments"].as_u64().unwrap_or(0);
     let stale = ours["status_gc"]["stale"].as_u64().unwrap_or(0);
@@ -1491,7 +1593,7 @@ fn new_rows(s: &mut String, ours: &Value, refr: &Value, has_ref: bool) {
         ("STATUS p90".into(), sg(ours, "status_p90_ms"), " ms"),
     ];
     for (label, a, unit) in rows {
-        line(&label, a, None, unit, [None, None]);
+        line(s, &label, a, None, unit, [None, None]);
     }
 }
 

@@ -14,6 +14,15 @@ cd "$(dirname "$0")/.."
 bin=${BENCH_BIN:-target/cni-multi}
 cargo build --release --locked --example bench >/dev/null
 driver=target/release/examples/bench
+# The floors' no-op plugin (bench/noop.rs), linked statically as plugins are.
+noop=target/bench-noop
+if [ -z "${CNI_BENCH_INNER:-}" ]; then
+    rustc --edition 2021 -C opt-level=s -C panic=abort -C strip=symbols \
+        -C target-feature=+crt-static bench/noop.rs -o "$noop" 2>/dev/null || {
+        echo "bench: no static C library: the no-op plugin is linked dynamically" >&2
+        rustc --edition 2021 -C opt-level=s -C panic=abort -C strip=symbols bench/noop.rs -o "$noop"
+    }
+fi
 # The libcni client (bench/libcni), when Go is here: Debian's libcni source
 # package is installed if missing; BENCH_LIBCNI=0 leaves it out.
 libcni=""
@@ -38,5 +47,5 @@ mount -t tmpfs none /run/netns
 ip link set lo up
 "$driver" --bin "$bin" --ref "${REF_DIR:-}" --out bench/results \
     --iterations "${BENCH_ITERATIONS:-30}" --scale "${BENCH_SCALE:-1000}" --budget "${BENCH_SCENARIO_BUDGET:-600}" --fallback "${BENCH_FALLBACK:-300}" \
-    --libcni "${BENCH_LIBCNI_PATH:-}" --doctor-bin "${BENCH_DOCTOR_BIN:-}" \
+    --libcni "${BENCH_LIBCNI_PATH:-}" --doctor-bin "${BENCH_DOCTOR_BIN:-}" --noop "$noop" \
     ${BENCH_LAYOUT:+--layout "$BENCH_LAYOUT"}
