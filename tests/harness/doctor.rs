@@ -949,6 +949,11 @@ fn names(finding: &Value, item: &str) -> bool {
     let object = finding["object"].as_str().unwrap_or_default();
     let words: Vec<&str> = object.split_whitespace().collect();
     if let Some(path) = item.strip_prefix("file ") {
+        // host-local's owner index keeps an entry per attachment beside its
+        // reservation files, released with them.
+        if let Some((store, _)) = path.split_once("/.cni-multi-owners.d/") {
+            return finding["kind"] == "ipam" && object.starts_with(&format!("{store}/"));
+        }
         return words.contains(&path) || object == path;
     }
     if let Some(name) = item.strip_prefix("link ") {
