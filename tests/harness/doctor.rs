@@ -916,6 +916,15 @@ fn files(root: &Path, out: &mut BTreeSet<String>) {
         if path.file_name().is_some_and(|n| n == "doctor") {
             continue;
         }
+        // host-local's owner index (a seal and an entry per attachment) is a
+        // cache of its store's files, rebuilt by our next call after another
+        // writer's (the reference's DEL run by --fix): not a pod's state.
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(".cni-multi-owners"))
+        {
+            continue;
+        }
         match e.file_type() {
             Ok(t) if t.is_dir() => files(&path, out),
             _ => {
@@ -949,11 +958,6 @@ fn names(finding: &Value, item: &str) -> bool {
     let object = finding["object"].as_str().unwrap_or_default();
     let words: Vec<&str> = object.split_whitespace().collect();
     if let Some(path) = item.strip_prefix("file ") {
-        // host-local's owner index keeps an entry per attachment beside its
-        // reservation files, released with them.
-        if let Some((store, _)) = path.split_once("/.cni-multi-owners.d/") {
-            return finding["kind"] == "ipam" && object.starts_with(&format!("{store}/"));
-        }
         return words.contains(&path) || object == path;
     }
     if let Some(name) = item.strip_prefix("link ") {
