@@ -10,21 +10,21 @@
 mod harness;
 
 use harness::{BIN, Call, TempDir, enter_test_host};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// `call` run under strace with `syscalls` traced (descriptors decoded,
-/// strings left out); the trace's lines, each without its pid.
-fn traced(call: &Call, syscalls: &str, netns: Option<&str>) -> (harness::Outcome, Vec<String>) {
+/// strings cut at `strings` bytes, netlink messages decoded); the trace's
+/// lines, process by process.
+fn traced(call: &Call, syscalls: &str, strings: usize) -> (harness::Outcome, Vec<String>) {
     let dir = TempDir::new("o1-trace");
     let out = dir.0.join("trace");
     let mut cmd = Command::new("strace");
-    if let Some(ns) = netns {
-        cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={ns}")).arg("strace");
-    }
-    cmd.args(["-f", "-qq", "-yy", "-s", "0", "-e", "signal=none"])
+    // One file per process and thread: no call split by another's.
+    cmd.args(["-ff", "-qq", "-yy", "-e", "signal=none"])
+        .arg("-s")
+        .arg(strings.to_string())
         .arg("-e")
         .arg(format!("trace={syscalls}"))
         .arg("-o")
@@ -43,14 +43,17 @@ fn traced(call: &Call, syscalls: &str, netns: Option<&str>) -> (harness::Outcome
         let _ = std::io::Write::write_all(&mut stdin, call.stdin.as_bytes());
     }
     let outcome = harness::Outcome::of(child);
-    let text = std::fs::read_to_string(&out).expect("strace output");
-    let lines = text
-        .lines()
-        .map(|l| match l.split_once(' ') {
-            Some((pid, rest)) if pid.chars().all(|c| c.is_ascii_digit()) => rest.to_string(),
-            _ => l.to_string(),
-        })
+    let mut files: Vec<_> = std::fs::read_dir(&dir.0)
+        .expect("traces")
+        .map(|e| e.expect("trace").path())
         .collect();
+    // By pid: a process's threads and children in the order they started.
+    files.sort_by_key(|p| (p.as_os_str().len(), p.clone()));
+    let mut lines = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("strace output");
+        lines.extend(text.lines().map(String::from));
+    }
     (outcome, lines)
 }
 
@@ -97,11 +100,11 @@ fn hl_costs(pods: u32) -> (Vec<String>, Vec<String>) {
             .map(|l| l.replace(&prefix, "STORE"))
             .collect()
     };
-    let (add, lines) = traced(&hl_call("ADD", "measured", &stdin), syscalls, None);
+    let (add, lines) = traced(&hl_call("ADD", "measured", &stdin), syscalls, 0);
     let got = add.ok();
     assert_eq!(got["ips"][0]["address"], "10.77.200.10/16", "{got}");
     let add = events(lines);
-    let (del, lines) = traced(&hl_call("DEL", "measured", &stdin), syscalls, None);
+    let (del, lines) = traced(&hl_call("DEL", "measured", &stdin), syscalls, 0);
     del.ok();
     assert!(!store.join("10.77.200.10").exists());
     (add, events(lines))
@@ -139,4 +142,263 @@ fn host_local_add_and_del_touch_the_same_files_at_10_and_500_pods() {
         );
         assert!(small.len() < 40, "{what}: {small:#?}");
     }
+}
+
+// ---------------------------------------------------------------- nftables
+
+/// What one plugin run asked nf_tables for and read back.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct NlCost {
+    /// Each request in order: its message type, `dump` when it was one.
+    requests: Vec<String>,
+    /// Dump requests among them.
+    dumps: usize,
+    /// Bytes received on nfnetlink sockets.
+    bytes_read: u64,
+}
+
+/// The nfnetlink requests and reads of a trace of sendto/sendmsg/recvmsg
+/// (a batch is one request, named by its first message after BEGIN).
+fn nl_cost(lines: &[String]) -> NlCost {
+    let mut cost = NlCost::default();
+    for l in lines.iter().filter(|l| l.contains("NETFILTER")) {
+        let ret = l
+            .rsplit_once(" = ")
+            .and_then(|(_, r)| r.split_whitespace().next()?.parse::<i64>().ok())
+            .unwrap_or(-1);
+        if l.starts_with("recvmsg(") || l.starts_with("recvfrom(") {
+            cost.bytes_read += u64::try_from(ret).unwrap_or(0);
+            continue;
+        }
+        let types: Vec<&str> = l
+            .split("nlmsg_type=")
+            .skip(1)
+            .filter_map(|t| t.split(',').next())
+            .collect();
+        let first = l
+            .split("nlmsg_flags=")
+            .nth(1)
+            .and_then(|t| t.split(',').next())
+            .unwrap_or_default();
+        let dump = first.contains("NLM_F_DUMP");
+        cost.dumps += usize::from(dump);
+        let name = match types.as_slice() {
+            [one] => one.to_string(),
+            [_, second, ..] => format!("batch {second}"),
+            [] => "?".to_string(),
+        };
+        let name = name.replace("NFNL_SUBSYS_NFTABLES<<8|NFT_MSG_", "");
+        cost.requests
+            .push(if dump { format!("{name} dump") } else { name });
+    }
+    cost
+}
+
+fn nl_traced(call: &Call) -> (Value, NlCost, Vec<String>) {
+    let (out, lines) = traced(call, "sendto,sendmsg,recvfrom,recvmsg", 32);
+    let cost = nl_cost(&lines);
+    if std::env::var_os("O1_DEBUG").is_some() {
+        for l in lines.iter().filter(|l| l.contains("NETFILTER")) {
+            let short: String = l.chars().take(300).collect();
+            eprintln!("{short} ... {}", l.rsplit_once(" = ").map_or("", |x| x.1));
+        }
+    }
+    (out.ok(), cost, lines)
+}
+
+/// The costs of one ADD and one DEL at 10 and at 500 pods must be the same.
+fn assert_same(what: &str, at_10: &(NlCost, NlCost), at_500: &(NlCost, NlCost)) {
+    for (verb, small, big) in [("ADD", &at_10.0, &at_500.0), ("DEL", &at_10.1, &at_500.1)] {
+        eprintln!(
+            "{what} {verb}: {} requests ({} dumps), {} bytes read at 10 pods; {} ({}), {} at 500",
+            small.requests.len(),
+            small.dumps,
+            small.bytes_read,
+            big.requests.len(),
+            big.dumps,
+            big.bytes_read
+        );
+        assert_eq!(
+            small, big,
+            "{what} {verb}: what it asks nf_tables for and reads grows with the pods"
+        );
+        assert!(small.dumps <= 8, "{what} {verb}: {small:#?}");
+    }
+}
+
+fn address(net: u8, i: u32) -> ipnet::IpNet {
+    format!("10.{net}.{}.{}/16", 100 + i / 250, 1 + i % 250)
+        .parse()
+        .expect("address")
+}
+
+// portmap
+
+fn pm_conf(data_dir: &Path) -> String {
+    json!({"cniVersion": "1.0.0", "name": "o1-pm", "type": "portmap", "backend": "nftables",
+           "dataDir": data_dir,
+           "runtimeConfig": {"portMappings": [
+               {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+               {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]},
+           "prevResult": {"cniVersion": "1.0.0",
+                          "interfaces": [{"name": "eth0", "sandbox": "/run/netns/o1-none"}],
+                          "ips": [{"address": "10.79.250.250/16", "interface": 0}]}})
+    .to_string()
+}
+
+/// `pods` containers' portmap rules (a TCP and a UDP port each, both
+/// families' tables as ADD makes them), written in this process.
+fn pm_pods(pods: u32) {
+    use cni_multi::netfilter::{Backend, portmap};
+    let mapping = |port: u32, to: u16, protocol: &str| portmap::Mapping {
+        host_port: u16::try_from(port).expect("port"),
+        container_port: to,
+        protocol: protocol.into(),
+        host_ip: None,
+    };
+    for i in 0..pods {
+        let plan = portmap::Plan {
+            network: "o1-pm".into(),
+            container_id: format!("pod-{i}"),
+            mappings: vec![mapping(20000 + i, 80, "tcp"), mapping(20000 + i, 53, "udp")],
+            snat: true,
+            masq_all: false,
+            mark_bit: 13,
+            external_mark_chain: None,
+            conditions_v4: Vec::new(),
+            conditions_v6: Vec::new(),
+            targets: vec![portmap::Target {
+                address: address(79, i),
+            }],
+        };
+        portmap::add(Backend::Nftables, &plan).expect("portmap rules");
+    }
+}
+
+fn pm_costs(pods: u32) -> (NlCost, NlCost) {
+    enter_test_host();
+    pm_pods(pods);
+    let data = TempDir::new("o1-pm");
+    let conf = pm_conf(&data.0);
+    let call = |cmd: &str| {
+        Call::new("portmap", cmd, "/run/netns/o1-none", &conf).set("CNI_CONTAINERID", "measured")
+    };
+    let (_, add, _) = nl_traced(&call("ADD"));
+    let rules = harness::nft_ruleset();
+    assert!(
+        rules.contains("dnat to 10.79.250.250:80 comment \"measured\""),
+        "{rules}"
+    );
+    let (_, del, _) = nl_traced(&call("DEL"));
+    assert!(!harness::nft_ruleset().contains("\"measured\""));
+    (add, del)
+}
+
+#[test]
+fn portmap_nftables_add_and_del_read_the_same_at_10_and_500_pods() {
+    let at_10 = pm_costs(10);
+    let at_500 = pm_costs(500);
+    assert_same("portmap", &at_10, &at_500);
+}
+
+// bridge: ipMasq (nftables) and macspoofchk
+
+fn br_conf(store: &Path) -> String {
+    json!({"cniVersion": "1.0.0", "name": "o1-br", "type": "bridge", "bridge": "o1br0",
+           "isGateway": true, "ipMasq": true, "ipMasqBackend": "nftables", "macspoofchk": true,
+           "ipam": {"type": "host-local", "subnet": "10.78.0.0/16", "dataDir": store}})
+    .to_string()
+}
+
+/// `pods` attachments' masquerading and MAC spoof checks, written in this
+/// process as the bridge's ADD writes them.
+fn br_pods(pods: u32) {
+    use cni_multi::netfilter::{Backend, macspoof, masq};
+    for i in 0..pods {
+        let id = format!("pod-{i}");
+        let plan = masq::Plan::new("o1-br", &id, "eth0", &[address(78, i)]);
+        masq::add(Backend::Nftables, &plan).expect("masquerading");
+        let mac = [2, 0, 0, 0, (i >> 8) as u8, i as u8];
+        macspoof::setup(&id, "eth0", &format!("veth{i:08x}"), mac)
+            .expect("spoof check")
+            .keep();
+    }
+}
+
+fn br_costs(pods: u32) -> (NlCost, NlCost) {
+    enter_test_host();
+    br_pods(pods);
+    let (bin, store) = (harness::plugin_dir(), TempDir::new("o1-br"));
+    let conf = br_conf(&store.0);
+    let ns = harness::Netns::new();
+    let call = |cmd: &str| {
+        Call::new("bridge", cmd, ns.path(), &conf)
+            .set("CNI_CONTAINERID", "measured")
+            .path(&bin)
+    };
+    let (_, add, _) = nl_traced(&call("ADD"));
+    let rules = harness::nft_ruleset();
+    assert!(rules.contains("id: measured\""), "{rules}");
+    assert!(rules.contains("\"macspoofchk-measured-eth0\""), "{rules}");
+    let (_, del, _) = nl_traced(&call("DEL"));
+    assert!(!harness::nft_ruleset().contains("measured"));
+    (add, del)
+}
+
+#[test]
+fn bridge_ipmasq_and_macspoofchk_add_and_del_read_the_same_at_10_and_500_pods() {
+    let at_10 = br_costs(10);
+    let at_500 = br_costs(500);
+    assert_same("bridge (ipMasq nftables, macspoofchk)", &at_10, &at_500);
+}
+
+// firewall
+
+fn fw_conf(data_dir: &Path) -> String {
+    json!({"cniVersion": "1.0.0", "name": "o1-fw", "type": "firewall", "backend": "nftables",
+           "dataDir": data_dir,
+           "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "10.80.250.250/16"}]}})
+    .to_string()
+}
+
+fn fw_pods(pods: u32) {
+    use cni_multi::netfilter::Backend;
+    use cni_multi::netfilter::firewall::{self, IngressPolicy, Plan, Target};
+    for i in 0..pods {
+        let plan = Plan {
+            container_id: format!("pod-{i}"),
+            addresses: vec![address(80, i)],
+            admin_chain: "CNI-ADMIN".into(),
+            policy: IngressPolicy::Open,
+            bridge: String::new(),
+            zone: "trusted".into(),
+        };
+        firewall::add(Target::Rules(Backend::Nftables), &plan).expect("firewall rules");
+    }
+}
+
+fn fw_costs(pods: u32) -> (NlCost, NlCost) {
+    enter_test_host();
+    fw_pods(pods);
+    let data = TempDir::new("o1-fw");
+    let conf = fw_conf(&data.0);
+    let call = |cmd: &str| {
+        Call::new("firewall", cmd, "/run/netns/o1-none", &conf).set("CNI_CONTAINERID", "measured")
+    };
+    let (_, add, _) = nl_traced(&call("ADD"));
+    let rules = harness::nft_ruleset();
+    assert!(
+        rules.contains("ip saddr 10.80.250.250 accept comment \"measured\""),
+        "{rules}"
+    );
+    let (_, del, _) = nl_traced(&call("DEL"));
+    assert!(!harness::nft_ruleset().contains("\"measured\""));
+    (add, del)
+}
+
+#[test]
+fn firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods() {
+    let at_10 = fw_costs(10);
+    let at_500 = fw_costs(500);
+    assert_same("firewall", &at_10, &at_500);
 }

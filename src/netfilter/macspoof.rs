@@ -10,6 +10,14 @@
 //! The reference needs two `nft` runs to set up (a chain can only be flushed
 //! once it exists); one nf_tables transaction can make a chain and flush it,
 //! so here setup is one transaction, and so is teardown.
+//!
+//! Teardown looks the attachment's chains up by name and reads its iface
+//! chain (one rule), never PREROUTING or the table's chain list, whose size
+//! grows with every attachment: an ADD (ours, and the reference's second
+//! `nft` run alike) adds the PREROUTING jump right before the iface chain's
+//! rule, so the kernel gives the jump the handle before that rule's; the
+//! iface chain's use count says whether other jumps to it exist (a repeated
+//! ADD's), and only then is PREROUTING read.
 
 use super::nft::{self, HOOK_PREROUTING, NFPROTO_BRIDGE, Tx};
 use super::{Error, Result, lock};
@@ -106,7 +114,7 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(names) = self.names.take() {
             // The ADD is failing already; its error is the one to report.
-            let _ = lock().and_then(|_lock| remove(&[names]));
+            let _ = lock().and_then(|_lock| remove_by_name(&names));
         }
     }
 }
@@ -138,12 +146,37 @@ fn removal(tx: &mut Tx, names: &[Names], rules: &[nft::DumpedRule], chains: &[St
     }
 }
 
-fn remove(names: &[Names]) -> Result<()> {
-    let mut sock = nft::open()?;
-    let (rules, chains) = state(&mut sock)?;
-    let mut tx = Tx::new();
-    removal(&mut tx, names, &rules, &chains);
-    tx.commit(&mut sock)
+/// Removes one attachment's PREROUTING jumps and chains, found by name.
+fn remove_by_name(names: &Names) -> Result<()> {
+    nft::commit_fresh(|sock| {
+        let f = NFPROTO_BRIDGE;
+        let iface = nft::chain_info(sock, f, TABLE, &names.iface_chain)?;
+        let mac = nft::chain_info(sock, f, TABLE, &names.mac_chain)?;
+        let chains: Vec<String> = [(&iface, &names.iface_chain), (&mac, &names.mac_chain)]
+            .into_iter()
+            .filter(|(info, _)| info.is_some())
+            .map(|(_, name)| name.clone())
+            .collect();
+        if chains.is_empty() {
+            return Ok(None);
+        }
+        let mut jumps = Vec::new();
+        if let Some(info) = iface {
+            let own = nft::rules(sock, f, TABLE, &names.iface_chain)?;
+            let referrers = (info.uses as usize).saturating_sub(own.len());
+            let theirs = |r: &nft::DumpedRule| r.jumps.contains(&names.iface_chain);
+            let before = own.first().and_then(|r| r.handle.checked_sub(1));
+            if let Some(handle) = before.filter(|_| referrers > 0) {
+                jumps.extend(nft::rule_at(sock, f, TABLE, PREROUTING, handle)?.filter(theirs));
+            }
+            if jumps.len() < referrers {
+                jumps = nft::rules(sock, f, TABLE, PREROUTING)?;
+            }
+        }
+        let mut tx = Tx::new();
+        removal(&mut tx, std::slice::from_ref(names), &jumps, &chains);
+        Ok(Some(tx))
+    })
 }
 
 /// The PREROUTING rules and the chain names of the table (none when missing).
@@ -159,7 +192,7 @@ pub fn teardown(container_id: &str, ifname: &str) -> Result<()> {
         return Ok(());
     };
     let _lock = lock()?;
-    remove(&[names])
+    remove_by_name(&names)
 }
 
 /// GC: removes the attachments whose ID (`<containerID>-<ifname>`) is not in
@@ -276,7 +309,7 @@ pub fn teardown_id(id: &str) -> Result<()> {
         return Ok(());
     };
     let _lock = lock()?;
-    remove(&[names])
+    remove_by_name(&names)
 }
 
 #[cfg(test)]
