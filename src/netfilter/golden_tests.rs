@@ -356,12 +356,18 @@ mod masq_cases {
             anchor: None,
             ..marked.clone()
         };
+        // Marked, but postrouting is not as ours leaves it: rewritten.
+        let touched = nft::Seen {
+            postrouting: postrouting(Some(nft::MARK))[1..].to_vec(),
+            ..marked.clone()
+        };
         golden(
             "masq-nftables-add",
             &txs(&[
                 nft::add_tx(&p, &nft::Seen::default()),
                 nft::add_tx(&p, &marked),
                 nft::add_tx(&p, &theirs),
+                nft::add_tx(&p, &touched),
             ]),
         );
         let anchor = nft_anchor::anchor_name(&prefix);
@@ -500,6 +506,7 @@ mod firewall_cases {
         let fresh = nft::Seen::default();
         // The admin jump, the container's anchor and two rules, another's.
         let repeat = nft::Seen {
+            forward: true,
             total: 4,
             anchor,
             mine: vec![5, 6],

@@ -23,6 +23,8 @@ const ADMIN: &str = "admin";
 /// What an ADD, DEL or CHECK read of the table.
 #[derive(Debug, Clone, Default)]
 pub struct Seen {
+    /// The forward chain is there.
+    pub forward: bool,
     /// How many rules the forward chain holds (a base chain: its use count).
     pub total: usize,
     /// The container's anchor, when there is one.
@@ -44,6 +46,7 @@ fn seen(sock: &mut NfSocket, plan: &Plan, recorded: bool) -> Result<Seen> {
         });
     };
     let mut seen = Seen {
+        forward: true,
         total: forward.uses as usize,
         anchor,
         mine: Vec::new(),
@@ -59,20 +62,23 @@ fn seen(sock: &mut NfSocket, plan: &Plan, recorded: bool) -> Result<Seen> {
     Ok(seen)
 }
 
-/// The ADD transaction, given what was read.
+/// The ADD transaction, given what was read. The table and chains are
+/// declared only while the forward chain is missing or empty: declaring an
+/// existing chain costs the commit an RCU grace period, about as long as a
+/// whole ADD.
 pub fn add_tx(plan: &Plan, seen: &Seen) -> Tx {
     let comment = crate::netfilter::container_comment(&plan.container_id);
     let container_id = comment.as_str();
     let mut tx = Tx::new();
-    tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
-    tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
-    tx.chain(
-        NFPROTO_INET,
-        TABLE,
-        FORWARD,
-        Some(("filter", HOOK_FORWARD, PRIO_FILTER)),
-    );
-    if seen.total == 0 {
+    if !seen.forward || seen.total == 0 {
+        tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
+        tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
+        tx.chain(
+            NFPROTO_INET,
+            TABLE,
+            FORWARD,
+            Some(("filter", HOOK_FORWARD, PRIO_FILTER)),
+        );
         tx.rule(NFPROTO_INET, TABLE, FORWARD, &[nft::jump(ADMIN)], None);
     }
     for &stale in &seen.mine {

@@ -80,6 +80,21 @@ impl Seen {
     pub fn marked(&self) -> bool {
         self.postrouting.iter().any(|r| r.comment == MARK)
     }
+
+    /// Whether `postrouting` is as our ADD writes it: the two multicast
+    /// returns, then the marked goto.
+    fn intact(&self) -> bool {
+        match self.postrouting.as_slice() {
+            [a, b, goto] => {
+                [a, b]
+                    .iter()
+                    .all(|r| r.jumps.is_empty() && r.comment.is_empty())
+                    && goto.comment == MARK
+                    && goto.jumps == [CHECKS]
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Reads what the plan's attachment has in the table: its anchor and the
@@ -120,11 +135,38 @@ fn seen(sock: &mut NfSocket, plan: &Plan) -> Result<Seen> {
 /// `postrouting` rules are deleted by handle and `masq_checks` made
 /// exclusively, so that a writer in between fails the transaction instead of
 /// leaving unanchored rules under the mark.
+///
+/// Where the skeleton is there as our ADD leaves it, it is not written again
+/// (the reference rewrites it on every ADD): declaring an existing chain or
+/// flushing one costs the commit an RCU grace period, about as long as a
+/// whole ADD.
 pub fn add_tx(plan: &Plan, seen: &Seen) -> Tx {
-    let (network, ifname, container_id) = (&plan.network, &plan.ifname, &plan.container_id);
     let prefix = plan_instance(plan);
-    let marked = seen.checks.is_none() || seen.marked();
     let mut tx = Tx::new();
+    if seen.checks.is_none() || !seen.intact() {
+        skeleton(&mut tx, seen);
+    }
+    for &stale in &seen.mine {
+        tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, stale);
+    }
+    let anchor = nft::anchor_name(&prefix);
+    tx.anchor(NFPROTO_INET, TABLE, &anchor, seen.anchor.is_some());
+    let text = comment(&plan.network, &plan.ifname, &plan.container_id);
+    for ip in &plan.addresses {
+        let v6 = ip.addr().is_ipv6();
+        let host = IpNet::from(ip.addr());
+        let mut exprs = match_nfproto(v6);
+        exprs.extend(match_addr(Field::Saddr, host, true));
+        exprs.extend(match_addr(Field::Daddr, ip.trunc(), false));
+        exprs.push(nft::masquerade());
+        tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
+    }
+    tx
+}
+
+/// The table, its chains and `postrouting`'s rules, (re)written.
+fn skeleton(tx: &mut Tx, seen: &Seen) {
+    let marked = seen.checks.is_none() || seen.marked();
     tx.table(NFPROTO_INET, TABLE, TABLE_COMMENT);
     match seen.checks {
         None => tx.new_chain(NFPROTO_INET, TABLE, CHECKS),
@@ -151,22 +193,6 @@ pub fn add_tx(plan: &Plan, seen: &Seen) -> Tx {
     }
     let mark = marked.then_some(MARK);
     tx.rule(NFPROTO_INET, TABLE, POSTROUTING, &[nft::goto(CHECKS)], mark);
-    for &stale in &seen.mine {
-        tx.delete_rule(NFPROTO_INET, TABLE, CHECKS, stale);
-    }
-    let anchor = nft::anchor_name(&prefix);
-    tx.anchor(NFPROTO_INET, TABLE, &anchor, seen.anchor.is_some());
-    let text = comment(network, ifname, container_id);
-    for ip in &plan.addresses {
-        let v6 = ip.addr().is_ipv6();
-        let host = IpNet::from(ip.addr());
-        let mut exprs = match_nfproto(v6);
-        exprs.extend(match_addr(Field::Saddr, host, true));
-        exprs.extend(match_addr(Field::Daddr, ip.trunc(), false));
-        exprs.push(nft::masquerade());
-        tx.rule(NFPROTO_INET, TABLE, CHECKS, &exprs, Some(&text));
-    }
-    tx
 }
 
 /// The caller holds the lock.
