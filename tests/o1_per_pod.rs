@@ -402,3 +402,178 @@ fn firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods() {
     let at_500 = fw_costs(500);
     assert_same("firewall", &at_10, &at_500);
 }
+
+// ---------------------------------------------- where the fast paths give way
+
+/// `script` applied with `nft -f`, as the reference's knftables transactions are.
+fn nft_apply(script: &str) {
+    let dir = TempDir::new("o1-nft");
+    let file = dir.0.join("rules.nft");
+    std::fs::write(&file, script).expect("script");
+    let out = Command::new("nft")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("nft");
+    assert!(out.status.success(), "{script}\n{out:?}");
+}
+
+/// What the reference's ipMasq ADD sends for attachment `id` of `o1-ref`
+/// (`pkg/ip/ipmasq_nftables_linux.go`): its skeleton rewritten, unmarked.
+fn reference_masq_add(id: &str, ip: &str) -> String {
+    let comment = cni_multi::netfilter::masq::nftables::comment("o1-ref", "eth0", id);
+    format!(
+        "add table inet cni_plugins_masquerade {{ comment \"Masquerading for plugins from github.com/containernetworking/plugins\" ; }}\n\
+         add chain inet cni_plugins_masquerade masq_checks {{ comment \"Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet\" ; }}\n\
+         add chain inet cni_plugins_masquerade postrouting {{ type nat hook postrouting priority 100 ; }}\n\
+         flush chain inet cni_plugins_masquerade postrouting\n\
+         add rule inet cni_plugins_masquerade postrouting ip daddr == 224.0.0.0/4  return\n\
+         add rule inet cni_plugins_masquerade postrouting ip6 daddr == ff00::/8  return\n\
+         add rule inet cni_plugins_masquerade postrouting goto masq_checks\n\
+         add rule inet cni_plugins_masquerade masq_checks ip saddr == {ip} ip daddr != 10.81.0.0/16 masquerade comment \"{comment}\"\n"
+    )
+}
+
+/// ipMasq: the reference's ADD into a table of ours takes the mark away for
+/// good; its attachment (no anchor) is found by reading `masq_checks`, ours
+/// still by anchor, and the table goes with the last rule. A reference-made
+/// table is never marked by our ADD.
+#[test]
+fn ipmasq_rules_the_reference_wrote_are_found_and_the_mark_does_not_come_back() {
+    use cni_multi::netfilter::{Backend, masq};
+    enter_test_host();
+    let plan = |id: &str, ip: &str| {
+        let addresses: Vec<ipnet::IpNet> = ip.parse().into_iter().collect();
+        masq::Plan::new("o1-ref", id, "eth0", &addresses)
+    };
+    let ours = plan("ours", "10.81.0.2/16");
+    masq::add(Backend::Nftables, &ours).expect("ours");
+    let marked = || harness::nft_ruleset().contains(masq::nftables::MARK);
+    assert!(marked(), "{}", harness::nft_ruleset());
+    nft_apply(&reference_masq_add("theirs", "10.81.0.3"));
+    assert!(!marked());
+    masq::add(Backend::Nftables, &plan("later", "10.81.0.4/16")).expect("later");
+    assert!(!marked(), "our ADD after theirs leaves the table unmarked");
+    masq::check(Backend::Nftables, &plan("theirs", "10.81.0.3/16")).expect("theirs found");
+    masq::del(Backend::Nftables, &plan("theirs", "")).expect("del theirs");
+    let rules = harness::nft_ruleset();
+    assert!(!rules.contains("id: theirs"), "{rules}");
+    assert!(
+        rules.contains("id: ours") && rules.contains("id: later"),
+        "{rules}"
+    );
+    for id in ["ours", "later"] {
+        masq::del(Backend::Nftables, &plan(id, "")).expect("del");
+    }
+    assert!(!harness::nft_ruleset().contains("cni_plugins_masquerade"));
+    // A table the reference made: our ADD does not mark it.
+    nft_apply(&reference_masq_add("first", "10.81.0.5"));
+    masq::add(Backend::Nftables, &ours).expect("ours");
+    assert!(!marked());
+    masq::del(Backend::Nftables, &plan("first", "")).expect("del first");
+    masq::del(Backend::Nftables, &plan("ours", "")).expect("del ours");
+    assert!(!harness::nft_ruleset().contains("cni_plugins_masquerade"));
+}
+
+/// What the reference's portmap ADD sends for container `id` mapping TCP
+/// `port` to `ip`:80 (`plugins/meta/portmap/portmap_nftables.go`).
+fn reference_portmap_add(id: &str, ip: &str, port: u16) -> String {
+    let t = "ip cni_hostport";
+    format!(
+        "add table {t} {{ comment \"CNI portmap plugin\" ; }}\n\
+         add chain {t} hostports\n\
+         add chain {t} hostip_hostports\n\
+         add chain {t} prerouting {{ type nat hook prerouting priority -100 ; }}\n\
+         flush chain {t} prerouting\n\
+         add rule {t} prerouting jump hostip_hostports\n\
+         add rule {t} prerouting jump hostports\n\
+         add chain {t} output {{ type nat hook output priority -100 ; }}\n\
+         flush chain {t} output\n\
+         add rule {t} output jump hostip_hostports\n\
+         add rule {t} output fib daddr type local jump hostports\n\
+         add chain {t} masquerading {{ type nat hook postrouting priority 100 ; }}\n\
+         add rule {t} hostports tcp dport {port} dnat to {ip}:80 comment \"{id}\"\n\
+         add rule {t} masquerading ip saddr {ip} ip daddr {ip} masquerade comment \"{id}\"\n\
+         add rule {t} masquerading ip saddr 127.0.0.1 ip daddr {ip} masquerade comment \"{id}\"\n"
+    )
+}
+
+/// portmap: a container the reference's ADD mapped in a table of ours (the
+/// mark gone with its rewrite of `prerouting`) or in a table it made is
+/// deleted by our DEL without a record, and CHECK finds it.
+#[test]
+fn portmap_rules_the_reference_wrote_are_found_without_anchor_or_record() {
+    use cni_multi::netfilter::{Backend, portmap};
+    enter_test_host();
+    let plan = |id: &str, ip: &str, port: u16| {
+        let mut p = portmap::Plan::named("o1-ref", id);
+        p.mappings = vec![portmap::Mapping {
+            host_port: port,
+            container_port: 80,
+            protocol: "tcp".into(),
+            host_ip: None,
+        }];
+        p.targets = vec![portmap::Target {
+            address: ip.parse().expect("address"),
+        }];
+        p
+    };
+    let marked = || harness::nft_ruleset().contains(portmap::nftables::MARK);
+    for ours_first in [true, false] {
+        if ours_first {
+            portmap::add(Backend::Nftables, &plan("ours", "10.82.0.2/16", 8080)).expect("ours");
+            assert!(marked());
+        }
+        nft_apply(&reference_portmap_add("theirs", "10.82.0.3", 8081));
+        if !ours_first {
+            portmap::add(Backend::Nftables, &plan("ours", "10.82.0.2/16", 8080)).expect("ours");
+        }
+        assert!(!marked(), "{}", harness::nft_ruleset());
+        portmap::check(Backend::Nftables, &plan("theirs", "10.82.0.3/16", 8081))
+            .expect("theirs found");
+        portmap::del_nftables(&plan("theirs", "10.82.0.3/16", 8081), false).expect("del");
+        let rules = harness::nft_ruleset();
+        assert!(!rules.contains("\"theirs\""), "{rules}");
+        assert!(
+            rules.contains("dnat to 10.82.0.2:80 comment \"ours\""),
+            "{rules}"
+        );
+        portmap::del_nftables(&plan("ours", "10.82.0.2/16", 8080), true).expect("del");
+        // The table goes with the last per-container rule, whoever made it.
+        let rules = harness::nft_ruleset();
+        assert!(!rules.contains("cni_hostport"), "{rules}");
+    }
+}
+
+/// macspoofchk: a repeated ADD leaves two PREROUTING jumps to the
+/// attachment's chain (the reference's does too); the chain's use count
+/// shows the second, PREROUTING is read, and DEL removes both.
+#[test]
+fn macspoofchk_del_after_a_repeated_add_removes_every_jump() {
+    use cni_multi::netfilter::macspoof;
+    enter_test_host();
+    let mac = [2, 0, 0, 0, 0, 9];
+    for _ in 0..2 {
+        macspoof::setup("twice", "eth0", "vethtwice", mac)
+            .expect("setup")
+            .keep();
+    }
+    macspoof::setup("other", "eth0", "vethother", mac)
+        .expect("setup")
+        .keep();
+    let jumps = || {
+        harness::nft_ruleset()
+            .lines()
+            .filter(|l| l.contains("jump cni-br-iface-twice-eth0 comment"))
+            .count()
+    };
+    assert_eq!(jumps(), 2, "{}", harness::nft_ruleset());
+    macspoof::teardown("twice", "eth0").expect("teardown");
+    let rules = harness::nft_ruleset();
+    assert_eq!(jumps(), 0, "{rules}");
+    assert!(!rules.contains("cni-br-iface-twice"), "{rules}");
+    assert!(rules.contains("jump cni-br-iface-other-eth0"), "{rules}");
+    macspoof::teardown("other", "eth0").expect("teardown");
+    macspoof::teardown("other", "eth0").expect("again");
+    assert!(!harness::nft_ruleset().contains("cni-br-iface"));
+}
