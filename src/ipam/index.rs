@@ -235,7 +235,10 @@ impl Index {
         }
         self.entries.clear();
         for (name, h) in all {
-            let entry = self.entries.entry(entry_name(h)).or_default();
+            let entry = self
+                .entries
+                .entry(entry_name(&h.container_id, &h.ifname))
+                .or_default();
             entry.held.push((name.clone(), h.clone()));
             entry.dirty = true;
         }
@@ -247,16 +250,12 @@ impl Index {
 
     /// The reservations recorded for (`id`, `ifname`) exactly.
     pub fn holding(&mut self, id: &str, ifname: &str) -> io::Result<Vec<(String, Held)>> {
-        let probe = Held {
-            ip: IpAddr::from([0, 0, 0, 0]),
-            container_id: id.trim().to_string(),
-            ifname: ifname.to_string(),
-        };
-        let entry = self.entry(&entry_name(&probe))?;
+        let id = id.trim();
+        let entry = self.entry(&entry_name(id, ifname))?;
         Ok(entry
             .held
             .iter()
-            .filter(|(_, h)| h.container_id == probe.container_id && h.ifname == probe.ifname)
+            .filter(|(_, h)| h.container_id == id && h.ifname == ifname)
             .cloned()
             .collect())
     }
@@ -280,7 +279,7 @@ impl Index {
 
     /// Records a reservation file we created.
     pub fn added(&mut self, name: &str, held: Held) -> io::Result<()> {
-        let entry = self.entry(&entry_name(&held))?;
+        let entry = self.entry(&entry_name(&held.container_id, &held.ifname))?;
         entry.held.retain(|(n, _)| n != name);
         entry.held.push((name.to_string(), held));
         entry.dirty = true;
@@ -291,7 +290,7 @@ impl Index {
 
     /// Forgets a reservation file we removed, whose owner was `held`.
     pub fn removed(&mut self, name: &str, held: &Held) -> io::Result<()> {
-        let entry = self.entry(&entry_name(held))?;
+        let entry = self.entry(&entry_name(&held.container_id, &held.ifname))?;
         let before = entry.held.len();
         entry.held.retain(|(n, _)| n != name);
         if entry.held.len() != before {
@@ -377,8 +376,8 @@ impl Index {
 }
 
 /// The entry file of an attachment: 32 hex digits of SHA-512 of its owner.
-fn entry_name(h: &Held) -> String {
-    let key = format!("{}\n{}", h.container_id, h.ifname);
+fn entry_name(container_id: &str, ifname: &str) -> String {
+    let key = format!("{container_id}\n{ifname}");
     let mut hex = crate::digest::sha512_hex(key.as_bytes());
     hex.truncate(32);
     hex

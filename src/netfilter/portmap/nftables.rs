@@ -11,8 +11,8 @@
 //! `prerouting`'s rule carries [`MARK`], written when our ADD made the table.
 //! The reference's ADD rewrites `prerouting` without it; from then on a
 //! container without anchor has its rules looked for in the shared chains,
-//! until the table goes with its last rule. So does one ADD recorded (an
-//! older cni-multi's rules have no anchor).
+//! until the table goes with its last rule. So has a container ADD recorded
+//! without anchor (an older cni-multi's).
 
 use super::{Family, Plan, Target};
 use crate::netfilter::nft::{
