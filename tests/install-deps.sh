@@ -13,7 +13,8 @@ need dnsmasq dnsmasq
 need ping iputils-ping
 # portmap tests load and list conntrack entries (the plugin itself uses netlink).
 need conntrack conntrack
-# tests/doctor_leaks.rs kills ADDs at chosen syscalls with strace's --inject.
+# tests/doctor_leaks.rs kills ADDs at chosen syscalls with strace's --inject;
+# tests/o1_per_pod.rs counts what one ADD and one DEL read.
 need strace strace
 # firewall's firewalld backend (tests/firewalld.rs): a private bus and the real daemon.
 need dbus-daemon dbus-daemon

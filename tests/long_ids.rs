@@ -56,14 +56,16 @@ fn tree(dir: &Path) -> Vec<String> {
 }
 
 /// The regular files under `dir` (directories and host-local's own
-/// bookkeeping, `lock`, `last_reserved_ip.*` and its index, aside).
+/// bookkeeping, `lock`, `last_reserved_ip.*` and its owner index, aside).
 fn files(dir: &Path) -> Vec<String> {
     tree(dir)
         .into_iter()
         .filter(|p| dir.join(p).is_file())
         .filter(|p| {
             let name = p.rsplit('/').next().unwrap_or(p);
-            name != "lock" && name != ".cni-multi-owners" && !name.starts_with("last_reserved_ip")
+            name != "lock"
+                && !p.contains(".cni-multi-owners")
+                && !name.starts_with("last_reserved_ip")
         })
         .collect()
 }

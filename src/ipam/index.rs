@@ -1,74 +1,62 @@
-//! The owner index: a cache file of our own in the store directory recording who
-//! holds each reservation file, so that an ADD's duplicate check and a DEL need
-//! not read every file of the network (which made each call O(pods)).
+//! The owner index: files of our own in the store directory recording who
+//! holds each reservation file, keyed by attachment, so that an ADD's
+//! duplicate check and a DEL read and write only that attachment's entry: a
+//! call's cost does not grow with the network's reservations.
 //!
-//! The reservation files stay the truth, in the reference's format; the index is
-//! trusted only as far as the directory proves it current:
-//! - it records the directory's stamp (inode, mtime, ctime) taken after our last
-//!   change, under the store lock. Any file created or removed since (the
-//!   reference's plugin allocating or releasing during a live switch, an admin)
-//!   changes the stamp, and then every file is read again;
-//! - every load still lists the directory (names and inode numbers only, no file
-//!   is opened): a name the index does not know, or whose inode differs, is read.
-//!   This covers changes made within the same clock tick as our stamp, which
-//!   coarse directory timestamps cannot show.
+//! - `.cni-multi-owners.d/<hash of containerID and ifname>`: one file per
+//!   attachment naming the reservation files it holds;
+//! - `.cni-multi-owners`: the seal, a few fixed-size fields saying which
+//!   directory state the entries describe, and how many reservations there are.
 //!
-//! A reservation file rewritten in place (same name and inode, no directory
-//! change) is the one change the index cannot see; no plugin does that, and the
-//! store double-checks the files it acts on (see store.rs).
+//! The reservation files stay the truth, in the reference's format; the
+//! entries are trusted only while the seal proves them current. After our last
+//! change, under the store lock, the directory's mtime is set one second back
+//! (to `T`) and `T` is recorded in the seal. Creating or removing any file in
+//! the directory (the reference's plugin allocating or releasing during a live
+//! switch, an admin) sets the mtime to the current time, which is never `T`,
+//! even within the clock tick of our own change: then the entries are
+//! rebuilt from every file, once. The seal is written before the mtime is set,
+//! so a call that dies anywhere on the way leaves a directory the seal does not
+//! match.
 //!
-//! The reference never mistakes the index for a reservation: its allocator only
-//! opens files named by an IP, and its DEL and CHECK compare each file's whole
-//! content with `<id>\r\n<ifname>` or `<id>`; the index starts with a NUL byte,
-//! which no container ID from the environment can hold.
+//! A reservation file rewritten in place (same name, no directory change) is
+//! the one change the seal cannot see; no plugin does that, and the store
+//! reads the files it acts on before trusting the entries (see store.rs).
+//!
+//! The reference never mistakes the index for a reservation: its allocator
+//! only opens files named by an IP, and its DEL and CHECK (which walk the
+//! directory, subdirectories included) compare each file's whole content with
+//! `<id>\r\n<ifname>` or `<id>`; every index file starts with a NUL byte, which
+//! no container ID from the environment can hold.
 
-use super::store::{Reservation, parse_owner, read_small};
+use super::store::{parse_owner, read_small};
 use fs_err::File;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::{DirEntryExt, MetadataExt};
-use std::path::Path;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
 
 /// Its name parses as no IP, so the reference's allocator never meets it.
 pub const INDEX_FILE: &str = ".cni-multi-owners";
-const MAGIC: &str = "\0cni-multi host-local owner index 1\n";
-/// Far above a /16's worth of entries; a bigger index is ignored (rebuilt).
-const MAX_INDEX: u64 = 32 << 20;
-
-/// What the directory looked like when the index was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DirStamp {
-    ino: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl DirStamp {
-    pub fn of(dir: &Path) -> io::Result<DirStamp> {
-        let m = fs_err::metadata(dir)?;
-        Ok(DirStamp {
-            ino: m.ino(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        })
-    }
-}
+/// The directory of the attachments' entries.
+pub const ENTRIES_DIR: &str = ".cni-multi-owners.d";
+const SEAL_MAGIC: &str = "\0cni-multi host-local owner index 2\n";
+const ENTRY_MAGIC: &str = "\0cni-multi host-local owners\n";
+/// An entry names one attachment's few reservations; a bigger one is damaged.
+const MAX_ENTRY: u64 = 1 << 20;
 
 /// One reservation file and its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
     pub ip: IpAddr,
-    /// The file's inode number: a file removed and created again under the same
-    /// name usually gets another one.
-    pub ino: u64,
     pub container_id: String,
     pub ifname: String,
 }
 
 impl Held {
-    pub fn reservation(&self) -> Reservation {
-        Reservation {
+    pub fn reservation(&self) -> super::store::Reservation {
+        super::store::Reservation {
             ip: self.ip,
             container_id: self.container_id.clone(),
             ifname: self.ifname.clone(),
@@ -76,176 +64,357 @@ impl Held {
     }
 }
 
-/// The store's reservations keyed by file name, and whether the index file on
-/// disk differs from them (then it is written when the store closes).
-#[derive(Debug, Default)]
-pub struct Owners {
-    pub held: BTreeMap<String, Held>,
-    pub stale: bool,
-}
-
-/// How a load went, for tests and measurement: files read, entries trusted.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct LoadStats {
-    pub read: usize,
-    pub trusted: usize,
-}
-
-impl Owners {
-    /// The reservations of `dir`, taken from the index where it is provably
-    /// current and read from the files elsewhere. `full` reads every file.
-    pub fn load(dir: &Path, full: bool) -> io::Result<(Owners, LoadStats)> {
-        let stamp = DirStamp::of(dir)?;
-        let cached = if full { None } else { read_index(dir) };
-        // A stamp that differs trusts no entry, but the listing below decides.
-        // The trusted entries become the result as they are: only what the
-        // listing shows to be new or changed is read and put in (at 1,000
-        // reservations, rebuilding the map cost more than the rest of a call).
-        let trusted = cached.filter(|(s, _)| *s == stamp).map(|(_, e)| e);
-        let mut owners = Owners {
-            stale: trusted.is_none(),
-            held: trusted.unwrap_or_default(),
+/// Every reservation file of `dir` (files named by an IP), each read.
+pub fn scan(dir: &Path) -> io::Result<BTreeMap<String, Held>> {
+    let handle = File::open(dir)?;
+    let mut buf = vec![0u8; 4096];
+    let mut out = BTreeMap::new();
+    for entry in fs_err::read_dir(dir)?.flatten() {
+        let name = entry.file_name();
+        let Some(text) = name.to_str() else { continue };
+        let Ok(ip) = text.parse::<IpAddr>() else {
+            continue;
         };
-        let trusting = !owners.stale;
-        let handle = File::open(dir)?;
-        let mut buf = vec![0u8; 4096];
-        let mut stats = LoadStats::default();
-        for entry in fs_err::read_dir(dir)?.flatten() {
-            let name = entry.file_name();
-            let Some(text) = name.to_str() else { continue };
-            let Ok(ip) = text.parse::<IpAddr>() else {
-                continue;
-            };
-            let ino = entry.ino();
-            if trusting && owners.held.get(text).is_some_and(|h| h.ino == ino) {
-                stats.trusted += 1;
-                continue;
-            }
-            // Gone meanwhile (a DEL outside our lock): not held.
-            let Some(content) = read_small(&handle, &name, &mut buf) else {
-                owners.held.remove(text);
-                continue;
-            };
-            stats.read += 1;
-            owners.stale = true;
-            let (container_id, ifname) = parse_owner(&content);
-            owners.held.insert(
-                text.to_string(),
-                Held {
-                    ip,
-                    ino,
-                    container_id,
-                    ifname,
-                },
-            );
-        }
-        // Entries of the index whose file is gone (removed within the tick of
-        // the stamp): the directory is read whole instead.
-        if trusting && owners.held.len() != stats.trusted + stats.read {
-            return Owners::load(dir, true);
-        }
-        Ok((owners, stats))
+        // Gone meanwhile (a DEL outside our lock): not held.
+        let Some(content) = read_small(&handle, &name, &mut buf) else {
+            continue;
+        };
+        let (container_id, ifname) = parse_owner(&content);
+        out.insert(
+            text.to_string(),
+            Held {
+                ip,
+                container_id,
+                ifname,
+            },
+        );
+    }
+    Ok(out)
+}
+
+/// What the directory looked like when the entries were last made current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seal {
+    dir_ino: u64,
+    /// The mtime we set: `T`.
+    mtime: (i64, i64),
+    entries_ino: u64,
+    count: u64,
+}
+
+impl Seal {
+    /// Fixed-width fields, so the file is rewritten in place at one size.
+    fn encode(&self) -> Vec<u8> {
+        let body = format!(
+            "{:020} {:020} {:010} {:020} {:020}",
+            self.dir_ino, self.mtime.0, self.mtime.1, self.entries_ino, self.count
+        );
+        format!("{SEAL_MAGIC}{body} {:020}\n", checksum(body.as_bytes())).into_bytes()
     }
 
-    /// Writes the index (or removes it when nothing is held: an empty store
-    /// looks as the reference leaves it). Runs under the store lock, after our
-    /// last change of the directory, so the stamp it records covers them all.
-    pub fn save(&self, dir: &Path) -> io::Result<()> {
-        let path = dir.join(INDEX_FILE);
-        if self.held.is_empty() {
-            return match fs_err::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            };
+    fn decode(text: &str) -> Option<Seal> {
+        let line = text.strip_prefix(SEAL_MAGIC)?.strip_suffix('\n')?;
+        let (body, sum) = line.rsplit_once(' ')?;
+        if sum.parse::<u64>().ok()? != checksum(body.as_bytes()) {
+            return None;
         }
-        // Created (a directory change) before the stamp is taken; then written
-        // in place, which changes the file but not the directory.
-        let mut file = crate::files::open_state(&path, crate::files::StateOpen::ReadWrite)?;
-        let stamp = DirStamp::of(dir)?;
-        let bytes = encode(stamp, &self.held);
-        let written = file
-            .write_all(&bytes)
-            .and_then(|()| file.set_len(bytes.len() as u64));
+        let n: Vec<i64> = body
+            .split(' ')
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let [dir_ino, s, ns, entries_ino, count] = n.as_slice() else {
+            return None;
+        };
+        Some(Seal {
+            dir_ino: u64::try_from(*dir_ino).ok()?,
+            mtime: (*s, *ns),
+            entries_ino: u64::try_from(*entries_ino).ok()?,
+            count: u64::try_from(*count).ok()?,
+        })
+    }
+}
+
+/// Whether the entries could be used, for tests and measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trust {
+    /// The seal matched: entries trusted.
+    Sealed,
+    /// Rebuilt from every file (no seal, or one the directory does not match).
+    Rebuilt,
+}
+
+/// One attachment's entry file: its lines, and whether they changed.
+#[derive(Debug, Default)]
+struct Entry {
+    /// (reservation file name, owner); owners of other attachments may share
+    /// a file only through a hash collision.
+    held: Vec<(String, Held)>,
+    dirty: bool,
+}
+
+/// The index of one store, used under its lock.
+#[derive(Debug)]
+pub struct Index {
+    dir: PathBuf,
+    /// None until first used; then the reservation count.
+    count: Option<u64>,
+    trust: Option<Trust>,
+    entries: BTreeMap<String, Entry>,
+    changed: bool,
+}
+
+impl Index {
+    pub fn new(dir: &Path) -> Index {
+        Index {
+            dir: dir.to_path_buf(),
+            count: None,
+            trust: None,
+            entries: BTreeMap::new(),
+            changed: false,
+        }
+    }
+
+    fn entries_dir(&self) -> PathBuf {
+        self.dir.join(ENTRIES_DIR)
+    }
+
+    /// Loads the seal; a directory it does not describe has its entries
+    /// rebuilt. Called before our first change of the directory.
+    pub fn load(&mut self) -> io::Result<Trust> {
+        self.load_with(None)
+    }
+
+    /// As [`Index::load`], rebuilding from `scanned` (every reservation file,
+    /// just read) rather than reading them again.
+    pub fn load_with(&mut self, scanned: Option<&BTreeMap<String, Held>>) -> io::Result<Trust> {
+        if let Some(trust) = self.trust {
+            return Ok(trust);
+        }
+        if let Some(seal) = self.current_seal() {
+            self.count = Some(seal.count);
+            self.trust = Some(Trust::Sealed);
+            return Ok(Trust::Sealed);
+        }
+        self.rebuild(scanned)?;
+        Ok(Trust::Rebuilt)
+    }
+
+    /// The seal on disk when the directory is still as it describes.
+    fn current_seal(&self) -> Option<Seal> {
+        let text = crate::files::read_state_string_limited(self.dir.join(INDEX_FILE), 4096).ok()?;
+        let seal = Seal::decode(&text)?;
+        let dir = fs_err::symlink_metadata(&self.dir).ok()?;
+        let entries = fs_err::symlink_metadata(self.entries_dir()).ok()?;
+        let now = (dir.ino(), (dir.mtime(), dir.mtime_nsec()), entries.ino());
+        (entries.is_dir() && now == (seal.dir_ino, seal.mtime, seal.entries_ino)).then_some(seal)
+    }
+
+    /// Rebuilds every entry from the reservation files (`scanned`, or read
+    /// now). The seal goes first: a call that dies halfway leaves none.
+    pub fn rebuild(&mut self, scanned: Option<&BTreeMap<String, Held>>) -> io::Result<()> {
+        crate::files::remove_state(&self.dir.join(INDEX_FILE))?;
+        let read;
+        let all = match scanned {
+            Some(s) => s,
+            None => {
+                read = scan(&self.dir)?;
+                &read
+            }
+        };
+        let entries = self.entries_dir();
+        // Whatever is there (a symlink too) goes; ours is made afresh.
+        match std::fs::remove_dir_all(&entries) {
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                crate::files::remove_state(&entries)?
+            }
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(crate::files::path_error(e, "remove", &entries));
+            }
+            _ => {}
+        }
+        self.entries.clear();
+        for (name, h) in all {
+            let entry = self
+                .entries
+                .entry(entry_name(&h.container_id, &h.ifname))
+                .or_default();
+            entry.held.push((name.clone(), h.clone()));
+            entry.dirty = true;
+        }
+        self.count = Some(all.len() as u64);
+        self.trust = Some(Trust::Rebuilt);
+        self.changed = true;
+        Ok(())
+    }
+
+    /// The reservations recorded for (`id`, `ifname`) exactly.
+    pub fn holding(&mut self, id: &str, ifname: &str) -> io::Result<Vec<(String, Held)>> {
+        let id = id.trim();
+        let entry = self.entry(&entry_name(id, ifname))?;
+        Ok(entry
+            .held
+            .iter()
+            .filter(|(_, h)| h.container_id == id && h.ifname == ifname)
+            .cloned()
+            .collect())
+    }
+
+    /// The entry file `name`, read on first use (missing or damaged: empty).
+    fn entry(&mut self, name: &str) -> io::Result<&mut Entry> {
+        if !self.entries.contains_key(name) {
+            let path = self.entries_dir().join(name);
+            let held = match crate::files::read_state_string_limited(&path, MAX_ENTRY) {
+                Ok(text) => decode_entry(&text).unwrap_or_default(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            self.entries
+                .insert(name.to_string(), Entry { held, dirty: false });
+        }
+        self.entries
+            .get_mut(name)
+            .ok_or_else(|| io::Error::other("owner index entry vanished"))
+    }
+
+    /// Records a reservation file we created.
+    pub fn added(&mut self, name: &str, held: Held) -> io::Result<()> {
+        let entry = self.entry(&entry_name(&held.container_id, &held.ifname))?;
+        entry.held.retain(|(n, _)| n != name);
+        entry.held.push((name.to_string(), held));
+        entry.dirty = true;
+        self.count = Some(self.count.unwrap_or(0) + 1);
+        self.changed = true;
+        Ok(())
+    }
+
+    /// Forgets a reservation file we removed, whose owner was `held`.
+    pub fn removed(&mut self, name: &str, held: &Held) -> io::Result<()> {
+        let entry = self.entry(&entry_name(&held.container_id, &held.ifname))?;
+        let before = entry.held.len();
+        entry.held.retain(|(n, _)| n != name);
+        if entry.held.len() != before {
+            entry.dirty = true;
+        }
+        self.count = Some(self.count.unwrap_or(1).saturating_sub(1));
+        self.changed = true;
+        Ok(())
+    }
+
+    /// Writes what changed, then the seal; with nothing held the index goes
+    /// (an empty store looks as the reference leaves it). Runs under the
+    /// store lock, after our last change of the reservation files. Any
+    /// failure leaves no seal, so the next call rebuilds.
+    pub fn persist(&mut self) -> io::Result<()> {
+        if !self.changed {
+            return Ok(());
+        }
+        self.changed = false;
+        let written = self.write();
         if written.is_err() {
-            // A half-written index fails its checksum anyway; an old one must
-            // not outlive the change it misses.
-            let _ = fs_err::remove_file(&path);
+            let _ = crate::files::remove_state(&self.dir.join(INDEX_FILE));
         }
         written
     }
+
+    fn write(&mut self) -> io::Result<()> {
+        let seal_path = self.dir.join(INDEX_FILE);
+        let entries = self.entries_dir();
+        if self.count == Some(0) {
+            crate::files::remove_state(&seal_path)?;
+            return match std::fs::remove_dir_all(&entries) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    Err(crate::files::path_error(e, "remove", &entries))
+                }
+                _ => Ok(()),
+            };
+        }
+        if !fs_err::symlink_metadata(&entries).is_ok_and(|m| m.is_dir()) {
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&entries)
+                .map_err(|e| crate::files::path_error(e, "create", &entries))?;
+        }
+        for (name, entry) in self.entries.iter_mut().filter(|(_, e)| e.dirty) {
+            let path = entries.join(name);
+            if entry.held.is_empty() {
+                crate::files::remove_state(&path)?;
+            } else {
+                let bytes = encode_entry(&entry.held);
+                let mut f = crate::files::open_state(&path, crate::files::StateOpen::ReadWrite)?;
+                f.write_all(&bytes)?;
+                f.set_len(bytes.len() as u64)?;
+            }
+            entry.dirty = false;
+        }
+        // Created before the stamp is taken (a directory change).
+        let mut seal_file =
+            crate::files::open_state(&seal_path, crate::files::StateOpen::ReadWrite)?;
+        let dir = File::open(&self.dir)?;
+        let now = dir.metadata()?;
+        let seal = Seal {
+            dir_ino: now.ino(),
+            // Whole seconds: any filesystem's granularity stores it as given.
+            mtime: (now.mtime() - 1, 0),
+            entries_ino: fs_err::symlink_metadata(&entries)?.ino(),
+            count: self.count.unwrap_or(0),
+        };
+        let bytes = seal.encode();
+        seal_file.write_all(&bytes)?;
+        seal_file.set_len(bytes.len() as u64)?;
+        // The seal is on disk before the directory shows T: a call that dies
+        // in between leaves an mtime the seal does not name.
+        use nix::sys::time::TimeSpec;
+        nix::sys::stat::futimens(
+            &dir,
+            &TimeSpec::UTIME_OMIT,
+            &TimeSpec::new(seal.mtime.0, seal.mtime.1),
+        )
+        .map_err(|e| crate::files::path_error(e.into(), "set the mtime of", &self.dir))?;
+        Ok(())
+    }
 }
 
-/// The index file: the magic line, a header line
-/// `<dir ino> <mtime s> <mtime ns> <ctime s> <ctime ns> <body length> <body checksum>`,
-/// then the body, a line per file: `<name>\t<inode>\t<container ID>\t<ifname>`
-/// (the owner's fields escaped). The length and checksum catch a torn write.
-fn encode(stamp: DirStamp, held: &BTreeMap<String, Held>) -> Vec<u8> {
-    let mut body = String::with_capacity(held.len() * 96);
+/// The entry file of an attachment: 32 hex digits of SHA-512 of its owner.
+fn entry_name(container_id: &str, ifname: &str) -> String {
+    let key = format!("{container_id}\n{ifname}");
+    let mut hex = crate::digest::sha512_hex(key.as_bytes());
+    hex.truncate(32);
+    hex
+}
+
+/// The magic line, then a line per reservation file:
+/// `<file name>\t<container ID>\t<ifname>` (the owner's fields escaped).
+fn encode_entry(held: &[(String, Held)]) -> Vec<u8> {
+    let mut out = String::from(ENTRY_MAGIC);
     for (name, h) in held {
-        body.push_str(name);
-        body.push('\t');
-        body.push_str(&h.ino.to_string());
-        body.push('\t');
-        escape_into(&mut body, &h.container_id);
-        body.push('\t');
-        escape_into(&mut body, &h.ifname);
-        body.push('\n');
+        out.push_str(name);
+        out.push('\t');
+        escape_into(&mut out, &h.container_id);
+        out.push('\t');
+        escape_into(&mut out, &h.ifname);
+        out.push('\n');
     }
-    let header = format!(
-        "{MAGIC}{} {} {} {} {} {} {}\n",
-        stamp.ino,
-        stamp.mtime.0,
-        stamp.mtime.1,
-        stamp.ctime.0,
-        stamp.ctime.1,
-        body.len(),
-        checksum(body.as_bytes())
-    );
-    let mut out = header.into_bytes();
-    out.extend_from_slice(body.as_bytes());
-    out
+    out.into_bytes()
 }
 
-/// The index as written, or None when it is missing, foreign or damaged.
-fn read_index(dir: &Path) -> Option<(DirStamp, BTreeMap<String, Held>)> {
-    let text = crate::files::read_state_string_limited(dir.join(INDEX_FILE), MAX_INDEX).ok()?;
-    decode(&text)
-}
-
-fn decode(text: &str) -> Option<(DirStamp, BTreeMap<String, Held>)> {
-    let rest = text.strip_prefix(MAGIC)?;
-    let (header, body) = rest.split_once('\n')?;
-    let n: Vec<&str> = header.split(' ').collect();
-    let [ino, ms, mns, cs, cns, len, sum] = n.as_slice() else {
-        return None;
-    };
-    let stamp = DirStamp {
-        ino: ino.parse().ok()?,
-        mtime: (ms.parse().ok()?, mns.parse().ok()?),
-        ctime: (cs.parse().ok()?, cns.parse().ok()?),
-    };
-    if body.len() != len.parse::<usize>().ok()?
-        || checksum(body.as_bytes()) != sum.parse::<u64>().ok()?
-    {
-        return None;
-    }
-    // Written in name order: collected and built in bulk.
-    let mut held = Vec::new();
+fn decode_entry(text: &str) -> Option<Vec<(String, Held)>> {
+    let body = text.strip_prefix(ENTRY_MAGIC)?;
+    let mut out = Vec::new();
     for line in body.lines() {
         let mut f = line.split('\t');
-        let (name, ino, id, ifname) = (f.next()?, f.next()?, f.next()?, f.next()?);
+        let (name, id, ifname) = (f.next()?, f.next()?, f.next()?);
         if f.next().is_some() {
             return None;
         }
-        let entry = Held {
+        let held = Held {
             ip: name.parse().ok()?,
-            ino: ino.parse().ok()?,
             container_id: unescape(id)?,
             ifname: unescape(ifname)?,
         };
-        held.push((name.to_string(), entry));
+        out.push((name.to_string(), held));
     }
-    Some((stamp, held.into_iter().collect()))
+    Some(out)
 }
 
 /// Owners come from files anyone may have written: the separators are escaped.
@@ -290,28 +459,21 @@ fn unescape(s: &str) -> Option<String> {
     Some(out)
 }
 
-/// FNV-1a over 8-byte words with a shift to mix the high bits down: cheap, and
-/// enough to tell a torn or truncated write from the index we wrote.
+/// FNV-1a with a shift to mix the high bits down: enough to tell a torn
+/// write from the seal we wrote.
 fn checksum(bytes: &[u8]) -> u64 {
     const PRIME: u64 = 0x0000_0100_0000_01b3;
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut words = bytes.chunks_exact(8);
-    for w in &mut words {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(w);
-        h = (h ^ u64::from_le_bytes(word)).wrapping_mul(PRIME);
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(PRIME);
         h ^= h >> 29;
     }
-    for &b in words.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(PRIME);
-    }
-    h ^ bytes.len() as u64
+    h
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     struct Dir(PathBuf);
     impl Dir {
@@ -331,169 +493,160 @@ mod tests {
         }
     }
 
-    fn owner_of(o: &Owners, name: &str) -> Option<(String, String)> {
-        o.held
-            .get(name)
-            .map(|h| (h.container_id.clone(), h.ifname.clone()))
+    fn held(ip: &str, id: &str, ifname: &str) -> Held {
+        Held {
+            ip: ip.parse().expect("ip"),
+            container_id: id.into(),
+            ifname: ifname.into(),
+        }
     }
 
-    fn pair(id: &str, ifname: &str) -> Option<(String, String)> {
-        Some((id.to_string(), ifname.to_string()))
-    }
-
-    /// Coarse directory timestamps advance once per clock tick (at most 10 ms).
-    fn next_tick() {
-        std::thread::sleep(std::time::Duration::from_millis(25));
+    fn names(v: Vec<(String, Held)>) -> Vec<String> {
+        v.into_iter().map(|(n, _)| n).collect()
     }
 
     #[test]
-    fn an_index_matching_the_directory_is_trusted_without_reading_the_files() {
-        let d = Dir::new("trust");
+    fn a_sealed_index_is_trusted_and_its_entries_answer_without_the_files() {
+        let d = Dir::new("sealed");
         d.put("10.0.0.2", "a\r\neth0");
         d.put("10.0.0.3", "b");
         d.put("last_reserved_ip.0", "10.0.0.3");
-        let (o, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(
-            stats,
-            LoadStats {
-                read: 2,
-                trusted: 0
-            }
-        );
-        assert!(o.stale, "no index yet");
-        o.save(&d.0).expect("save");
-        let (o, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(
-            stats,
-            LoadStats {
-                read: 0,
-                trusted: 2
-            }
-        );
-        assert!(!o.stale);
-        assert_eq!(owner_of(&o, "10.0.0.2"), pair("a", "eth0"));
-        assert_eq!(owner_of(&o, "10.0.0.3"), pair("b", ""));
-        // Proof that the files were not read: an in-place rewrite (no directory
-        // change, same inode) is not seen. `full` reads everything.
+        let mut i = Index::new(&d.0);
+        assert_eq!(i.load().expect("load"), Trust::Rebuilt, "no seal yet");
+        i.persist().expect("persist");
+        let mut i = Index::new(&d.0);
+        assert_eq!(i.load().expect("load"), Trust::Sealed);
+        assert_eq!(names(i.holding("a", "eth0").expect("a")), ["10.0.0.2"]);
+        assert_eq!(names(i.holding("b", "").expect("legacy b")), ["10.0.0.3"]);
+        assert!(i.holding("a", "eth1").expect("a eth1").is_empty());
+        // Proof that the files were not read: an in-place rewrite (no
+        // directory change) is not seen.
         std::fs::OpenOptions::new()
             .write(true)
             .open(d.0.join("10.0.0.2"))
             .and_then(|mut f| f.write_all(b"z"))
             .expect("rewrite in place");
-        let (o, _) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(owner_of(&o, "10.0.0.2"), pair("a", "eth0"));
-        let (o, stats) = Owners::load(&d.0, true).expect("full load");
-        assert_eq!(stats.read, 2);
-        assert_eq!(owner_of(&o, "10.0.0.2"), pair("z", "eth0"));
+        let mut i = Index::new(&d.0);
+        assert_eq!(i.load().expect("load"), Trust::Sealed);
+        assert_eq!(names(i.holding("a", "eth0").expect("a")), ["10.0.0.2"]);
     }
 
     #[test]
-    fn a_directory_changed_behind_the_index_is_read_again() {
-        let d = Dir::new("stale");
-        d.put("10.0.0.2", "a\r\neth0");
-        d.put("10.0.0.3", "b\r\neth0");
-        let (o, _) = Owners::load(&d.0, false).expect("load");
-        o.save(&d.0).expect("save");
-        next_tick();
-        // Another plugin releases 10.0.0.2 and gives it to c: same name, and
-        // quite possibly the same inode; only the directory's stamp tells.
-        std::fs::remove_file(d.0.join("10.0.0.2")).expect("rm");
-        d.put("10.0.0.2", "c\r\neth0");
-        d.put("10.0.0.4", "d\r\neth1");
-        std::fs::remove_file(d.0.join("10.0.0.3")).expect("rm");
-        let (o, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(
-            stats,
-            LoadStats {
-                read: 2,
-                trusted: 0
+    fn any_file_created_or_removed_after_the_seal_breaks_it_even_within_a_tick() {
+        for change in ["create", "remove"] {
+            let d = Dir::new(&format!("broken-{change}"));
+            d.put("10.0.0.2", "a\r\neth0");
+            let mut i = Index::new(&d.0);
+            i.load().expect("load");
+            i.persist().expect("persist");
+            // At once: the same coarse clock tick as the seal.
+            match change {
+                "create" => d.put("10.0.0.4", "d\r\neth1"),
+                _ => std::fs::remove_file(d.0.join("10.0.0.2")).expect("rm"),
             }
-        );
-        assert!(o.stale);
-        assert_eq!(owner_of(&o, "10.0.0.2"), pair("c", "eth0"));
-        assert_eq!(owner_of(&o, "10.0.0.4"), pair("d", "eth1"));
-        assert_eq!(o.held.len(), 2);
-    }
-
-    #[test]
-    fn names_and_inodes_the_index_does_not_know_are_read_even_with_its_stamp() {
-        let d = Dir::new("same-stamp");
-        d.put("10.0.0.2", "a\r\neth0");
-        d.put("10.0.0.3", "b\r\neth0");
-        let (o, _) = Owners::load(&d.0, false).expect("load");
-        // Created first: the stamp must be the directory's with the index in it.
-        std::fs::write(d.0.join(INDEX_FILE), "").expect("index");
-        // An index with the current stamp but an entry of another inode, one
-        // for a file that is gone and none for 10.0.0.3: what a change within
-        // the stamp's clock tick could leave.
-        let stamp = DirStamp::of(&d.0).expect("stamp");
-        let mut held = o.held.clone();
-        held.remove("10.0.0.3");
-        if let Some(h) = held.get_mut("10.0.0.2") {
-            h.ino ^= 1;
-            h.container_id = "liar".into();
+            let mut i = Index::new(&d.0);
+            assert_eq!(i.load().expect("load"), Trust::Rebuilt, "{change}");
+            let d_held = names(i.holding("d", "eth1").expect("d"));
+            let a_held = names(i.holding("a", "eth0").expect("a"));
+            match change {
+                "create" => assert_eq!((d_held.len(), a_held.len()), (1, 1)),
+                _ => assert_eq!((d_held.len(), a_held.len()), (0, 0)),
+            }
         }
-        held.insert(
-            "10.0.0.9".into(),
-            Held {
-                ip: "10.0.0.9".parse().expect("ip"),
-                ino: 1,
-                container_id: "gone".into(),
-                ifname: "eth0".into(),
-            },
-        );
-        std::fs::write(d.0.join(INDEX_FILE), encode(stamp, &held)).expect("index");
-        let (o, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(
-            stats,
-            LoadStats {
-                read: 2,
-                trusted: 0
-            }
-        );
-        assert!(o.stale);
-        assert_eq!(owner_of(&o, "10.0.0.2"), pair("a", "eth0"));
-        assert_eq!(owner_of(&o, "10.0.0.3"), pair("b", "eth0"));
-        assert_eq!(owner_of(&o, "10.0.0.9"), None);
     }
 
     #[test]
-    fn a_damaged_index_is_ignored() {
+    fn changes_are_kept_and_the_last_release_takes_the_index_away() {
+        let d = Dir::new("changes");
+        let mut i = Index::new(&d.0);
+        i.load().expect("load");
+        d.put("10.0.0.2", "a\r\neth0");
+        i.added("10.0.0.2", held("10.0.0.2", "a", "eth0"))
+            .expect("add");
+        d.put("fd00::2", "a\r\neth0");
+        i.added("fd00::2", held("fd00::2", "a", "eth0"))
+            .expect("add");
+        i.persist().expect("persist");
+        let mut i = Index::new(&d.0);
+        assert_eq!(i.load().expect("load"), Trust::Sealed);
+        assert_eq!(
+            names(i.holding("a", "eth0").expect("a")),
+            ["10.0.0.2", "fd00::2"]
+        );
+        for name in ["10.0.0.2", "fd00::2"] {
+            std::fs::remove_file(d.0.join(name)).expect("rm");
+            i.removed(name, &held(name, "a", "eth0")).expect("removed");
+        }
+        i.persist().expect("persist");
+        let left: Vec<String> = std::fs::read_dir(&d.0)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_seal_is_not_trusted() {
         let d = Dir::new("torn");
         d.put("10.0.0.2", "a\r\neth0");
-        let (o, _) = Owners::load(&d.0, false).expect("load");
-        o.save(&d.0).expect("save");
         let path = d.0.join(INDEX_FILE);
-        let good = std::fs::read(&path).expect("index");
-        // A torn write: the same length, one owner byte changed in place.
-        let mut torn = good.clone();
-        let at = torn.len() - 3;
-        torn[at] ^= 0x20;
-        std::fs::write(&path, &torn).expect("torn");
-        let (_, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(stats.read, 1, "checksum mismatch: files read");
-        std::fs::write(&path, &good[..good.len() - 1]).expect("truncated");
-        let (_, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(stats.read, 1, "length mismatch: files read");
+        for damage in ["torn", "truncated", "version 1"] {
+            let mut i = Index::new(&d.0);
+            i.load().expect("load");
+            i.changed = true;
+            i.persist().expect("persist");
+            assert_eq!(Index::new(&d.0).load().expect("load"), Trust::Sealed);
+            let good = std::fs::read(&path).expect("seal");
+            let bad = match damage {
+                "torn" => {
+                    let mut torn = good.clone();
+                    let at = SEAL_MAGIC.len() + 3;
+                    torn[at] = if torn[at] == b'1' { b'2' } else { b'1' };
+                    torn
+                }
+                "truncated" => good[..good.len() - 2].to_vec(),
+                _ => b"\0cni-multi host-local owner index 1\n".to_vec(),
+            };
+            // In place: the directory still shows T.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(&bad))
+                .expect("write in place");
+            let mut i = Index::new(&d.0);
+            assert_eq!(i.load().expect("load"), Trust::Rebuilt, "{damage}");
+            assert_eq!(names(i.holding("a", "eth0").expect("a")), ["10.0.0.2"]);
+        }
     }
 
     #[test]
-    fn owners_with_separators_round_trip_and_the_index_never_reads_as_an_owner() {
+    fn owners_with_separators_round_trip_and_no_index_file_reads_as_an_owner() {
         let d = Dir::new("escape");
         d.put("10.0.0.2", "we\tird\\id\0\r\neth\n0");
         d.put("fd00::2", "v6\r\neth0");
-        let (o, _) = Owners::load(&d.0, false).expect("load");
-        o.save(&d.0).expect("save");
-        let (o2, stats) = Owners::load(&d.0, false).expect("load");
-        assert_eq!(stats.trusted, 2);
-        assert_eq!(o2.held, o.held);
-        // The reference compares a file's trimmed content with `<id>\r\n<ifname>`
-        // or `<id>`: an ID from the environment cannot hold the index's NUL.
-        let text = std::fs::read_to_string(d.0.join(INDEX_FILE)).expect("index");
-        assert!(text.trim().starts_with('\0'));
-        assert!(INDEX_FILE.parse::<IpAddr>().is_err());
-        // Nothing held: no index left behind.
-        Owners::default().save(&d.0).expect("save empty");
-        assert!(!d.0.join(INDEX_FILE).exists());
+        let mut i = Index::new(&d.0);
+        i.load().expect("load");
+        i.persist().expect("persist");
+        let mut i = Index::new(&d.0);
+        assert_eq!(i.load().expect("load"), Trust::Sealed);
+        assert_eq!(
+            names(i.holding("we\tird\\id\0", "eth\n0").expect("weird")),
+            ["10.0.0.2"]
+        );
+        // The reference compares each file's trimmed content with
+        // `<id>\r\n<ifname>` or `<id>`: an ID from the environment cannot
+        // hold the NUL every index file starts with.
+        let mut files = vec![d.0.join(INDEX_FILE)];
+        for e in std::fs::read_dir(d.0.join(ENTRIES_DIR)).expect("entries") {
+            files.push(e.expect("entry").path());
+        }
+        assert_eq!(files.len(), 3);
+        for f in files {
+            let text = std::fs::read_to_string(&f).expect("index file");
+            assert!(text.trim().starts_with('\0'), "{}", f.display());
+            let name = f.file_name().expect("name").to_string_lossy().into_owned();
+            assert!(name.parse::<IpAddr>().is_err());
+        }
     }
 }

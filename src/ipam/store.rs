@@ -1,16 +1,15 @@
 //! host-local's on-disk store, in the reference's exact format so a node can switch
 //! plugins with live pods: `<dataDir>/<network>/<ip>` holding `<id>\r\n<ifname>`,
 //! `last_reserved_ip.<set>` and a `lock` file held with flock for the whole operation.
-//! Who holds what is looked up in our owner index (see index.rs) instead of
-//! reading every file of the network on each call.
+//! Who holds what is looked up in our owner index (see index.rs), one entry per
+//! attachment, instead of reading every file of the network on each call.
 
-use super::index::{Held, Owners};
+use super::index::{Held, Index, scan};
 use fs_err::File;
 use nix::fcntl::Flock;
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::net::IpAddr;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
@@ -20,21 +19,17 @@ const LINE_BREAK: &str = "\r\n";
 /// One network's store, locked for as long as this value lives.
 pub struct DiskStore {
     dir: PathBuf,
-    /// Loaded on first use, kept current by our changes, and written back to
-    /// the index when the store closes.
-    owners: RefCell<Option<Owners>>,
+    /// Loaded before our first change of the directory, kept current by our
+    /// changes, and written back when the store closes.
+    index: RefCell<Index>,
     _lock: Flock<std::fs::File>,
 }
 
 impl Drop for DiskStore {
     /// Runs before the fields drop, so still under the lock. The index only
-    /// saves work: a failure to write it costs the next call a full read.
+    /// saves work: a failure to write it costs the next call a rebuild.
     fn drop(&mut self) {
-        if let Some(owners) = self.owners.get_mut()
-            && owners.stale
-        {
-            let _ = owners.save(&self.dir);
-        }
+        let _ = self.index.get_mut().persist();
     }
 }
 
@@ -59,8 +54,8 @@ impl DiskStore {
         crate::files::create_dir_mode(&dir, 0o755)?;
         let lock = crate::lockfile::lock_private(&dir.join("lock"), crate::lockfile::DEADLINE)?;
         Ok(DiskStore {
+            index: RefCell::new(Index::new(&dir)),
             dir,
-            owners: RefCell::new(None),
             _lock: lock,
         })
     }
@@ -69,14 +64,12 @@ impl DiskStore {
         &self.dir
     }
 
-    /// The owners, loaded on first use, handed to `f`.
-    fn with_owners<T>(&self, f: impl FnOnce(&mut Owners) -> T) -> io::Result<T> {
-        let mut slot = self.owners.borrow_mut();
-        let owners = match slot.take() {
-            Some(o) => o,
-            None => Owners::load(&self.dir, false)?.0,
-        };
-        Ok(f(slot.insert(owners)))
+    /// The index, loaded (so before our first change of the directory, which
+    /// it must not mistake for another writer's).
+    fn with_index<T>(&self, f: impl FnOnce(&mut Index) -> io::Result<T>) -> io::Result<T> {
+        let mut index = self.index.borrow_mut();
+        index.load()?;
+        f(&mut index)
     }
 
     /// Creates the file for `ip` exclusively; false when someone holds it already.
@@ -87,9 +80,7 @@ impl DiskStore {
         ip: IpAddr,
         set_index: usize,
     ) -> io::Result<bool> {
-        // Loaded before the directory changes, so that our own change does not
-        // make the index look stale.
-        self.with_owners(|_| ())?;
+        self.with_index(|_| Ok(()))?;
         let name = ip.to_string();
         let path = self.dir.join(&name);
         let mut file = match crate::files::open_state(&path, crate::files::StateOpen::CreateNew) {
@@ -97,30 +88,20 @@ impl DiskStore {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
         };
-        let ino = match file
-            .write_all(owner(id, ifname).as_bytes())
-            .and_then(|()| file.metadata())
-        {
-            Ok(m) => m.ino(),
-            Err(e) => {
-                let _ = fs_err::remove_file(&path);
-                return Err(e);
-            }
-        };
+        if let Err(e) = file.write_all(owner(id, ifname).as_bytes()) {
+            let _ = fs_err::remove_file(&path);
+            return Err(e);
+        }
         let held = Held {
             ip,
-            ino,
             container_id: id.trim().to_string(),
             ifname: ifname.to_string(),
         };
-        self.with_owners(|o| {
-            o.held.insert(name.clone(), held);
-            o.stale = true;
-        })?;
+        self.with_index(|i| i.added(&name, held.clone()))?;
         let last = self.dir.join(format!("{LAST_RESERVED}{set_index}"));
         if let Err(e) = write_private(&last, ip.to_string().as_bytes()) {
             // The reservation goes with the ADD that fails here.
-            let _ = self.release_name(&name);
+            let _ = self.release_held(&name, &held);
             return Err(e);
         }
         Ok(true)
@@ -136,51 +117,46 @@ impl DiskStore {
     /// Every reservation file in the store (files named by an IP), each read
     /// from disk: GC releases on this answer, so it trusts no index.
     pub fn reservations(&self) -> io::Result<Vec<Reservation>> {
-        let (owners, _) = Owners::load(&self.dir, true)?;
-        let mut out: Vec<Reservation> = owners.held.values().map(Held::reservation).collect();
-        *self.owners.borrow_mut() = Some(owners);
+        let all = scan(&self.dir)?;
+        // Read whole anyway: an index that needs rebuilding takes this read.
+        self.index.borrow_mut().load_with(Some(&all))?;
+        let mut out: Vec<Reservation> = all.values().map(Held::reservation).collect();
         out.sort_by_key(|r| super::ip_to_u128(r.ip));
         Ok(out)
     }
 
     /// IPs held by this attachment (or, legacy, by this container ID alone).
     pub fn get_by_id(&self, id: &str, ifname: &str) -> io::Result<Vec<IpAddr>> {
-        let mine = self.confirmed(|h| h.owned_by(id, ifname, true))?;
+        let mut mine = self.confirmed(id, ifname)?;
+        mine.extend(self.confirmed(id, "")?);
         Ok(mine.into_iter().map(|(_, h)| h.ip).collect())
     }
 
     /// Releases this attachment's IPs; falls back to legacy ID-only files when
     /// none matched, as the reference does. Returns how many were released.
     pub fn release_by_id(&self, id: &str, ifname: &str) -> io::Result<usize> {
-        let mut mine = self.confirmed(|h| h.owned_by(id, ifname, false))?;
+        let mut mine = self.confirmed(id, ifname)?;
         if mine.is_empty() {
-            mine = self.confirmed(|h| h.ifname.is_empty() && h.container_id == id.trim())?;
+            mine = self.confirmed(id, "")?;
         }
-        for (name, _) in &mine {
-            self.release_name(name)?;
+        for (name, h) in &mine {
+            self.release_held(name, h)?;
         }
         Ok(mine.len())
     }
 
-    /// The reservations `pick` chooses, as (file name, owner). The files we act
-    /// on are read to confirm the index (it cannot see a file rewritten in
-    /// place); one that disagrees has every file read again.
-    fn confirmed(&self, pick: impl Fn(&Held) -> bool) -> io::Result<Vec<(String, Held)>> {
-        let select = |o: &mut Owners| -> Vec<(String, Held)> {
-            o.held
-                .iter()
-                .filter(|(_, h)| pick(h))
-                .map(|(n, h)| (n.clone(), h.clone()))
-                .collect()
-        };
-        let picked = self.with_owners(select)?;
+    /// The reservations of (`id`, `ifname`) exactly, as (file name, owner).
+    /// The files we act on are read to confirm the index (it cannot see a
+    /// file rewritten in place); one that disagrees has the index rebuilt.
+    fn confirmed(&self, id: &str, ifname: &str) -> io::Result<Vec<(String, Held)>> {
+        let picked = self.with_index(|i| i.holding(id, ifname))?;
         if picked.iter().all(|(name, h)| self.still_owned(name, h)) {
             return Ok(picked);
         }
-        let (mut owners, _) = Owners::load(&self.dir, true)?;
-        let picked = select(&mut owners);
-        *self.owners.borrow_mut() = Some(owners);
-        Ok(picked)
+        self.with_index(|i| {
+            i.rebuild(None)?;
+            i.holding(id, ifname)
+        })
     }
 
     /// Removes the reservation of `ip` only while its file, read again under
@@ -190,43 +166,49 @@ impl DiskStore {
         let name = ip.to_string();
         let h = Held {
             ip,
-            ino: 0,
             container_id: id.trim().to_string(),
             ifname: ifname.to_string(),
         };
         if self.still_owned(&name, &h) {
-            self.release_name(&name)?;
+            self.release_held(&name, &h)?;
         }
         Ok(())
     }
 
     fn still_owned(&self, name: &str, h: &Held) -> bool {
-        let Ok(dir) = File::open(&self.dir) else {
-            return false;
-        };
+        self.owner_of(name).is_some_and(|o| o == *h)
+    }
+
+    /// The owner a reservation file names now (None: no such file).
+    fn owner_of(&self, name: &str) -> Option<Held> {
+        let dir = File::open(&self.dir).ok()?;
         let mut buf = vec![0u8; 256];
-        read_small(&dir, std::ffi::OsStr::new(name), &mut buf).is_some_and(|c| {
-            let (id, ifname) = parse_owner(&c);
-            id == h.container_id && ifname == h.ifname
+        let content = read_small(&dir, std::ffi::OsStr::new(name), &mut buf)?;
+        let (container_id, ifname) = parse_owner(&content);
+        Some(Held {
+            ip: name.parse().ok()?,
+            container_id,
+            ifname,
         })
     }
 
+    /// Releases `ip` whoever holds it (GC, a failed ADD's own reservation).
     pub fn release_ip(&self, ip: IpAddr) -> io::Result<()> {
-        self.release_name(&ip.to_string())
+        let name = ip.to_string();
+        match self.owner_of(&name) {
+            Some(h) => self.release_held(&name, &h),
+            None => Ok(()),
+        }
     }
 
-    fn release_name(&self, name: &str) -> io::Result<()> {
-        self.with_owners(|_| ())?;
-        if let Err(e) = fs_err::remove_file(self.dir.join(name))
-            && e.kind() != io::ErrorKind::NotFound
-        {
-            return Err(e);
+    /// Removes the file `name`, held by `h`, and its index entry.
+    fn release_held(&self, name: &str, h: &Held) -> io::Result<()> {
+        self.with_index(|_| Ok(()))?;
+        match fs_err::remove_file(self.dir.join(name)) {
+            Ok(()) => self.with_index(|i| i.removed(name, h)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
         }
-        self.with_owners(|o| {
-            if o.held.remove(name).is_some() {
-                o.stale = true;
-            }
-        })
     }
 }
 
@@ -268,13 +250,6 @@ pub(super) fn read_small(dir: &File, name: &std::ffi::OsStr, buf: &mut Vec<u8>) 
         }
     }
     Some(String::from_utf8_lossy(&buf[..len]).into_owned())
-}
-
-impl Held {
-    fn owned_by(&self, id: &str, ifname: &str, or_legacy: bool) -> bool {
-        self.container_id == id.trim()
-            && (self.ifname == ifname || (or_legacy && self.ifname.is_empty()))
-    }
 }
 
 /// Overwrites in place, then trims: truncating to zero on open would make ext4

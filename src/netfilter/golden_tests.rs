@@ -120,7 +120,9 @@ mod portmap_cases {
                 continue;
             }
             batches.push((f, ipt::add_batch(p, f, t, &Saved::default())));
-            transactions.push(nft::add_tx(p, t, &[], &[]).expect("tx"));
+            transactions.push(
+                nft::add_tx(p, t, &nft::Table::default(), &nft::Mine::default()).expect("tx"),
+            );
         }
         golden(&format!("portmap-iptables-add-{case}"), &restores(&batches));
         golden(&format!("portmap-nftables-add-{case}"), &txs(&transactions));
@@ -174,7 +176,7 @@ mod portmap_cases {
         let transactions: Vec<Tx> = p
             .targets
             .iter()
-            .map(|t| nft::add_tx(&p, t, &[], &[]).expect("tx"))
+            .map(|t| nft::add_tx(&p, t, &nft::Table::default(), &nft::Mine::default()).expect("tx"))
             .collect();
         golden("portmap-nftables-add-conditions", &txs(&transactions));
     }
@@ -243,29 +245,48 @@ mod portmap_cases {
                 ipt::gc_batch("mynet", &["ctr1".into()], Family::V4, &saved),
             )]),
         );
-        let have: Vec<String> = [
-            "hostports",
-            "hostip_hostports",
-            "hostports_all",
-            "prerouting",
-            "output",
-            "masquerading",
-        ]
-        .map(String::from)
-        .to_vec();
-        let previous = [("hostports", 4), ("masquerading", 7)];
+        // Ours, marked, and the container's anchor and rules (a repeat).
+        let table = nft::Table {
+            made: true,
+            skeleton: true,
+            masquerading: true,
+            marked: true,
+            total: 5,
+            dumped: None,
+        };
+        let previous = nft::Mine {
+            anchor: Some(crate::netfilter::nft::ChainInfo { handle: 3, uses: 0 }),
+            rules: vec![("hostports", 4), ("masquerading", 7)],
+        };
+        // A table the reference's ADD made: no skeleton of ours, no mark.
+        let theirs = nft::Table {
+            skeleton: false,
+            masquerading: false,
+            marked: false,
+            ..table.clone()
+        };
         golden(
             "portmap-nftables-add-repeat",
-            &txs(&[nft::add_tx(&p, v4, &have, &previous).expect("tx")]),
+            &txs(&[
+                nft::add_tx(&p, v4, &table, &previous).expect("tx"),
+                nft::add_tx(&p, v4, &theirs, &nft::Mine::default()).expect("tx"),
+            ]),
         );
-        let some = nft::del_tx(Family::V4, &previous, 5).expect("some");
-        let last = nft::del_tx(Family::V6, &previous, 2).expect("last");
-        assert!(nft::del_tx(Family::V4, &[], 3).is_none());
+        let anchor = crate::netfilter::nft::anchor_name("ctr1");
+        let mine = [(anchor, previous)];
+        let some = nft::del_tx(Family::V4, &table, &mine).expect("some");
+        let two = nft::Table {
+            total: 2,
+            ..table.clone()
+        };
+        let last = nft::del_tx(Family::V6, &two, &mine).expect("last");
+        assert!(nft::del_tx(Family::V4, &table, &[]).is_none());
         golden("portmap-nftables-del", &txs(&[some, last]));
     }
 }
 
 mod masq_cases {
+    use super::super::nft as nft_anchor;
     use super::*;
     use masq::Plan;
     use masq::iptables::{self as ipt, State};
@@ -312,14 +333,59 @@ mod masq_cases {
     fn golden_masq_nftables() {
         let p = plan();
         let prefix = nft::instance(&p.network, &p.ifname, &p.container_id);
-        let existing = [rule(3, &format!("{prefix}, net: mynet")), rule(4, "other")];
+        let checks = nft_anchor::ChainInfo { handle: 2, uses: 3 };
+        let postrouting = |mark: Option<&str>| {
+            let mut goto = rule(12, mark.unwrap_or_default());
+            goto.jumps = vec!["masq_checks".into()];
+            vec![rule(10, ""), rule(11, ""), goto]
+        };
+        // Ours: marked, with the attachment's anchor and rule (a repeat).
+        let marked = nft::Seen {
+            checks: Some(checks),
+            postrouting: postrouting(Some(nft::MARK)),
+            anchor: Some(nft_anchor::ChainInfo {
+                handle: 20,
+                uses: 0,
+            }),
+            mine: vec![21],
+            total: 2,
+        };
+        // Written by the reference's ADD: unmarked, its rule found by comment.
+        let theirs = nft::Seen {
+            postrouting: postrouting(None),
+            anchor: None,
+            ..marked.clone()
+        };
+        // Marked, but postrouting is not as ours leaves it: rewritten.
+        let touched = nft::Seen {
+            postrouting: postrouting(Some(nft::MARK))[1..].to_vec(),
+            ..marked.clone()
+        };
         golden(
             "masq-nftables-add",
-            &txs(&[nft::add_tx(&p, &[]), nft::add_tx(&p, &existing)]),
+            &txs(&[
+                nft::add_tx(&p, &nft::Seen::default()),
+                nft::add_tx(&p, &marked),
+                nft::add_tx(&p, &theirs),
+                nft::add_tx(&p, &touched),
+            ]),
         );
-        let some = nft::del_tx(&p, &existing).expect("some");
-        let last = nft::del_tx(&p, &existing[..1]).expect("last");
-        assert!(nft::del_tx(&p, &existing[1..]).is_none());
+        let anchor = nft_anchor::anchor_name(&prefix);
+        let some = nft::del_tx(&marked, &anchor).expect("some");
+        let last = nft::del_tx(
+            &nft::Seen {
+                total: 1,
+                ..marked.clone()
+            },
+            &anchor,
+        )
+        .expect("last");
+        let empty = nft::Seen {
+            mine: Vec::new(),
+            anchor: None,
+            ..marked.clone()
+        };
+        assert!(nft::del_tx(&empty, &anchor).is_none());
         golden("masq-nftables-del", &txs(&[some, last]));
     }
 
@@ -366,9 +432,12 @@ mod masq_cases {
             rule(3, &nft::comment("mynet", "eth0", "old")),
             rule(4, &nft::comment("other", "eth0", "old")),
         ];
-        assert!(nft::gc_tx("mynet", &[kept("ctr1"), kept("old")], &existing).is_none());
-        let some = nft::gc_tx("mynet", &keep, &existing).expect("some");
-        let last = nft::gc_tx("mynet", &keep, &existing[1..3]).expect("last");
+        let chains = [nft_anchor::anchor_name(&nft::instance(
+            "mynet", "eth0", "old",
+        ))];
+        assert!(nft::gc_tx("mynet", &[kept("ctr1"), kept("old")], &existing, &chains).is_none());
+        let some = nft::gc_tx("mynet", &keep, &existing, &chains).expect("some");
+        let last = nft::gc_tx("mynet", &keep, &existing[1..3], &chains).expect("last");
         golden("masq-nftables-gc", &txs(&[some, last]));
     }
 }
@@ -433,20 +502,27 @@ mod firewall_cases {
             "firewall-iptables-add-repeat",
             &restores(&[(Family::V4, ipt::add_batch(&p, Family::V4, &v4, &saved))]),
         );
-        let forward = [
-            rule(2, ""),
-            rule(5, "ctr1"),
-            rule(6, "ctr1"),
-            rule(7, "other"),
-        ];
+        let anchor = Some(crate::netfilter::nft::ChainInfo { handle: 4, uses: 0 });
+        let fresh = nft::Seen::default();
+        // The admin jump, the container's anchor and two rules, another's.
+        let repeat = nft::Seen {
+            forward: true,
+            total: 4,
+            anchor,
+            mine: vec![5, 6],
+        };
         golden(
             "firewall-nftables-add",
-            &txs(&[nft::add_tx(&p, &[]), nft::add_tx(&p, &forward)]),
+            &txs(&[nft::add_tx(&p, &fresh), nft::add_tx(&p, &repeat)]),
         );
-        let some = nft::del_tx(&p, &forward, true).expect("some");
-        let last = nft::del_tx(&p, &forward[..3], true).expect("last");
-        let admin_kept = nft::del_tx(&p, &forward[..3], false).expect("admin");
-        assert!(nft::del_tx(&p, &forward[3..], true).is_none());
+        let some = nft::del_tx(&p, &repeat, true).expect("some");
+        let only = nft::Seen {
+            total: 3,
+            ..repeat.clone()
+        };
+        let last = nft::del_tx(&p, &only, true).expect("last");
+        let admin_kept = nft::del_tx(&p, &only, false).expect("admin");
+        assert!(nft::del_tx(&p, &fresh, true).is_none());
         golden("firewall-nftables-del", &txs(&[some, last, admin_kept]));
     }
 }

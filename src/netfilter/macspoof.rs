@@ -10,6 +10,14 @@
 //! The reference needs two `nft` runs to set up (a chain can only be flushed
 //! once it exists); one nf_tables transaction can make a chain and flush it,
 //! so here setup is one transaction, and so is teardown.
+//!
+//! Teardown looks the attachment's chains up by name and reads its iface
+//! chain (one rule), never PREROUTING or the table's chain list, whose size
+//! grows with every attachment: an ADD (ours, and the reference's second
+//! `nft` run alike) adds the PREROUTING jump right before the iface chain's
+//! rule, so the kernel gives the jump the handle before that rule's; the
+//! iface chain's use count says whether other jumps to it exist (a repeated
+//! ADD's), and only then is PREROUTING read.
 
 use super::nft::{self, HOOK_PREROUTING, NFPROTO_BRIDGE, Tx};
 use super::{Error, Result, lock};
@@ -50,18 +58,36 @@ impl Names {
     }
 }
 
-/// The rules of an ADD, in the reference's order; the base chain is (re)declared
-/// and the attachment's chains flushed first, so a repeated ADD rewrites them.
-fn setup_tx(names: &Names, host_iface: &str, mac: [u8; 6]) -> Tx {
+/// What a setup found in the table before writing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Found {
+    /// The base chain is there: it is not declared again.
+    prerouting: bool,
+    /// The attachment's chains are there (a repeated ADD): declared and
+    /// flushed, as the reference does on every ADD; else made exclusively.
+    chains: bool,
+}
+
+/// The rules of an ADD, in the reference's order. Declaring a chain that
+/// exists or flushing one costs the commit an RCU grace period (about as
+/// long as a whole ADD), so only what is missing is made.
+fn setup_tx(names: &Names, host_iface: &str, mac: [u8; 6], found: Found) -> Tx {
     let f = NFPROTO_BRIDGE;
     let comment = Some(names.comment.as_str());
     let mut tx = Tx::new();
-    tx.plain_table(f, TABLE);
-    tx.accepting_base_chain(f, TABLE, PREROUTING, ("filter", HOOK_PREROUTING, PRIORITY));
-    tx.chain(f, TABLE, &names.iface_chain, None);
-    tx.chain(f, TABLE, &names.mac_chain, None);
-    tx.flush(f, TABLE, &names.iface_chain);
-    tx.flush(f, TABLE, &names.mac_chain);
+    if !found.prerouting {
+        tx.plain_table(f, TABLE);
+        tx.accepting_base_chain(f, TABLE, PREROUTING, ("filter", HOOK_PREROUTING, PRIORITY));
+    }
+    if found.chains {
+        tx.chain(f, TABLE, &names.iface_chain, None);
+        tx.chain(f, TABLE, &names.mac_chain, None);
+        tx.flush(f, TABLE, &names.iface_chain);
+        tx.flush(f, TABLE, &names.mac_chain);
+    } else {
+        tx.new_chain(f, TABLE, &names.iface_chain);
+        tx.new_chain(f, TABLE, &names.mac_chain);
+    }
     let mut jump = nft::match_iifname(host_iface);
     jump.push(nft::jump(&names.iface_chain));
     tx.rule(f, TABLE, PREROUTING, &jump, comment);
@@ -85,8 +111,15 @@ pub fn setup(container_id: &str, ifname: &str, host_iface: &str, mac: [u8; 6]) -
         ))
     })?;
     let _lock = lock()?;
-    let mut sock = nft::open()?;
-    setup_tx(&names, host_iface, mac).commit(&mut sock)?;
+    nft::commit_fresh(|sock| {
+        let f = NFPROTO_BRIDGE;
+        let found = Found {
+            prerouting: nft::chain_info(sock, f, TABLE, PREROUTING)?.is_some(),
+            chains: nft::chain_info(sock, f, TABLE, &names.iface_chain)?.is_some()
+                || nft::chain_info(sock, f, TABLE, &names.mac_chain)?.is_some(),
+        };
+        Ok(Some(setup_tx(&names, host_iface, mac, found)))
+    })?;
     Ok(Guard { names: Some(names) })
 }
 
@@ -106,7 +139,7 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if let Some(names) = self.names.take() {
             // The ADD is failing already; its error is the one to report.
-            let _ = lock().and_then(|_lock| remove(&[names]));
+            let _ = lock().and_then(|_lock| remove_by_name(&names));
         }
     }
 }
@@ -138,12 +171,37 @@ fn removal(tx: &mut Tx, names: &[Names], rules: &[nft::DumpedRule], chains: &[St
     }
 }
 
-fn remove(names: &[Names]) -> Result<()> {
-    let mut sock = nft::open()?;
-    let (rules, chains) = state(&mut sock)?;
-    let mut tx = Tx::new();
-    removal(&mut tx, names, &rules, &chains);
-    tx.commit(&mut sock)
+/// Removes one attachment's PREROUTING jumps and chains, found by name.
+fn remove_by_name(names: &Names) -> Result<()> {
+    nft::commit_fresh(|sock| {
+        let f = NFPROTO_BRIDGE;
+        let iface = nft::chain_info(sock, f, TABLE, &names.iface_chain)?;
+        let mac = nft::chain_info(sock, f, TABLE, &names.mac_chain)?;
+        let chains: Vec<String> = [(&iface, &names.iface_chain), (&mac, &names.mac_chain)]
+            .into_iter()
+            .filter(|(info, _)| info.is_some())
+            .map(|(_, name)| name.clone())
+            .collect();
+        if chains.is_empty() {
+            return Ok(None);
+        }
+        let mut jumps = Vec::new();
+        if let Some(info) = iface {
+            let own = nft::rules(sock, f, TABLE, &names.iface_chain)?;
+            let referrers = (info.uses as usize).saturating_sub(own.len());
+            let theirs = |r: &nft::DumpedRule| r.jumps.contains(&names.iface_chain);
+            let before = own.first().and_then(|r| r.handle.checked_sub(1));
+            if let Some(handle) = before.filter(|_| referrers > 0) {
+                jumps.extend(nft::rule_at(sock, f, TABLE, PREROUTING, handle)?.filter(theirs));
+            }
+            if jumps.len() < referrers {
+                jumps = nft::rules(sock, f, TABLE, PREROUTING)?;
+            }
+        }
+        let mut tx = Tx::new();
+        removal(&mut tx, std::slice::from_ref(names), &jumps, &chains);
+        Ok(Some(tx))
+    })
 }
 
 /// The PREROUTING rules and the chain names of the table (none when missing).
@@ -159,7 +217,7 @@ pub fn teardown(container_id: &str, ifname: &str) -> Result<()> {
         return Ok(());
     };
     let _lock = lock()?;
-    remove(&[names])
+    remove_by_name(&names)
 }
 
 /// GC: removes the attachments whose ID (`<containerID>-<ifname>`) is not in
@@ -276,7 +334,7 @@ pub fn teardown_id(id: &str) -> Result<()> {
         return Ok(());
     };
     let _lock = lock()?;
-    remove(&[names])
+    remove_by_name(&names)
 }
 
 #[cfg(test)]
@@ -343,7 +401,17 @@ mod tests {
     #[test]
     fn setup_sends_what_nft_sends() {
         let names = Names::of("abc", "eth0").expect("names");
-        let tx = setup_tx(&names, "veth1234", [0x0a, 0x58, 0x0a, 0x01, 0x02, 0x03]);
+        // As the reference, which declares everything on every ADD.
+        let declared = Found {
+            prerouting: false,
+            chains: true,
+        };
+        let tx = setup_tx(
+            &names,
+            "veth1234",
+            [0x0a, 0x58, 0x0a, 0x01, 0x02, 0x03],
+            declared,
+        );
         let expected: [(u16, u16, &str); 10] = [
             // add table bridge nat
             (0, NLM_F_CREATE, "080001006e6174000800020000000000"),
@@ -425,10 +493,33 @@ mod tests {
                 (m.kind, m.flags, hex(&m.attrs))
             })
             .collect();
+        let got_declared = got.clone();
         assert_eq!(got.len(), expected.len());
         for (i, (g, (kind, flags, attrs))) in got.iter().zip(expected).enumerate() {
             assert_eq!(g, &(kind, flags, attrs.to_string()), "message {i}");
         }
+        // A new attachment on a node that has the base chain: its chains are
+        // made (exclusively), nothing is declared again or flushed, and the
+        // rules are the same.
+        let fresh = Found {
+            prerouting: true,
+            chains: false,
+        };
+        let tx = setup_tx(
+            &names,
+            "veth1234",
+            [0x0a, 0x58, 0x0a, 0x01, 0x02, 0x03],
+            fresh,
+        );
+        let got: Vec<(u16, u16, String)> = tx
+            .messages()
+            .iter()
+            .map(|m| (m.kind, m.flags, hex(&m.attrs)))
+            .collect();
+        let exclusive = NLM_F_CREATE | crate::netlink::nfnl::NLM_F_EXCL;
+        let kinds: Vec<(u16, u16)> = got.iter().map(|(k, f, _)| (*k, *f)).collect();
+        assert_eq!(kinds[..2], [(3, exclusive), (3, exclusive)]);
+        assert_eq!(got[2..], got_declared[6..]);
     }
 
     fn rule(handle: u64, comment: &str, jump: &str, iifname: &str) -> nft::DumpedRule {

@@ -82,6 +82,12 @@ pub fn write(dir: &Path, inv: &Invocation, addresses: &[IpNet]) -> CniResult<()>
         .map_err(|e| Error::from(e).context("failed to record the attachment"))
 }
 
+/// Whether this invocation's attachment is recorded (one that cannot be
+/// looked at counts as recorded).
+pub fn exists(dir: &Path, inv: &Invocation) -> bool {
+    !matches!(std::fs::symlink_metadata(path(dir, inv)), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// Removes this invocation's record; none is fine.
 pub fn remove(dir: &Path, inv: &Invocation) -> CniResult<()> {
     Ok(crate::files::remove_state(&path(dir, inv))?)

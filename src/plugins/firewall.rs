@@ -250,7 +250,14 @@ impl Plugin for Firewall {
             rules::del(Target::Firewalld, &plan)?;
         }
         for backend in backends {
-            rules::del(Target::Rules(backend), &plan)?;
+            if backend == Backend::Nftables {
+                // An unreadable dataDir leaves it unknown: as if recorded.
+                let recorded = attachments::data_dir(inv, DEFAULT_DATA_DIR)
+                    .map_or(true, |dir| attachments::exists(&dir, inv));
+                rules::del_nftables(&plan, recorded)?;
+            } else {
+                rules::del(Target::Rules(backend), &plan)?;
+            }
         }
         // A dataDir ADD would refuse means ADD recorded nothing.
         if let Ok(dir) = attachments::data_dir(inv, DEFAULT_DATA_DIR) {

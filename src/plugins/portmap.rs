@@ -321,7 +321,10 @@ impl Plugin for Portmap {
             rules::del(Backend::Iptables, &plan)?;
         }
         if nftables && crate::netlink::nfnl::available() {
-            rules::del(Backend::Nftables, &plan)?;
+            // An unreadable dataDir leaves it unknown: as if recorded.
+            let recorded = attachments::data_dir(inv, DEFAULT_DATA_DIR)
+                .map_or(true, |dir| attachments::exists(&dir, inv));
+            rules::del_nftables(&plan, recorded)?;
         }
         // After the rules: a packet in between would make a new entry with the
         // old translation. A host port taken over by a new pod would keep

@@ -916,6 +916,15 @@ fn files(root: &Path, out: &mut BTreeSet<String>) {
         if path.file_name().is_some_and(|n| n == "doctor") {
             continue;
         }
+        // host-local's owner index (a seal and an entry per attachment) is a
+        // cache of its store's files, rebuilt by our next call after another
+        // writer's (the reference's DEL run by --fix): not a pod's state.
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(".cni-multi-owners"))
+        {
+            continue;
+        }
         match e.file_type() {
             Ok(t) if t.is_dir() => files(&path, out),
             _ => {

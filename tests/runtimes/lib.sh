@@ -135,8 +135,8 @@ no_links() {
 }
 
 # no_leases DIR: host-local keeps one file per allocated address (besides its
-# lock and last_reserved_ip.N, and cni-multi's owner index .cni-multi-owners),
-# named by the address.
+# lock and last_reserved_ip.N, and cni-multi's owner index: .cni-multi-owners and the
+# directory .cni-multi-owners.d), named by the address.
 no_leases() {
     local left
     [ -d "$1" ] || return 0

@@ -68,7 +68,7 @@ pub fn del(target: Target, plan: &Plan) -> Result<()> {
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
-            nftables::del(plan)
+            nftables::del(plan, true)
         }
         Target::Firewalld if plan.addresses.is_empty() => Ok(()),
         Target::Firewalld => {
@@ -82,6 +82,14 @@ pub fn del(target: Target, plan: &Plan) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// DEL of the nftables rules, where the caller knows whether ADD recorded
+/// the attachment: without a record, a container with no anchor has no rules
+/// and nothing is read.
+pub fn del_nftables(plan: &Plan, recorded: bool) -> Result<()> {
+    let _lock = lock()?;
+    nftables::del(plan, recorded)
 }
 
 /// GC: the rules (or zone sources) of each of the `stale` plans removed, as
@@ -99,7 +107,7 @@ pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
             for plan in stale {
-                nftables::del(plan)?;
+                nftables::del(plan, true)?;
             }
             Ok(())
         }

@@ -1,14 +1,18 @@
 //! The firewall's nftables form (no reference one exists): table
 //! `inet cni_firewall`, a forward chain jumping to an admin chain first, then
 //! per-address accept rules commented with the container ID
-//! (`container_comment`).
+//! (`container_comment`). ADD, DEL and CHECK find a container's rules by its
+//! anchor (`nft::anchor`), never by reading the forward chain; only a
+//! container ADD recorded without anchor (an older cni-multi's) has them
+//! looked for there.
 
 use super::Plan;
 use crate::netfilter::nft::{
-    self, DumpedRule, Field, HOOK_FORWARD, NFPROTO_INET, PRIO_FILTER, Tx, match_addr,
+    self, ChainInfo, DumpedRule, Field, HOOK_FORWARD, NFPROTO_INET, PRIO_FILTER, Tx, match_addr,
     match_ct_established_related, match_nfproto,
 };
 use crate::netfilter::{Error, Result};
+use crate::netlink::nfnl::NfSocket;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -16,25 +20,72 @@ pub const TABLE: &str = "cni_firewall";
 const FORWARD: &str = "forward";
 const ADMIN: &str = "admin";
 
-/// The ADD transaction, given the rules now in the forward chain.
-pub fn add_tx(plan: &Plan, stale: &[DumpedRule]) -> Tx {
+/// What an ADD, DEL or CHECK read of the table.
+#[derive(Debug, Clone, Default)]
+pub struct Seen {
+    /// The forward chain is there.
+    pub forward: bool,
+    /// How many rules the forward chain holds (a base chain: its use count).
+    pub total: usize,
+    /// The container's anchor, when there is one.
+    pub anchor: Option<ChainInfo>,
+    /// The handles of the container's rules.
+    pub mine: Vec<u64>,
+}
+
+/// Reads what the container has: its anchor and the rules after it, or
+/// (`recorded` and no anchor) the forward chain's rules with its comment.
+fn seen(sock: &mut NfSocket, plan: &Plan, recorded: bool) -> Result<Seen> {
+    let comment = crate::netfilter::container_comment(&plan.container_id);
+    let mine = |r: &DumpedRule| r.comment == comment;
+    let anchor = nft::chain_info(sock, NFPROTO_INET, TABLE, &nft::anchor_name(&comment))?;
+    let Some(forward) = nft::chain_info(sock, NFPROTO_INET, TABLE, FORWARD)? else {
+        return Ok(Seen {
+            anchor,
+            ..Seen::default()
+        });
+    };
+    let mut seen = Seen {
+        forward: true,
+        total: forward.uses as usize,
+        anchor,
+        mine: Vec::new(),
+    };
+    if let Some(a) = anchor {
+        let found = nft::anchored(sock, NFPROTO_INET, TABLE, a, &[FORWARD], mine)?;
+        seen.mine = found.into_iter().map(|(_, handle)| handle).collect();
+    } else if recorded {
+        let all = nft::rules(sock, NFPROTO_INET, TABLE, FORWARD)?;
+        seen.total = all.len();
+        seen.mine = all.iter().filter(|r| mine(r)).map(|r| r.handle).collect();
+    }
+    Ok(seen)
+}
+
+/// The ADD transaction, given what was read. The table and chains are
+/// declared only while the forward chain is missing or empty: declaring an
+/// existing chain costs the commit an RCU grace period, about as long as a
+/// whole ADD.
+pub fn add_tx(plan: &Plan, seen: &Seen) -> Tx {
     let comment = crate::netfilter::container_comment(&plan.container_id);
     let container_id = comment.as_str();
     let mut tx = Tx::new();
-    tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
-    tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
-    tx.chain(
-        NFPROTO_INET,
-        TABLE,
-        FORWARD,
-        Some(("filter", HOOK_FORWARD, PRIO_FILTER)),
-    );
-    if stale.is_empty() {
+    if !seen.forward || seen.total == 0 {
+        tx.table(NFPROTO_INET, TABLE, "CNI firewall plugin");
+        tx.chain(NFPROTO_INET, TABLE, ADMIN, None);
+        tx.chain(
+            NFPROTO_INET,
+            TABLE,
+            FORWARD,
+            Some(("filter", HOOK_FORWARD, PRIO_FILTER)),
+        );
         tx.rule(NFPROTO_INET, TABLE, FORWARD, &[nft::jump(ADMIN)], None);
     }
-    for r in stale.iter().filter(|r| r.comment == container_id) {
-        tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
+    for &stale in &seen.mine {
+        tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, stale);
     }
+    let anchor = nft::anchor_name(&comment);
+    tx.anchor(NFPROTO_INET, TABLE, &anchor, seen.anchor.is_some());
     for ip in &plan.addresses {
         let v6 = ip.addr().is_ipv6();
         let host = IpNet::from(ip.addr());
@@ -51,55 +102,53 @@ pub fn add_tx(plan: &Plan, stale: &[DumpedRule]) -> Tx {
     tx
 }
 
-/// The caller holds the lock.
+/// The caller holds the lock. A repeated ADD replaces the rules after the
+/// anchor; rules an older version wrote for the same container are left to
+/// its DEL, which reads the chain for them.
 pub fn add(plan: &Plan) -> Result<()> {
-    let mut sock = nft::open()?;
-    let stale = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
-    add_tx(plan, &stale).commit(&mut sock)
+    nft::commit_fresh(|sock| Ok(Some(add_tx(plan, &seen(sock, plan, false)?))))
 }
 
-/// The DEL transaction, given the forward chain's rules and whether the
-/// admin chain is empty: none when the container has no rules; the table
+/// The DEL transaction, given what was read and whether the admin chain is
+/// empty: none when the container has neither rules nor anchor; the table
 /// goes when only the admin jump is left and the admin chain is empty.
-pub fn del_tx(plan: &Plan, rules: &[DumpedRule], admin_empty: bool) -> Option<Tx> {
-    let comment = crate::netfilter::container_comment(&plan.container_id);
-    let mine: Vec<_> = rules.iter().filter(|r| r.comment == comment).collect();
-    if mine.is_empty() {
+pub fn del_tx(plan: &Plan, seen: &Seen, admin_empty: bool) -> Option<Tx> {
+    if seen.mine.is_empty() && seen.anchor.is_none() {
         return None;
     }
     let mut tx = Tx::new();
-    if admin_empty && rules.len() == mine.len() + 1 {
+    if admin_empty && seen.total <= seen.mine.len() + 1 {
         tx.delete_table(NFPROTO_INET, TABLE);
-    } else {
-        for r in mine {
-            tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, r.handle);
-        }
+        return Some(tx);
+    }
+    for &handle in &seen.mine {
+        tx.delete_rule(NFPROTO_INET, TABLE, FORWARD, handle);
+    }
+    if seen.anchor.is_some() {
+        let comment = crate::netfilter::container_comment(&plan.container_id);
+        tx.delete_chain(NFPROTO_INET, TABLE, &nft::anchor_name(&comment));
     }
     Some(tx)
 }
 
-/// Deletes the container's rules. The caller holds the lock.
-pub fn del(plan: &Plan) -> Result<()> {
-    let mut sock = nft::open()?;
-    let rules = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?;
-    let comment = crate::netfilter::container_comment(&plan.container_id);
-    if !rules.iter().any(|r| r.comment == comment) {
-        return Ok(());
-    }
-    let admin_empty = nft::rules(&mut sock, NFPROTO_INET, TABLE, ADMIN)?.is_empty();
-    match del_tx(plan, &rules, admin_empty) {
-        Some(tx) => tx.commit(&mut sock),
-        None => Ok(()),
-    }
+/// Deletes the container's rules. `recorded`: ADD recorded the attachment
+/// (an older version's rules, without anchor, may be there; not known:
+/// true). The caller holds the lock.
+pub fn del(plan: &Plan, recorded: bool) -> Result<()> {
+    nft::commit_fresh(|sock| {
+        let seen = seen(sock, plan, recorded)?;
+        if seen.mine.is_empty() && seen.anchor.is_none() {
+            return Ok(None);
+        }
+        // The admin chain holds the admin's own rules, not a rule per pod.
+        let admin_empty = nft::rules(sock, NFPROTO_INET, TABLE, ADMIN)?.is_empty();
+        Ok(del_tx(plan, &seen, admin_empty))
+    })
 }
 
 pub fn check(plan: &Plan) -> Result<()> {
     let mut sock = nft::open()?;
-    let comment = crate::netfilter::container_comment(&plan.container_id);
-    let found = nft::rules(&mut sock, NFPROTO_INET, TABLE, FORWARD)?
-        .iter()
-        .filter(|r| r.comment == comment)
-        .count();
+    let found = seen(&mut sock, plan, true)?.mine.len();
     let wanted = 2 * plan.addresses.len();
     if found != wanted {
         return Err(Error::Mismatch {

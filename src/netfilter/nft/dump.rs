@@ -185,36 +185,36 @@ pub fn rules(sock: &mut NfSocket, family: u8, table: &str, chain: &str) -> Resul
         Err(e) if e.is_not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    Ok(objects
-        .iter()
-        .filter_map(|attrs| {
-            let handle = wire::find(attrs, NFTA_RULE_HANDLE)
-                .and_then(|p| p.get(..8))
-                .and_then(|b| b.try_into().ok())
-                .map(u64::from_be_bytes)?;
-            let comment = wire::find(attrs, NFTA_RULE_USERDATA)
-                .and_then(|u| {
-                    // TLVs of (type u8, len u8, value).
-                    let mut rest = u;
-                    while rest.len() >= 2 {
-                        let (ty, len) = (rest[0], usize::from(rest[1]));
-                        let value = rest.get(2..2 + len)?;
-                        if ty == UDATA_COMMENT {
-                            return Some(wire::as_str(value));
-                        }
-                        rest = &rest[2 + len..];
-                    }
-                    None
-                })
-                .or_else(|| xt_comment(attrs))
-                .unwrap_or_default();
-            Some(DumpedRule {
-                handle,
-                comment,
-                jumps: verdict_chains(attrs),
-                iifname: iifname_match(attrs),
-                saddr: saddr_match(attrs),
-            })
+    Ok(objects.iter().filter_map(|a| parse_rule(a)).collect())
+}
+
+/// A rule's attributes (dumped, or got by handle) as read here.
+pub(super) fn parse_rule(attrs: &[u8]) -> Option<DumpedRule> {
+    let handle = wire::find(attrs, NFTA_RULE_HANDLE)
+        .and_then(|p| p.get(..8))
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_be_bytes)?;
+    let comment = wire::find(attrs, NFTA_RULE_USERDATA)
+        .and_then(|u| {
+            // TLVs of (type u8, len u8, value).
+            let mut rest = u;
+            while rest.len() >= 2 {
+                let (ty, len) = (rest[0], usize::from(rest[1]));
+                let value = rest.get(2..2 + len)?;
+                if ty == UDATA_COMMENT {
+                    return Some(wire::as_str(value));
+                }
+                rest = &rest[2 + len..];
+            }
+            None
         })
-        .collect())
+        .or_else(|| xt_comment(attrs))
+        .unwrap_or_default();
+    Some(DumpedRule {
+        handle,
+        comment,
+        jumps: verdict_chains(attrs),
+        iifname: iifname_match(attrs),
+        saddr: saddr_match(attrs),
+    })
 }

@@ -3,11 +3,13 @@
 //! One job a file: `expr` (expression builders: payload, cmp, bitwise, meta,
 //! fib, immediate, nat, masq), `conditions` (portmap's nft-syntax conditions
 //! parsed into expressions), `tx` (transactions), `dump` (reading tables and
-//! rules back). The constants are `linux/netfilter/nf_tables.h`'s unless
+//! rules back), `anchor` (one attachment's rules in shared chains, found
+//! without reading the chains). The constants are `linux/netfilter/nf_tables.h`'s unless
 //! a comment names another header.
 
 use super::Result;
 
+mod anchor;
 mod conditions;
 mod dump;
 mod expr;
@@ -15,6 +17,7 @@ mod tx;
 
 use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NfMsg, NfSocket};
 use crate::netlink::wire::{self, Body, NESTED};
+pub use anchor::*;
 pub use conditions::*;
 pub use dump::*;
 pub use expr::*;

@@ -15,7 +15,7 @@ impl Default for Tx {
 
 impl Tx {
     /// Queues one message of the transaction.
-    fn push(&mut self, kind: u16, flags: u16, family: u8, attrs: Vec<u8>, what: String) {
+    pub(super) fn push(&mut self, kind: u16, flags: u16, family: u8, attrs: Vec<u8>, what: String) {
         self.msgs.push(NfMsg {
             kind,
             flags,

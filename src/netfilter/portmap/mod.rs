@@ -25,8 +25,16 @@ pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
     let _lock = lock()?;
     match backend {
         Backend::Iptables => iptables::del(plan),
-        Backend::Nftables => nftables::del(plan),
+        Backend::Nftables => nftables::del(plan, true),
     }
+}
+
+/// DEL of the nftables rules, where the caller knows whether ADD recorded
+/// the attachment: without a record, a container with no anchor has no
+/// rules in a table marked as ours, and nothing is read.
+pub fn del_nftables(plan: &Plan, recorded: bool) -> Result<()> {
+    let _lock = lock()?;
+    nftables::del(plan, recorded)
 }
 
 /// CHECK: what ADD writes is there (read only: no lock).

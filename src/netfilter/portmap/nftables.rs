@@ -1,15 +1,26 @@
 //! portmap's nftables form (`ip cni_hostport` / `ip6 cni_hostport`), as the
-//! reference, but for two choices: nft-syntax conditions gate the container's
-//! own DNAT rules (the reference puts the last ADD's in the shared base
-//! chains), and host-IP rules go to the head of `hostports`, where a wildcard
-//! on the same port cannot shadow them.
+//! reference (a rule per mapping in the shared `hostports` or
+//! `hostip_hostports`, masquerading in `masquerading`, each commented with
+//! the container ID), but for two choices: nft-syntax conditions gate the
+//! container's own DNAT rules (the reference puts the last ADD's in the shared
+//! base chains), and host-IP rules go to the head of `hostports`, where a
+//! wildcard on the same port cannot shadow them.
+//!
+//! ADD, DEL and CHECK find a container's rules by its anchor (`nft::anchor`),
+//! never by reading the shared chains, while the table is marked as ours:
+//! `prerouting`'s rule carries [`MARK`], written when our ADD made the table.
+//! The reference's ADD rewrites `prerouting` without it; from then on a
+//! container without anchor has its rules looked for in the shared chains,
+//! until the table goes with its last rule. So has a container ADD recorded
+//! without anchor (an older cni-multi's).
 
 use super::{Family, Plan, Target};
 use crate::netfilter::nft::{
-    self, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING, PRIO_DSTNAT, PRIO_SRCNAT, Tx,
-    match_addr, match_dport, match_fib_daddr_local, nfproto,
+    self, ChainInfo, DumpedRule, Field, HOOK_OUTPUT, HOOK_POSTROUTING, HOOK_PREROUTING,
+    PRIO_DSTNAT, PRIO_SRCNAT, Tx, match_addr, match_dport, match_fib_daddr_local, nfproto,
 };
 use crate::netfilter::{Error, Result};
+use crate::netlink::nfnl::NfSocket;
 use ipnet::IpNet;
 use std::net::IpAddr;
 
@@ -19,8 +30,12 @@ const HOSTPORTS: &str = "hostports";
 const HOSTIP_HOSTPORTS: &str = "hostip_hostports";
 const HOSTPORTS_ALL: &str = "hostports_all";
 const MASQUERADING: &str = "masquerading";
+const PREROUTING: &str = "prerouting";
+const OUTPUT: &str = "output";
 /// The chains holding per-container rules (comment: `container_comment`).
 const PER_CONTAINER: [&str; 3] = [HOSTPORTS, HOSTIP_HOSTPORTS, MASQUERADING];
+/// The comment of `prerouting`'s rule while every per-container rule is anchored.
+pub const MARK: &str = "cni-multi: hostports anchored";
 
 fn protocol_number(p: &str) -> u8 {
     match p {
@@ -34,52 +49,119 @@ fn host(ip: IpAddr) -> IpNet {
     IpNet::from(ip)
 }
 
-/// The container's rules now in the per-container chains: (chain, handle).
-fn existing(
-    sock: &mut crate::netlink::nfnl::NfSocket,
-    family: Family,
-    container_id: &str,
-) -> Result<(Vec<(&'static str, u64)>, usize)> {
-    let comment = crate::netfilter::container_comment(container_id);
-    let mut mine = Vec::new();
-    let mut total = 0;
-    for chain in PER_CONTAINER {
-        let rules = nft::rules(sock, nfproto(family), TABLE, chain)?;
-        total += rules.len();
-        mine.extend(
-            rules
-                .iter()
-                .filter(|r| r.comment == comment)
-                .map(|r| (chain, r.handle)),
-        );
-    }
-    Ok((mine, total))
+/// What one family's table looked like to an operation.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// `hostports` is there: some ADD made the table.
+    pub made: bool,
+    /// Our skeleton (`hostports_all` and the jumps to it) is there.
+    pub skeleton: bool,
+    pub masquerading: bool,
+    /// `prerouting`'s rule carries [`MARK`].
+    pub marked: bool,
+    /// How many rules the per-container chains hold.
+    pub total: usize,
+    /// The per-container chains' rules, once dumped.
+    pub(crate) dumped: Option<Vec<(&'static str, DumpedRule)>>,
 }
 
-/// One transaction per family: the skeleton ensured, the container's previous
-/// rules (a repeated ADD) replaced by its current ones. The caller holds the lock.
+/// What one container has in a family's table.
+#[derive(Debug, Clone, Default)]
+pub struct Mine {
+    pub anchor: Option<ChainInfo>,
+    /// (chain, handle) of each of its rules.
+    pub rules: Vec<(&'static str, u64)>,
+}
+
+/// Reads a family's table: the chains by name, the few rules of the chains
+/// that jump to the per-container ones; those are not dumped.
+fn table(sock: &mut NfSocket, f: u8) -> Result<Table> {
+    let Some(hostports) = nft::chain_info(sock, f, TABLE, HOSTPORTS)? else {
+        return Ok(Table::default());
+    };
+    let hostip = nft::chain_info(sock, f, TABLE, HOSTIP_HOSTPORTS)?;
+    let masquerading = nft::chain_info(sock, f, TABLE, MASQUERADING)?;
+    let skeleton = nft::chain_info(sock, f, TABLE, HOSTPORTS_ALL)?.is_some();
+    let prerouting = nft::rules(sock, f, TABLE, PREROUTING)?;
+    let mut jumping = nft::rules(sock, f, TABLE, OUTPUT)?;
+    jumping.extend(nft::rules(sock, f, TABLE, HOSTPORTS_ALL)?);
+    jumping.extend(prerouting.iter().cloned());
+    let own = |c: Option<ChainInfo>, name| c.map_or(0, |c| nft::own_rules(c.uses, name, &jumping));
+    Ok(Table {
+        made: true,
+        skeleton,
+        masquerading: masquerading.is_some(),
+        marked: prerouting.iter().any(|r| r.comment == MARK),
+        total: own(Some(hostports), HOSTPORTS)
+            + own(hostip, HOSTIP_HOSTPORTS)
+            + own(masquerading, MASQUERADING),
+        dumped: None,
+    })
+}
+
+/// The container's anchor and rules. Without an anchor its rules are looked
+/// for in the per-container chains (dumped once per table) unless the table
+/// is marked and ADD did not record the attachment: then it has none.
+fn mine(
+    sock: &mut NfSocket,
+    f: u8,
+    table: &mut Table,
+    comment: &str,
+    recorded: bool,
+) -> Result<Mine> {
+    let anchor = nft::chain_info(sock, f, TABLE, &nft::anchor_name(comment))?;
+    if let Some(a) = anchor {
+        let rules = nft::anchored(sock, f, TABLE, a, &PER_CONTAINER, |r| r.comment == comment)?;
+        return Ok(Mine { anchor, rules });
+    }
+    if !table.made || (table.marked && !recorded) {
+        return Ok(Mine::default());
+    }
+    if table.dumped.is_none() {
+        let mut all = Vec::new();
+        for chain in PER_CONTAINER {
+            all.extend(
+                nft::rules(sock, f, TABLE, chain)?
+                    .into_iter()
+                    .map(|r| (chain, r)),
+            );
+        }
+        table.total = all.len();
+        table.dumped = Some(all);
+    }
+    let rules = table
+        .dumped
+        .iter()
+        .flatten()
+        .filter(|(_, r)| r.comment == comment)
+        .map(|(chain, r)| (*chain, r.handle))
+        .collect();
+    Ok(Mine { anchor, rules })
+}
+
+/// One transaction per family: the skeleton ensured, the container's
+/// previous rules (a repeated ADD) replaced by its current ones after a
+/// fresh anchor. The caller holds the lock.
 pub fn add(plan: &Plan) -> Result<()> {
-    let mut sock = nft::open()?;
+    let comment = crate::netfilter::container_comment(&plan.container_id);
     for target in &plan.targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
         }
-        let have = nft::chains(&mut sock, nfproto(family), TABLE)?;
-        let (previous, _) = existing(&mut sock, family, &plan.container_id)?;
-        add_tx(plan, target, &have, &previous)?.commit(&mut sock)?;
+        let f = nfproto(family);
+        nft::commit_fresh(|sock| {
+            let mut t = table(sock, f)?;
+            let m = mine(sock, f, &mut t, &comment, false)?;
+            add_tx(plan, target, &t, &m).map(Some)
+        })?;
     }
     Ok(())
 }
 
-/// The ADD transaction of the target's family, given the table's chains
-/// (`have`) and the container's rules now in it (`previous`, chain and handle).
-pub fn add_tx(
-    plan: &Plan,
-    target: &Target,
-    have: &[String],
-    previous: &[(&'static str, u64)],
-) -> Result<Tx> {
+/// The ADD transaction of the target's family, given the table and what the
+/// container has in it.
+pub fn add_tx(plan: &Plan, target: &Target, table: &Table, previous: &Mine) -> Result<Tx> {
     let family = Family::of(target.address.addr());
     let mappings = plan.mappings_for(family);
     // The configuration was validated at load; parsed again here so that a
@@ -89,19 +171,26 @@ pub fn add_tx(
     let comment = crate::netfilter::container_comment(&plan.container_id);
     let mut tx = Tx::new();
     // The skeleton (table, chains, jumps) is written once; rewriting base
-    // chains on every ADD would re-register their hooks each time.
-    if !have.iter().any(|c| c == HOSTPORTS_ALL) {
+    // chains on every ADD would re-register their hooks each time. A table
+    // made here is marked; `hostports` is made exclusively, so that a table
+    // another writer made meanwhile fails the transaction instead.
+    if !table.skeleton {
         tx.table(f, TABLE, TABLE_COMMENT);
-        for chain in [HOSTPORTS, HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
+        if table.made {
+            tx.chain(f, TABLE, HOSTPORTS, None);
+        } else {
+            tx.new_chain(f, TABLE, HOSTPORTS);
+        }
+        for chain in [HOSTIP_HOSTPORTS, HOSTPORTS_ALL] {
             tx.chain(f, TABLE, chain, None);
         }
         tx.chain(
             f,
             TABLE,
-            "prerouting",
+            PREROUTING,
             Some(("nat", HOOK_PREROUTING, PRIO_DSTNAT)),
         );
-        tx.chain(f, TABLE, "output", Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
+        tx.chain(f, TABLE, OUTPUT, Some(("nat", HOOK_OUTPUT, PRIO_DSTNAT)));
         tx.flush(f, TABLE, HOSTPORTS_ALL);
         tx.rule(
             f,
@@ -111,14 +200,15 @@ pub fn add_tx(
             None,
         );
         tx.rule(f, TABLE, HOSTPORTS_ALL, &[nft::jump(HOSTPORTS)], None);
-        for base in ["prerouting", "output"] {
+        for base in [PREROUTING, OUTPUT] {
             tx.flush(f, TABLE, base);
             let mut exprs = match_fib_daddr_local();
             exprs.push(nft::jump(HOSTPORTS_ALL));
-            tx.rule(f, TABLE, base, &exprs, None);
+            let mark = (base == PREROUTING && !table.made).then_some(MARK);
+            tx.rule(f, TABLE, base, &exprs, mark);
         }
     }
-    if plan.snat && !have.iter().any(|c| c == MASQUERADING) {
+    if plan.snat && !table.masquerading {
         tx.chain(
             f,
             TABLE,
@@ -127,9 +217,15 @@ pub fn add_tx(
         );
     }
     // A second ADD of the same attachment leaves one set of rules.
-    for &(chain, handle) in previous {
+    for &(chain, handle) in &previous.rules {
         tx.delete_rule(f, TABLE, chain, handle);
     }
+    tx.anchor(
+        f,
+        TABLE,
+        &nft::anchor_name(&comment),
+        previous.anchor.is_some(),
+    );
     let cip = target.address.addr();
     for m in mappings {
         // The conditions gate this container's mappings only (the reference
@@ -171,62 +267,80 @@ pub fn add_tx(
     Ok(tx)
 }
 
-/// The DEL transaction of a family, given the container's rules (chain and
-/// handle) and how many rules the per-container chains hold: none without
-/// rules of the container; the table goes with the last rule.
-pub fn del_tx(family: Family, mine: &[(&'static str, u64)], total: usize) -> Option<Tx> {
-    if mine.is_empty() {
+/// The DEL transaction of a family, given the table and the containers'
+/// rules and anchors (`mine`, with each anchor's name): none when they have
+/// neither; the table goes with the last rule of the per-container chains.
+pub fn del_tx(family: Family, table: &Table, mine: &[(String, Mine)]) -> Option<Tx> {
+    let rules: Vec<(&str, u64)> = mine.iter().flat_map(|(_, m)| m.rules.clone()).collect();
+    let anchors: Vec<&str> = mine
+        .iter()
+        .filter(|(_, m)| m.anchor.is_some())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if rules.is_empty() && anchors.is_empty() {
         return None;
     }
     let f = nfproto(family);
     let mut tx = Tx::new();
-    if mine.len() == total {
+    if table.made && table.total <= rules.len() {
         tx.delete_table(f, TABLE);
-    } else {
-        for &(chain, handle) in mine {
-            tx.delete_rule(f, TABLE, chain, handle);
-        }
+        return Some(tx);
+    }
+    for (chain, handle) in rules {
+        tx.delete_rule(f, TABLE, chain, handle);
+    }
+    for anchor in anchors {
+        tx.delete_chain(f, TABLE, anchor);
     }
     Some(tx)
 }
 
-/// Deletes the container's rules per family. The caller holds the lock.
-pub fn del(plan: &Plan) -> Result<()> {
-    let mut sock = nft::open()?;
-    for family in plan.del_families() {
-        let (mine, total) = existing(&mut sock, family, &plan.container_id)?;
-        if let Some(tx) = del_tx(family, &mine, total) {
-            tx.commit(&mut sock)?;
+/// Deletes the containers' rules in one family's table, in one transaction.
+fn del_family(family: Family, comments: &[String], recorded: bool) -> Result<()> {
+    let f = nfproto(family);
+    nft::commit_fresh(|sock| {
+        let mut t = table(sock, f)?;
+        let mut all = Vec::new();
+        for comment in comments {
+            let m = mine(sock, f, &mut t, comment, recorded)?;
+            all.push((nft::anchor_name(comment), m));
         }
+        Ok(del_tx(family, &t, &all))
+    })
+}
+
+/// Deletes the container's rules per family. `recorded`: ADD recorded the
+/// attachment (rules of an older version, without anchor, may be there; not
+/// known: true). The caller holds the lock.
+pub fn del(plan: &Plan, recorded: bool) -> Result<()> {
+    let comment = crate::netfilter::container_comment(&plan.container_id);
+    for family in plan.del_families() {
+        del_family(family, std::slice::from_ref(&comment), recorded)?;
     }
     Ok(())
 }
 
 /// GC: the `stale` containers' rules deleted as DEL deletes one's, in one
-/// transaction per family. The caller holds the lock.
+/// transaction per family (their records were read: they may have rules
+/// without anchor, looked for in one read of the shared chains). The caller
+/// holds the lock.
 pub fn gc(stale: &[String]) -> Result<()> {
     if stale.is_empty() {
         return Ok(());
     }
-    let mut sock = nft::open()?;
+    let comments: Vec<String> = stale
+        .iter()
+        .map(|id| crate::netfilter::container_comment(id))
+        .collect();
     for family in [Family::V4, Family::V6] {
-        let mut all = Vec::new();
-        let mut total = 0;
-        for id in stale {
-            let (mine, in_chains) = existing(&mut sock, family, id)?;
-            all.extend(mine);
-            total = in_chains;
-        }
-        if let Some(tx) = del_tx(family, &all, total) {
-            tx.commit(&mut sock)?;
-        }
+        del_family(family, &comments, true)?;
     }
     Ok(())
 }
 
 /// CHECK: a DNAT rule per mapping of the family (in `hostports`, or in
-/// `hostip_hostports` for host-IP ones) and the
-/// masquerade rules, as the reference counts them.
+/// `hostip_hostports` for host-IP ones) and the masquerade rules, as the
+/// reference counts them.
 pub fn check(plan: &Plan) -> Result<()> {
     let comment = crate::netfilter::container_comment(&plan.container_id);
     let mut sock = nft::open()?;
@@ -237,17 +351,10 @@ pub fn check(plan: &Plan) -> Result<()> {
             continue;
         }
         let f = nfproto(family);
-        let mut count = |chains: &[&str]| -> Result<usize> {
-            let mut n = 0;
-            for chain in chains {
-                n += nft::rules(&mut sock, f, TABLE, chain)?
-                    .iter()
-                    .filter(|r| r.comment == comment)
-                    .count();
-            }
-            Ok(n)
-        };
-        let found = count(&[HOSTPORTS, HOSTIP_HOSTPORTS])?;
+        let mut t = table(&mut sock, f)?;
+        let m = mine(&mut sock, f, &mut t, &comment, true)?;
+        let count = |chains: &[&str]| m.rules.iter().filter(|(c, _)| chains.contains(c)).count();
+        let found = count(&[HOSTPORTS, HOSTIP_HOSTPORTS]);
         if found < wanted {
             return Err(Error::Mismatch {
                 owner: "portmap",
@@ -260,7 +367,7 @@ pub fn check(plan: &Plan) -> Result<()> {
             } else {
                 1
             };
-            let found = count(&[MASQUERADING])?;
+            let found = count(&[MASQUERADING]);
             if found < masq {
                 return Err(Error::Mismatch {
                     owner: "portmap",
