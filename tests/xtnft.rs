@@ -1,0 +1,270 @@
+//! iptables-nft's rules over netlink (`src/netfilter/xtnft/`), byte for byte
+//! against iptables-nft itself: for each rule shape a plugin writes, in both
+//! families, the plugin's restore text (what the legacy path runs) goes
+//! through `iptables-nft-restore` in one namespace and our netlink batch
+//! writes the same plan in another; both namespaces' tables are then read
+//! back over netlink and compared attribute for attribute (chains with their
+//! hooks, priorities, policies and use counts; each rule's expressions and
+//! userdata in chain order; handles and counter values aside). Deletes are
+//! crossed: iptables' delete-by-spec removes what we wrote, our delete by
+//! handle removes what iptables wrote, and the tables end equal.
+
+mod harness;
+
+use cni_multi::netfilter::Family;
+use cni_multi::netlink::nfnl::NfSocket;
+use cni_multi::netlink::wire::{self, Body};
+use harness::{Netns, enter_test_host, in_netns};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+
+// linux/netfilter/nf_tables.h
+const NFT_MSG_GETCHAIN: u16 = 4;
+const NFT_MSG_GETRULE: u16 = 7;
+
+fn nfproto(family: Family) -> u8 {
+    match family {
+        Family::V4 => 2,
+        Family::V6 => 10,
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// An attribute list as text: `type=hex`, with the nests of the
+/// expressions compared here (`nested`: NFTA_DATA_* nests) indented.
+fn attrs_text(out: &mut String, bytes: &[u8], depth: usize, nested: &dyn Fn(u16) -> bool) {
+    for (ty, payload) in wire::attrs(bytes) {
+        let pad = "  ".repeat(depth);
+        if nested(ty) {
+            let _ = writeln!(out, "{pad}{ty}:");
+            // A value (leaf), or a verdict: a nest of leaves (code, chain).
+            let verdict = |t: u16| t == 2;
+            let leaves = |_: u16| false;
+            let inner: &dyn Fn(u16) -> bool = if depth < 4 { &verdict } else { &leaves };
+            attrs_text(out, payload, depth + 1, inner);
+        } else {
+            let _ = writeln!(out, "{pad}{ty}={}", hex(payload));
+        }
+    }
+}
+
+/// One family's `table` of the calling thread's namespace, read over
+/// netlink: its chains (name order) with their attributes but the handle,
+/// each with its rules' expressions and userdata in order.
+fn snapshot(family: Family, table: &str) -> String {
+    let mut sock = NfSocket::open().expect("nfnetlink");
+    let f = nfproto(family);
+    let attrs = Body::default().str(1, table);
+    let chains = sock.dump(NFT_MSG_GETCHAIN, f, attrs).unwrap_or_default();
+    let mut chains: Vec<Vec<u8>> = chains
+        .into_iter()
+        .filter(|c| wire::find(c, 1).map(wire::as_str).as_deref() == Some(table))
+        .collect();
+    chains.sort_by_key(|c| wire::find(c, 3).map(wire::as_str));
+    let rules = sock
+        .dump(NFT_MSG_GETRULE, f, Body::default().str(1, table))
+        .unwrap_or_default();
+    let mut out = String::new();
+    for chain in chains {
+        let name = wire::find(&chain, 3).map(wire::as_str).unwrap_or_default();
+        let _ = writeln!(out, "chain {name}");
+        for (ty, payload) in wire::attrs(&chain) {
+            // NFTA_CHAIN_TABLE, _HANDLE, _NAME, _COUNTERS: names and ids.
+            if matches!(ty, 1 | 2 | 3 | 8) {
+                continue;
+            }
+            let _ = writeln!(out, "  {ty}={}", hex(payload));
+        }
+        for rule in rules
+            .iter()
+            .filter(|r| wire::find(r, 2).map(wire::as_str).as_deref() == Some(name.as_str()))
+        {
+            let _ = writeln!(out, "  rule");
+            for (ty, payload) in wire::attrs(rule) {
+                match ty {
+                    // NFTA_RULE_EXPRESSIONS
+                    4 => {
+                        for (_, e) in wire::attrs(payload) {
+                            let ename = wire::find(e, 1).map(wire::as_str).unwrap_or_default();
+                            let _ = writeln!(out, "    {ename}");
+                            if ename == "counter" {
+                                continue;
+                            }
+                            let data = wire::find(e, 2).unwrap_or_default();
+                            let nested = |t: u16| {
+                                matches!(
+                                    (ename.as_str(), t),
+                                    ("cmp", 3) | ("bitwise", 4 | 5) | ("immediate", 2)
+                                )
+                            };
+                            attrs_text(&mut out, data, 3, &nested);
+                        }
+                    }
+                    // Table, chain, handle, position: names and ids.
+                    1 | 2 | 3 | 6 => {}
+                    other => {
+                        let _ = writeln!(out, "    attr {other}={}", hex(payload));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `snapshot` in the namespace at `path`.
+fn snapshot_in(path: &str, family: Family, table: &'static str) -> String {
+    in_netns(Some(path), move || snapshot(family, table))
+}
+
+/// Feeds `input` to `<iptables|ip6tables>-nft-restore --noflush` in `netns`.
+fn nft_restore(netns: &str, family: Family, input: &str) {
+    let tool = match family {
+        Family::V4 => "iptables-nft-restore",
+        Family::V6 => "ip6tables-nft-restore",
+    };
+    let mut child = Command::new("nsenter")
+        .args([&format!("--net={netns}"), tool, "--noflush", "--wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("restore");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        out.status.success(),
+        "{tool} failed: {}\n{input}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `<iptables|ip6tables>-nft-save -t table` in `netns`.
+fn nft_save(netns: &str, family: Family, table: &str) -> String {
+    let tool = match family {
+        Family::V4 => "iptables-nft-save",
+        Family::V6 => "ip6tables-nft-save",
+    };
+    let out = Command::new("nsenter")
+        .args([&format!("--net={netns}"), tool, "-t", table])
+        .output()
+        .expect("save");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `ours` in namespace `b` (panicking on its error).
+fn ours(b: &Netns, f: impl FnOnce() -> cni_multi::netfilter::Result<()> + Send + 'static) {
+    in_netns(Some(b.path()), f).unwrap_or_else(|e| panic!("netlink path: {e}"));
+}
+
+/// The two namespaces' tables are the same, over netlink and as iptables-save prints them.
+fn assert_same(a: &Netns, b: &Netns, family: Family, table: &'static str, what: &str) {
+    let (ta, tb) = (
+        snapshot_in(a.path(), family, table),
+        snapshot_in(b.path(), family, table),
+    );
+    assert!(!ta.is_empty(), "{what}: nothing written");
+    assert_eq!(
+        ta, tb,
+        "{what} ({family:?}): iptables-nft (left) and ours (right) differ"
+    );
+    assert_eq!(
+        nft_save(a.path(), family, table),
+        nft_save(b.path(), family, table),
+        "{what} ({family:?})"
+    );
+}
+
+mod masq {
+    use super::*;
+    use cni_multi::netfilter::iptables::Saved;
+    use cni_multi::netfilter::masq::{Plan, iptables as ipt, xtnft};
+
+    fn plan(id: &str, addresses: &[&str]) -> Plan {
+        let ips: Vec<ipnet::IpNet> = addresses.iter().map(|a| a.parse().expect("net")).collect();
+        Plan::new("masq-net", id, "eth0", &ips)
+    }
+
+    /// ADD by iptables-nft-restore (the legacy path's text) in `a`, by our
+    /// batch in `b`; with `saved`, the text is the one built from `a`'s
+    /// table as saved (a repeated ADD), else from an empty one.
+    fn add_both(a: &Netns, b: &Netns, p: &Plan, family: Family) {
+        let saved = Saved::parse(&nft_save(a.path(), family, "nat"));
+        let text = ipt::add_batch(p, family, &saved).render().expect("render");
+        nft_restore(a.path(), family, &text);
+        let (p, f) = (p.clone(), family);
+        ours(b, move || xtnft::add(&p, f));
+    }
+
+    #[test]
+    fn ipmasq_rules_are_iptables_nfts_bytes_in_both_families_and_deletes_cross() {
+        enter_test_host();
+        for (family, first, second) in [
+            (
+                Family::V4,
+                vec!["10.31.0.5/24"],
+                vec!["10.31.0.6/24", "10.32.7.6/12"],
+            ),
+            (
+                Family::V6,
+                vec!["fd31::5/64"],
+                vec!["fd31::6/64", "fd32::7:6/60"],
+            ),
+        ] {
+            let (a, b) = (Netns::new(), Netns::new());
+            // The first attachment on an empty table: table, POSTROUTING
+            // and the container's chain made; then a second one with two
+            // addresses (one network's prefix ends inside a byte).
+            let p1 = plan("ctr-1", &first);
+            add_both(&a, &b, &p1, family);
+            assert_same(&a, &b, family, "nat", "first ADD");
+            let p2 = plan("ctr-2", &second);
+            add_both(&a, &b, &p2, family);
+            assert_same(&a, &b, family, "nat", "second ADD");
+            // A repeated ADD rewrites the chain and adds no second jump.
+            add_both(&a, &b, &p2, family);
+            assert_same(&a, &b, family, "nat", "repeated ADD");
+            // Crossed deletes: ours of iptables' rules in `a`, iptables'
+            // delete-by-spec (the reference's DEL) of ours in `b`.
+            for p in [&p1, &p2] {
+                let (p, f) = (p.clone(), family);
+                let text = ipt::quick_del(
+                    &p,
+                    f,
+                    &p.addresses
+                        .iter()
+                        .map(|ip| {
+                            (
+                                ip.addr(),
+                                cni_multi::netfilter::attachment_comment(
+                                    &p.network,
+                                    &p.container_id,
+                                ),
+                            )
+                        })
+                        .collect::<Vec<_>>(),
+                )
+                .render()
+                .expect("render");
+                nft_restore(b.path(), f, &text);
+                ours(&a, move || xtnft::del(&p, f));
+            }
+            assert_same(&a, &b, family, "nat", "after both DELs");
+            let left = nft_save(a.path(), family, "nat");
+            assert!(!left.contains("CNI-"), "{left}");
+        }
+    }
+}
