@@ -268,3 +268,125 @@ mod masq {
         }
     }
 }
+
+mod portmap {
+    use super::*;
+    use cni_multi::netfilter::iptables::Saved;
+    use cni_multi::netfilter::portmap::{Mapping, Plan, Target, iptables as ipt, xtnft};
+
+    fn mapping(host_port: u16, container_port: u16, protocol: &str, host_ip: &str) -> Mapping {
+        Mapping {
+            host_port,
+            container_port,
+            protocol: protocol.into(),
+            host_ip: (!host_ip.is_empty()).then(|| host_ip.parse().expect("ip")),
+        }
+    }
+
+    fn plan(id: &str, address: &str, mappings: Vec<Mapping>) -> Plan {
+        let mut p = Plan::named("pm-net", id);
+        p.mappings = mappings;
+        p.targets = vec![Target {
+            address: address.parse().expect("net"),
+        }];
+        p
+    }
+
+    /// ADD by iptables-nft-restore of the legacy path's text (built from
+    /// `a`'s table as saved) in `a`, by our batch in `b`.
+    fn add_both(a: &Netns, b: &Netns, p: &Plan) {
+        let target = p.targets[0].clone();
+        let family = Family::of(target.address.addr());
+        let saved = Saved::parse(&nft_save(a.path(), family, "nat"));
+        let batch = ipt::add_batch(p, family, &target, &saved);
+        nft_restore(a.path(), family, &batch.render().expect("render"));
+        let p = p.clone();
+        ours(b, move || xtnft::add(&p, family, &target));
+    }
+
+    /// Crossed DELs: iptables' delete-by-spec of ours in `b` (the DEL the
+    /// legacy path writes from the mappings), ours of iptables' in `a`.
+    fn del_both(a: &Netns, b: &Netns, p: &Plan) {
+        let family = Family::of(p.targets[0].address.addr());
+        let text = ipt::known_del_batch(p, family).render().expect("render");
+        nft_restore(b.path(), family, &text);
+        let p = p.clone();
+        ours(a, move || xtnft::del(&p, family));
+    }
+
+    fn cases(family: Family) -> Vec<(&'static str, Plan)> {
+        let (ip, other_ip, host_ip, other_host) = match family {
+            Family::V4 => ("10.40.0.5/24", "10.40.0.6/24", "192.0.2.1", "2001:db8::1"),
+            Family::V6 => ("fd40::5/64", "fd40::6/64", "2001:db8::1", "192.0.2.1"),
+        };
+        let mut cases = vec![
+            (
+                "tcp and udp, a hostIP of each family (first on an empty table)",
+                plan(
+                    "ctr-1",
+                    ip,
+                    vec![
+                        mapping(8080, 80, "tcp", ""),
+                        mapping(5353, 53, "udp", ""),
+                        mapping(8443, 443, "tcp", host_ip),
+                        mapping(9443, 443, "tcp", other_host),
+                    ],
+                ),
+            ),
+            (
+                "sctp, and 17 tcp ports (two multiport rules)",
+                plan(
+                    "ctr-2",
+                    other_ip,
+                    (0..17)
+                        .map(|i| mapping(9000 + i, 80, "tcp", ""))
+                        .chain([mapping(7777, 77, "sctp", "")])
+                        .collect(),
+                ),
+            ),
+        ];
+        let mut masq_all = plan("ctr-3", ip, vec![mapping(8081, 81, "tcp", "")]);
+        masq_all.masq_all = true;
+        cases.push(("masqAll", masq_all));
+        let mut no_snat = plan("ctr-4", ip, vec![mapping(8082, 82, "udp", "")]);
+        no_snat.snat = false;
+        cases.push(("snat off", no_snat));
+        let mut external = plan("ctr-5", ip, vec![mapping(8083, 83, "tcp", "")]);
+        external.external_mark_chain = Some("MY-MARK".into());
+        cases.push(("externalSetMarkChain", external));
+        let mut bit = plan("ctr-6", ip, vec![mapping(8084, 84, "tcp", "")]);
+        bit.mark_bit = 5;
+        cases.push(("another markMasqBit", bit));
+        cases
+    }
+
+    #[test]
+    fn portmap_rules_are_iptables_nfts_bytes_in_both_families_and_deletes_cross() {
+        enter_test_host();
+        for family in [Family::V4, Family::V6] {
+            let (a, b) = (Netns::new(), Netns::new());
+            for ns in [&a, &b] {
+                nft_restore(ns.path(), family, "*nat\n-N MY-MARK\nCOMMIT\n");
+            }
+            let cases = cases(family);
+            for (what, p) in &cases {
+                add_both(&a, &b, p);
+                assert_same(&a, &b, family, "nat", what);
+            }
+            // A repeated ADD (other mappings): the old entries go, the chain is rewritten.
+            let (_, first) = &cases[0];
+            let mut again = first.clone();
+            again.mappings.truncate(1);
+            add_both(&a, &b, &again);
+            assert_same(&a, &b, family, "nat", "repeated ADD");
+            for (what, p) in cases.iter().skip(1).rev() {
+                del_both(&a, &b, p);
+                assert_same(&a, &b, family, "nat", &format!("DEL of {what}"));
+            }
+            del_both(&a, &b, &again);
+            assert_same(&a, &b, family, "nat", "the last DEL");
+            let left = nft_save(a.path(), family, "nat");
+            assert!(!left.contains("CNI-DN-"), "{left}");
+        }
+    }
+}

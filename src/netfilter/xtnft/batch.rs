@@ -120,7 +120,7 @@ impl Batch {
             .str(NFTA_CHAIN_NAME, chain)
             .into_bytes();
         let what = format!("create chain {} {chain}", self.table);
-        self.push(NFT_MSG_NEWCHAIN, NLM_F_CREATE | NLM_F_EXCL, attrs, what);
+        self.push(NFT_MSG_NEWCHAIN, NLM_F_EXCL, attrs, what);
     }
 
     /// `-F CHAIN`: every rule of the chain deleted.

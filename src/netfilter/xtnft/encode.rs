@@ -124,7 +124,7 @@ fn payload(base: u32, offset: u32, len: u32) -> Expr {
 /// iptables-nft writes them natively (mark; tcp's and udp's ports).
 fn matching(out: &mut Vec<Expr>, m: &Match, proto: Option<Proto>) -> Result<()> {
     match m {
-        Match::Comment(text) => out.push(xt::comment::expr(text)?),
+        Match::Comment(text) => out.push(xt::comment::expr(text)),
         Match::Multiport(ports) => out.push(xt::multiport::expr(ports)?),
         Match::RelatedEstablished => out.push(xt::conntrack::related_established()),
         Match::DstLocal => out.push(xt::addrtype::dst_local()),

@@ -175,18 +175,19 @@ fn headers_ports_and_extensions_take_iptables_nfts_forms() {
     );
 }
 
-/// What iptables refuses is refused before any message is built.
+/// What iptables refuses is refused before any message is built; a comment
+/// past 255 bytes is cut as iptables cuts it.
 #[test]
 fn what_iptables_refuses_is_refused() {
-    let long = Rule::to(Target::Accept).comment(&"x".repeat(256));
-    assert!(expressions(&long, Family::V4).is_err());
-    assert!(
-        expressions(
-            &Rule::to(Target::Accept).comment(&"x".repeat(255)),
-            Family::V4
-        )
-        .is_ok()
-    );
+    let long = Rule::to(Target::Accept).comment(&"x".repeat(300));
+    let cut = Rule::to(Target::Accept).comment(&"x".repeat(255));
+    let info = |r: &Rule| -> Vec<u8> {
+        let exprs = expressions(r, Family::V4).expect("encodes");
+        let data = exprs[0].data.clone().into_bytes();
+        wire::find(&data, 3).expect("info").to_vec()
+    };
+    assert_eq!(info(&long), info(&cut));
+    assert_eq!(info(&cut).len(), 256);
     let ports = Rule::to(Target::Accept)
         .proto(Proto::Tcp)
         .with(Match::Multiport((1..=16).collect()));
@@ -197,7 +198,7 @@ fn what_iptables_refuses_is_refused() {
     assert!(expressions(&name, Family::V4).is_err());
     let mut batch = Batch::new(Family::V4, "nat");
     assert!(batch.builtin_chain("FORWARD").is_err(), "no FORWARD in nat");
-    assert!(batch.append("X", &long).is_err());
+    assert!(batch.append("X", &ports).is_err());
     assert!(batch.is_empty());
 }
 
@@ -287,6 +288,70 @@ mod masq_cases {
         golden(
             "xtnft-masq-del",
             &masq::del_batch(&dual, Family::V4, &[12, 13]).golden(),
+        );
+    }
+}
+
+mod portmap_cases {
+    use super::*;
+    use crate::netfilter::portmap::{Mapping, Plan, Target as Dest, xtnft as pm};
+
+    fn plan(address: &str) -> (Plan, Dest) {
+        let mut p = Plan::named("mynet", "ctr1");
+        p.mappings = vec![
+            Mapping {
+                host_port: 8080,
+                container_port: 80,
+                protocol: "tcp".into(),
+                host_ip: None,
+            },
+            Mapping {
+                host_port: 5353,
+                container_port: 53,
+                protocol: "udp".into(),
+                host_ip: Some("192.0.2.1".parse().expect("ip")),
+            },
+        ];
+        let dest = Dest {
+            address: net(address),
+        };
+        p.targets = vec![dest.clone()];
+        (p, dest)
+    }
+
+    #[test]
+    fn portmap_batches_are_pinned() {
+        let (v4, d4) = plan("10.88.0.5/16");
+        let (v6, d6) = plan("fd88::5/64");
+        let fresh = pm::Found::default();
+        let mut out = String::new();
+        for (p, d, f) in [(&v4, &d4, Family::V4), (&v6, &d6, Family::V6)] {
+            let b = pm::add_batch(p, f, d, &fresh).expect("batch");
+            out.push_str(&format!("# {f:?}, nothing there\n{}", b.golden()));
+        }
+        golden("xtnft-portmap-add-fresh", &out);
+        let ready = pm::Found {
+            builtins: [true; 3],
+            dnat_jumps: [true; 2],
+            dnat_chain: true,
+            setmark_chain: true,
+            setmark_rule: true,
+            masq_chain: true,
+            masq_rule: true,
+            masq_jumped: true,
+            container: None,
+        };
+        let b = pm::add_batch(&v4, Family::V4, &d4, &ready).expect("batch");
+        golden("xtnft-portmap-add-ready", &b.golden());
+        let again = pm::Found {
+            container: Some(vec![21, 22]),
+            ..ready
+        };
+        let b = pm::add_batch(&v4, Family::V4, &d4, &again).expect("batch");
+        golden("xtnft-portmap-add-repeat", &b.golden());
+        golden(
+            "xtnft-portmap-del",
+            &pm::del_batch(&v4, Family::V4, &[21, 22]).golden(),
         );
     }
 }
