@@ -390,3 +390,125 @@ mod portmap {
         }
     }
 }
+
+mod firewall {
+    use super::*;
+    use cni_multi::netfilter::firewall::{IngressPolicy, Plan, iptables as ipt, xtnft};
+    use cni_multi::netfilter::iptables::Saved;
+    use ipnet::IpNet;
+
+    fn plan(id: &str, addresses: &[&str], policy: IngressPolicy, bridge: &str) -> Plan {
+        Plan {
+            container_id: id.into(),
+            addresses: addresses.iter().map(|a| a.parse().expect("net")).collect(),
+            admin_chain: "CNI-ADMIN".into(),
+            policy,
+            bridge: bridge.into(),
+            zone: String::new(),
+        }
+    }
+
+    fn mine(p: &Plan, family: Family) -> Vec<IpNet> {
+        p.addresses
+            .iter()
+            .filter(|ip| Family::of(ip.addr()) == family)
+            .copied()
+            .collect()
+    }
+
+    fn add_both(a: &Netns, b: &Netns, p: &Plan, family: Family) {
+        let saved = Saved::parse(&nft_save(a.path(), family, "filter"));
+        let addrs = mine(p, family);
+        let refs: Vec<&IpNet> = addrs.iter().collect();
+        let text = ipt::add_batch(p, family, &refs, &saved)
+            .render()
+            .expect("render");
+        nft_restore(a.path(), family, &text);
+        let p = p.clone();
+        ours(b, move || {
+            let refs: Vec<&IpNet> = addrs.iter().collect();
+            xtnft::add(&p, family, &refs)
+        });
+    }
+
+    fn check_in(ns: &Netns, p: &Plan, family: Family) -> cni_multi::netfilter::Result<()> {
+        let (p, addrs) = (p.clone(), mine(p, family));
+        in_netns(Some(ns.path()), move || {
+            let refs: Vec<&IpNet> = addrs.iter().collect();
+            xtnft::check(&p, family, &refs)
+        })
+    }
+
+    #[test]
+    fn firewall_rules_are_iptables_nfts_bytes_in_both_families_and_deletes_cross() {
+        enter_test_host();
+        for (family, ips) in [
+            (Family::V4, ["10.50.0.5/24", "10.50.0.6/24", "10.51.0.7/24"]),
+            (Family::V6, ["fd50::5/64", "fd50::6/64", "fd51::7/64"]),
+        ] {
+            let (a, b) = (Netns::new(), Netns::new());
+            let plans = [
+                (
+                    "open, on an empty table",
+                    plan("c1", &ips[..1], IngressPolicy::Open, ""),
+                ),
+                (
+                    "same-bridge",
+                    plan("c2", &ips[1..2], IngressPolicy::SameBridge, "cni-fw0"),
+                ),
+                (
+                    "isolated, another bridge",
+                    plan("c3", &ips[2..], IngressPolicy::Isolated, "cni-fw1"),
+                ),
+                // The first bridge isolated now: its leave rule is there
+                // (with the other policy's comment), its drop is not.
+                (
+                    "isolated, the first bridge",
+                    plan("c4", &ips[..1], IngressPolicy::Isolated, "cni-fw0"),
+                ),
+            ];
+            for (what, p) in &plans {
+                add_both(&a, &b, p, family);
+                assert_same(&a, &b, family, "filter", what);
+            }
+            for ns in [&a, &b] {
+                for (what, p) in &plans {
+                    check_in(ns, p, family).unwrap_or_else(|e| panic!("CHECK {what}: {e}"));
+                }
+            }
+            for (what, p) in plans.iter().skip(1) {
+                let addrs = mine(p, family);
+                let refs: Vec<&IpNet> = addrs.iter().collect();
+                let text = ipt::known_del_batch(family, &refs)
+                    .render()
+                    .expect("render");
+                nft_restore(b.path(), family, &text);
+                ours(&a, move || {
+                    let refs: Vec<&IpNet> = addrs.iter().collect();
+                    xtnft::del(family, &refs)
+                });
+                assert_same(&a, &b, family, "filter", &format!("DEL of {what}"));
+            }
+            // The first address is gone with c4's DEL: CHECK says which rule.
+            let e = check_in(&a, &plans[0].1, family).expect_err("deleted");
+            assert!(e.to_string().contains("is missing"), "{e}");
+        }
+    }
+
+    /// The firewalld target's isolation stages alone, on an empty table.
+    #[test]
+    fn isolation_stages_alone_are_iptables_nfts_bytes() {
+        enter_test_host();
+        for (family, ip) in [(Family::V4, "10.52.0.5/24"), (Family::V6, "fd52::5/64")] {
+            let (a, b) = (Netns::new(), Netns::new());
+            let p = plan("c1", &[ip], IngressPolicy::Isolated, "cni-fw2");
+            let saved = Saved::parse(&nft_save(a.path(), family, "filter"));
+            let text = ipt::isolate_batch(&p, family, &saved)
+                .render()
+                .expect("render");
+            nft_restore(a.path(), family, &text);
+            ours(&b, move || xtnft::isolate(&p, family));
+            assert_same(&a, &b, family, "filter", "isolation stages");
+        }
+    }
+}

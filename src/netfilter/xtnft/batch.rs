@@ -48,6 +48,8 @@ pub struct Batch {
     msgs: Vec<NfMsg>,
     /// Whether the table has been declared in this batch.
     table_sent: bool,
+    /// The built-in chains this batch creates.
+    builtins: Vec<String>,
 }
 
 impl Batch {
@@ -57,6 +59,7 @@ impl Batch {
             table,
             msgs: Vec::new(),
             table_sent: false,
+            builtins: Vec::new(),
         }
     }
 
@@ -88,7 +91,7 @@ impl Batch {
     }
 
     /// Creates built-in `chain` (and the table) as iptables-nft does when the
-    /// chain is absent: the caller looked it up. Policy accept.
+    /// chain is absent: the caller looked it up. Policy accept. Once per batch.
     pub fn builtin_chain(&mut self, chain: &str) -> Result<()> {
         let Some((kind, hook, priority)) = builtin(self.table, chain) else {
             return Err(Error::InvalidConfig(format!(
@@ -96,6 +99,10 @@ impl Batch {
                 self.table
             )));
         };
+        if self.builtins.iter().any(|c| c == chain) {
+            return Ok(());
+        }
+        self.builtins.push(chain.to_string());
         self.table();
         let attrs = Body::default()
             .str(NFTA_CHAIN_TABLE, self.table)

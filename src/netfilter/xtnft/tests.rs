@@ -355,3 +355,45 @@ mod portmap_cases {
         );
     }
 }
+
+mod firewall_cases {
+    use super::*;
+    use crate::netfilter::firewall::xtnft::{self as fw, Found, Read};
+    use crate::netfilter::firewall::{IngressPolicy, Plan};
+
+    fn plan(policy: IngressPolicy) -> Plan {
+        Plan {
+            container_id: "ctr1".into(),
+            addresses: vec![net("10.88.0.5/16"), net("fd88::5/64")],
+            admin_chain: "CNI-ADMIN".into(),
+            policy,
+            bridge: "cni0".into(),
+            zone: String::new(),
+        }
+    }
+
+    #[test]
+    fn firewall_batches_are_pinned() {
+        let p = plan(IngressPolicy::Isolated);
+        let mut out = String::new();
+        for (family, ip) in [(Family::V4, &p.addresses[0]), (Family::V6, &p.addresses[1])] {
+            let b = fw::add_batch(&p, family, &[ip], &Found::default()).expect("batch");
+            out.push_str(&format!("# {family:?}, nothing there\n{}", b.golden()));
+        }
+        golden("xtnft-firewall-add-isolated-fresh", &out);
+        // CNI-FORWARD there and jumped to (its admin jump not read back
+        // here), the admin chain there: the admin jump and the rules.
+        let there = Found {
+            forward: true,
+            cni_forward: Some(Read {
+                rules: Vec::new(),
+                jumped: true,
+            }),
+            admin: true,
+            stages: [None, None],
+        };
+        let open = plan(IngressPolicy::Open);
+        let b = fw::add_batch(&open, Family::V4, &[&open.addresses[0]], &there).expect("batch");
+        golden("xtnft-firewall-add-open-there", &b.golden());
+    }
+}
