@@ -512,3 +512,158 @@ mod firewall {
         }
     }
 }
+
+/// What one ADD and one DEL read does not grow with the node: the bytes an
+/// ADD and a DEL of bridge (ipMasq, dual stack) + portmap receive on their
+/// nfnetlink sockets are the same beside 10 and beside 500 other
+/// attachments (their chains, POSTROUTING jumps and CNI-HOSTPORT-DNAT
+/// entries), counted by strace: no dump of POSTROUTING, CNI-HOSTPORT-DNAT
+/// or a table.
+mod scale {
+    use super::*;
+    use cni_multi::netfilter::iptables::Saved;
+    use cni_multi::netfilter::{masq, portmap};
+    use harness::{Outcome, Runtime, run_in};
+    use serde_json::json;
+
+    /// The test host's namespace (the calling thread's).
+    fn host() -> String {
+        format!(
+            "/proc/{}/task/{}/ns/net",
+            std::process::id(),
+            nix::unistd::gettid()
+        )
+    }
+
+    /// `count` attachments' ipMasq and portmap rules (both families), as the
+    /// legacy path writes them, in one restore per family; `first` numbers them.
+    fn fabricate(first: usize, count: usize) {
+        for family in [Family::V4, Family::V6] {
+            let mut lines = Vec::new();
+            for i in first..first + count {
+                let (ip, net) = match family {
+                    Family::V4 => (format!("10.60.{}.{}", i / 250, i % 250 + 2), "/16"),
+                    Family::V6 => (format!("fd60::{:x}", i + 2), "/64"),
+                };
+                let addr: ipnet::IpNet = format!("{ip}{net}").parse().expect("net");
+                let id = format!("fake-{i:05}");
+                let m = masq::Plan::new("scale-net", &id, "eth0", &[addr]);
+                let mut batches = vec![masq::iptables::add_batch(&m, family, &Saved::default())];
+                let mut p = portmap::Plan::named("scale-net", &id);
+                p.mappings = vec![portmap::Mapping {
+                    host_port: 20000 + i as u16,
+                    container_port: 80,
+                    protocol: "tcp".into(),
+                    host_ip: None,
+                }];
+                let target = portmap::Target { address: addr };
+                p.targets = vec![target.clone()];
+                batches.push(portmap::iptables::known_add_batch(
+                    &p,
+                    family,
+                    &target,
+                    first == 0 && i == 0,
+                ));
+                for b in batches {
+                    let text = b.render().expect("render");
+                    lines.extend(
+                        text.lines()
+                            .filter(|l| *l != "*nat" && *l != "COMMIT")
+                            .map(String::from),
+                    );
+                }
+            }
+            let input = format!("*nat\n{}\nCOMMIT\n", lines.join("\n"));
+            nft_restore(&host(), family, &input);
+        }
+    }
+
+    /// The bytes `verb` received on nfnetlink sockets, all processes and
+    /// threads summed (one strace file each, so no call is split).
+    fn nfnetlink_bytes(net: &Runtime, verb: &str, ns: &Netns, caps: &serde_json::Value) -> u64 {
+        let dir = net
+            .conf
+            .0
+            .join(format!("{verb}-{}", ns.path().replace('/', "_")));
+        std::fs::create_dir_all(&dir).expect("strace dir");
+        let cnitool = net.command(&[verb, "scale-net", ns.path()], caps, None);
+        let mut traced = Command::new("strace");
+        traced
+            .args([
+                "-f",
+                "-ff",
+                "-qq",
+                "-yy",
+                "-e",
+                "trace=recvfrom,recvmsg",
+                "-o",
+            ])
+            .arg(dir.join("t"))
+            .arg(cnitool.get_program())
+            .args(cnitool.get_args())
+            .env_clear()
+            .envs(cnitool.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Outcome::of(traced.spawn().expect("strace")).ok();
+        let mut sum = 0;
+        for file in std::fs::read_dir(&dir).expect("strace files").flatten() {
+            let text = std::fs::read_to_string(file.path()).expect("strace log");
+            sum += text
+                .lines()
+                .filter(|l| l.contains("<NETLINK:[NETFILTER:"))
+                .filter_map(|l| {
+                    let (_, n) = l.rsplit_once(") = ")?;
+                    n.trim().parse::<u64>().ok()
+                })
+                .sum::<u64>();
+        }
+        sum
+    }
+
+    #[test]
+    fn an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10() {
+        enter_test_host();
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        let net = Runtime::new("scale");
+        net.write_list(
+            "scale.conflist",
+            &json!({"cniVersion": "1.0.0", "name": "scale-net", "plugins": [
+                {"type": "bridge", "bridge": "cni-sc0", "isGateway": true, "ipMasq": true,
+                 "ipMasqBackend": "iptables",
+                 "ipam": {"type": "host-local", "dataDir": "@STORE@", "ranges": [
+                     [{"subnet": "10.61.0.0/24"}], [{"subnet": "fd61::/64"}]]}},
+                {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true,
+                 "backend": "iptables"}]}),
+        );
+        // TCP only: a UDP mapping's conntrack flush reads conntrack entries.
+        let caps =
+            json!({"portMappings": [{"hostPort": 8090, "containerPort": 80, "protocol": "tcp"}]});
+        let mut read = Vec::new();
+        for (first, count) in [(0, 10), (10, 490)] {
+            fabricate(first, count);
+            let ns = Netns::new();
+            let add = nfnetlink_bytes(&net, "add", &ns, &caps);
+            let del = nfnetlink_bytes(&net, "del", &ns, &caps);
+            assert!(add > 0 && del > 0, "nothing read: {add} {del}");
+            read.push((add, del));
+        }
+        assert_eq!(
+            read[0], read[1],
+            "(ADD, DEL) bytes beside 10, then beside 500"
+        );
+        let table = nft_save(&host(), Family::V4, "nat");
+        assert_eq!(
+            table.matches(":CNI-DN-").count(),
+            500,
+            "only the fabricated ones are left"
+        );
+    }
+}
