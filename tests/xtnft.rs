@@ -53,7 +53,8 @@ fn attrs_text(out: &mut String, bytes: &[u8], depth: usize, nested: &dyn Fn(u16)
 }
 
 /// One family's `table` of the calling thread's namespace, read over
-/// netlink: its chains (name order) with their attributes but the handle,
+/// netlink: its chains (in the table's order, which is the order they were
+/// made in) with their attributes but the handle,
 /// each with its rules' expressions and userdata in order.
 fn snapshot(family: Family, table: &str) -> String {
     let mut sock = NfSocket::open().expect("nfnetlink");
@@ -64,7 +65,6 @@ fn snapshot(family: Family, table: &str) -> String {
         .into_iter()
         .filter(|c| wire::find(c, 1).map(wire::as_str).as_deref() == Some(table))
         .collect();
-    chains.sort_by_key(|c| wire::find(c, 3).map(wire::as_str));
     let rules = sock
         .dump(NFT_MSG_GETRULE, f, Body::default().str(1, table))
         .unwrap_or_default();
@@ -665,5 +665,88 @@ mod scale {
             500,
             "only the fabricated ones are left"
         );
+    }
+}
+
+/// Against the reference itself (Debian's Go plugins in /usr/lib/cni): the
+/// same ADD of bridge (ipMasq, dual stack) + portmap + firewall by cnitool,
+/// with the same container ID, in two host namespaces, leaves byte for byte
+/// the same nat and filter tables of both families (chains in the same
+/// order), and each side's DEL leaves the same tables again.
+mod reference {
+    use super::*;
+    use harness::{Outcome, Runtime, run_in};
+    use serde_json::json;
+
+    fn run(rt: &Runtime, host: &Netns, verb: &str, pod: &Netns, cni_path: &str) {
+        let caps = json!({"portMappings": [
+            {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+            {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]});
+        let cnitool = rt.command(
+            &[
+                verb,
+                "ref-net",
+                pod.path(),
+                "--container-id",
+                "ref-ctr",
+                "--cni-path",
+                cni_path,
+            ],
+            &caps,
+            None,
+        );
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net={}", host.path()))
+            .arg(cnitool.get_program())
+            .args(cnitool.get_args())
+            .env_clear()
+            .envs(cnitool.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Outcome::of(cmd.spawn().expect("cnitool")).ok();
+    }
+
+    #[test]
+    fn an_add_leaves_the_references_tables_byte_for_byte() {
+        enter_test_host();
+        if !std::path::Path::new("/usr/lib/cni/portmap").exists() {
+            harness::skip(
+                "an_add_leaves_the_references_tables_byte_for_byte",
+                "no reference plugins in /usr/lib/cni",
+            );
+            return;
+        }
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "an_add_leaves_the_references_tables_byte_for_byte",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        let list = json!({"cniVersion": "1.0.0", "name": "ref-net", "plugins": [
+            {"type": "bridge", "bridge": "cni-ref0", "isGateway": true, "ipMasq": true,
+             "ipam": {"type": "host-local", "dataDir": "@STORE@", "ranges": [
+                 [{"subnet": "10.62.0.0/24"}], [{"subnet": "fd62::/64"}]]}},
+            {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true},
+            {"type": "firewall"}]});
+        let (ours, theirs) = (Runtime::new("ref-ours"), Runtime::new("ref-go"));
+        ours.write_list("ref.conflist", &list);
+        theirs.write_list("ref.conflist", &list);
+        let ours_path = ours.bin.0.to_string_lossy().into_owned();
+        let (a, b) = (Netns::new(), Netns::new());
+        let (pod_a, pod_b) = (Netns::new(), Netns::new());
+        run(&theirs, &a, "add", &pod_a, "/usr/lib/cni");
+        run(&ours, &b, "add", &pod_b, &ours_path);
+        for family in [Family::V4, Family::V6] {
+            assert_same(&a, &b, family, "nat", "ADD beside the reference's");
+            assert_same(&a, &b, family, "filter", "ADD beside the reference's");
+        }
+        run(&theirs, &a, "del", &pod_a, "/usr/lib/cni");
+        run(&ours, &b, "del", &pod_b, &ours_path);
+        for family in [Family::V4, Family::V6] {
+            assert_same(&a, &b, family, "nat", "DEL beside the reference's");
+            assert_same(&a, &b, family, "filter", "DEL beside the reference's");
+        }
     }
 }

@@ -81,9 +81,6 @@ pub fn add_batch(plan: &Plan, family: Family, found: &Found) -> Result<Batch> {
         // The chain is ours alone: rewritten whole.
         batch.flush(&chain);
     } else {
-        if !found.postrouting {
-            batch.builtin_chain(POSTROUTING)?;
-        }
         // Fails the commit if another writer made it meanwhile.
         batch.new_chain(&chain);
     }
@@ -92,6 +89,10 @@ pub fn add_batch(plan: &Plan, family: Family, found: &Found) -> Result<Batch> {
     }
     for ip in mine {
         if !found.jumping.contains(&ip.addr()) {
+            // Made where iptables-nft makes a built-in chain: at its first rule.
+            if !found.postrouting {
+                batch.builtin_chain(POSTROUTING)?;
+            }
             batch.append(POSTROUTING, &jump_rule(ip.addr(), &chain, &comment))?;
         }
     }
@@ -105,6 +106,7 @@ pub fn add(plan: &Plan, family: Family) -> Result<()> {
     let mut sock = xtnft::open()?;
     let mut found = Found {
         chain: xtnft::exists(&mut sock, family, TABLE, &chain)?,
+        postrouting: xtnft::exists(&mut sock, family, TABLE, POSTROUTING)?,
         ..Found::default()
     };
     if found.chain {
@@ -113,8 +115,6 @@ pub fn add(plan: &Plan, family: Family) -> Result<()> {
                 found.jumping.extend(nft::saddr_match(&rule.attrs));
             }
         }
-    } else {
-        found.postrouting = xtnft::exists(&mut sock, family, TABLE, POSTROUTING)?;
     }
     add_batch(plan, family, &found)?.commit(&mut sock)
 }
