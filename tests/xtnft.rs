@@ -61,7 +61,7 @@ fn snapshot(family: Family, table: &str) -> String {
     let f = nfproto(family);
     let attrs = Body::default().str(1, table);
     let chains = sock.dump(NFT_MSG_GETCHAIN, f, attrs).unwrap_or_default();
-    let mut chains: Vec<Vec<u8>> = chains
+    let chains: Vec<Vec<u8>> = chains
         .into_iter()
         .filter(|c| wire::find(c, 1).map(wire::as_str).as_deref() == Some(table))
         .collect();
