@@ -123,7 +123,7 @@ pub fn match_fib_daddr_local() -> Vec<Expr> {
     ]
 }
 
-pub(crate) fn verdict(code: i32, chain: Option<&str>) -> Expr {
+pub(super) fn verdict(code: i32, chain: Option<&str>) -> Expr {
     let chain = chain.map(String::from);
     expr(
         "immediate",

@@ -25,7 +25,6 @@ mod rule;
 mod xt;
 
 pub use batch::Batch;
-pub use builtin::builtin;
 pub use encode::expressions;
 pub use lookup::{Dumped, chain_rules, chain_use, exists, jumps_into, rule_at};
 pub use rule::{Match, Proto, Rule, Target};

@@ -136,12 +136,4 @@ impl Rule {
     pub fn comment(self, text: &str) -> Rule {
         self.with(Match::Comment(text.to_string()))
     }
-
-    /// The chain this rule jumps to, if it does.
-    pub fn jump_target(&self) -> Option<&str> {
-        match &self.target {
-            Target::Jump(chain) => Some(chain),
-            _ => None,
-        }
-    }
 }
