@@ -259,6 +259,133 @@ fn the_forward_and_admin_chains_stay_after_the_last_del() {
     }
 }
 
+/// On an iptables-nft host the iptables backend runs no process at all: ADD,
+/// CHECK and DEL of both families under strace exec nothing but the plugin
+/// (no iptables-restore, no iptables-save), and the rules are there and gone.
+#[test]
+fn on_iptables_nft_add_check_and_del_exec_no_iptables_process() {
+    use std::io::Write as _;
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip(
+            "on_iptables_nft_add_check_and_del_exec_no_iptables_process",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let bin = plugin_dir();
+    let conf = json!({"cniVersion": "1.0.0", "name": "fw-net", "type": "firewall", "backend": "iptables",
+                      "ingressPolicy": "isolated",
+                      "prevResult": {"cniVersion": "1.0.0",
+                                     "interfaces": [{"name": "cni-fwx"}],
+                                     "ips": [{"address": "10.50.0.8/24"}, {"address": "fd00:50::8/64"}]}})
+    .to_string();
+    let log = bin.0.join("execs");
+    for command in ["ADD", "CHECK", "DEL"] {
+        let call = harness::Call::new("firewall", command, "/run/netns/fw-none", &conf).path(&bin);
+        let mut child = std::process::Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+            .arg(&log)
+            .arg(harness::BIN)
+            .arg("firewall")
+            .env_clear()
+            .envs(&call.env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("strace");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(conf.as_bytes())
+            .expect("conf");
+        harness::Outcome::of(child).ok();
+        let execs = std::fs::read_to_string(&log).expect("strace log");
+        let programs: Vec<&str> = execs
+            .lines()
+            .filter(|l| l.contains("execve(") && !l.contains("= -1"))
+            .filter_map(|l| l.split('"').nth(1))
+            .collect();
+        assert_eq!(programs, [harness::BIN], "{command}: {execs}");
+        let tables = format!(
+            "{}\n{}",
+            filter(),
+            run_in(None, "ip6tables-save", &["-t", "filter"])
+        );
+        let present = command != "DEL";
+        for rule in [
+            "-A CNI-FORWARD -s 10.50.0.8/32 -j ACCEPT",
+            "-A CNI-FORWARD -d fd00:50::8/128 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+            "-A CNI-ISOLATION-STAGE-2 -o cni-fwx -m comment --comment \"CNI firewall plugin rules (ingressPolicy: isolated)\" -j DROP",
+        ] {
+            let want = present || rule.contains("STAGE");
+            assert_eq!(tables.contains(rule), want, "{command}: {rule}\n{tables}");
+        }
+    }
+}
+
+/// With legacy tools (wrappers that say so, log each run and run the real
+/// tools), a DEL whose rules are all there deletes them by spec: one restore
+/// per family and no `iptables-save`; a DEL with nothing left then reads the
+/// table (the restore by spec fails) and succeeds.
+#[test]
+fn legacy_del_deletes_by_spec_without_a_save() {
+    use std::os::unix::fs::PermissionsExt;
+    enter_test_host();
+    let bin = plugin_dir();
+    let conf = json!({"cniVersion": "1.0.0", "name": "fw-net", "type": "firewall", "backend": "iptables",
+                      "prevResult": {"cniVersion": "1.0.0",
+                                     "ips": [{"address": "10.50.0.9/24"}, {"address": "fd00:50::9/64"}]}})
+    .to_string();
+    let wrappers = harness::TempDir::new("fw-legacy-wrap");
+    let log = wrappers.0.join("execs");
+    for tool in [
+        "iptables-save",
+        "iptables-restore",
+        "ip6tables-save",
+        "ip6tables-restore",
+    ] {
+        let real = run_in(None, "sh", &["-c", &format!("command -v {tool}")]);
+        let script = format!(
+            "#!/bin/sh\n[ \"$1\" = -V ] && {{ echo '{tool} v1.8.9 (legacy)'; exit 0; }}\n\
+             echo {tool} >> '{}'\nexec {} \"$@\"\n",
+            log.display(),
+            real.trim()
+        );
+        let path = wrappers.0.join(tool);
+        std::fs::write(&path, script).expect("wrapper");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let path = format!(
+        "{}:{}",
+        wrappers.0.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |command: &str| {
+        let _ = std::fs::remove_file(&log);
+        harness::Call::new("firewall", command, "/run/netns/fw-none", &conf)
+            .path(&bin)
+            .set("PATH", &path)
+            .run()
+            .ok();
+        let mut execs: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect();
+        execs.sort();
+        execs
+    };
+    run("ADD");
+    assert!(filter().contains("-A CNI-FORWARD -s 10.50.0.9/32 -j ACCEPT"));
+    assert_eq!(run("DEL"), ["ip6tables-restore", "iptables-restore"]);
+    assert!(!filter().contains("10.50.0.9"));
+    let again = run("DEL");
+    assert!(again.contains(&"iptables-save".to_string()), "{again:?}");
+}
+
 /// A node where the reference's firewall (Go, one iptables call per rule) and
 /// ours share the filter table: while our DEL removes the last address again
 /// and again, every one of 60 reference ADDs succeeds (a DEL of ours that

@@ -452,19 +452,19 @@ fn one_add_runs_one_save_and_one_restore_per_family() {
 }
 
 #[test]
-fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
+fn with_iptables_nft_adds_and_dels_run_no_iptables_tool() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
         harness::skip(
-            "with_iptables_nft_every_add_runs_one_restore_and_no_save",
+            "with_iptables_nft_adds_and_dels_run_no_iptables_tool",
             "iptables is not the nf_tables flavour",
         );
         return;
     }
     let net = network(json!({}));
     // The wrappers say they are the nf_tables flavour, as the real tools are
-    // (xtables-nft-multi): the state is then read over netlink. (Elsewhere the
-    // wrappers say legacy, whose state needs iptables-save.)
+    // (xtables-nft-multi): the rules then go over netlink. (Elsewhere the
+    // wrappers say legacy, whose rules go through iptables-restore.)
     let (_wrappers, log, path) = logging_wrappers("pm-wrap-nft", true);
     let before = nat_but_shared();
     let (a, b) = (Netns::new(), Netns::new());
@@ -481,7 +481,7 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
             .expect("cnitool");
         Outcome::of(child).ok();
         let execs = std::fs::read_to_string(&log).unwrap_or_default();
-        assert_eq!(execs, "iptables-restore\n", "{}", ns.path());
+        assert_eq!(execs, "", "{}", ns.path());
     }
     let table = nat();
     for expected in [
@@ -496,7 +496,14 @@ fn with_iptables_nft_every_add_runs_one_restore_and_no_save() {
     assert_eq!(table.matches("--dports 808").count(), 2, "{table}");
     for (ns, caps) in [(&a, &ports[0]), (&b, &ports[1])] {
         net.run(&["check", "pm-net", ns.path()], caps).ok();
-        net.run(&["del", "pm-net", ns.path()], caps).ok();
+        let _ = std::fs::remove_file(&log);
+        let child = net
+            .command(&["del", "pm-net", ns.path()], caps, Some(&path))
+            .spawn()
+            .expect("cnitool");
+        Outcome::of(child).ok();
+        let execs = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(execs, "", "{}", ns.path());
     }
     assert_eq!(
         nat_but_shared(),
@@ -545,9 +552,9 @@ fn nat_tables_but_shared() -> String {
 }
 
 /// Runs one `verb` of the masquerading network with the logging wrappers
-/// first on PATH, and asserts the iptables tools it started: two restores per
-/// family (bridge's and portmap's), no save, nothing else.
-fn run_counting_restores(
+/// first on PATH, and asserts that it started no iptables tool: with
+/// iptables-nft both plugins write and delete their rules over netlink.
+fn run_counting_tools(
     net: &Runtime,
     verb: &str,
     ns: &Netns,
@@ -561,23 +568,16 @@ fn run_counting_restores(
         .expect("cnitool");
     let out = Outcome::of(child).ok();
     let execs = std::fs::read_to_string(log).unwrap_or_default();
-    let count = |t: &str| execs.lines().filter(|l| *l == t).count();
-    assert_eq!(count("iptables-restore"), 2, "{verb}: {execs}");
-    assert_eq!(count("ip6tables-restore"), 2, "{verb}: {execs}");
-    assert_eq!(
-        execs.lines().count(),
-        4,
-        "{verb}: no save, nor any other tool: {execs}"
-    );
+    assert_eq!(execs, "", "{verb}: no restore, no save, no other tool");
     out
 }
 
 #[test]
-fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save() {
+fn bridge_ipmasq_and_portmap_add_run_no_iptables_tool() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
         harness::skip(
-            "bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_save",
+            "bridge_ipmasq_and_portmap_add_run_no_iptables_tool",
             "iptables is not the nf_tables flavour",
         );
         return;
@@ -589,9 +589,8 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
     let (a, b) = (Netns::new(), Netns::new());
     // The first ADD finds empty nat tables, the second portmap's shared chains.
     for ns in [&a, &b] {
-        // Each plugin's rules below are there, so each ran at least one
-        // restore per family: two in all is one per plugin and family.
-        let out = run_counting_restores(&net, "add", ns, &caps, (&log, &path));
+        // Both plugins' rules below came over netlink.
+        let out = run_counting_tools(&net, "add", ns, &caps, (&log, &path));
         let ips: Vec<String> = out["ips"]
             .as_array()
             .expect("ips")
@@ -628,15 +627,14 @@ fn bridge_ipmasq_and_portmap_add_run_one_restore_per_plugin_and_family_and_no_sa
 }
 
 /// DEL finds the container's chains over nf_tables netlink and deletes its
-/// entry rules by the specs its ADD wrote: no save, one restore per plugin
-/// and family, for the first container's rules (made with the shared chains)
-/// and the second's.
+/// entry rules and jumps by handle: no tool, for the first container's rules
+/// (made with the shared chains) and the second's.
 #[test]
-fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save() {
+fn bridge_ipmasq_and_portmap_del_run_no_iptables_tool() {
     enter_test_host();
     if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
         harness::skip(
-            "bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_save",
+            "bridge_ipmasq_and_portmap_del_run_no_iptables_tool",
             "iptables is not the nf_tables flavour",
         );
         return;
@@ -650,9 +648,70 @@ fn bridge_ipmasq_and_portmap_del_run_one_restore_per_plugin_and_family_and_no_sa
         net.run(&["add", "pmq-net", ns.path()], &caps).ok();
     }
     for ns in [&a, &b] {
-        run_counting_restores(&net, "del", ns, &caps, (&log, &path));
+        run_counting_tools(&net, "del", ns, &caps, (&log, &path));
     }
     assert_eq!(nat_tables_but_shared(), before);
+}
+
+/// On an iptables-nft host (the real tools, not wrappers), an ADD and a DEL
+/// of bridge (ipMasq, dual stack) + portmap exec nothing but cnitool and the
+/// plugins: strace counts every execve of the whole process tree.
+#[test]
+fn bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process() {
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip(
+            "bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let net = masq_network("iptables");
+    let caps = maps(&[(8082, 80, "tcp", ""), (5355, 53, "udp", "")]);
+    let ns = Netns::new();
+    let log = net.conf.0.join("execs");
+    for verb in ["add", "del"] {
+        let cnitool = net.command(&[verb, "pmq-net", ns.path()], &caps, None);
+        let mut traced = Command::new("strace");
+        traced
+            .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+            .arg(&log)
+            .arg(cnitool.get_program())
+            .args(cnitool.get_args())
+            .env_clear()
+            .envs(cnitool.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let out = Outcome::of(traced.spawn().expect("strace"));
+        if verb == "add" {
+            let result = out.ok();
+            assert_eq!(result["ips"].as_array().map(Vec::len), Some(2));
+            let tables = format!(
+                "{}\n{}",
+                nat(),
+                run_in(None, "ip6tables-save", &["-t", "nat"])
+            );
+            assert_eq!(tables.matches("-j MASQUERADE").count(), 4, "{tables}");
+            assert_eq!(tables.matches("-j DNAT").count(), 4, "{tables}");
+        } else {
+            out.ok();
+        }
+        let execs = std::fs::read_to_string(&log).expect("strace log");
+        let programs: Vec<&str> = execs
+            .lines()
+            .filter(|l| l.contains("execve(") && !l.contains("= -1"))
+            .filter_map(|l| l.split('"').nth(1))
+            .collect();
+        assert!(!programs.is_empty(), "{execs}");
+        assert!(
+            programs.iter().all(|p| p.ends_with("/cni-multi")
+                || p.ends_with("/bridge")
+                || p.ends_with("/portmap")
+                || p.ends_with("/host-local")),
+            "{verb} ran a process that is no plugin: {programs:?}"
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::{Family, firewall, masq, portmap};
 use ipnet::IpNet;
 use std::path::Path;
 
-fn golden(case: &str, got: &str) {
+pub(super) fn golden(case: &str, got: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("testdata/netfilter")
         .join(format!("{case}.txt"));

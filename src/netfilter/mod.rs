@@ -12,6 +12,7 @@ pub mod macspoof;
 pub mod masq;
 pub mod nft;
 pub mod portmap;
+pub mod xtnft;
 
 pub use crate::netlink::addr::Family;
 pub use error::{Error, Result};

@@ -4,14 +4,14 @@
 
 use super::{IngressPolicy, Plan};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
-use crate::netfilter::{Error, Family, Result, by_family};
+use crate::netfilter::{Error, Family, Result, by_family, xtnft};
 use ipnet::IpNet;
 
 pub const FORWARD_CHAIN: &str = "CNI-FORWARD";
-const FORWARD_COMMENT: &str = "CNI firewall plugin rules";
-const ADMIN_COMMENT: &str = "CNI firewall plugin admin overrides";
-const STAGE1: &str = "CNI-ISOLATION-STAGE-1";
-const STAGE2: &str = "CNI-ISOLATION-STAGE-2";
+pub(super) const FORWARD_COMMENT: &str = "CNI firewall plugin rules";
+pub(super) const ADMIN_COMMENT: &str = "CNI firewall plugin admin overrides";
+pub(super) const STAGE1: &str = "CNI-ISOLATION-STAGE-1";
+pub(super) const STAGE2: &str = "CNI-ISOLATION-STAGE-2";
 
 fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
@@ -41,7 +41,7 @@ fn host_prefix(ip: &IpNet) -> String {
 }
 
 /// How iptables-save prints our address rules (to find them again).
-fn printed(ip: &IpNet) -> [String; 2] {
+pub(super) fn printed(ip: &IpNet) -> [String; 2] {
     let host = host_prefix(ip);
     [
         format!("-d {host} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"),
@@ -193,6 +193,11 @@ pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], saved: &Saved) ->
 /// family). The caller holds the lock.
 pub fn add(plan: &Plan) -> Result<()> {
     for (family, mine) in by_family(&plan.addresses) {
+        // iptables-nft: over netlink, no process (on failure nothing was
+        // changed, and the restore below reports why).
+        if xtnft::applies(family) && super::xtnft::add(plan, family, &mine).is_ok() {
+            continue;
+        }
         let saved = iptables::save(family, "filter")?;
         iptables::apply(&add_batch(plan, family, &mine, &saved))?;
     }
@@ -215,6 +220,9 @@ pub fn isolate(plan: &Plan) -> Result<()> {
         return Ok(());
     }
     for (family, _) in by_family(&plan.addresses) {
+        if xtnft::applies(family) && super::xtnft::isolate(plan, family).is_ok() {
+            continue;
+        }
         let saved = iptables::save(family, "filter")?;
         iptables::apply(&isolate_batch(plan, family, &saved))?;
     }
@@ -240,10 +248,32 @@ pub fn del(plan: &Plan) -> Result<()> {
     del_addresses(&plan.addresses)
 }
 
+/// The DEL batch of one family when the rules are taken to be there: each
+/// deleted by its spec (the restore fails, and the table is read, if one is
+/// not).
+pub fn known_del_batch(family: Family, mine: &[&IpNet]) -> Batch {
+    let mut batch = Batch::new(family, "filter");
+    for ip in mine {
+        for rule in address_rules(ip) {
+            batch.delete(FORWARD_CHAIN, &rule);
+        }
+    }
+    batch
+}
+
 /// The address rules of `addresses` removed, one restore per family (DEL's
-/// of one container, GC's of every stale one). The caller holds the lock.
+/// of one container, GC's of every stale one). With iptables-nft over
+/// netlink; else first by their specs, which needs no `iptables-save` when
+/// they are all there (the common DEL), then from the saved table. The
+/// caller holds the lock.
 pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
     for (family, mine) in by_family(addresses) {
+        if xtnft::applies(family) && super::xtnft::del(family, &mine).is_ok() {
+            continue;
+        }
+        if iptables::apply(&known_del_batch(family, &mine)).is_ok() {
+            continue;
+        }
         let Some(saved) = iptables::save_existing(family, "filter")? else {
             continue;
         };
@@ -256,6 +286,13 @@ pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
 pub fn check(plan: &Plan) -> Result<()> {
     let admin = plan.admin_chain.as_str();
     for (family, mine) in by_family(&plan.addresses) {
+        if xtnft::applies(family) {
+            match super::xtnft::check(plan, family, &mine) {
+                Ok(()) => continue,
+                Err(e @ Error::Mismatch { .. }) => return Err(e),
+                Err(_) => {}
+            }
+        }
         let saved = iptables::save(family, "filter")?;
         if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
             return Err(Error::Mismatch {

@@ -7,6 +7,7 @@
 pub mod firewalld;
 pub mod iptables;
 pub mod nftables;
+pub mod xtnft;
 
 use crate::netfilter::{Backend, Error, Result, lock};
 use ipnet::IpNet;

@@ -11,6 +11,7 @@ use super::Plan;
 use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
 use crate::netfilter::{
     Error, Family, Result, attachment_comment, by_family, chain_name, each_parallel, go_quote, nft,
+    xtnft,
 };
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -205,6 +206,11 @@ pub fn add(plan: &Plan) -> Result<()> {
     let (chain, _) = names(plan);
     each_parallel(&by_family(&plan.addresses), |(family, _)| {
         let family = *family;
+        // iptables-nft: the same rules over netlink, no process (on failure
+        // nothing was changed, and the restore below reports why).
+        if xtnft::applies(family) && super::xtnft::add(plan, family).is_ok() {
+            return Ok(());
+        }
         let state = state(family, &chain, None);
         // The restore is atomic: if the state was not as read, fall back.
         if let Some(batch) = known_add_batch(plan, family, &state)
@@ -249,6 +255,9 @@ pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 pub fn del(plan: &Plan) -> Result<()> {
     let (chain, comment) = names(plan);
     each_parallel(&[Family::V4, Family::V6], |&family| {
+        if xtnft::applies(family) && super::xtnft::del(plan, family).is_ok() {
+            return Ok(());
+        }
         let hosts: Vec<IpAddr> = of_family(plan, family).iter().map(|ip| ip.addr()).collect();
         match state(family, &chain, Some((&hosts, &comment))) {
             State::Absent => return Ok(()),

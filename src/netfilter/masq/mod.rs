@@ -15,6 +15,7 @@
 
 pub mod iptables;
 pub mod nftables;
+pub mod xtnft;
 
 use crate::netfilter::{Backend, Kept, Result, lock};
 use ipnet::IpNet;

@@ -5,11 +5,11 @@ use super::*;
 /// One expression: name and its attributes.
 #[derive(Debug, Clone)]
 pub struct Expr {
-    pub(super) name: &'static str,
-    pub(super) data: Body,
+    pub(crate) name: &'static str,
+    pub(crate) data: Body,
 }
 
-pub(super) fn expr(name: &'static str, data: Body) -> Expr {
+pub(crate) fn expr(name: &'static str, data: Body) -> Expr {
     Expr { name, data }
 }
 
@@ -24,7 +24,7 @@ pub enum Field {
     Daddr,
 }
 
-pub(super) fn ip_bytes(ip: IpAddr) -> Vec<u8> {
+pub(crate) fn ip_bytes(ip: IpAddr) -> Vec<u8> {
     match ip {
         IpAddr::V4(v4) => v4.octets().to_vec(),
         IpAddr::V6(v6) => v6.octets().to_vec(),
@@ -48,7 +48,7 @@ pub(super) fn load_addr(field: Field, v6: bool) -> Expr {
     )
 }
 
-pub(super) fn cmp(op_eq: bool, value: &[u8]) -> Expr {
+pub(crate) fn cmp(op_eq: bool, value: &[u8]) -> Expr {
     let value = value.to_vec();
     expr(
         "cmp",
@@ -59,7 +59,7 @@ pub(super) fn cmp(op_eq: bool, value: &[u8]) -> Expr {
     )
 }
 
-pub(super) fn bitwise_mask(len: u32, mask: &[u8]) -> Expr {
+pub(crate) fn bitwise_mask(len: u32, mask: &[u8]) -> Expr {
     let mask = mask.to_vec();
     let zero = vec![0u8; mask.len()];
     expr(
@@ -236,12 +236,12 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
 }
 
 // linux/netfilter/nf_tables.h: NFT_META_*
-pub(super) const META_MARK: u32 = 3;
-pub(super) const META_OIFNAME: u32 = 7;
-pub(super) const META_L4PROTO: u32 = 16;
+pub(crate) const META_MARK: u32 = 3;
+pub(crate) const META_OIFNAME: u32 = 7;
+pub(crate) const META_L4PROTO: u32 = 16;
 
 /// A meta key loaded into register 1 (attributes in the order `nft` sends them).
-pub(super) fn meta_load(key: u32) -> Expr {
+pub(crate) fn meta_load(key: u32) -> Expr {
     expr(
         "meta",
         Body::default()
@@ -250,7 +250,7 @@ pub(super) fn meta_load(key: u32) -> Expr {
     )
 }
 
-pub(super) fn transport_load(offset: u32, len: u32) -> Expr {
+pub(crate) fn transport_load(offset: u32, len: u32) -> Expr {
     expr(
         "payload",
         Body::default()

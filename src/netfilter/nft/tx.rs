@@ -242,7 +242,7 @@ impl Tx {
 
 /// Appends `bytes`' attributes at `depth` (see `Tx::golden`).
 #[cfg(test)]
-fn golden_attrs(out: &mut String, mut bytes: &[u8], depth: usize) {
+pub(crate) fn golden_attrs(out: &mut String, mut bytes: &[u8], depth: usize) {
     let pad = "  ".repeat(depth);
     while bytes.len() >= 4 {
         let len = usize::from(u16::from_ne_bytes([bytes[0], bytes[1]]));

@@ -4,7 +4,7 @@
 
 use super::{Plan, Target};
 use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
-use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, nft};
+use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, nft, xtnft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -12,10 +12,10 @@ pub const SETMARK_CHAIN: &str = "CNI-HOSTPORT-SETMARK";
 pub const MASQ_CHAIN: &str = "CNI-HOSTPORT-MASQ";
 pub const DNAT_CHAIN: &str = "CNI-HOSTPORT-DNAT";
 const SNAT_CHAIN: &str = "CNI-HOSTPORT-SNAT";
-const SETMARK_COMMENT: &str = "CNI portfwd masquerade mark";
-const MASQ_COMMENT: &str = "CNI portfwd requiring masquerade";
+pub(super) const SETMARK_COMMENT: &str = "CNI portfwd masquerade mark";
+pub(super) const MASQ_COMMENT: &str = "CNI portfwd requiring masquerade";
 /// multiport takes at most 15 ports per rule.
-const MULTIPORT_MAX: usize = 15;
+pub(super) const MULTIPORT_MAX: usize = 15;
 
 // The plan's chain names, mark and comment: iptables' alone.
 impl Plan {
@@ -23,7 +23,7 @@ impl Plan {
         chain_name("DN-", &self.network, &self.container_id)
     }
 
-    fn legacy_snat_chain(&self) -> String {
+    pub(super) fn legacy_snat_chain(&self) -> String {
         chain_name("SN-", &self.network, &self.container_id)
     }
 
@@ -32,14 +32,14 @@ impl Plan {
         format!("{bit:#x}/{bit:#x}")
     }
 
-    fn mark_target(&self) -> String {
+    pub(super) fn mark_target(&self) -> String {
         self.external_mark_chain
             .clone()
             .unwrap_or_else(|| SETMARK_CHAIN.to_string())
     }
 
     /// `dnat name: "<net>" id: "<cid>"`, cut as the reference cuts long comments.
-    fn dnat_comment(&self) -> String {
+    pub(super) fn dnat_comment(&self) -> String {
         let c = format!(
             "dnat name: {} id: {}",
             go_quote(&self.network),
@@ -295,6 +295,14 @@ pub fn add(plan: &Plan) -> Result<()> {
         if plan.mappings_for(family).is_empty() {
             return Ok(());
         }
+        // iptables-nft: the same rules over netlink, no process (on failure
+        // nothing was changed, and the restore below reports why).
+        if xtnft::applies(family)
+            && plan.conditions(family).is_empty()
+            && super::xtnft::add(plan, family, target).is_ok()
+        {
+            return Ok(());
+        }
         let fresh = match shared_state(plan, family) {
             SharedState::Ready => Some(false),
             SharedState::Fresh => Some(true),
@@ -428,6 +436,9 @@ pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 /// mappings needed). The shared chains stay (see `gc`). The caller holds the lock.
 pub fn del(plan: &Plan) -> Result<()> {
     each_parallel(&plan.del_families(), |&family| {
+        if xtnft::applies(family) && super::xtnft::del(plan, family).is_ok() {
+            return Ok(());
+        }
         match known(plan, family) {
             Known::Absent => return Ok(()),
             // The restore is atomic: a spec that differs fails it, and the table is read.

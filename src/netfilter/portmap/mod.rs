@@ -6,6 +6,7 @@
 
 pub mod iptables;
 pub mod nftables;
+pub mod xtnft;
 
 use crate::netfilter::{Backend, Family, Result, lock};
 use std::net::IpAddr;

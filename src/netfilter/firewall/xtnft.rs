@@ -1,0 +1,253 @@
+//! The firewall's iptables rules where iptables is the nf_tables flavour:
+//! the rules `iptables.rs` writes with `iptables-restore` (CNI-FORWARD, the
+//! admin chain, the isolation stages, two accept rules per address), as data,
+//! in one nf_tables batch per family without any process and without
+//! `iptables-save`. The address rules live in the shared CNI-FORWARD (they
+//! name no chain of their own), so ADD, DEL and CHECK read that one chain by
+//! name; FORWARD's jump to it is known by CNI-FORWARD's use count, never by
+//! reading FORWARD; the isolation stages (a few rules per bridge) are read
+//! when the policy needs them.
+
+use super::iptables::{ADMIN_COMMENT, FORWARD_CHAIN, FORWARD_COMMENT, STAGE1, STAGE2, printed};
+use super::{IngressPolicy, Plan};
+use crate::netfilter::xtnft::{self, Batch, Dumped, Match, Rule, Target};
+use crate::netfilter::{Error, Family, Result};
+use crate::netlink::nfnl::NfSocket;
+use ipnet::IpNet;
+
+const TABLE: &str = "filter";
+const FORWARD: &str = "FORWARD";
+
+/// The two accept rules of one container address (as a host prefix).
+pub fn address_rules(ip: &IpNet) -> [Rule; 2] {
+    let host = IpNet::from(ip.addr());
+    [
+        Rule::to(Target::Accept)
+            .dst(host, false)
+            .with(Match::RelatedEstablished),
+        Rule::to(Target::Accept).src(host, false),
+    ]
+}
+
+fn jump(chain: &str, comment: &str) -> Rule {
+    Rule::to(Target::Jump(chain.to_string())).comment(comment)
+}
+
+/// A chain as read: None when it does not exist.
+#[derive(Debug, Clone, Default)]
+pub struct Read {
+    /// Its rules, in order.
+    pub rules: Vec<Dumped>,
+    /// Rules elsewhere that jump to it (its use count less its own rules).
+    pub jumped: bool,
+}
+
+/// What an ADD (or CHECK) found by name before writing.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    /// FORWARD exists (else it is created, with the table).
+    pub forward: bool,
+    pub cni_forward: Option<Read>,
+    pub admin: bool,
+    /// The isolation stages, when the policy needs them.
+    pub stages: [Option<Read>; 2],
+}
+
+fn has(read: &Option<Read>, family: Family, rule: &Rule) -> bool {
+    read.as_ref()
+        .is_some_and(|r| r.rules.iter().any(|d| d.is(rule, family)))
+}
+
+fn has_but_comment(read: &Option<Read>, family: Family, rule: &Rule) -> bool {
+    read.as_ref()
+        .is_some_and(|r| r.rules.iter().any(|d| d.is_but_comment(rule, family)))
+}
+
+/// The isolation stages for the plan's bridge where missing (as
+/// `iptables::ensure_isolation`: rules recognised whatever their comment).
+fn isolation(batch: &mut Batch, plan: &Plan, family: Family, found: &Found) -> Result<()> {
+    let bridge = plan.bridge.as_str();
+    if plan.policy == IngressPolicy::Open || bridge.is_empty() {
+        return Ok(());
+    }
+    let comment = format!(
+        "CNI firewall plugin rules (ingressPolicy: {})",
+        plan.policy.name()
+    );
+    let [one, two] = &found.stages;
+    for (read, chain) in [(one, STAGE1), (two, STAGE2)] {
+        if read.is_none() {
+            batch.new_chain(chain);
+        }
+    }
+    if !one.as_ref().is_some_and(|r| r.jumped) {
+        if !found.forward {
+            batch.builtin_chain(FORWARD)?;
+        }
+        batch.insert_first(FORWARD, &jump(STAGE1, &comment))?;
+    }
+    let leave = Rule::to(Target::Jump(STAGE2.into()))
+        .in_iface(bridge, false)
+        .out_iface(bridge, true)
+        .comment(&comment);
+    if !has_but_comment(one, family, &leave) {
+        batch.insert_first(STAGE1, &leave)?;
+    }
+    let within = Rule::to(Target::Drop)
+        .in_iface(bridge, false)
+        .out_iface(bridge, false)
+        .comment(&comment);
+    if plan.policy == IngressPolicy::Isolated && !has_but_comment(one, family, &within) {
+        batch.insert_first(STAGE1, &within)?;
+    }
+    let enter = Rule::to(Target::Drop)
+        .out_iface(bridge, false)
+        .comment(&comment);
+    if !has_but_comment(two, family, &enter) {
+        batch.insert_first(STAGE2, &enter)?;
+    }
+    let ret = Rule::to(Target::Return);
+    for (read, chain) in [(one, STAGE1), (two, STAGE2)] {
+        let last_returns = read
+            .as_ref()
+            .and_then(|r| r.rules.last())
+            .is_some_and(|d| d.is(&ret, family));
+        if !last_returns {
+            batch.append(chain, &ret)?;
+        }
+    }
+    Ok(())
+}
+
+/// The ADD batch of one family: CNI-FORWARD, the admin chain and their jumps
+/// where missing, the isolation stages, each address's rules unless there.
+pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], found: &Found) -> Result<Batch> {
+    let admin = plan.admin_chain.as_str();
+    let mut batch = Batch::new(family, TABLE);
+    let cni = &found.cni_forward;
+    if cni.is_none() {
+        batch.new_chain(FORWARD_CHAIN);
+    }
+    if !found.admin {
+        batch.new_chain(admin);
+    }
+    if !cni.as_ref().is_some_and(|r| r.jumped) {
+        if !found.forward {
+            batch.builtin_chain(FORWARD)?;
+        }
+        batch.insert_first(FORWARD, &jump(FORWARD_CHAIN, FORWARD_COMMENT))?;
+    }
+    let admin_jumped = cni
+        .as_ref()
+        .is_some_and(|r| r.rules.iter().any(|d| d.jumps_to(admin)));
+    if !admin_jumped {
+        batch.insert_first(FORWARD_CHAIN, &jump(admin, ADMIN_COMMENT))?;
+    }
+    isolation(&mut batch, plan, family, found)?;
+    for ip in mine {
+        for rule in address_rules(ip) {
+            if !has(cni, family, &rule) {
+                batch.append(FORWARD_CHAIN, &rule)?;
+            }
+        }
+    }
+    Ok(batch)
+}
+
+/// A chain's rules and whether anything jumps to it; None when absent.
+fn read(sock: &mut NfSocket, family: Family, chain: &str) -> Result<Option<Read>> {
+    let Some(used) = xtnft::chain_use(sock, family, TABLE, chain)? else {
+        return Ok(None);
+    };
+    let rules = xtnft::chain_rules(sock, family, TABLE, chain)?;
+    let jumped = used as usize > rules.len();
+    Ok(Some(Read { rules, jumped }))
+}
+
+fn find(sock: &mut NfSocket, plan: &Plan, family: Family, stages: bool) -> Result<Found> {
+    let mut found = Found {
+        forward: xtnft::exists(sock, family, TABLE, FORWARD)?,
+        cni_forward: read(sock, family, FORWARD_CHAIN)?,
+        admin: xtnft::exists(sock, family, TABLE, &plan.admin_chain)?,
+        ..Found::default()
+    };
+    if stages && plan.policy != IngressPolicy::Open && !plan.bridge.is_empty() {
+        found.stages = [read(sock, family, STAGE1)?, read(sock, family, STAGE2)?];
+    }
+    Ok(found)
+}
+
+/// ADD in one family.
+pub fn add(plan: &Plan, family: Family, mine: &[&IpNet]) -> Result<()> {
+    let mut sock = xtnft::open()?;
+    let found = find(&mut sock, plan, family, true)?;
+    add_batch(plan, family, mine, &found)?.commit(&mut sock)
+}
+
+/// The isolation stages alone in one family (the firewalld target's).
+pub fn isolate(plan: &Plan, family: Family) -> Result<()> {
+    let mut sock = xtnft::open()?;
+    let found = Found {
+        forward: xtnft::exists(&mut sock, family, TABLE, FORWARD)?,
+        stages: [
+            read(&mut sock, family, STAGE1)?,
+            read(&mut sock, family, STAGE2)?,
+        ],
+        ..Found::default()
+    };
+    let mut batch = Batch::new(family, TABLE);
+    isolation(&mut batch, plan, family, &found)?;
+    batch.commit(&mut sock)
+}
+
+/// The handles of CNI-FORWARD's rules that are an address rule of `mine`.
+pub fn del_handles(rules: &[Dumped], family: Family, mine: &[&IpNet]) -> Vec<u64> {
+    let ours: Vec<Rule> = mine.iter().flat_map(|ip| address_rules(ip)).collect();
+    rules
+        .iter()
+        .filter(|d| ours.iter().any(|r| d.is(r, family)))
+        .map(|d| d.handle)
+        .collect()
+}
+
+/// DEL of `mine` (one family's addresses): their rules, wherever in
+/// CNI-FORWARD, deleted by handle; the chains and jumps stay.
+pub fn del(family: Family, mine: &[&IpNet]) -> Result<()> {
+    let mut sock = xtnft::open()?;
+    let rules = xtnft::chain_rules(&mut sock, family, TABLE, FORWARD_CHAIN)?;
+    let mut batch = Batch::new(family, TABLE);
+    for handle in del_handles(&rules, family, mine) {
+        batch.delete_rule(FORWARD_CHAIN, handle);
+    }
+    batch.commit(&mut sock)
+}
+
+fn mismatch(detail: String) -> Error {
+    Error::Mismatch {
+        owner: "firewall",
+        detail,
+    }
+}
+
+/// CHECK in one family: CNI-FORWARD jumped to and jumping to the admin
+/// chain, each address's rules there (the legacy check's verdicts).
+pub fn check(plan: &Plan, family: Family, mine: &[&IpNet]) -> Result<()> {
+    let mut sock = xtnft::open()?;
+    let found = find(&mut sock, plan, family, false)?;
+    let cni = &found.cni_forward;
+    let admin = plan.admin_chain.as_str();
+    let set_up = cni
+        .as_ref()
+        .is_some_and(|r| r.jumped && r.rules.iter().any(|d| d.jumps_to(admin)));
+    if !set_up {
+        return Err(mismatch(format!("{FORWARD_CHAIN} is not set up")));
+    }
+    for ip in mine {
+        for (rule, text) in address_rules(ip).iter().zip(printed(ip)) {
+            if !has(cni, family, rule) {
+                return Err(mismatch(format!("rule {text:?} is missing")));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! A rule's expressions in iptables-nft's order (`nft_ipv4_add`,
+//! `nft_ipv6_add`): the interfaces, the protocol, the source, the
+//! destination, each `-m` match in command-line order, a counter, the target.
+
+use super::rule::{Match, Proto, Rule, Target};
+use super::xt;
+use crate::netfilter::nft::{
+    self, Expr, META_L4PROTO, META_MARK, META_OIFNAME, bitwise_mask, cmp, expr, meta_load,
+    transport_load,
+};
+use crate::netfilter::{Error, Family, Result};
+use crate::netlink::wire::Body;
+use ipnet::IpNet;
+
+// linux/netfilter/nf_tables.h: NFT_META_IIFNAME
+const META_IIFNAME: u32 = 6;
+// linux/if.h
+const IFNAMSIZ: usize = 16;
+// linux/netfilter/nf_tables.h: NFT_PAYLOAD_NETWORK_HEADER
+const NETWORK_HEADER: u32 = 1;
+
+/// The expressions of `rule` in `family`'s tables, as iptables-nft 1.8 sends them.
+pub fn expressions(rule: &Rule, family: Family) -> Result<Vec<Expr>> {
+    let mut out = Vec::new();
+    if let Some((name, negated)) = &rule.in_iface {
+        iface(&mut out, META_IIFNAME, name, *negated)?;
+    }
+    if let Some((name, negated)) = &rule.out_iface {
+        iface(&mut out, META_OIFNAME, name, *negated)?;
+    }
+    if let Some(proto) = rule.proto {
+        out.push(meta_load(META_L4PROTO));
+        out.push(cmp(true, &[proto.number()]));
+    }
+    // ip saddr/daddr and ip6 saddr/daddr: offset in the header, length.
+    let (src, dst) = match family {
+        Family::V4 => (12, 16),
+        Family::V6 => (8, 24),
+    };
+    for (field, offset) in [(&rule.src, src), (&rule.dst, dst)] {
+        if let Some((net, negated)) = field {
+            address(&mut out, family, offset, *net, *negated)?;
+        }
+    }
+    for m in &rule.matches {
+        matching(&mut out, m, rule.proto)?;
+    }
+    out.push(counter());
+    out.push(target(&rule.target, family));
+    Ok(out)
+}
+
+/// `[!] -i|-o NAME`: the name with its NUL, or the prefix before a `+`.
+fn iface(out: &mut Vec<Expr>, key: u32, name: &str, negated: bool) -> Result<()> {
+    if name.is_empty() || name.len() >= IFNAMSIZ {
+        return Err(Error::InvalidConfig(format!(
+            "interface name {name:?}: iptables takes 1 to {} bytes",
+            IFNAMSIZ - 1
+        )));
+    }
+    out.push(meta_load(key));
+    match name.strip_suffix('+') {
+        Some("") if negated => out.push(cmp(true, b"INVAL/D\0")),
+        // `-i +`: any interface, nothing to compare.
+        Some("") => {
+            out.pop();
+        }
+        Some(prefix) => out.push(cmp(!negated, prefix.as_bytes())),
+        None => {
+            let mut value = name.as_bytes().to_vec();
+            value.push(0);
+            out.push(cmp(!negated, &value));
+        }
+    }
+    Ok(())
+}
+
+/// `[!] -s|-d NET` (iptables' `add_addr`): whole bytes of the prefix loaded and
+/// compared; a prefix that ends inside a byte loads the whole address and
+/// masks it. `0.0.0.0/0` (`::/0`) matches everything: no expression.
+fn address(
+    out: &mut Vec<Expr>,
+    family: Family,
+    offset: u32,
+    net: IpNet,
+    negated: bool,
+) -> Result<()> {
+    if Family::of(net.addr()) != family {
+        return Err(Error::InvalidConfig(format!(
+            "address {net} in a rule of the other family"
+        )));
+    }
+    if net.prefix_len() == 0 {
+        if negated {
+            return Err(Error::InvalidConfig(format!("! {net} matches nothing")));
+        }
+        return Ok(());
+    }
+    let mask = nft::ip_bytes(net.netmask());
+    let data = nft::ip_bytes(net.network());
+    let whole = mask.iter().take_while(|b| **b == 0xff).count();
+    let bitwise = whole < mask.len() && mask[whole] != 0;
+    let len = if bitwise { mask.len() } else { whole };
+    out.push(payload(NETWORK_HEADER, offset, len as u32));
+    if bitwise {
+        out.push(bitwise_mask(len as u32, &mask));
+    }
+    out.push(cmp(!negated, &data[..len]));
+    Ok(())
+}
+
+fn payload(base: u32, offset: u32, len: u32) -> Expr {
+    expr(
+        "payload",
+        Body::default()
+            .attr(1, &1u32.to_be_bytes()) // DREG: register 1
+            .attr(2, &base.to_be_bytes())
+            .attr(3, &offset.to_be_bytes())
+            .attr(4, &len.to_be_bytes()),
+    )
+}
+
+/// One `-m` match: an xtables match, or native expressions where
+/// iptables-nft writes them natively (mark; tcp's and udp's ports).
+fn matching(out: &mut Vec<Expr>, m: &Match, proto: Option<Proto>) -> Result<()> {
+    match m {
+        Match::Comment(text) => out.push(xt::comment::expr(text)),
+        Match::Multiport(ports) => out.push(xt::multiport::expr(ports)?),
+        Match::RelatedEstablished => out.push(xt::conntrack::related_established()),
+        Match::DstLocal => out.push(xt::addrtype::dst_local()),
+        // meta mark, masked unless the mask is whole, compared.
+        Match::Mark { value, mask } => {
+            out.push(meta_load(META_MARK));
+            if *mask != u32::MAX {
+                out.push(bitwise_mask(4, &mask.to_ne_bytes()));
+            }
+            out.push(cmp(true, &value.to_ne_bytes()));
+        }
+        Match::Dport(port) => match proto {
+            // The destination port loaded from the transport header.
+            Some(Proto::Tcp | Proto::Udp) => {
+                out.push(transport_load(2, 2));
+                out.push(cmp(true, &port.to_be_bytes()));
+            }
+            Some(Proto::Sctp) => out.push(xt::sctp::dport(*port)),
+            None => {
+                return Err(Error::InvalidConfig(
+                    "--dport without -p tcp, udp or sctp".into(),
+                ));
+            }
+        },
+    }
+    Ok(())
+}
+
+fn counter() -> Expr {
+    expr(
+        "counter",
+        Body::default()
+            .attr(1, &0u64.to_be_bytes()) // bytes
+            .attr(2, &0u64.to_be_bytes()), // packets
+    )
+}
+
+fn target(target: &Target, family: Family) -> Expr {
+    match target {
+        Target::Accept => nft::accept(),
+        Target::Drop => nft::drop(),
+        Target::Return => nft::ret(),
+        Target::Jump(chain) => nft::jump(chain),
+        Target::Masquerade => xt::masquerade::expr(family),
+        Target::Dnat { addr, port } => xt::dnat::expr(*addr, *port),
+        Target::SetXmark { value, mask } => xt::mark::set_xmark(*value, *mask),
+    }
+}

@@ -1,0 +1,47 @@
+//! iptables rules written the way iptables-nft writes them, over nf_tables
+//! netlink and without an iptables process: the path of hosts whose
+//! `iptables` is the nf_tables flavour. A rule is pure data ([`Rule`]: the
+//! header matches, the `-m` matches in command-line order, the target), encoded
+//! exactly as iptables-nft 1.8 encodes it: native payload, meta, cmp and
+//! bitwise expressions where it uses them (addresses, interfaces, protocol,
+//! tcp/udp ports, marks), an xtables `match` or `target` expression with its
+//! revision and info blob where it uses those (comment, multiport, conntrack,
+//! addrtype, sctp; MASQUERADE, DNAT, MARK), and the counter it puts before
+//! every target; tables and base chains are created as it creates them when
+//! absent. So `iptables-save`, iptables' delete-by-spec and the legacy path
+//! (`iptables-restore`) see the very same rules.
+//!
+//! One job a file: `rule` (what a rule is), `encode` (its expressions), `xt/`
+//! (one module per xtables match or target: name, revision, info blob),
+//! `builtin` (iptables' tables and base chains), `batch` (one nf_tables
+//! transaction per operation), `lookup` (chains by name, the rules of one
+//! chain, one rule by handle, and whether a rule read back is a given one).
+
+mod batch;
+mod builtin;
+mod encode;
+mod lookup;
+mod rule;
+mod xt;
+
+pub use batch::Batch;
+pub use encode::expressions;
+pub use lookup::{Dumped, chain_rules, chain_use, exists, jumps_into, rule_at};
+pub use rule::{Match, Proto, Rule, Target};
+
+use crate::netfilter::{Family, Result, iptables};
+
+/// Whether this family's rules go over nf_tables netlink: its iptables is the
+/// nf_tables flavour (as the tools on PATH, or the flavour this thread runs,
+/// say).
+pub fn applies(family: Family) -> bool {
+    iptables::is_nft_based(family)
+}
+
+/// One nfnetlink socket for the lookups and the commit of an operation.
+pub fn open() -> Result<crate::netlink::nfnl::NfSocket> {
+    crate::netfilter::nft::open()
+}
+
+#[cfg(test)]
+mod tests;

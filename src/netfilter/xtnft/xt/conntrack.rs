@@ -1,0 +1,24 @@
+//! `-m conntrack --ctstate RELATED,ESTABLISHED`: `xt_conntrack_mtinfo3`,
+//! revision 3.
+
+use super::matching;
+use crate::netfilter::nft::Expr;
+
+// linux/netfilter/xt_conntrack.h
+const XT_CONNTRACK_STATE: u16 = 1 << 0;
+// XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), ..._BIT(IP_CT_RELATED)
+const ESTABLISHED: u16 = 1 << 1;
+const RELATED: u16 = 1 << 2;
+
+pub fn related_established() -> Expr {
+    // Eight `nf_inet_addr`s (addresses and masks of the four tuples),
+    // expires_min, expires_max, l4proto and four ports: all unset.
+    let mut info = vec![0u8; 8 * 16 + 4 + 4 + 2 + 4 * 2];
+    for v in [XT_CONNTRACK_STATE, 0, RELATED | ESTABLISHED, 0] {
+        // match_flags, invert_flags, state_mask, status_mask
+        info.extend_from_slice(&v.to_ne_bytes());
+    }
+    // The four ports' upper bounds.
+    info.extend_from_slice(&[0; 4 * 2]);
+    matching("conntrack", 3, info)
+}
