@@ -51,7 +51,7 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # kernel). Likewise the longest tests of the doctor, install and multus
 # (30 pods of every plugin, builds swapped under load, a 128,000-entry
 # annotation decoded by a debug build: minutes each under TCG, all of it
-# process starts and CPU). Every other test of every binary runs in the VM.
+# process starts and CPU), and the per-pod cost tests beside 500 pods. Every other test of every binary runs in the VM.
 # With KVM they run in the VM too.
 DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
  ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
@@ -96,7 +96,12 @@ DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_re
  doctor_leaks:leaks_of_our_plugins_are_found_and_fixed
  install:an_older_build_is_upgraded_and_rolled_back_under_load
  install:the_reference_is_replaced_with_force_and_rolled_back_under_load
- multus:del_from_a_128000_selection_annotation_runs_at_most_the_cap"
+ multus:del_from_a_128000_selection_annotation_runs_at_most_the_cap
+ o1_per_pod:host_local_add_and_del_touch_the_same_files_at_10_and_500_pods
+ o1_per_pod:portmap_nftables_add_and_del_read_the_same_at_10_and_500_pods
+ o1_per_pod:bridge_ipmasq_and_macspoofchk_add_and_del_read_the_same_at_10_and_500_pods
+ o1_per_pod:firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods
+ xtnft:an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
