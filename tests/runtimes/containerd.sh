@@ -733,9 +733,13 @@ doctor_fixes_dead() {
 
 # Every live attachment kept: cache entries, reservations, the pods' addresses.
 doctor_kept_live() {
-    local f p ip dead=${CT_ID[cnimdoc-dead]} ips
+    local f p ip dead=${CT_ID[cnimdoc-dead]} ips entry
+    # The dead attachment's owner-index entry goes with it: sha512 of
+    # "<id>\n<ifname>", 32 hex digits (src/ipam/index.rs).
+    entry=$(printf '%s\n%s' "$dead" eth0 | sha512sum | cut -c1-32)
     while read -r f; do
         [[ $f == *"$dead"* ]] && continue
+        [ "$f" = "$dstore/.cni-multi-owners.d/$entry" ] && continue
         for ip in ${CT_IPS[cnimdoc-dead]}; do [ "$f" = "$dstore/$ip" ] && continue 2; done
         [ -e "$f" ] || { echo "$f was removed"; return 1; }
     done < <(grep '^/' <<<"$DOCTOR_BEFORE")
