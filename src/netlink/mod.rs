@@ -10,6 +10,7 @@ pub mod link;
 pub mod mptcp;
 pub mod neigh;
 pub mod nfnl;
+mod nfnl_release;
 pub mod nsid;
 pub mod route;
 pub mod rule;

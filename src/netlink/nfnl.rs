@@ -6,6 +6,7 @@ use super::wire::{self, Body, NLMSG_ERROR};
 use super::{Channel, Error, Result, kernel_error};
 use neli::consts::socket::NlFamily;
 use nix::libc;
+use std::os::fd::AsRawFd;
 
 // linux/netfilter/nfnetlink.h
 const NFNL_SUBSYS_NFTABLES: u16 = 10;
@@ -45,7 +46,24 @@ fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u
 pub struct NfSocket {
     channel: Channel,
     seq: u32,
+    /// Dropped after `channel`: lets the process holding the socket's last
+    /// reference go (see nfnl_release).
+    release: Option<std::os::fd::OwnedFd>,
 }
+
+impl Drop for NfSocket {
+    fn drop(&mut self) {
+        if super::nfnl_release::release_waits() {
+            self.release = super::nfnl_release::hand_over(self.channel.socket().as_raw_fd());
+        }
+    }
+}
+
+// linux/netfilter/nf_tables.h: the messages whose commit leaves objects for
+// the deferred destruction (NFT_MSG_DEL*, NFT_MSG_DESTROY*).
+const DESTROYING: [u16; 14] = [2, 5, 8, 11, 14, 20, 24, 26, 27, 28, 29, 30, 31, 32];
+// linux/netlink.h
+const NLM_F_REPLACE: u16 = 0x100;
 
 /// Rule dumps of busy chains come in large datagrams.
 const RECV_LEN: usize = 64 * 1024;
@@ -54,7 +72,11 @@ impl NfSocket {
     pub fn open() -> Result<NfSocket> {
         let channel = Channel::open(NlFamily::Netfilter, RECV_LEN)
             .map_err(|e| Error::local("open nfnetlink socket", e))?;
-        Ok(NfSocket { channel, seq: 0 })
+        Ok(NfSocket {
+            channel,
+            seq: 0,
+            release: None,
+        })
     }
 
     fn next_seq(&mut self) -> u32 {
@@ -106,6 +128,12 @@ impl NfSocket {
         self.channel
             .send(&out)
             .map_err(|e| Error::local("send nf_tables batch", e))?;
+        if msgs
+            .iter()
+            .any(|m| DESTROYING.contains(&m.kind) || m.flags & NLM_F_REPLACE != 0)
+        {
+            super::nfnl_release::note_deleted();
+        }
         while !pending.is_empty() {
             let datagram = self
                 .channel

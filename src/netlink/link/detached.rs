@@ -130,7 +130,7 @@ pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
 }
 
 /// Closes every descriptor but `keep` (two of them).
-unsafe fn close_all_but(keep: [RawFd; 2]) {
+pub(crate) unsafe fn close_all_but(keep: [RawFd; 2]) {
     let (lo, hi) = (keep[0].min(keep[1]) as u32, keep[0].max(keep[1]) as u32);
     let ranges = [
         (0, lo.checked_sub(1)),

@@ -13,6 +13,7 @@ use std::time::Duration;
 mod change;
 /// The forked child that makes `delete_link_detached`'s deleting syscall.
 mod detached;
+pub(crate) use detached::close_all_but;
 /// VXLAN settings: written at creation, read back from a dump.
 mod vxlan;
 
