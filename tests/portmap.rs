@@ -653,9 +653,10 @@ fn bridge_ipmasq_and_portmap_del_run_no_iptables_tool() {
     assert_eq!(nat_tables_but_shared(), before);
 }
 
-/// On an iptables-nft host (the real tools, not wrappers), an ADD and a DEL
-/// of bridge (ipMasq, dual stack) + portmap exec nothing but cnitool and the
-/// plugins: strace counts every execve of the whole process tree.
+/// On an iptables-nft host (the real tools, not wrappers), an ADD, a CHECK
+/// and a DEL of bridge (ipMasq, dual stack) + portmap exec nothing but
+/// cnitool and the plugins: strace counts every execve of the whole process
+/// tree.
 #[test]
 fn bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process() {
     enter_test_host();
@@ -670,7 +671,7 @@ fn bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process() {
     let caps = maps(&[(8082, 80, "tcp", ""), (5355, 53, "udp", "")]);
     let ns = Netns::new();
     let log = net.conf.0.join("execs");
-    for verb in ["add", "del"] {
+    for verb in ["add", "check", "del"] {
         let cnitool = net.command(&[verb, "pmq-net", ns.path()], &caps, None);
         let mut traced = Command::new("strace");
         traced

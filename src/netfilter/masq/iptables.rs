@@ -340,9 +340,18 @@ pub fn check_saved(plan: &Plan, family: Family, saved: &Saved) -> Result<()> {
     Ok(())
 }
 
-/// CHECK: what ADD wrote, in each family of the plan's addresses (read only).
+/// CHECK: what ADD wrote, in each family of the plan's addresses (read
+/// only). With iptables-nft, over netlink and reading only the attachment's
+/// own objects; the table is saved only when netlink did not answer.
 pub fn check(plan: &Plan) -> Result<()> {
     for (family, _) in by_family(&plan.addresses) {
+        if xtnft::applies(family) {
+            match super::xtnft::check(plan, family) {
+                Ok(()) => continue,
+                Err(e @ Error::Mismatch { .. }) => return Err(e),
+                Err(_) => {}
+            }
+        }
         check_saved(plan, family, &iptables::save(family, "nat")?)?;
     }
     Ok(())

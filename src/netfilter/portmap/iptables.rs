@@ -61,7 +61,7 @@ fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
 }
 
-fn to_destination(ip: IpAddr, port: u16) -> String {
+pub(super) fn to_destination(ip: IpAddr, port: u16) -> String {
     match ip {
         IpAddr::V4(v4) => format!("{v4}:{port}"),
         IpAddr::V6(v6) => format!("[{v6}]:{port}"),
@@ -453,11 +453,20 @@ pub fn del(plan: &Plan) -> Result<()> {
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
+/// With iptables-nft, over netlink and reading only the container's own
+/// objects; the table is saved only when netlink did not answer.
 pub fn check(plan: &Plan) -> Result<()> {
     for target in &plan.targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
+        }
+        if xtnft::applies(family) {
+            match super::xtnft::check(plan, family, target) {
+                Ok(()) => continue,
+                Err(e @ Error::Mismatch { .. }) => return Err(e),
+                Err(_) => {}
+            }
         }
         let saved = iptables::save(family, "nat")?;
         let chain = plan.dnat_chain();

@@ -213,11 +213,7 @@ pub fn rule_at(
 }
 
 /// The handles of the `count` rules of chain `from` that jump to `chain`,
-/// whose own rules are `own`. A writer that makes a chain, fills it and then
-/// adds the jumps to it in one transaction (our batch, or iptables-restore's)
-/// gives the jumps the handles that follow those of the chain's rules: those
-/// are asked for one by one first; only when that does not find them all is
-/// `from` dumped.
+/// whose own rules are `own` (see [`jump_rules_into`]).
 pub fn jumps_into(
     sock: &mut NfSocket,
     family: Family,
@@ -226,6 +222,28 @@ pub fn jumps_into(
     own: &[Dumped],
     count: usize,
 ) -> Result<Vec<u64>> {
+    Ok(
+        jump_rules_into(sock, family, table, (from, chain), own, count)?
+            .into_iter()
+            .map(|r| r.handle)
+            .collect(),
+    )
+}
+
+/// The `count` rules of chain `from` that jump to `chain`, whose own rules
+/// are `own`. A writer that makes a chain, fills it and then adds the jumps
+/// to it in one transaction (our batch, or iptables-restore's) gives the
+/// jumps the handles that follow those of the chain's rules: those are asked
+/// for one by one first; only when that does not find them all is `from`
+/// dumped.
+pub fn jump_rules_into(
+    sock: &mut NfSocket,
+    family: Family,
+    table: &str,
+    (from, chain): (&str, &str),
+    own: &[Dumped],
+    count: usize,
+) -> Result<Vec<Dumped>> {
     if count == 0 {
         return Ok(Vec::new());
     }
@@ -233,7 +251,7 @@ pub fn jumps_into(
         let mut found = Vec::new();
         for handle in (last + 1..).take(count) {
             match rule_at(sock, family, table, from, handle)? {
-                Some(rule) if rule.jumps_to(chain) => found.push(handle),
+                Some(rule) if rule.jumps_to(chain) => found.push(rule),
                 _ => break,
             }
         }
@@ -244,6 +262,5 @@ pub fn jumps_into(
     Ok(chain_rules(sock, family, table, from)?
         .into_iter()
         .filter(|r| r.jumps_to(chain))
-        .map(|r| r.handle)
         .collect())
 }

@@ -26,7 +26,7 @@ mod xt;
 
 pub use batch::Batch;
 pub use encode::expressions;
-pub use lookup::{Dumped, chain_rules, chain_use, exists, jumps_into, rule_at};
+pub use lookup::{Dumped, chain_rules, chain_use, exists, jump_rules_into, jumps_into, rule_at};
 pub use rule::{Match, Proto, Rule, Target};
 
 use crate::netfilter::{Family, Result, iptables};
