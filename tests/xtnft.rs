@@ -885,6 +885,121 @@ mod check_scale {
     }
 }
 
+/// The whole-table readers (GC, the doctor) read the tables over netlink on
+/// the nf_tables flavour: what they get is what `iptables-save` prints, rule
+/// for rule, for every shape the plugins (ours and iptables-nft's restore of
+/// the legacy path's text) write; a rule of ours of another shape makes
+/// them fall back to the tool, another writer's is left out.
+mod save {
+    use super::*;
+    use cni_multi::netfilter::firewall::{self, IngressPolicy};
+    use cni_multi::netfilter::iptables::Saved;
+    use cni_multi::netfilter::{Backend, masq, portmap, xtnft};
+    use harness::run_in;
+
+    fn saved(family: Family, table: &str) -> Saved {
+        let tool = match family {
+            Family::V4 => "iptables-save",
+            Family::V6 => "ip6tables-save",
+        };
+        Saved::parse(&run_in(None, tool, &["-t", table]))
+    }
+
+    #[test]
+    fn a_table_read_over_netlink_is_what_iptables_save_prints() {
+        enter_test_host();
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "a_table_read_over_netlink_is_what_iptables_save_prints",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        scale::fabricate(0, 3);
+        let addrs: Vec<ipnet::IpNet> = ["10.63.0.5/24", "fd63::5/64"]
+            .iter()
+            .map(|a| a.parse().expect("net"))
+            .collect();
+        let m = masq::Plan::new("save-net", "ctr-1", "eth0", &addrs);
+        masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
+        let mut p = portmap::Plan::named("save-net", "ctr-1");
+        let mapping = |host_port, protocol: &str, host_ip: Option<&str>| portmap::Mapping {
+            host_port,
+            container_port: 80,
+            protocol: protocol.into(),
+            host_ip: host_ip.map(|ip| ip.parse().expect("ip")),
+        };
+        p.mappings = vec![
+            mapping(8096, "tcp", None),
+            mapping(8097, "udp", Some("10.63.0.1")),
+            mapping(8098, "tcp", Some("fd63::1")),
+        ];
+        p.targets = addrs
+            .iter()
+            .map(|a| portmap::Target { address: *a })
+            .collect();
+        portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+        let fw = firewall::Plan {
+            container_id: "ctr-1".into(),
+            addresses: addrs.clone(),
+            admin_chain: "CNI-ADMIN".into(),
+            policy: IngressPolicy::Isolated,
+            bridge: "cni-sv0".into(),
+            zone: String::new(),
+        };
+        for family in [Family::V4, Family::V6] {
+            let mine: Vec<&ipnet::IpNet> = addrs
+                .iter()
+                .filter(|a| Family::of(a.addr()) == family)
+                .collect();
+            firewall::xtnft::add(&fw, family, &mine).expect("firewall ADD");
+        }
+        for family in [Family::V4, Family::V6] {
+            for table in ["nat", "filter"] {
+                let ours = xtnft::read_table(family, table)
+                    .expect("netlink")
+                    .expect("every rule printed");
+                let theirs = saved(family, table);
+                assert!(theirs.rules.len() > 5, "{family:?} {table}: {theirs:?}");
+                assert_eq!(ours, theirs, "{family:?} {table}");
+            }
+        }
+        // Another writer's shape: left out in its own chain, unreadable in ours.
+        let limit = ["-m", "limit", "--limit", "1/s", "-j", "ACCEPT"];
+        run_in(None, "iptables", &["-t", "nat", "-N", "OTHER"]);
+        let other: Vec<&str> = ["-t", "nat", "-A", "OTHER"]
+            .iter()
+            .chain(&limit)
+            .copied()
+            .collect();
+        run_in(None, "iptables", &other);
+        let ours = xtnft::read_table(Family::V4, "nat").expect("netlink");
+        let ours = ours.expect("another writer's chain left out");
+        assert!(ours.has_chain("OTHER"));
+        assert!(!ours.rules.iter().any(|(c, _)| c == "OTHER"), "{ours:?}");
+        let chain = cni_multi::netfilter::chain_name("", "save-net", "ctr-1");
+        let mixed: Vec<&str> = ["-t", "nat", "-A", &chain]
+            .iter()
+            .chain(&limit)
+            .copied()
+            .collect();
+        run_in(None, "iptables", &mixed);
+        assert!(
+            xtnft::read_table(Family::V4, "nat")
+                .expect("netlink")
+                .is_none()
+        );
+        assert!(
+            xtnft::saved(Family::V4, "nat")
+                .expect("by the tool")
+                .is_some_and(|s| s
+                    .rules
+                    .iter()
+                    .any(|(c, r)| *c == chain && r.contains("limit")))
+        );
+    }
+}
+
 /// Against the reference itself (Debian's Go plugins in /usr/lib/cni): the
 /// same ADD of bridge (ipMasq, dual stack) + portmap + firewall by cnitool,
 /// with the same container ID, in two host namespaces, leaves byte for byte

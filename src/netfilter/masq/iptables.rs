@@ -414,7 +414,7 @@ fn shared(saved: &Saved, chain: &str, prefix: &str, id: &str) -> bool {
 /// is not in `keep`, one restore per family. The caller holds the lock.
 pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     each_parallel(&[Family::V4, Family::V6], |&family| {
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = xtnft::saved(family, "nat")? else {
             return Ok(());
         };
         iptables::apply(&gc_batch(network, keep, family, &saved))
@@ -492,7 +492,7 @@ pub fn read() -> Result<Vec<(Family, Masqueraded)>> {
         if iptables::nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = iptables::save_existing(family, "nat")? {
+        if let Some(saved) = xtnft::saved(family, "nat")? {
             out.extend(masqueraded(&saved).into_iter().map(|m| (family, m)));
         }
     }

@@ -548,7 +548,7 @@ pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -
 /// in `keep`. The caller holds the lock.
 pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     for family in [Family::V4, Family::V6] {
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = xtnft::saved(family, "nat")? else {
             continue;
         };
         iptables::apply(&gc_batch(network, keep, family, &saved))?;
@@ -630,7 +630,7 @@ pub fn read() -> Result<Vec<(Family, Mapped)>> {
         if iptables::nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = iptables::save_existing(family, "nat")? {
+        if let Some(saved) = xtnft::saved(family, "nat")? {
             out.extend(mapped(&saved).into_iter().map(|m| (family, m)));
         }
     }

@@ -49,7 +49,7 @@ pub struct Dumped {
 }
 
 impl Dumped {
-    fn of(attrs: Vec<u8>) -> Option<Dumped> {
+    pub(super) fn of(attrs: Vec<u8>) -> Option<Dumped> {
         let handle = wire::find(&attrs, NFTA_RULE_HANDLE)
             .and_then(|p| p.get(..8))
             .and_then(|b| b.try_into().ok())
