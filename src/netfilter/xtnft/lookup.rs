@@ -5,23 +5,16 @@
 
 use super::encode::expressions;
 use super::rule::Rule;
-use crate::netfilter::nft::{self, nfproto};
+use crate::netfilter::nft::{
+    self, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE, NFTA_EXPR_DATA, NFTA_EXPR_NAME, NFTA_LIST_ELEM,
+    NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA,
+    nfproto,
+};
 use crate::netfilter::{Family, Result};
 use crate::netlink::nfnl::NfSocket;
 use crate::netlink::wire::{self, Body};
 
-// linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
 // linux/netfilter/nf_tables.h
-const NFT_MSG_GETRULE: u16 = 7;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_USERDATA: u16 = 7;
-const NFTA_LIST_ELEM: u16 = 1;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
 const NFTA_BITWISE_OP: u16 = 6;
 
 /// The use count of `chain` (its own rules plus the rules that jump to it),

@@ -11,26 +11,18 @@ use super::builtin::builtin;
 use super::lookup::Dumped;
 use super::rule::{Match, Proto, Rule, Target};
 use crate::netfilter::iptables::Saved;
-use crate::netfilter::nft::{self, nfproto};
+use crate::netfilter::nft::{
+    self, NFT_MSG_GETRULE, NFTA_DATA_VALUE, NFTA_DATA_VERDICT, NFTA_EXPR_DATA, NFTA_EXPR_NAME,
+    NFTA_LIST_ELEM, NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS, NFTA_RULE_TABLE, NFTA_VERDICT_CHAIN,
+    NFTA_VERDICT_CODE, nfproto,
+};
 use crate::netfilter::{Family, Result};
 use crate::netlink::nfnl::NfSocket;
 use crate::netlink::wire::{self, Body};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
-// linux/netfilter/nf_tables.h
-const NFT_MSG_GETRULE: u16 = 7;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_LIST_ELEM: u16 = 1;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
-const NFTA_DATA_VALUE: u16 = 1;
-const NFTA_DATA_VERDICT: u16 = 2;
-const NFTA_VERDICT_CODE: u16 = 1;
-const NFTA_VERDICT_CHAIN: u16 = 2;
-// meta, cmp, bitwise, payload, immediate, match/target attributes
+// linux/netfilter/nf_tables.h: meta, cmp, bitwise, payload, immediate, match/target attributes
 const META_KEY: u16 = 2;
 const CMP_OP: u16 = 2;
 const CMP_DATA: u16 = 3;
