@@ -653,9 +653,10 @@ fn bridge_ipmasq_and_portmap_del_run_no_iptables_tool() {
     assert_eq!(nat_tables_but_shared(), before);
 }
 
-/// On an iptables-nft host (the real tools, not wrappers), an ADD and a DEL
-/// of bridge (ipMasq, dual stack) + portmap exec nothing but cnitool and the
-/// plugins: strace counts every execve of the whole process tree.
+/// On an iptables-nft host (the real tools, not wrappers), an ADD, a CHECK
+/// and a DEL of bridge (ipMasq, dual stack) + portmap exec nothing but
+/// cnitool and the plugins: strace counts every execve of the whole process
+/// tree.
 #[test]
 fn bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process() {
     enter_test_host();
@@ -670,7 +671,7 @@ fn bridge_ipmasq_and_portmap_on_iptables_nft_exec_no_iptables_process() {
     let caps = maps(&[(8082, 80, "tcp", ""), (5355, 53, "udp", "")]);
     let ns = Netns::new();
     let log = net.conf.0.join("execs");
-    for verb in ["add", "del"] {
+    for verb in ["add", "check", "del"] {
         let cnitool = net.command(&[verb, "pmq-net", ns.path()], &caps, None);
         let mut traced = Command::new("strace");
         traced
@@ -2072,4 +2073,64 @@ fn gc_removes_the_rules_of_unkept_attachments_iptables() {
 fn gc_removes_the_rules_of_unkept_attachments_nftables() {
     enter_test_host();
     gc_removes_only_the_unkept_attachment("nftables", ruleset);
+}
+
+/// On an iptables-nft host GC reads the nat table over netlink: no
+/// `iptables-save` runs (strace sees every execve), and the unkept
+/// attachment's rules go while the kept one's stay.
+#[test]
+fn on_iptables_nft_gc_reads_the_table_without_iptables_save() {
+    use std::io::Write as _;
+    enter_test_host();
+    if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+        harness::skip(
+            "on_iptables_nft_gc_reads_the_table_without_iptables_save",
+            "iptables is not the nf_tables flavour",
+        );
+        return;
+    }
+    let bin = plugin_dir();
+    let conf = |ip: &str, port: u16| {
+        direct(
+            json!({"name": "pm-gcx", "cniVersion": "1.1.0", "backend": "iptables"}),
+            &[&format!("{ip}/24")],
+            maps(&[(port, 80, "tcp", "")]),
+        )
+    };
+    call("ADD", "ctr-a", &conf("10.42.0.2", 7201), &bin).ok();
+    call("ADD", "ctr-b", &conf("10.42.0.3", 7202), &bin).ok();
+    let c = json!({"cniVersion": "1.1.0", "name": "pm-gcx", "type": "portmap",
+                   "backend": "iptables"});
+    let gc = harness::Call::gc(
+        "portmap",
+        &c,
+        Some(json!([{"containerID": "ctr-a", "ifname": "eth0"}])),
+    )
+    .path(&bin);
+    let log = bin.0.join("execs");
+    let mut child = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve", "-o"])
+        .arg(&log)
+        .arg(harness::BIN)
+        .arg("portmap")
+        .env_clear()
+        .envs(&gc.env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("strace");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(gc.stdin.as_bytes())
+        .expect("conf");
+    Outcome::of(child).ok();
+    let execs = std::fs::read_to_string(&log).expect("strace log");
+    assert!(!execs.contains("-save\""), "GC ran a save: {execs}");
+    let table = nat();
+    assert!(table.contains("10.42.0.2:80"), "{table}");
+    assert!(!table.contains("10.42.0.3:80"), "{table}");
+    call("DEL", "ctr-a", &conf("10.42.0.2", 7201), &bin).ok();
 }

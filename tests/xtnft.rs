@@ -537,7 +537,7 @@ mod scale {
 
     /// `count` attachments' ipMasq and portmap rules (both families), as the
     /// legacy path writes them, in one restore per family; `first` numbers them.
-    fn fabricate(first: usize, count: usize) {
+    pub fn fabricate(first: usize, count: usize) {
         for family in [Family::V4, Family::V6] {
             let mut lines = Vec::new();
             for i in first..first + count {
@@ -664,6 +664,338 @@ mod scale {
             table.matches(":CNI-DN-").count(),
             500,
             "only the fabricated ones are left"
+        );
+    }
+}
+
+/// What one CHECK reads does not grow with the node either: ipMasq's and
+/// portmap's CHECK of one attachment (both families, in a process of its
+/// own under strace) send the same nfnetlink requests (dumps among them)
+/// and read the same bytes beside 10 and beside 500 other attachments, and
+/// exec nothing (no iptables-save). A CHECK still sees a rule go.
+mod check_scale {
+    use super::*;
+    use cni_multi::netfilter::{Backend, masq, portmap};
+    use harness::{TempDir, run_in};
+
+    /// The probe attachment beside `size` others: ipMasq and a TCP mapping
+    /// in both families (same lengths of names and comments at each size).
+    fn probe(size: usize) -> (masq::Plan, portmap::Plan) {
+        let addrs: Vec<ipnet::IpNet> = [
+            format!("10.60.200.{}/16", size % 250 + 2),
+            format!("fd60::ff:{:x}/64", size + 2),
+        ]
+        .iter()
+        .map(|a| a.parse().expect("net"))
+        .collect();
+        let id = format!("probe-{size:05}");
+        let m = masq::Plan::new("scale-net", &id, "eth0", &addrs);
+        let mut p = portmap::Plan::named("scale-net", &id);
+        p.mappings = vec![portmap::Mapping {
+            host_port: 8095,
+            container_port: 80,
+            protocol: "tcp".into(),
+            host_ip: None,
+        }];
+        p.targets = addrs
+            .iter()
+            .map(|a| portmap::Target { address: *a })
+            .collect();
+        (m, p)
+    }
+
+    /// Run by `a_check_reads_as_much_...` in a process of its own: the CHECK
+    /// of the probe in the namespace it names.
+    #[test]
+    #[ignore = "a child of a_check_reads_as_much_beside_500_attachments_as_beside_10"]
+    fn check_probe() {
+        let (Ok(host), Ok(size)) = (
+            std::env::var("XTNFT_CHECK_HOST"),
+            std::env::var("XTNFT_CHECK_SIZE"),
+        ) else {
+            return;
+        };
+        let (m, p) = probe(size.parse().expect("size"));
+        in_netns(Some(&host), move || {
+            masq::check(Backend::Iptables, &m).expect("ipMasq CHECK");
+            portmap::check(Backend::Iptables, &p).expect("portmap CHECK");
+        });
+    }
+
+    /// What [`check_probe`] asked nf_tables for and read, and the programs run.
+    #[derive(Debug, PartialEq)]
+    struct Cost {
+        requests: usize,
+        dumps: usize,
+        bytes: u64,
+        execs: Vec<String>,
+    }
+
+    /// This module's path as the test harness names tests (no crate name).
+    fn test_path() -> &'static str {
+        module_path!()
+            .split_once("::")
+            .map_or(module_path!(), |(_, rest)| rest)
+    }
+
+    fn check_cost(host: &str, size: usize) -> Cost {
+        let dir = TempDir::new("xtnft-check");
+        let exe = std::env::current_exe().expect("test binary");
+        let out = Command::new("strace")
+            .args(["-f", "-ff", "-qq", "-yy", "-s", "32", "-e"])
+            .arg("trace=execve,sendto,sendmsg,recvfrom,recvmsg")
+            .arg("-o")
+            .arg(dir.0.join("t"))
+            .arg(&exe)
+            .arg(format!("{}::check_probe", test_path()))
+            .args(["--exact", "--ignored"])
+            .args(["--test-threads=1", "--nocapture"])
+            .env("XTNFT_CHECK_HOST", host)
+            .env("XTNFT_CHECK_SIZE", size.to_string())
+            .stdin(Stdio::null())
+            .output()
+            .expect("strace");
+        assert!(
+            out.status.success(),
+            "CHECK beside {size}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut cost = Cost {
+            requests: 0,
+            dumps: 0,
+            bytes: 0,
+            execs: Vec::new(),
+        };
+        for file in std::fs::read_dir(&dir.0).expect("strace files").flatten() {
+            let text = std::fs::read_to_string(file.path()).expect("strace log");
+            for l in text.lines() {
+                if l.starts_with("execve(") && !l.contains("= -1") {
+                    cost.execs.extend(l.split('"').nth(1).map(String::from));
+                }
+                if !l.contains("<NETLINK:[NETFILTER:") {
+                    continue;
+                }
+                if l.starts_with("recv") {
+                    let n = l
+                        .rsplit_once(") = ")
+                        .and_then(|(_, n)| n.trim().parse().ok());
+                    cost.bytes += n.unwrap_or(0);
+                } else {
+                    cost.requests += 1;
+                    cost.dumps += usize::from(l.contains("NLM_F_DUMP"));
+                }
+            }
+        }
+        cost
+    }
+
+    #[test]
+    fn a_check_reads_as_much_beside_500_attachments_as_beside_10() {
+        enter_test_host();
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "a_check_reads_as_much_beside_500_attachments_as_beside_10",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        let host = format!(
+            "/proc/{}/task/{}/ns/net",
+            std::process::id(),
+            nix::unistd::gettid()
+        );
+        let exe = std::env::current_exe().expect("test binary");
+        let mut costs = Vec::new();
+        for (first, count) in [(0, 10), (10, 490)] {
+            scale::fabricate(first, count);
+            let (m, p) = probe(first + count);
+            masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
+            portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+            let cost = check_cost(&host, first + count);
+            assert_eq!(cost.execs, [exe.to_string_lossy()], "CHECK ran a process");
+            assert!(cost.dumps <= 4, "{cost:?}");
+            eprintln!("CHECK beside {}: {cost:?}", first + count);
+            costs.push(cost);
+            masq::del(Backend::Iptables, &m).expect("ipMasq DEL");
+            portmap::del(Backend::Iptables, &p).expect("portmap DEL");
+        }
+        assert_eq!(costs[0], costs[1], "CHECK beside 10, then beside 500");
+    }
+
+    /// CHECK over netlink still sees a jump or a DNAT go.
+    #[test]
+    fn check_over_netlink_sees_a_rule_go() {
+        enter_test_host();
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "check_over_netlink_sees_a_rule_go",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        let (m, p) = probe(7);
+        masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
+        portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+        masq::check(Backend::Iptables, &m).expect("ipMasq CHECK");
+        portmap::check(Backend::Iptables, &p).expect("portmap CHECK");
+        let chain = cni_multi::netfilter::chain_name("", "scale-net", "probe-00007");
+        let jump = format!(
+            "-s 10.60.200.9/32 -m comment --comment \"name: \\\"scale-net\\\" id: \\\"probe-00007\\\"\" -j {chain}"
+        );
+        let saved = run_in(None, "iptables-save", &["-t", "nat"]);
+        assert!(saved.contains(&jump), "{jump}\n{saved}");
+        let args: Vec<String> = ["-t", "nat", "-D", "POSTROUTING"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain(shell_words(&jump))
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_in(None, "iptables", &args);
+        let e = masq::check(Backend::Iptables, &m).expect_err("jump gone");
+        assert!(
+            e.to_string()
+                .contains("no POSTROUTING jump from 10.60.200.9"),
+            "{e}"
+        );
+        let dn = p.dnat_chain();
+        run_in(None, "ip6tables", &["-t", "nat", "-F", &dn]);
+        let e = portmap::check(Backend::Iptables, &p).expect_err("DNAT gone");
+        assert!(e.to_string().contains("no rule for tcp port 8095"), "{e}");
+    }
+
+    /// A saved rule's words, its quoted comment one word without the quotes.
+    fn shell_words(spec: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let (mut word, mut quoted, mut escaped) = (String::new(), false, false);
+        for c in spec.chars() {
+            match c {
+                _ if escaped => {
+                    word.push(c);
+                    escaped = false;
+                }
+                '\\' => escaped = true,
+                '"' => quoted = !quoted,
+                ' ' if !quoted => out.extend((!word.is_empty()).then(|| std::mem::take(&mut word))),
+                _ => word.push(c),
+            }
+        }
+        out.extend((!word.is_empty()).then_some(word));
+        out
+    }
+}
+
+/// The whole-table readers (GC, the doctor) read the tables over netlink on
+/// the nf_tables flavour: what they get is what `iptables-save` prints, rule
+/// for rule, for every shape the plugins (ours and iptables-nft's restore of
+/// the legacy path's text) write; a rule of ours of another shape makes
+/// them fall back to the tool, another writer's is left out.
+mod save {
+    use super::*;
+    use cni_multi::netfilter::firewall::{self, IngressPolicy};
+    use cni_multi::netfilter::iptables::Saved;
+    use cni_multi::netfilter::{Backend, masq, portmap, xtnft};
+    use harness::run_in;
+
+    fn saved(family: Family, table: &str) -> Saved {
+        let tool = match family {
+            Family::V4 => "iptables-save",
+            Family::V6 => "ip6tables-save",
+        };
+        Saved::parse(&run_in(None, tool, &["-t", table]))
+    }
+
+    #[test]
+    fn a_table_read_over_netlink_is_what_iptables_save_prints() {
+        enter_test_host();
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(
+                "a_table_read_over_netlink_is_what_iptables_save_prints",
+                "iptables is not the nf_tables flavour",
+            );
+            return;
+        }
+        scale::fabricate(0, 3);
+        let addrs: Vec<ipnet::IpNet> = ["10.63.0.5/24", "fd63::5/64"]
+            .iter()
+            .map(|a| a.parse().expect("net"))
+            .collect();
+        let m = masq::Plan::new("save-net", "ctr-1", "eth0", &addrs);
+        masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
+        let mut p = portmap::Plan::named("save-net", "ctr-1");
+        let mapping = |host_port, protocol: &str, host_ip: Option<&str>| portmap::Mapping {
+            host_port,
+            container_port: 80,
+            protocol: protocol.into(),
+            host_ip: host_ip.map(|ip| ip.parse().expect("ip")),
+        };
+        p.mappings = vec![
+            mapping(8096, "tcp", None),
+            mapping(8097, "udp", Some("10.63.0.1")),
+            mapping(8098, "tcp", Some("fd63::1")),
+        ];
+        p.targets = addrs
+            .iter()
+            .map(|a| portmap::Target { address: *a })
+            .collect();
+        portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+        let fw = firewall::Plan {
+            container_id: "ctr-1".into(),
+            addresses: addrs.clone(),
+            admin_chain: "CNI-ADMIN".into(),
+            policy: IngressPolicy::Isolated,
+            bridge: "cni-sv0".into(),
+            zone: String::new(),
+        };
+        for family in [Family::V4, Family::V6] {
+            let mine: Vec<&ipnet::IpNet> = addrs
+                .iter()
+                .filter(|a| Family::of(a.addr()) == family)
+                .collect();
+            firewall::xtnft::add(&fw, family, &mine).expect("firewall ADD");
+        }
+        for family in [Family::V4, Family::V6] {
+            for table in ["nat", "filter"] {
+                let ours = xtnft::read_table(family, table)
+                    .expect("netlink")
+                    .expect("every rule printed");
+                let theirs = saved(family, table);
+                assert!(theirs.rules.len() > 5, "{family:?} {table}: {theirs:?}");
+                assert_eq!(ours, theirs, "{family:?} {table}");
+            }
+        }
+        // Another writer's shape: left out in its own chain, unreadable in ours.
+        let limit = ["-m", "limit", "--limit", "1/s", "-j", "ACCEPT"];
+        run_in(None, "iptables", &["-t", "nat", "-N", "OTHER"]);
+        let other: Vec<&str> = ["-t", "nat", "-A", "OTHER"]
+            .iter()
+            .chain(&limit)
+            .copied()
+            .collect();
+        run_in(None, "iptables", &other);
+        let ours = xtnft::read_table(Family::V4, "nat").expect("netlink");
+        let ours = ours.expect("another writer's chain left out");
+        assert!(ours.has_chain("OTHER"));
+        assert!(!ours.rules.iter().any(|(c, _)| c == "OTHER"), "{ours:?}");
+        let chain = cni_multi::netfilter::chain_name("", "save-net", "ctr-1");
+        let mixed: Vec<&str> = ["-t", "nat", "-A", &chain]
+            .iter()
+            .chain(&limit)
+            .copied()
+            .collect();
+        run_in(None, "iptables", &mixed);
+        assert!(
+            xtnft::read_table(Family::V4, "nat")
+                .expect("netlink")
+                .is_none()
+        );
+        assert!(
+            xtnft::saved(Family::V4, "nat")
+                .expect("by the tool")
+                .is_some_and(|s| s
+                    .rules
+                    .iter()
+                    .any(|(c, r)| *c == chain && r.contains("limit")))
         );
     }
 }

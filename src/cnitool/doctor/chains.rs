@@ -62,8 +62,16 @@ pub fn usable() -> bool {
     crate::netfilter::iptables::usable(Family::V4) || crate::netfilter::iptables::usable(Family::V6)
 }
 
-/// Whether the family's `nat` table still has the chain.
+/// Whether the family's `nat` table still has the chain: looked up by name
+/// over netlink on the nf_tables flavour, else in the saved table.
 fn present(family: Family, chain: &str) -> Result<bool> {
+    use crate::netfilter::xtnft;
+    if xtnft::applies(family)
+        && let Ok(found) =
+            xtnft::open().and_then(|mut s| xtnft::exists(&mut s, family, "nat", chain))
+    {
+        return Ok(found);
+    }
     Ok(crate::netfilter::iptables::save_existing(family, "nat")?
         .is_some_and(|s| s.has_chain(chain)))
 }

@@ -346,7 +346,7 @@ pub fn accepted(saved: &Saved) -> Vec<IpNet> {
 pub fn read() -> Result<Vec<IpNet>> {
     let mut out = Vec::new();
     for family in [Family::V4, Family::V6] {
-        if let Some(saved) = iptables::save_existing(family, "filter")? {
+        if let Some(saved) = xtnft::saved(family, "filter")? {
             out.extend(accepted(&saved));
         }
     }

@@ -340,9 +340,18 @@ pub fn check_saved(plan: &Plan, family: Family, saved: &Saved) -> Result<()> {
     Ok(())
 }
 
-/// CHECK: what ADD wrote, in each family of the plan's addresses (read only).
+/// CHECK: what ADD wrote, in each family of the plan's addresses (read
+/// only). With iptables-nft, over netlink and reading only the attachment's
+/// own objects; the table is saved only when netlink did not answer.
 pub fn check(plan: &Plan) -> Result<()> {
     for (family, _) in by_family(&plan.addresses) {
+        if xtnft::applies(family) {
+            match super::xtnft::check(plan, family) {
+                Ok(()) => continue,
+                Err(e @ Error::Mismatch { .. }) => return Err(e),
+                Err(_) => {}
+            }
+        }
         check_saved(plan, family, &iptables::save(family, "nat")?)?;
     }
     Ok(())
@@ -405,7 +414,7 @@ fn shared(saved: &Saved, chain: &str, prefix: &str, id: &str) -> bool {
 /// is not in `keep`, one restore per family. The caller holds the lock.
 pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     each_parallel(&[Family::V4, Family::V6], |&family| {
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = xtnft::saved(family, "nat")? else {
             return Ok(());
         };
         iptables::apply(&gc_batch(network, keep, family, &saved))
@@ -483,7 +492,7 @@ pub fn read() -> Result<Vec<(Family, Masqueraded)>> {
         if iptables::nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = iptables::save_existing(family, "nat")? {
+        if let Some(saved) = xtnft::saved(family, "nat")? {
             out.extend(masqueraded(&saved).into_iter().map(|m| (family, m)));
         }
     }

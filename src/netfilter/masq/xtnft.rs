@@ -146,3 +146,57 @@ pub fn del(plan: &Plan, family: Family) -> Result<()> {
     let jumps = xtnft::jumps_into(&mut sock, family, TABLE, (POSTROUTING, &chain), &own, count)?;
     del_batch(plan, family, &jumps).commit(&mut sock)
 }
+
+fn mismatch(detail: String) -> crate::netfilter::Error {
+    crate::netfilter::Error::Mismatch {
+        owner: "ipMasq",
+        detail,
+    }
+}
+
+/// CHECK in one family, reading only the attachment's own objects: its
+/// chain by name (its rules: an accept per own network, the masquerade),
+/// and POSTROUTING's jumps to it by the chain's use count and handle (see
+/// `xtnft::jumps_into`), never POSTROUTING itself when they are where ADD
+/// puts them. The verdicts of `iptables::check_saved`, comments aside.
+pub fn check(plan: &Plan, family: Family) -> Result<()> {
+    let chain = chain_name("", &plan.network, &plan.container_id);
+    let comment = attachment_comment(&plan.network, &plan.container_id);
+    let mine = of_family(plan, family);
+    let mut sock = xtnft::open()?;
+    let Some(used) = xtnft::chain_use(&mut sock, family, TABLE, &chain)? else {
+        return Err(mismatch(format!("chain {chain} is missing")));
+    };
+    let own = xtnft::chain_rules(&mut sock, family, TABLE, &chain)?;
+    let wanted = chain_rules(family, &mine, &comment);
+    for (ip, rule) in mine.iter().zip(&wanted) {
+        if !own.iter().any(|r| r.is_but_comment(rule, family)) {
+            return Err(mismatch(format!(
+                "chain {chain} does not accept {}",
+                ip.trunc()
+            )));
+        }
+    }
+    if let Some(masq) = wanted.last()
+        && !own.iter().any(|r| r.is_but_comment(masq, family))
+    {
+        return Err(mismatch(format!("chain {chain} has no MASQUERADE rule")));
+    }
+    let count = (used as usize).saturating_sub(own.len());
+    // A jump gone leaves the use count short: nothing more to read.
+    let jumps = if count < mine.len() {
+        Vec::new()
+    } else {
+        xtnft::jump_rules_into(&mut sock, family, TABLE, (POSTROUTING, &chain), &own, count)?
+    };
+    for ip in mine {
+        let jump = jump_rule(ip.addr(), &chain, &comment);
+        if !jumps.iter().any(|r| r.is_but_comment(&jump, family)) {
+            return Err(mismatch(format!(
+                "no POSTROUTING jump from {} to {chain}",
+                ip.addr()
+            )));
+        }
+    }
+    Ok(())
+}

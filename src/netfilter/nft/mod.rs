@@ -26,7 +26,7 @@ use std::net::IpAddr;
 pub use tx::*;
 
 // linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
+pub(crate) const NFNL_SUBSYS_NFTABLES: u16 = 10;
 // linux/netfilter/nf_tables.h
 const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;
@@ -34,7 +34,7 @@ const NFT_MSG_NEWCHAIN: u16 = 3;
 const NFT_MSG_GETCHAIN: u16 = 4;
 const NFT_MSG_DELCHAIN: u16 = 5;
 const NFT_MSG_NEWRULE: u16 = 6;
-const NFT_MSG_GETRULE: u16 = 7;
+pub(crate) const NFT_MSG_GETRULE: u16 = 7;
 const NFT_MSG_DELRULE: u16 = 8;
 const NFT_MSG_GETSET: u16 = 10;
 
@@ -50,19 +50,19 @@ const NFTA_CHAIN_USE: u16 = 6;
 const NFTA_CHAIN_TYPE: u16 = 7;
 const NFTA_HOOK_HOOKNUM: u16 = 1;
 const NFTA_HOOK_PRIORITY: u16 = 2;
-const NFTA_RULE_TABLE: u16 = 1;
+pub(crate) const NFTA_RULE_TABLE: u16 = 1;
 const NFTA_SET_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_USERDATA: u16 = 7;
-const NFTA_LIST_ELEM: u16 = 1;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
-const NFTA_DATA_VALUE: u16 = 1;
-const NFTA_DATA_VERDICT: u16 = 2;
-const NFTA_VERDICT_CODE: u16 = 1;
-const NFTA_VERDICT_CHAIN: u16 = 2;
+pub(crate) const NFTA_RULE_CHAIN: u16 = 2;
+pub(crate) const NFTA_RULE_HANDLE: u16 = 3;
+pub(crate) const NFTA_RULE_EXPRESSIONS: u16 = 4;
+pub(crate) const NFTA_RULE_USERDATA: u16 = 7;
+pub(crate) const NFTA_LIST_ELEM: u16 = 1;
+pub(crate) const NFTA_EXPR_NAME: u16 = 1;
+pub(crate) const NFTA_EXPR_DATA: u16 = 2;
+pub(crate) const NFTA_DATA_VALUE: u16 = 1;
+pub(crate) const NFTA_DATA_VERDICT: u16 = 2;
+pub(crate) const NFTA_VERDICT_CODE: u16 = 1;
+pub(crate) const NFTA_VERDICT_CHAIN: u16 = 2;
 // libnftnl/udata.h (NFTNL_UDATA_*_COMMENT), not a kernel header.
 /// Comments live in userdata as TLV type 0 (tables and rules alike).
 const UDATA_COMMENT: u8 = 0;

@@ -61,7 +61,7 @@ fn s(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| (*a).to_string()).collect()
 }
 
-fn to_destination(ip: IpAddr, port: u16) -> String {
+pub(super) fn to_destination(ip: IpAddr, port: u16) -> String {
     match ip {
         IpAddr::V4(v4) => format!("{v4}:{port}"),
         IpAddr::V6(v6) => format!("[{v6}]:{port}"),
@@ -453,11 +453,20 @@ pub fn del(plan: &Plan) -> Result<()> {
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
+/// With iptables-nft, over netlink and reading only the container's own
+/// objects; the table is saved only when netlink did not answer.
 pub fn check(plan: &Plan) -> Result<()> {
     for target in &plan.targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
+        }
+        if xtnft::applies(family) {
+            match super::xtnft::check(plan, family, target) {
+                Ok(()) => continue,
+                Err(e @ Error::Mismatch { .. }) => return Err(e),
+                Err(_) => {}
+            }
         }
         let saved = iptables::save(family, "nat")?;
         let chain = plan.dnat_chain();
@@ -539,7 +548,7 @@ pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -
 /// in `keep`. The caller holds the lock.
 pub fn gc(network: &str, keep: &[String]) -> Result<()> {
     for family in [Family::V4, Family::V6] {
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = xtnft::saved(family, "nat")? else {
             continue;
         };
         iptables::apply(&gc_batch(network, keep, family, &saved))?;
@@ -621,7 +630,7 @@ pub fn read() -> Result<Vec<(Family, Mapped)>> {
         if iptables::nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = iptables::save_existing(family, "nat")? {
+        if let Some(saved) = xtnft::saved(family, "nat")? {
             out.extend(mapped(&saved).into_iter().map(|m| (family, m)));
         }
     }

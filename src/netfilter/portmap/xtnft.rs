@@ -280,3 +280,44 @@ pub fn del(plan: &Plan, family: Family) -> Result<()> {
     };
     del_batch(plan, family, &entries).commit(&mut sock)
 }
+
+fn mismatch(detail: String) -> Error {
+    Error::Mismatch {
+        owner: "portmap",
+        detail,
+    }
+}
+
+/// CHECK in one family for one container address, reading only the
+/// container's own objects: its chain by name (a DNAT per mapping) and its
+/// entries in CNI-HOSTPORT-DNAT by the chain's use count and handle (see
+/// `xtnft::jumps_into`), never CNI-HOSTPORT-DNAT itself when they are where
+/// ADD puts them. The verdicts of `iptables::check`.
+pub fn check(plan: &Plan, family: Family, dest: &Dest) -> Result<()> {
+    let chain = plan.dnat_chain();
+    let mut sock = xtnft::open()?;
+    let s = &mut sock;
+    let missing = || mismatch(format!("chain {chain} is missing"));
+    let Some(used) = xtnft::chain_use(s, family, TABLE, &chain)? else {
+        return Err(missing());
+    };
+    let own = xtnft::chain_rules(s, family, TABLE, &chain)?;
+    let count = (used as usize).saturating_sub(own.len());
+    if xtnft::jump_rules_into(s, family, TABLE, (DNAT_CHAIN, &chain), &own, count)?.is_empty() {
+        return Err(missing());
+    }
+    let dnats = dnat_rules(plan, family, dest)?;
+    let dnats = dnats
+        .iter()
+        .filter(|r| matches!(r.target, Target::Dnat { .. }));
+    for (m, rule) in plan.mappings_for(family).into_iter().zip(dnats) {
+        if !own.iter().any(|r| r.is(rule, family)) {
+            let to = super::iptables::to_destination(dest.address.addr(), m.container_port);
+            return Err(mismatch(format!(
+                "no rule for {} port {} -> {to}",
+                m.protocol, m.host_port
+            )));
+        }
+    }
+    Ok(())
+}

@@ -5,23 +5,16 @@
 
 use super::encode::expressions;
 use super::rule::Rule;
-use crate::netfilter::nft::{self, nfproto};
+use crate::netfilter::nft::{
+    self, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE, NFTA_EXPR_DATA, NFTA_EXPR_NAME, NFTA_LIST_ELEM,
+    NFTA_RULE_CHAIN, NFTA_RULE_EXPRESSIONS, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_RULE_USERDATA,
+    nfproto,
+};
 use crate::netfilter::{Family, Result};
 use crate::netlink::nfnl::NfSocket;
 use crate::netlink::wire::{self, Body};
 
-// linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
 // linux/netfilter/nf_tables.h
-const NFT_MSG_GETRULE: u16 = 7;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_USERDATA: u16 = 7;
-const NFTA_LIST_ELEM: u16 = 1;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
 const NFTA_BITWISE_OP: u16 = 6;
 
 /// The use count of `chain` (its own rules plus the rules that jump to it),
@@ -49,7 +42,7 @@ pub struct Dumped {
 }
 
 impl Dumped {
-    fn of(attrs: Vec<u8>) -> Option<Dumped> {
+    pub(super) fn of(attrs: Vec<u8>) -> Option<Dumped> {
         let handle = wire::find(&attrs, NFTA_RULE_HANDLE)
             .and_then(|p| p.get(..8))
             .and_then(|b| b.try_into().ok())
@@ -213,11 +206,7 @@ pub fn rule_at(
 }
 
 /// The handles of the `count` rules of chain `from` that jump to `chain`,
-/// whose own rules are `own`. A writer that makes a chain, fills it and then
-/// adds the jumps to it in one transaction (our batch, or iptables-restore's)
-/// gives the jumps the handles that follow those of the chain's rules: those
-/// are asked for one by one first; only when that does not find them all is
-/// `from` dumped.
+/// whose own rules are `own` (see [`jump_rules_into`]).
 pub fn jumps_into(
     sock: &mut NfSocket,
     family: Family,
@@ -226,6 +215,28 @@ pub fn jumps_into(
     own: &[Dumped],
     count: usize,
 ) -> Result<Vec<u64>> {
+    Ok(
+        jump_rules_into(sock, family, table, (from, chain), own, count)?
+            .into_iter()
+            .map(|r| r.handle)
+            .collect(),
+    )
+}
+
+/// The `count` rules of chain `from` that jump to `chain`, whose own rules
+/// are `own`. A writer that makes a chain, fills it and then adds the jumps
+/// to it in one transaction (our batch, or iptables-restore's) gives the
+/// jumps the handles that follow those of the chain's rules: those are asked
+/// for one by one first; only when that does not find them all is `from`
+/// dumped.
+pub fn jump_rules_into(
+    sock: &mut NfSocket,
+    family: Family,
+    table: &str,
+    (from, chain): (&str, &str),
+    own: &[Dumped],
+    count: usize,
+) -> Result<Vec<Dumped>> {
     if count == 0 {
         return Ok(Vec::new());
     }
@@ -233,7 +244,7 @@ pub fn jumps_into(
         let mut found = Vec::new();
         for handle in (last + 1..).take(count) {
             match rule_at(sock, family, table, from, handle)? {
-                Some(rule) if rule.jumps_to(chain) => found.push(handle),
+                Some(rule) if rule.jumps_to(chain) => found.push(rule),
                 _ => break,
             }
         }
@@ -244,6 +255,5 @@ pub fn jumps_into(
     Ok(chain_rules(sock, family, table, from)?
         .into_iter()
         .filter(|r| r.jumps_to(chain))
-        .map(|r| r.handle)
         .collect())
 }

@@ -15,18 +15,20 @@
 //! (one module per xtables match or target: name, revision, info blob),
 //! `builtin` (iptables' tables and base chains), `batch` (one nf_tables
 //! transaction per operation), `lookup` (chains by name, the rules of one
-//! chain, one rule by handle, and whether a rule read back is a given one).
+//! chain, one rule by handle, and whether a rule read back is a given one),
+//! `save` (a whole table read back as `iptables-save` prints it).
 
 mod batch;
 mod builtin;
 mod encode;
 mod lookup;
 mod rule;
+mod save;
 mod xt;
 
 pub use batch::Batch;
 pub use encode::expressions;
-pub use lookup::{Dumped, chain_rules, chain_use, exists, jumps_into, rule_at};
+pub use lookup::{Dumped, chain_rules, chain_use, exists, jump_rules_into, jumps_into, rule_at};
 pub use rule::{Match, Proto, Rule, Target};
 
 use crate::netfilter::{Family, Result, iptables};
@@ -36,6 +38,26 @@ use crate::netfilter::{Family, Result, iptables};
 /// say).
 pub fn applies(family: Family) -> bool {
     iptables::is_nft_based(family)
+}
+
+/// `table` of `family` as `iptables-save -t TABLE` prints it, for the
+/// readers of whole tables (GC, the doctor): over netlink on the nf_tables
+/// flavour (no process), else (or when a rule of ours there has a shape not
+/// printed here, or netlink failed) by the tool. None as
+/// `iptables::save_existing`.
+pub fn saved(family: Family, table: &str) -> Result<Option<iptables::Saved>> {
+    if applies(family)
+        && let Ok(Some(saved)) = read_table(family, table)
+    {
+        return Ok(Some(saved));
+    }
+    iptables::save_existing(family, table)
+}
+
+/// `table` of `family` read over netlink alone, as [`saved`] reads it there
+/// (None: a rule of ours it cannot print).
+pub fn read_table(family: Family, table: &str) -> Result<Option<iptables::Saved>> {
+    save::save(&mut open()?, family, table)
 }
 
 /// One nfnetlink socket for the lookups and the commit of an operation.
