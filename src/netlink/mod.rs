@@ -16,6 +16,7 @@ pub mod rule;
 pub mod sysctl;
 pub mod tc;
 pub mod tun;
+pub mod uapi;
 pub mod wire;
 
 use neli::consts::nl::NlmF;

@@ -4,7 +4,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
-use crate::netlink::link::{Kind, Link, NewLink};
+use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
 use serde::Deserialize;
 
 pub struct Macvlan;
@@ -106,7 +106,7 @@ impl Plugin for Macvlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some("macvlan"))?;
+        let link = iface::check_single(inv, Some(LinkKind::Macvlan))?;
         if link.macvlan_mode() != Some(conf.mode) {
             return Err(Error::internal(format!(
                 "container macvlan mode {:?} does not match the config's {}",

@@ -13,66 +13,29 @@ use std::time::Duration;
 mod change;
 /// The forked child that makes `delete_link_detached`'s deleting syscall.
 mod detached;
+/// What a link is: its kind and kind-specific settings, as read back.
+mod kind;
 /// VXLAN settings: written at creation, read back from a dump.
 mod vxlan;
 
 pub use change::{Change, LinkRef, PortFlags, VlanFlags};
+pub use kind::{InfoData, LinkKind};
 pub use vxlan::VxlanInfo;
 
 /// How often a detached delete checks whether the link is unlisted yet.
 const UNLIST_POLL: Duration = Duration::from_micros(250);
 
-// linux/if_link.h
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_IFNAME: u16 = 3;
-const IFLA_MTU: u16 = 4;
-const IFLA_LINK: u16 = 5;
-const IFLA_MASTER: u16 = 10;
-const IFLA_PROTINFO: u16 = 12;
-const IFLA_TXQLEN: u16 = 13;
-const IFLA_OPERSTATE: u16 = 16;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_IFALIAS: u16 = 20;
-const IFLA_AF_SPEC: u16 = 26;
-const IFLA_NET_NS_FD: u16 = 28;
-const IFLA_EXT_MASK: u16 = 29;
-const IFLA_LINK_NETNSID: u16 = 37;
-const IFLA_PERM_ADDRESS: u16 = 54;
-const IFLA_PARENT_DEV_NAME: u16 = 56;
-const IFLA_PARENT_DEV_BUS_NAME: u16 = 57;
-const IFLA_INET_CONF: u16 = 1;
-const IFLA_INFO_KIND: u16 = 1;
-const IFLA_INFO_DATA: u16 = 2;
-const IFLA_BR_VLAN_FILTERING: u16 = 7;
-const IFLA_BR_GROUP_FWD_MASK: u16 = 9;
-const IFLA_BRPORT_MODE: u16 = 4;
-const IFLA_BRPORT_ISOLATED: u16 = 33;
-const IFLA_MACVLAN_MODE: u16 = 1;
-const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
-const IFLA_IPVLAN_MODE: u16 = 1;
-const IFLA_VLAN_ID: u16 = 1;
-const IFLA_VRF_TABLE: u16 = 1;
-// linux/veth.h
-const VETH_INFO_PEER: u16 = 1;
-// linux/if_bridge.h
-const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
-const BRIDGE_VLAN_INFO_PVID: u16 = 2;
-const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
-const BRIDGE_VLAN_INFO_RANGE_BEGIN: u16 = 8;
-const BRIDGE_VLAN_INFO_RANGE_END: u16 = 16;
-// linux/rtnetlink.h
-/// IFLA_EXT_MASK bit: bridge dumps carry each port's VLANs.
-const RTEXT_FILTER_BRVLAN: u32 = 2;
+use super::uapi::if_bridge::*;
+use super::uapi::if_link::*;
+pub use super::uapi::ip::{IPV4_DEVCONF_ARP_NOTIFY, IPV4_DEVCONF_ROUTE_LOCALNET};
+use super::uapi::rtnetlink::RTEXT_FILTER_BRVLAN;
+use super::uapi::veth::VETH_INFO_PEER;
 // sys/socket.h
 const AF_UNSPEC: u8 = 0;
 const AF_BRIDGE: u8 = 7;
 // linux/if.h: IF_OPER_UP
 /// RFC 2863 operational state "up".
 pub const OPER_UP: u8 = 6;
-// linux/ip.h
-/// IPv4 per-interface settings (`net.ipv4.conf.<if>.*`), by their devconf id.
-pub const IPV4_DEVCONF_ARP_NOTIFY: u16 = 22;
-pub const IPV4_DEVCONF_ROUTE_LOCALNET: u16 = 26;
 
 /// What plugins need to know about a link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -82,8 +45,8 @@ pub struct Link {
     pub flags: u32,
     pub mtu: u32,
     pub mac: Vec<u8>,
-    /// IFLA_INFO_KIND: "veth", "bridge", "macvlan", … (empty for physical devices).
-    pub kind: String,
+    /// IFLA_INFO_KIND (`Device` for links a driver made).
+    pub kind: LinkKind,
     pub master: Option<u32>,
     /// IFLA_LINK: a veth's peer or a macvlan's parent (its index in `link_netnsid`'s namespace).
     pub parent: Option<u32>,
@@ -98,8 +61,8 @@ pub struct Link {
     pub parent_dev: String,
     pub oper_state: u8,
     pub txqlen: u32,
-    /// IFLA_INFO_DATA as received, for kind-specific checks.
-    pub info_data: Vec<u8>,
+    /// IFLA_INFO_DATA, for the kinds whose settings plugins check.
+    pub info: InfoData,
     /// `net.ipv4.conf.<if>.*` values, devconf id `n` at index `n - 1`.
     pub ipv4_conf: Vec<u32>,
 }
@@ -122,32 +85,44 @@ impl Link {
         format_mac(&self.mac)
     }
 
-    /// A u32 (or u16) value of IFLA_INFO_DATA, e.g. the macvlan mode.
-    pub fn info_u32(&self, ty: u16) -> Option<u32> {
-        let p = wire::find(&self.info_data, ty)?;
-        wire::as_u32(p).or_else(|| wire::as_u16(p).map(u32::from))
-    }
-
     /// A macvlan's mode (MACVLAN_MODE_*), if it is one.
     pub fn macvlan_mode(&self) -> Option<u32> {
-        self.info_u32(IFLA_MACVLAN_MODE)
-            .filter(|_| self.kind == "macvlan")
+        match self.info {
+            InfoData::Macvlan { mode } => Some(mode),
+            _ => None,
+        }
     }
 
     /// An ipvlan's mode (IPVLAN_MODE_*), if it is one.
-    pub fn ipvlan_mode(&self) -> Option<u32> {
-        self.info_u32(IFLA_IPVLAN_MODE)
-            .filter(|_| self.kind == "ipvlan")
+    pub fn ipvlan_mode(&self) -> Option<u16> {
+        match self.info {
+            InfoData::Ipvlan { mode } => Some(mode),
+            _ => None,
+        }
     }
 
     /// A VLAN link's ID, if it is one.
-    pub fn vlan_id(&self) -> Option<u32> {
-        self.info_u32(IFLA_VLAN_ID).filter(|_| self.kind == "vlan")
+    pub fn vlan_id(&self) -> Option<u16> {
+        match self.info {
+            InfoData::Vlan { id } => Some(id),
+            _ => None,
+        }
     }
 
     /// A VRF's routing table, if it is one.
     pub fn vrf_table(&self) -> Option<u32> {
-        self.info_u32(IFLA_VRF_TABLE).filter(|_| self.kind == "vrf")
+        match self.info {
+            InfoData::Vrf { table } => Some(table),
+            _ => None,
+        }
+    }
+
+    /// A VXLAN link's settings, if it is one.
+    pub fn vxlan(&self) -> Option<VxlanInfo> {
+        match self.info {
+            InfoData::Vxlan(info) => Some(info),
+            _ => None,
+        }
     }
 
     /// An IPv4 per-interface setting (IPV4_DEVCONF_*), if the link reported it.
@@ -187,13 +162,10 @@ impl Link {
                     }
                 }
                 IFLA_LINKINFO => {
-                    for (ity, ip) in wire::attrs(p) {
-                        match ity {
-                            IFLA_INFO_KIND => link.kind = wire::as_str(ip),
-                            IFLA_INFO_DATA => link.info_data = ip.to_vec(),
-                            _ => {}
-                        }
-                    }
+                    link.kind = wire::find(p, IFLA_INFO_KIND)
+                        .map_or(LinkKind::Device, |k| LinkKind::parse(&wire::as_str(k)));
+                    let data = wire::find(p, IFLA_INFO_DATA).unwrap_or_default();
+                    link.info = InfoData::parse(&link.kind, data);
                 }
                 _ => {}
             }

@@ -116,12 +116,12 @@ fn parses_a_link_message() {
             link.name.as_str(),
             link.mtu,
             link.master,
-            link.kind.as_str()
+            &link.kind
         ),
-        (7, "eth0", 1400, Some(3), "macvlan")
+        (7, "eth0", 1400, Some(3), &LinkKind::Macvlan)
     );
     assert!(link.is_up());
-    assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
+    assert_eq!(link.macvlan_mode(), Some(4));
     assert!(link.perm_addr.is_empty() && link.parent_dev.is_empty());
     let nic = Body::new(&wire::ifinfomsg(0, 2, 0, 0))
         .str(IFLA_IFNAME, "ens1f0")
@@ -131,6 +131,7 @@ fn parses_a_link_message() {
         .into_bytes();
     let nic = Link::parse(&nic).expect("parsed");
     assert_eq!(nic.perm_addr, [0, 0x1b, 0x21, 1, 2, 3]);
+    assert_eq!((&nic.kind, &nic.info), (&LinkKind::Device, &InfoData::None));
     assert_eq!(
         (nic.parent_bus.as_str(), nic.parent_dev.as_str()),
         ("pci", "0000:01:00.0")
