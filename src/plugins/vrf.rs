@@ -45,8 +45,9 @@ fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Li
             if let Some(t) = table
                 && current != Some(t)
             {
+                let current = current.map_or_else(|| "none".to_string(), |t| t.to_string());
                 return Err(Error::internal(format!(
-                    "VRF {name} already exists with a different table {current:?}"
+                    "VRF {name} already exists with a different table {current}"
                 )));
             }
             return Ok(link);

@@ -10,8 +10,7 @@ use crate::netfilter::{Family, Result};
 use crate::netlink::nfnl::NfSocket;
 use crate::netlink::wire::{self, Body};
 
-// linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
+use crate::netlink::uapi::nfnetlink::NFNL_SUBSYS_NFTABLES;
 // linux/netfilter/nf_tables.h
 const NFT_MSG_GETRULE: u16 = 7;
 const NFTA_RULE_TABLE: u16 = 1;

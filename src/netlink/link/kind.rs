@@ -6,7 +6,8 @@
 use super::vxlan::VxlanInfo;
 use super::wire;
 use crate::netlink::uapi::if_link::{
-    IFLA_IPVLAN_MODE, IFLA_MACVLAN_MODE, IFLA_VLAN_ID, IFLA_VRF_TABLE,
+    IFLA_IPVLAN_MODE, IFLA_MACVLAN_MODE, IFLA_VLAN_ID, IFLA_VRF_TABLE, MACVLAN_MODE_BRIDGE,
+    MACVLAN_MODE_PASSTHRU, MACVLAN_MODE_PRIVATE, MACVLAN_MODE_SOURCE, MACVLAN_MODE_VEPA,
 };
 use std::fmt;
 
@@ -92,6 +93,29 @@ impl From<String> for LinkKind {
 impl From<LinkKind> for String {
     fn from(kind: LinkKind) -> Self {
         kind.name().to_string()
+    }
+}
+
+/// A macvlan's mode: MACVLAN_MODE_* (linux/if_link.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MacvlanMode(pub u32);
+
+impl MacvlanMode {
+    pub const PRIVATE: MacvlanMode = MacvlanMode(MACVLAN_MODE_PRIVATE);
+    pub const VEPA: MacvlanMode = MacvlanMode(MACVLAN_MODE_VEPA);
+    pub const BRIDGE: MacvlanMode = MacvlanMode(MACVLAN_MODE_BRIDGE);
+    pub const PASSTHRU: MacvlanMode = MacvlanMode(MACVLAN_MODE_PASSTHRU);
+
+    /// `ip link`'s name for the mode, if it is one mode of those.
+    pub fn name(self) -> Option<&'static str> {
+        match self.0 {
+            MACVLAN_MODE_PRIVATE => Some("private"),
+            MACVLAN_MODE_VEPA => Some("vepa"),
+            MACVLAN_MODE_BRIDGE => Some("bridge"),
+            MACVLAN_MODE_PASSTHRU => Some("passthru"),
+            MACVLAN_MODE_SOURCE => Some("source"),
+            _ => None,
+        }
     }
 }
 

@@ -37,6 +37,11 @@ pub const IFLA_BRPORT_ISOLATED: u16 = 33;
 // IFLA_INFO_DATA of a macvlan
 pub const IFLA_MACVLAN_MODE: u16 = 1;
 pub const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
+pub const MACVLAN_MODE_PRIVATE: u32 = 1;
+pub const MACVLAN_MODE_VEPA: u32 = 2;
+pub const MACVLAN_MODE_BRIDGE: u32 = 4;
+pub const MACVLAN_MODE_PASSTHRU: u32 = 8;
+pub const MACVLAN_MODE_SOURCE: u32 = 16;
 
 // IFLA_INFO_DATA of an ipvlan
 pub const IFLA_IPVLAN_MODE: u16 = 1;
