@@ -102,3 +102,76 @@ fn the_verb_measure_counts_a_function_to_its_closing_brace() {
     let text = "impl X {\n    fn add(&self) {\n        one();\n        two();\n    }\n    pub fn delete() {}\n}\n";
     assert_eq!(verbs(text), vec![("add", 2, 4)]);
 }
+
+/// IFLA_INFO_KIND names the kernel gives links.
+const LINK_KINDS: [&str; 16] = [
+    "veth",
+    "bridge",
+    "macvlan",
+    "macvtap",
+    "ipvlan",
+    "ipvtap",
+    "vlan",
+    "dummy",
+    "vrf",
+    "ifb",
+    "vxlan",
+    "geneve",
+    "tun",
+    "bond",
+    "wireguard",
+    "gre",
+];
+
+/// A line that decides on a link kind by its name: a link kind's name as a
+/// string literal beside `kind`, passed to a link check, or in a list of names.
+fn compares_a_link_kind_as_a_string(line: &str) -> bool {
+    let code = line.trim_start();
+    if code.starts_with("//") {
+        return false;
+    }
+    let names_a_kind = LINK_KINDS
+        .iter()
+        .any(|k| code.contains(&format!("\"{k}\"")));
+    names_a_kind
+        && (code.contains("kind") || code.contains("check_single(") || code.contains("[&str"))
+}
+
+#[test]
+fn no_link_kind_is_compared_as_a_string_outside_the_netlink_parser() {
+    let netlink = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/netlink");
+    let mut found = Vec::new();
+    for p in src("src").into_iter().filter(|p| !p.starts_with(&netlink)) {
+        let text = std::fs::read_to_string(&p).expect("read");
+        for (i, line) in text.lines().enumerate() {
+            if compares_a_link_kind_as_a_string(line) {
+                found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "link kinds compared as strings (use netlink::link::LinkKind):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_link_kind_rule_flags_each_shape() {
+    for line in [
+        "    if link.kind == \"veth\" {",
+        "        .filter(|l| l.kind != \"bridge\")",
+        "    iface::check_single(inv, Some(\"macvlan\"))?;",
+        "const STACK: [&str; 2] = [\"macvlan\", \"macvtap\"];",
+    ] {
+        assert!(compares_a_link_kind_as_a_string(line), "{line}");
+    }
+    for line in [
+        "    if link.kind == LinkKind::Veth {",
+        "    // a kind == \"veth\" comparison",
+        "    d.insert(\"type\".into(), json!(\"bridge\"));",
+        "    if qdisc.kind == \"htb\" {",
+    ] {
+        assert!(!compares_a_link_kind_as_a_string(line), "{line}");
+    }
+}

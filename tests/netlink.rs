@@ -6,7 +6,7 @@ mod harness;
 
 use cni_multi::netlink::Socket;
 use cni_multi::netlink::addr::Family;
-use cni_multi::netlink::link::{Kind, NewLink, VxlanInfo, unreaped_detached_deletes};
+use cni_multi::netlink::link::{Kind, LinkKind, NewLink, VxlanInfo, unreaped_detached_deletes};
 use cni_multi::netlink::route::{RT_TABLE_MAIN, Route};
 use harness::{enter_test_host, kernel_supports, run_in, skip};
 use nix::libc;
@@ -173,7 +173,7 @@ fn a_vxlan_link_reads_back_as_created_and_as_ip_shows_it() {
     let flannel = flannel_1(&mut sock, ul0);
 
     let link = sock.link_by_index(flannel).expect("flannel.1");
-    assert_eq!(link.kind, "vxlan");
+    assert_eq!(link.kind, LinkKind::Vxlan);
     assert_eq!(
         link.vxlan(),
         Some(VxlanInfo::new(1, Some(ul0), Some(ip("10.9.0.1")), 8472))

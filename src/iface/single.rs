@@ -14,7 +14,7 @@ use crate::netfilter::Kept;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netlink::link::{Change, Link, NewLink, parse_mac};
+use crate::netlink::link::{Change, Link, LinkKind, NewLink, parse_mac};
 use crate::netlink::route::RT_TABLE_MAIN;
 use crate::netns::NetNs;
 
@@ -172,7 +172,7 @@ pub fn default_route_link(sock: &mut Socket) -> CniResult<Link> {
 /// CHECK for plugins with one container interface: the link exists with the
 /// prevResult's MAC, its addresses and routes are there. Returns the link.
 /// `kind` None accepts any link kind (host-device moves physical devices).
-pub fn check_single(inv: &Invocation, kind: Option<&str>) -> CniResult<Link> {
+pub fn check_single(inv: &Invocation, kind: Option<LinkKind>) -> CniResult<Link> {
     if inv.conf.ipam_type().is_some() {
         Delegate::ipam(inv)?.check()?;
     }
@@ -199,7 +199,7 @@ pub fn check_single(inv: &Invocation, kind: Option<&str>) -> CniResult<Link> {
             && link.kind != kind
         {
             return Err(Error::internal(format!(
-                "{ifname:?} is a {:?} link, not {kind}",
+                "{ifname:?} is a {} link, not {kind}",
                 link.kind
             )));
         }

@@ -1,21 +1,16 @@
 //! Addresses: add, delete, dump per link and family.
 
-use super::wire::{self, Body, IFADDRMSG_LEN};
+use super::headers::IfAddrMsg;
+use super::uapi::if_addr::{IFA_ADDRESS, IFA_BROADCAST, IFA_FLAGS, IFA_LOCAL};
+pub use super::uapi::if_addr::{IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_TENTATIVE};
+use super::uapi::socket::{AF_INET, AF_INET6};
+use super::wire::{self, Body};
 use super::{Error, Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::net::IpAddr;
-
-// linux/if_addr.h
-const IFA_ADDRESS: u16 = 1;
-const IFA_LOCAL: u16 = 2;
-const IFA_BROADCAST: u16 = 4;
-const IFA_FLAGS: u16 = 8;
-pub const IFA_F_NODAD: u32 = 0x02;
-pub const IFA_F_DADFAILED: u32 = 0x08;
-pub const IFA_F_TENTATIVE: u32 = 0x40;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -26,8 +21,8 @@ pub enum Family {
 impl Family {
     pub fn af(self) -> u8 {
         match self {
-            Family::V4 => nix::libc::AF_INET as u8,
-            Family::V6 => nix::libc::AF_INET6 as u8,
+            Family::V4 => AF_INET,
+            Family::V6 => AF_INET6,
         }
     }
 
@@ -48,11 +43,10 @@ pub struct Address {
 impl Address {
     /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Address> {
-        let h = msg.get(..IFADDRMSG_LEN)?;
-        let index = u32::from_ne_bytes(h[4..8].try_into().ok()?);
-        let mut flags = u32::from(h[2]);
+        let (h, attrs) = IfAddrMsg::parse(msg)?;
+        let mut flags = u32::from(h.flags);
         let (mut local, mut address) = (None, None);
-        for (ty, p) in wire::attrs(&msg[IFADDRMSG_LEN..]) {
+        for (ty, p) in wire::attrs(attrs) {
             match ty {
                 IFA_LOCAL => local = wire::as_ip(p),
                 IFA_ADDRESS => address = wire::as_ip(p),
@@ -63,9 +57,9 @@ impl Address {
         // IFA_ADDRESS is the peer on point-to-point links; IFA_LOCAL is ours.
         let ip = local.or(address)?;
         Some(Address {
-            index,
-            addr: IpNet::new(ip, h[1]).ok()?,
-            scope: h[3],
+            index: h.index,
+            addr: IpNet::new(ip, h.prefix_len).ok()?,
+            scope: h.scope,
             flags,
         })
     }
@@ -76,7 +70,14 @@ impl Socket {
     pub fn addresses(&mut self, index: u32, family: Family) -> Result<Vec<Address>> {
         let op = format!("list addresses of link {index}");
         // Strict checking lets the kernel filter by index.
-        let body = Body::new(&wire::ifaddrmsg(family.af(), 0, 0, 0, index));
+        let body = Body::new(
+            &IfAddrMsg {
+                family: family.af(),
+                index,
+                ..IfAddrMsg::default()
+            }
+            .bytes(),
+        );
         let replies: Vec<Buffer> = self.get(
             &op,
             Rtm::Getaddr,
@@ -92,7 +93,13 @@ impl Socket {
 
     /// Every address of one family on every link of the namespace.
     pub fn all_addresses(&mut self, family: Family) -> Result<Vec<Address>> {
-        let body = Body::new(&wire::ifaddrmsg(family.af(), 0, 0, 0, 0));
+        let body = Body::new(
+            &IfAddrMsg {
+                family: family.af(),
+                ..IfAddrMsg::default()
+            }
+            .bytes(),
+        );
         let replies: Vec<Buffer> = self.get(
             "list addresses",
             Rtm::Getaddr,
@@ -110,15 +117,17 @@ impl Socket {
         let op = format!("add address {addr} to link {index}");
         let family = Family::of(addr.addr());
         let prefix = addr.prefix_len();
-        let mut body = Body::new(&wire::ifaddrmsg(
-            family.af(),
-            prefix,
-            (flags & 0xff) as u8,
-            0,
+        let header = IfAddrMsg {
+            family: family.af(),
+            prefix_len: prefix,
+            // The low 8 bits; all of them go in IFA_FLAGS when more are set.
+            flags: u8::try_from(flags & 0xff).unwrap_or(0),
+            scope: 0,
             index,
-        ))
-        .ip(IFA_LOCAL, addr.addr())
-        .ip(IFA_ADDRESS, addr.addr());
+        };
+        let mut body = Body::new(&header.bytes())
+            .ip(IFA_LOCAL, addr.addr())
+            .ip(IFA_ADDRESS, addr.addr());
         if let IpNet::V4(v4) = addr
             && prefix < 31
         {
@@ -138,14 +147,13 @@ impl Socket {
     pub fn del_address(&mut self, index: u32, addr: IpNet) -> Result<()> {
         let op = format!("delete address {addr} from link {index}");
         let family = Family::of(addr.addr());
-        let body = Body::new(&wire::ifaddrmsg(
-            family.af(),
-            addr.prefix_len(),
-            0,
-            0,
+        let header = IfAddrMsg {
+            family: family.af(),
+            prefix_len: addr.prefix_len(),
             index,
-        ))
-        .ip(IFA_LOCAL, addr.addr());
+            ..IfAddrMsg::default()
+        };
+        let body = Body::new(&header.bytes()).ip(IFA_LOCAL, addr.addr());
         self.change(
             &op,
             Rtm::Deladdr,

@@ -16,11 +16,10 @@
 
 use super::Result;
 use super::nfnl::NfSocket;
+use super::uapi::nfnetlink::NFNL_SUBSYS_CTNETLINK;
 use super::wire::{self, Body};
 use nix::libc;
 
-// linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_CTNETLINK: u16 = 1;
 // linux/netfilter/nfnetlink_conntrack.h
 const IPCTNL_MSG_CT_GET: u16 = 1;
 const IPCTNL_MSG_CT_DELETE: u16 = 2;

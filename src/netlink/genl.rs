@@ -2,6 +2,7 @@
 //! acknowledged requests and dumps of it. neli's raw socket carries frames
 //! written here, as for nfnetlink.
 
+use super::headers::GenlMsgHdr;
 use super::wire::{self, Body};
 use super::{Channel, Error, Result};
 use neli::consts::socket::NlFamily;
@@ -12,15 +13,12 @@ const GENL_ID_CTRL: u16 = 0x10;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
-// linux/netlink.h
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_DUMP: u16 = 0x300;
+use super::uapi::netlink::{NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 const RECV_LEN: usize = 32 * 1024;
 
-/// `genlmsghdr` (command, version, reserved) and the attributes.
-pub fn body(cmd: u8, version: u8, attrs: &[u8]) -> Vec<u8> {
-    let mut b = vec![cmd, version, 0, 0];
+/// `header` and the attributes.
+pub fn body(header: GenlMsgHdr, attrs: &[u8]) -> Vec<u8> {
+    let mut b = header.bytes().to_vec();
     b.extend_from_slice(attrs);
     b
 }
@@ -86,7 +84,13 @@ impl GenlSocket {
             self.family,
             NLM_F_REQUEST | flags,
             seq,
-            &body(cmd, self.version, attrs),
+            &body(
+                GenlMsgHdr {
+                    cmd,
+                    version: self.version,
+                },
+                attrs,
+            ),
         );
         self.channel.send(&out).map_err(|e| Error::local(op, e))?;
         self.channel.replies(seq, op)
@@ -100,6 +104,10 @@ mod tests {
     #[test]
     fn a_generic_message_is_its_header_then_attributes() {
         let attrs = Body::default().u32(3, 2).into_bytes();
-        assert_eq!(body(5, 1, &attrs), vec![5, 1, 0, 0, 8, 0, 3, 0, 2, 0, 0, 0]);
+        let header = GenlMsgHdr { cmd: 5, version: 1 };
+        assert_eq!(
+            body(header, &attrs),
+            vec![5, 1, 0, 0, 8, 0, 3, 0, 2, 0, 0, 0]
+        );
     }
 }

@@ -2,10 +2,21 @@
 //! request loop: it keeps the kernel's extended-ACK text and the errno, which
 //! neli's router drops (see netlink-notes.md), and reads into one buffer per
 //! socket (neli's handle re-zeroes a 32 KB pool buffer after every read).
+// Wire formats mix u8/u16/u32/i32 fields: a silent `as` could truncate or wrap
+// a value on its way to the kernel, so each conversion says what it does.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
 
 pub mod addr;
 pub mod conntrack;
+/// Display for the values that reach error texts.
+mod display;
 pub mod genl;
+pub mod headers;
 pub mod link;
 pub mod mptcp;
 pub mod neigh;
@@ -17,6 +28,7 @@ pub mod rule;
 pub mod sysctl;
 pub mod tc;
 pub mod tun;
+pub mod uapi;
 pub mod wire;
 
 use neli::consts::nl::NlmF;
@@ -122,7 +134,10 @@ impl Channel {
         nix::sys::socket::setsockopt(
             &fd,
             nix::sys::socket::sockopt::ReceiveTimeout,
-            &nix::sys::time::TimeVal::new(RECV_TIMEOUT.as_secs() as _, 0),
+            &nix::sys::time::TimeVal::new(
+                libc::time_t::try_from(RECV_TIMEOUT.as_secs()).unwrap_or(libc::time_t::MAX),
+                0,
+            ),
         )?;
         Ok(Channel {
             sock,

@@ -3,6 +3,7 @@
 //! per-namespace limits. Message building is pure and tested byte for byte.
 
 use super::genl::GenlSocket;
+use super::uapi::socket::{AF_INET, AF_INET6};
 use super::wire::{self, Body, NESTED};
 use super::{Error, Result};
 use std::net::IpAddr;
@@ -56,16 +57,13 @@ pub struct Limits {
     pub add_addr_accepted: u32,
 }
 
-const AF_INET: u16 = 2;
-const AF_INET6: u16 = 10;
-
 /// ADD_ADDR's (and DEL_ADDR's) attributes for an endpoint.
 pub fn endpoint_attrs(e: &Endpoint) -> Vec<u8> {
     Body::default()
         .nest(ATTR_ADDR | NESTED, |b| {
             let b = match e.address {
-                IpAddr::V4(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET),
-                IpAddr::V6(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET6),
+                IpAddr::V4(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET.into()),
+                IpAddr::V6(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET6.into()),
             };
             let b = if e.id != 0 {
                 b.u8(ADDR_ATTR_ID, e.id)
@@ -110,7 +108,7 @@ pub fn parse_endpoint(attrs: &[u8]) -> Option<Endpoint> {
             .unwrap_or(0),
         ifindex: wire::find(addr, ADDR_ATTR_IF_IDX)
             .and_then(wire::as_u32)
-            .map_or(0, |v| v as i32),
+            .map_or(0, u32::cast_signed),
     })
 }
 

@@ -3,55 +3,16 @@
 //! A VXLAN device's FDB says which remote address a MAC is reached through.
 
 use super::addr::Family;
+use super::headers::NdMsg;
+use super::uapi::neighbour::{NDA_DST, NDA_IFINDEX, NDA_LLADDR};
+pub use super::uapi::neighbour::{NTF_SELF, NUD_NOARP, NUD_PERMANENT};
+use super::uapi::socket::AF_BRIDGE;
 use super::wire::{self, Body};
 use super::{Request, Result, Socket};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::net::IpAddr;
-
-// linux/neighbour.h
-const NDA_DST: u16 = 1;
-const NDA_LLADDR: u16 = 2;
-const NDA_IFINDEX: u16 = 8;
-/// A static entry: never probed, never expires.
-pub const NUD_PERMANENT: u16 = 0x80;
-/// No address resolution for the entry.
-pub const NUD_NOARP: u16 = 0x40;
-/// An entry of the device itself (not of the bridge it is a port of).
-pub const NTF_SELF: u8 = 0x02;
-// sys/socket.h
-const AF_BRIDGE: u8 = 7;
-/// sizeof(struct ndmsg), linux/neighbour.h.
-const NDMSG_LEN: usize = 12;
-
-/// `struct ndmsg`.
-fn ndmsg(family: u8, index: u32, state: u16, flags: u8) -> [u8; NDMSG_LEN] {
-    let mut h = [0u8; NDMSG_LEN];
-    h[0] = family;
-    h[4..8].copy_from_slice(&index.to_ne_bytes());
-    h[8..10].copy_from_slice(&state.to_ne_bytes());
-    h[10] = flags;
-    h
-}
-
-/// The header fields of a received `ndmsg` and its attributes.
-struct Ndmsg<'a> {
-    index: u32,
-    state: u16,
-    flags: u8,
-    attrs: &'a [u8],
-}
-
-fn parse_ndmsg(msg: &[u8]) -> Option<Ndmsg<'_>> {
-    let h = msg.get(..NDMSG_LEN)?;
-    Some(Ndmsg {
-        index: wire::as_u32(&h[4..8])?,
-        state: wire::as_u16(&h[8..10])?,
-        flags: h[10],
-        attrs: &msg[NDMSG_LEN..],
-    })
-}
 
 fn mac_of(p: &[u8]) -> Option<[u8; 6]> {
     p.try_into().ok()
@@ -78,11 +39,11 @@ impl Neighbour {
 
     /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Neighbour> {
-        let m = parse_ndmsg(msg)?;
+        let (m, attrs) = NdMsg::parse(msg)?;
         Some(Neighbour {
             index: m.index,
-            ip: wire::find(m.attrs, NDA_DST).and_then(wire::as_ip)?,
-            mac: wire::find(m.attrs, NDA_LLADDR).and_then(mac_of),
+            ip: wire::find(attrs, NDA_DST).and_then(wire::as_ip)?,
+            mac: wire::find(attrs, NDA_LLADDR).and_then(mac_of),
             state: m.state,
             flags: m.flags,
         })
@@ -109,11 +70,11 @@ impl Fdb {
 
     /// Parses one AF_BRIDGE reply payload; public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Fdb> {
-        let m = parse_ndmsg(msg)?;
+        let (m, attrs) = NdMsg::parse(msg)?;
         Some(Fdb {
             index: m.index,
-            mac: wire::find(m.attrs, NDA_LLADDR).and_then(mac_of)?,
-            dst: wire::find(m.attrs, NDA_DST).and_then(wire::as_ip),
+            mac: wire::find(attrs, NDA_LLADDR).and_then(mac_of)?,
+            dst: wire::find(attrs, NDA_DST).and_then(wire::as_ip),
             state: m.state,
             flags: m.flags,
         })
@@ -122,26 +83,46 @@ impl Fdb {
 
 /// `ip neigh replace IP lladdr MAC dev IFINDEX nud permanent`.
 fn replace_neighbour_request(index: u32, ip: IpAddr, mac: [u8; 6]) -> Request {
-    let body = Body::new(&ndmsg(Family::of(ip).af(), index, NUD_PERMANENT, 0))
-        .ip(NDA_DST, ip)
-        .attr(NDA_LLADDR, &mac);
+    let body = Body::new(
+        &NdMsg {
+            family: Family::of(ip).af(),
+            index,
+            state: NUD_PERMANENT,
+            ..NdMsg::default()
+        }
+        .bytes(),
+    )
+    .ip(NDA_DST, ip)
+    .attr(NDA_LLADDR, &mac);
     Request::new(Rtm::Newneigh, NlmF::CREATE | NlmF::REPLACE, body)
 }
 
 fn del_neighbour_request(index: u32, ip: IpAddr) -> Request {
-    let body = Body::new(&ndmsg(Family::of(ip).af(), index, 0, 0)).ip(NDA_DST, ip);
+    let body = Body::new(
+        &NdMsg {
+            family: Family::of(ip).af(),
+            index,
+            ..NdMsg::default()
+        }
+        .bytes(),
+    )
+    .ip(NDA_DST, ip);
     Request::new(Rtm::Delneigh, NlmF::empty(), body)
 }
 
 /// `bridge fdb replace MAC dev IFINDEX dst DST self permanent`. The state is
 /// iproute2's (NOARP|PERMANENT); the kernel stores and reports it as given.
 fn replace_fdb_request(index: u32, mac: [u8; 6], dst: IpAddr) -> Request {
-    let body = Body::new(&ndmsg(
-        AF_BRIDGE,
-        index,
-        NUD_NOARP | NUD_PERMANENT,
-        NTF_SELF,
-    ))
+    let body = Body::new(
+        &NdMsg {
+            family: AF_BRIDGE,
+            index,
+            state: NUD_NOARP | NUD_PERMANENT,
+            flags: NTF_SELF,
+            ..NdMsg::default()
+        }
+        .bytes(),
+    )
     .attr(NDA_LLADDR, &mac)
     .ip(NDA_DST, dst);
     Request::new(Rtm::Newneigh, NlmF::CREATE | NlmF::REPLACE, body)
@@ -149,9 +130,17 @@ fn replace_fdb_request(index: u32, mac: [u8; 6], dst: IpAddr) -> Request {
 
 /// Deletes the remote `dst` of `mac` (a MAC may have several).
 fn del_fdb_request(index: u32, mac: [u8; 6], dst: IpAddr) -> Request {
-    let body = Body::new(&ndmsg(AF_BRIDGE, index, 0, NTF_SELF))
-        .attr(NDA_LLADDR, &mac)
-        .ip(NDA_DST, dst);
+    let body = Body::new(
+        &NdMsg {
+            family: AF_BRIDGE,
+            index,
+            flags: NTF_SELF,
+            ..NdMsg::default()
+        }
+        .bytes(),
+    )
+    .attr(NDA_LLADDR, &mac)
+    .ip(NDA_DST, dst);
     Request::new(Rtm::Delneigh, NlmF::empty(), body)
 }
 
@@ -188,7 +177,14 @@ impl Socket {
     pub fn neighbours(&mut self, index: u32, family: Family) -> Result<Vec<Neighbour>> {
         let op = format!("list neighbours of link {index}");
         // Strict dumps take the link as NDA_IFINDEX; the header must stay zero.
-        let body = Body::new(&ndmsg(family.af(), 0, 0, 0)).u32(NDA_IFINDEX, index);
+        let body = Body::new(
+            &NdMsg {
+                family: family.af(),
+                ..NdMsg::default()
+            }
+            .bytes(),
+        )
+        .u32(NDA_IFINDEX, index);
         let replies: Vec<Buffer> = self.get(
             &op,
             Rtm::Getneigh,
@@ -235,7 +231,14 @@ impl Socket {
     pub fn fdb_entries(&mut self, index: u32) -> Result<Vec<Fdb>> {
         let op = format!("list fdb entries of link {index}");
         // The bridge family's dump takes the port in the header.
-        let body = Body::new(&ndmsg(AF_BRIDGE, index, 0, 0));
+        let body = Body::new(
+            &NdMsg {
+                family: AF_BRIDGE,
+                index,
+                ..NdMsg::default()
+            }
+            .bytes(),
+        );
         let replies: Vec<Buffer> = self.get(
             &op,
             Rtm::Getneigh,
@@ -314,17 +317,30 @@ mod tests {
     fn deletes_name_the_entry_and_dumps_without_an_address_are_skipped() {
         let v6: IpAddr = "fd00::2".parse().expect("ip");
         let del = del_neighbour_request(9, v6);
-        assert_eq!(&del.body[..NDMSG_LEN], &ndmsg(10, 9, 0, 0));
-        assert_eq!(
-            wire::find(&del.body[NDMSG_LEN..], NDA_DST).and_then(wire::as_ip),
-            Some(v6)
-        );
+        let (header, attrs) = NdMsg::parse(&del.body).expect("ndmsg");
+        let want = NdMsg {
+            family: 10,
+            index: 9,
+            ..NdMsg::default()
+        };
+        assert_eq!(header, want);
+        assert_eq!(wire::find(attrs, NDA_DST).and_then(wire::as_ip), Some(v6));
         let del = del_fdb_request(9, MAC, v6);
-        assert_eq!(&del.body[..NDMSG_LEN], &ndmsg(AF_BRIDGE, 9, 0, NTF_SELF));
+        let want = NdMsg {
+            family: AF_BRIDGE,
+            index: 9,
+            flags: NTF_SELF,
+            ..NdMsg::default()
+        };
+        assert_eq!(NdMsg::parse(&del.body).map(|(h, _)| h), Some(want));
         // An unresolved neighbour has no MAC; an FDB entry needs one.
-        let incomplete = Body::new(&ndmsg(2, 3, 0x01, 0))
-            .ip(NDA_DST, v6)
-            .into_bytes();
+        let incomplete = NdMsg {
+            family: 2,
+            index: 3,
+            state: 0x01,
+            ..NdMsg::default()
+        };
+        let incomplete = Body::new(&incomplete.bytes()).ip(NDA_DST, v6).into_bytes();
         assert_eq!(Neighbour::parse(&incomplete).map(|n| n.mac), Some(None));
         assert_eq!(Fdb::parse(&incomplete), None);
         assert_eq!(Neighbour::parse(&[2, 0, 0]), None);

@@ -2,23 +2,18 @@
 //! buffer on neli's raw socket, every message acknowledged; and rule dumps.
 //! neli has no nf_tables support, so frames are written here (see netlink-notes).
 
+use super::headers::NfGenMsg;
+use super::uapi::netlink::{NLM_F_ACK, NLM_F_REPLACE, NLM_F_REQUEST};
+pub use super::uapi::netlink::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
+use super::uapi::nfnetlink::{
+    NFNETLINK_V0, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES,
+};
+use super::uapi::socket::AF_UNSPEC;
 use super::wire::{self, Body, NLMSG_ERROR};
 use super::{Channel, Error, Result, kernel_error};
 use neli::consts::socket::NlFamily;
-use nix::libc;
 use std::os::fd::AsRawFd;
 
-// linux/netfilter/nfnetlink.h
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
-const NFNL_MSG_BATCH_BEGIN: u16 = 0x10;
-const NFNL_MSG_BATCH_END: u16 = 0x11;
-// linux/netlink.h
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-pub const NLM_F_DUMP: u16 = 0x300;
-pub const NLM_F_CREATE: u16 = 0x400;
-pub const NLM_F_EXCL: u16 = 0x200;
-pub const NLM_F_APPEND: u16 = 0x800;
 /// One nf_tables message of a batch.
 #[derive(Debug, Clone)]
 pub struct NfMsg {
@@ -32,14 +27,28 @@ pub struct NfMsg {
     pub what: String,
 }
 
-/// Appends one nfnetlink message: `nlmsghdr`, `nfgenmsg`, attributes.
-fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, family: u8, res_id: u16, attrs: &[u8]) {
-    let mut body = Vec::with_capacity(4 + attrs.len());
-    body.push(family);
-    body.push(0); // NFNETLINK_V0
-    body.extend_from_slice(&res_id.to_be_bytes());
+/// Appends one nfnetlink message: `nlmsghdr`, `header`, attributes.
+fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, header: NfGenMsg, attrs: &[u8]) {
+    let mut body = Vec::with_capacity(NfGenMsg::LEN + attrs.len());
+    body.extend_from_slice(&header.bytes());
     body.extend_from_slice(attrs);
     wire::frame(out, ty, flags, seq, &body);
+}
+
+/// The nfgenmsg of a batch's BEGIN and END: the subsystem in `res_id`.
+const BATCH: NfGenMsg = NfGenMsg {
+    family: 0,
+    version: NFNETLINK_V0,
+    res_id: NFNL_SUBSYS_NFTABLES,
+};
+
+/// The nfgenmsg of an object of `family` (NFPROTO_*).
+fn of_family(family: u8) -> NfGenMsg {
+    NfGenMsg {
+        family,
+        version: NFNETLINK_V0,
+        res_id: 0,
+    }
 }
 
 /// An nfnetlink socket in the calling thread's namespace.
@@ -59,11 +68,22 @@ impl Drop for NfSocket {
     }
 }
 
-// linux/netfilter/nf_tables.h: the messages whose commit leaves objects for
-// the deferred destruction (NFT_MSG_DEL*, NFT_MSG_DESTROY*).
-const DESTROYING: [u16; 14] = [2, 5, 8, 11, 14, 20, 24, 26, 27, 28, 29, 30, 31, 32];
-// linux/netlink.h
-const NLM_F_REPLACE: u16 = 0x100;
+/// Whether committing message `kind` leaves objects for nf_tables' deferred
+/// destruction (a delete; NFT_MSG_DESTROY* are deletes that accept absence).
+fn destroys(kind: u16) -> bool {
+    use super::uapi::nf_tables::*;
+    matches!(
+        kind,
+        NFT_MSG_DELTABLE
+            | NFT_MSG_DELCHAIN
+            | NFT_MSG_DELRULE
+            | NFT_MSG_DELSET
+            | NFT_MSG_DELSETELEM
+            | NFT_MSG_DELOBJ
+            | NFT_MSG_DELFLOWTABLE
+            | NFT_MSG_DESTROYTABLE..=NFT_MSG_DESTROYFLOWTABLE
+    )
+}
 
 /// Rule dumps of busy chains come in large datagrams.
 const RECV_LEN: usize = 64 * 1024;
@@ -96,8 +116,7 @@ impl NfSocket {
             NFNL_MSG_BATCH_BEGIN,
             NLM_F_REQUEST,
             begin,
-            0,
-            NFNL_SUBSYS_NFTABLES,
+            BATCH,
             &[],
         );
         let mut pending = std::collections::BTreeMap::new();
@@ -109,28 +128,19 @@ impl NfSocket {
                 ty,
                 NLM_F_REQUEST | NLM_F_ACK | m.flags,
                 seq,
-                m.family,
-                0,
+                of_family(m.family),
                 &m.attrs,
             );
             pending.insert(seq, m.what.as_str());
         }
         let end = self.next_seq();
-        frame(
-            &mut out,
-            NFNL_MSG_BATCH_END,
-            NLM_F_REQUEST,
-            end,
-            0,
-            NFNL_SUBSYS_NFTABLES,
-            &[],
-        );
+        frame(&mut out, NFNL_MSG_BATCH_END, NLM_F_REQUEST, end, BATCH, &[]);
         self.channel
             .send(&out)
             .map_err(|e| Error::local("send nf_tables batch", e))?;
         if msgs
             .iter()
-            .any(|m| DESTROYING.contains(&m.kind) || m.flags & NLM_F_REPLACE != 0)
+            .any(|m| destroys(m.kind) || m.flags & NLM_F_REPLACE != 0)
         {
             super::nfnl_release::note_deleted();
         }
@@ -169,7 +179,14 @@ impl NfSocket {
     ) -> Result<u32> {
         let seq = self.next_seq();
         let mut out = Vec::new();
-        frame(&mut out, (ty.0 << 8) | ty.1, flags, seq, family, 0, attrs);
+        frame(
+            &mut out,
+            (ty.0 << 8) | ty.1,
+            flags,
+            seq,
+            of_family(family),
+            attrs,
+        );
         self.channel.send(&out).map_err(|e| Error::local(op, e))?;
         Ok(seq)
     }
@@ -210,7 +227,7 @@ impl NfSocket {
 /// Whether nf_tables answers here (a table dump).
 pub fn available() -> bool {
     NfSocket::open()
-        .and_then(|mut s| s.dump(1, libc::AF_UNSPEC as u8, Body::default()))
+        .and_then(|mut s| s.dump(1, AF_UNSPEC, Body::default()))
         .is_ok()
 }
 
@@ -221,7 +238,12 @@ mod tests {
     #[test]
     fn frames_carry_the_nfgenmsg() {
         let mut out = Vec::new();
-        frame(&mut out, 0x0a06, NLM_F_REQUEST, 7, 2, 0x0a, &[1, 2, 3]);
+        let header = NfGenMsg {
+            family: 2,
+            version: NFNETLINK_V0,
+            res_id: 0x0a,
+        };
+        frame(&mut out, 0x0a06, NLM_F_REQUEST, 7, header, &[1, 2, 3]);
         assert_eq!(out.len() % 4, 0);
         let msgs: Vec<_> = wire::messages(&out).collect();
         assert_eq!(msgs.len(), 1);

@@ -40,7 +40,7 @@ impl Socket {
 /// NETNSA_NSID of an RTM_NEWNSID reply (rtgenmsg, then attributes).
 fn nsid_of_reply(msg: &[u8]) -> Option<i32> {
     let attrs = msg.get(RTGENMSG_LEN..)?;
-    wire::as_u32(wire::find(attrs, NETNSA_NSID)?).map(|v| v as i32)
+    wire::as_u32(wire::find(attrs, NETNSA_NSID)?).map(u32::cast_signed)
 }
 
 #[cfg(test)]
@@ -54,7 +54,7 @@ mod tests {
             .into_bytes();
         assert_eq!(nsid_of_reply(&reply), Some(3));
         let none = Body::new(&[0u8; RTGENMSG_LEN])
-            .u32(NETNSA_NSID, NOT_ASSIGNED as u32)
+            .u32(NETNSA_NSID, NOT_ASSIGNED.cast_unsigned())
             .into_bytes();
         assert_eq!(nsid_of_reply(&none), Some(NOT_ASSIGNED));
         assert_eq!(nsid_of_reply(&[0, 0]), None);

@@ -1,32 +1,20 @@
 //! Routes: add, delete, dump filtered by table and link.
 
 use super::addr::Family;
-use super::wire::{self, Body, RTMSG_LEN};
+use super::headers::RtMsg;
+pub use super::uapi::rtnetlink::{RT_SCOPE_HOST, RT_SCOPE_LINK, RT_SCOPE_UNIVERSE, RT_TABLE_MAIN};
+use super::uapi::rtnetlink::{
+    RTA_DST, RTA_GATEWAY, RTA_METRICS, RTA_OIF, RTA_PREFSRC, RTA_PRIORITY, RTA_TABLE, RTAX_ADVMSS,
+    RTAX_MTU, RTN_UNICAST, RTNH_F_ONLINK, RTPROT_BOOT,
+};
+use super::uapi::socket::AF_INET;
+use super::wire::{self, Body};
 use super::{Request, Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::net::IpAddr;
-
-// linux/rtnetlink.h
-const RTA_DST: u16 = 1;
-const RTA_OIF: u16 = 4;
-const RTA_GATEWAY: u16 = 5;
-const RTA_PRIORITY: u16 = 6;
-const RTA_PREFSRC: u16 = 7;
-const RTA_METRICS: u16 = 8;
-const RTA_TABLE: u16 = 15;
-const RTAX_MTU: u16 = 2;
-const RTAX_ADVMSS: u16 = 8;
-pub const RT_TABLE_MAIN: u32 = 254;
-pub const RT_SCOPE_UNIVERSE: u8 = 0;
-pub const RT_SCOPE_LINK: u8 = 253;
-pub const RT_SCOPE_HOST: u8 = 254;
-const RTPROT_BOOT: u8 = 3;
-const RTN_UNICAST: u8 = 1;
-/// RTNH_F_ONLINK (rtm_flags): the gateway is on the link, whatever its addresses.
-const RTNH_F_ONLINK: u32 = 4;
 
 /// A route as plugins add, delete and compare it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,18 +67,19 @@ impl Route {
         let family = Family::of(self.dst.addr());
         let table_u8 = u8::try_from(self.table).unwrap_or(0);
         let protocol = if with_protocol { self.protocol } else { 0 };
-        let mut b = Body::new(&wire::rtmsg(
-            family.af(),
-            self.dst.prefix_len(),
-            0,
-            table_u8,
+        let header = RtMsg {
+            family: family.af(),
+            dst_len: self.dst.prefix_len(),
+            table: table_u8,
             protocol,
-            self.scope,
-            RTN_UNICAST,
-            if self.onlink { RTNH_F_ONLINK } else { 0 },
-        ))
-        .u32(RTA_TABLE, self.table)
-        .ip(RTA_DST, self.dst.network());
+            scope: self.scope,
+            route_type: RTN_UNICAST,
+            flags: if self.onlink { RTNH_F_ONLINK } else { 0 },
+            ..RtMsg::default()
+        };
+        let mut b = Body::new(&header.bytes())
+            .u32(RTA_TABLE, self.table)
+            .ip(RTA_DST, self.dst.network());
         if let Some(gw) = self.gw {
             b = b.ip(RTA_GATEWAY, gw);
         }
@@ -121,22 +110,22 @@ impl Route {
 
     /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Route> {
-        let h = msg.get(..RTMSG_LEN)?;
-        if h[7] != RTN_UNICAST {
+        let (h, attrs) = RtMsg::parse(msg)?;
+        if h.route_type != RTN_UNICAST {
             return None;
         }
-        let family_v4 = u16::from(h[0]) == nix::libc::AF_INET as u16;
+        let family_v4 = h.family == AF_INET;
         let mut dst = None;
         let mut r = Route::new(if family_v4 {
             "0.0.0.0/0".parse().ok()?
         } else {
             "::/0".parse().ok()?
         });
-        r.scope = h[6];
-        r.protocol = h[5];
-        r.onlink = wire::as_u32(&h[8..12]).is_some_and(|f| f & RTNH_F_ONLINK != 0);
-        r.table = u32::from(h[4]);
-        for (ty, p) in wire::attrs(&msg[RTMSG_LEN..]) {
+        r.scope = h.scope;
+        r.protocol = h.protocol;
+        r.onlink = h.flags & RTNH_F_ONLINK != 0;
+        r.table = u32::from(h.table);
+        for (ty, p) in wire::attrs(attrs) {
             match ty {
                 RTA_DST => dst = wire::as_ip(p),
                 RTA_GATEWAY => r.gw = wire::as_ip(p),
@@ -148,7 +137,7 @@ impl Route {
             }
         }
         if let Some(ip) = dst {
-            r.dst = IpNet::new(ip, h[1]).ok()?;
+            r.dst = IpNet::new(ip, h.dst_len).ok()?;
         }
         Some(r)
     }
@@ -167,7 +156,7 @@ impl Socket {
     }
 
     fn new_route(&mut self, verb: &str, route: &Route, flags: NlmF) -> Result<()> {
-        let op = format!("{verb} route {}", describe(route));
+        let op = format!("{verb} route {}", route);
         self.change(
             &op,
             Rtm::Newroute,
@@ -178,12 +167,12 @@ impl Socket {
 
     /// Replaces (or creates) a route.
     pub fn replace_route(&mut self, route: &Route) -> Result<()> {
-        let op = format!("replace route {}", describe(route));
+        let op = format!("replace route {}", route);
         self.apply(&op, &replace_request(route))
     }
 
     pub fn del_route(&mut self, route: &Route) -> Result<()> {
-        let op = format!("delete route {}", describe(route));
+        let op = format!("delete route {}", route);
         self.change(
             &op,
             Rtm::Delroute,
@@ -204,8 +193,11 @@ impl Socket {
     pub fn routes(&mut self, family: Family, table: u32, oif: Option<u32>) -> Result<Vec<Route>> {
         let op = "list routes";
         // Strict dumps filter on the attributes given; the header must stay zero.
-        let mut body =
-            Body::new(&wire::rtmsg(family.af(), 0, 0, 0, 0, 0, 0, 0)).u32(RTA_TABLE, table);
+        let header = RtMsg {
+            family: family.af(),
+            ..RtMsg::default()
+        };
+        let mut body = Body::new(&header.bytes()).u32(RTA_TABLE, table);
         if let Some(oif) = oif {
             body = body.u32(RTA_OIF, oif);
         }
@@ -226,7 +218,11 @@ impl Socket {
 impl Socket {
     /// Unicast routes of one family in every table.
     pub fn all_routes(&mut self, family: Family) -> Result<Vec<Route>> {
-        let body = Body::new(&wire::rtmsg(family.af(), 0, 0, 0, 0, 0, 0, 0));
+        let header = RtMsg {
+            family: family.af(),
+            ..RtMsg::default()
+        };
+        let body = Body::new(&header.bytes());
         let replies: Vec<Buffer> = self.get(
             "list routes",
             Rtm::Getroute,
@@ -243,7 +239,12 @@ impl Socket {
     pub fn route_get(&mut self, ip: std::net::IpAddr) -> Result<Option<Route>> {
         let family = Family::of(ip);
         let bits = if ip.is_ipv4() { 32 } else { 128 };
-        let body = Body::new(&wire::rtmsg(family.af(), bits, 0, 0, 0, 0, 0, 0)).ip(RTA_DST, ip);
+        let header = RtMsg {
+            family: family.af(),
+            dst_len: bits,
+            ..RtMsg::default()
+        };
+        let body = Body::new(&header.bytes()).ip(RTA_DST, ip);
         let replies: Vec<Buffer> = self.get(
             "get route",
             Rtm::Getroute,
@@ -260,23 +261,6 @@ fn replace_request(route: &Route) -> Request {
         NlmF::CREATE | NlmF::REPLACE,
         route.body(true),
     )
-}
-
-fn describe(r: &Route) -> String {
-    let mut s = r.dst.to_string();
-    if let Some(gw) = r.gw {
-        s.push_str(&format!(" via {gw}"));
-    }
-    if let Some(oif) = r.oif {
-        s.push_str(&format!(" dev {oif}"));
-    }
-    if r.onlink {
-        s.push_str(" onlink");
-    }
-    if r.table != RT_TABLE_MAIN {
-        s.push_str(&format!(" table {}", r.table));
-    }
-    s
 }
 
 #[cfg(test)]
@@ -312,7 +296,7 @@ mod tests {
         // Read back as the kernel dumps it: protocol and onlink kept.
         assert_eq!(Route::parse(&ours[16..]), Some(route));
         assert_eq!(
-            describe(&Route::parse(&ours[16..]).expect("parsed")),
+            Route::parse(&ours[16..]).expect("parsed").to_string(),
             "10.244.1.0/24 via 10.244.1.0 dev 4 onlink"
         );
     }

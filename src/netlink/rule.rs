@@ -1,18 +1,15 @@
 //! Policy routing rules (`ip rule`): add, delete, dump.
 
 use super::addr::Family;
-use super::wire::{self, Body, RTMSG_LEN};
+use super::headers::RtMsg;
+use super::uapi::fib_rules::{FR_ACT_TO_TBL, FRA_PRIORITY, FRA_SRC, FRA_TABLE};
+use super::uapi::socket::AF_INET6;
+use super::wire::{self, Body};
 use super::{Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
-
-// linux/fib_rules.h
-const FRA_SRC: u16 = 2;
-const FRA_PRIORITY: u16 = 6;
-const FRA_TABLE: u16 = 15;
-const FR_ACT_TO_TBL: u8 = 1;
 
 /// A `from <src> lookup <table>` rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,17 +24,15 @@ impl Rule {
     fn body(&self) -> Body {
         let src_len = self.src.map_or(0, |s| s.prefix_len());
         let table_u8 = u8::try_from(self.table).unwrap_or(0);
-        let mut b = Body::new(&wire::rtmsg(
-            self.family.af(),
-            0,
+        // struct fib_rule_hdr: rtmsg's layout, the action where the route type is.
+        let header = RtMsg {
+            family: self.family.af(),
             src_len,
-            table_u8,
-            0,
-            0,
-            FR_ACT_TO_TBL,
-            0,
-        ))
-        .u32(FRA_TABLE, self.table);
+            table: table_u8,
+            route_type: FR_ACT_TO_TBL,
+            ..RtMsg::default()
+        };
+        let mut b = Body::new(&header.bytes()).u32(FRA_TABLE, self.table);
         if let Some(src) = self.src {
             b = b.ip(FRA_SRC, src.addr());
         }
@@ -49,8 +44,8 @@ impl Rule {
 
     /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Rule> {
-        let h = msg.get(..RTMSG_LEN)?;
-        let family = if u16::from(h[0]) == nix::libc::AF_INET6 as u16 {
+        let (h, attrs) = RtMsg::parse(msg)?;
+        let family = if h.family == AF_INET6 {
             Family::V6
         } else {
             Family::V4
@@ -58,12 +53,12 @@ impl Rule {
         let mut rule = Rule {
             family,
             src: None,
-            table: u32::from(h[4]),
+            table: u32::from(h.table),
             priority: None,
         };
-        for (ty, p) in wire::attrs(&msg[RTMSG_LEN..]) {
+        for (ty, p) in wire::attrs(attrs) {
             match ty {
-                FRA_SRC => rule.src = wire::as_ip(p).and_then(|ip| IpNet::new(ip, h[2]).ok()),
+                FRA_SRC => rule.src = wire::as_ip(p).and_then(|ip| IpNet::new(ip, h.src_len).ok()),
                 FRA_TABLE => rule.table = wire::as_u32(p).unwrap_or(rule.table),
                 FRA_PRIORITY => rule.priority = wire::as_u32(p),
                 _ => {}
@@ -75,7 +70,11 @@ impl Rule {
 
 impl Socket {
     pub fn rules(&mut self, family: Family) -> Result<Vec<Rule>> {
-        let body = Body::new(&wire::rtmsg(family.af(), 0, 0, 0, 0, 0, 0, 0));
+        let header = RtMsg {
+            family: family.af(),
+            ..RtMsg::default()
+        };
+        let body = Body::new(&header.bytes());
         let replies: Vec<Buffer> = self.get(
             "list rules",
             Rtm::Getrule,
@@ -89,7 +88,7 @@ impl Socket {
     }
 
     pub fn add_rule(&mut self, rule: &Rule) -> Result<()> {
-        let op = format!("add rule {rule:?}");
+        let op = format!("add rule {rule}");
         self.change(
             &op,
             Rtm::Newrule,
@@ -99,7 +98,7 @@ impl Socket {
     }
 
     pub fn del_rule(&mut self, rule: &Rule) -> Result<()> {
-        let op = format!("delete rule {rule:?}");
+        let op = format!("delete rule {rule}");
         self.change(
             &op,
             Rtm::Delrule,

@@ -24,7 +24,8 @@ impl Socket {
     /// `net.ipv4.ip_forward` / `net.ipv6.conf.all.forwarding` of the socket's
     /// namespace; None when the kernel does not say (the family is off).
     pub fn forwarding(&mut self, family: Family) -> super::Result<Option<bool>> {
-        let body = Body::new(&[family.af(), 0, 0, 0]).u32(NETCONFA_IFINDEX, IFINDEX_ALL as u32);
+        let body =
+            Body::new(&[family.af(), 0, 0, 0]).u32(NETCONFA_IFINDEX, IFINDEX_ALL.cast_unsigned());
         let replies = self.get(
             "get netconf",
             Rtm::from(RTM_GETNETCONF),

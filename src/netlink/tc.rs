@@ -1,17 +1,13 @@
 //! Traffic control over rtnetlink (no `tc`): tbf and ingress qdiscs, and the u32
 //! match-all filter with a mirred egress redirect that bandwidth uses.
 
+use super::headers::TcMsg;
+use super::uapi::rtnetlink::{TCA_KIND, TCA_OPTIONS};
 use super::wire::{self, Body};
 use super::{Result, Socket};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
-
-// linux/rtnetlink.h
-const TCA_KIND: u16 = 1;
-const TCA_OPTIONS: u16 = 2;
-/// sizeof(struct tcmsg).
-const TCMSG_LEN: usize = 20;
 // linux/pkt_sched.h
 const TCA_TBF_PARMS: u16 = 1;
 const TCA_TBF_RATE64: u16 = 4;
@@ -47,16 +43,8 @@ const MIRRED_IFINDEX: usize = 24;
 pub const TIME_UNITS_PER_SEC: f64 = 1_000_000.0;
 
 pub const fn make_handle(major: u16, minor: u16) -> u32 {
+    // Widening `as`: `u32::from` is not callable in a const fn.
     ((major as u32) << 16) | minor as u32
-}
-
-fn tcmsg(index: u32, handle: u32, parent: u32, info: u32) -> [u8; TCMSG_LEN] {
-    let mut h = [0u8; TCMSG_LEN];
-    h[4..8].copy_from_slice(&index.to_ne_bytes());
-    h[8..12].copy_from_slice(&handle.to_ne_bytes());
-    h[12..16].copy_from_slice(&parent.to_ne_bytes());
-    h[16..20].copy_from_slice(&info.to_ne_bytes());
-    h
 }
 
 /// `struct tc_ratespec` with only the rate set (no rate table, as Go netlink).
@@ -115,15 +103,23 @@ impl Socket {
         qopt.extend_from_slice(&tbf.buffer.to_ne_bytes());
         qopt.extend_from_slice(&0u32.to_ne_bytes());
         let rate64 = (tbf.rate >= 1 << 32).then_some(tbf.rate);
-        let body = Body::new(&tcmsg(index, make_handle(1, 0), HANDLE_ROOT, 0))
-            .str(TCA_KIND, "tbf")
-            .nest(TCA_OPTIONS, |o| {
-                let o = o.attr(TCA_TBF_PARMS, &qopt);
-                match rate64 {
-                    Some(r) => o.attr(TCA_TBF_RATE64, &r.to_ne_bytes()),
-                    None => o,
-                }
-            });
+        let body = Body::new(
+            &TcMsg {
+                index,
+                handle: make_handle(1, 0),
+                parent: HANDLE_ROOT,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "tbf")
+        .nest(TCA_OPTIONS, |o| {
+            let o = o.attr(TCA_TBF_PARMS, &qopt);
+            match rate64 {
+                Some(r) => o.attr(TCA_TBF_RATE64, &r.to_ne_bytes()),
+                None => o,
+            }
+        });
         self.change(
             &op,
             Rtm::Newqdisc,
@@ -135,8 +131,16 @@ impl Socket {
     /// `tc qdisc add dev <index> ingress`.
     pub fn add_ingress(&mut self, index: u32) -> Result<()> {
         let op = format!("add ingress qdisc on link {index}");
-        let body = Body::new(&tcmsg(index, make_handle(0xffff, 0), HANDLE_INGRESS, 0))
-            .str(TCA_KIND, "ingress");
+        let body = Body::new(
+            &TcMsg {
+                index,
+                handle: make_handle(0xffff, 0),
+                parent: HANDLE_INGRESS,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "ingress");
         self.change(
             &op,
             Rtm::Newqdisc,
@@ -158,18 +162,26 @@ impl Socket {
         }
         mirred.extend_from_slice(&target.to_ne_bytes());
         let info = (1u32 << 16) | u32::from(ETH_P_ALL.to_be());
-        let body = Body::new(&tcmsg(index, 0, make_handle(0xffff, 0), info))
-            .str(TCA_KIND, "u32")
-            .nest(TCA_OPTIONS, |o| {
-                o.u32(TCA_U32_CLASSID, make_handle(1, 1))
-                    .attr(TCA_U32_SEL, &sel)
-                    .nest(TCA_U32_ACT, |acts| {
-                        acts.nest(1, |a| {
-                            a.str(TCA_ACT_KIND, "mirred")
-                                .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
-                        })
+        let body = Body::new(
+            &TcMsg {
+                index,
+                parent: make_handle(0xffff, 0),
+                info,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "u32")
+        .nest(TCA_OPTIONS, |o| {
+            o.u32(TCA_U32_CLASSID, make_handle(1, 1))
+                .attr(TCA_U32_SEL, &sel)
+                .nest(TCA_U32_ACT, |acts| {
+                    acts.nest(1, |a| {
+                        a.str(TCA_ACT_KIND, "mirred")
+                            .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
                     })
-            });
+                })
+        });
         self.change(
             &op,
             Rtm::Newtfilter,
@@ -185,9 +197,17 @@ impl Socket {
         for v in [3u32, 10, u32::from(default_minor), 0, 0] {
             glob.extend_from_slice(&v.to_ne_bytes());
         }
-        let body = Body::new(&tcmsg(index, make_handle(1, 0), HANDLE_ROOT, 0))
-            .str(TCA_KIND, "htb")
-            .nest(TCA_OPTIONS, |o| o.attr(TCA_HTB_INIT, &glob));
+        let body = Body::new(
+            &TcMsg {
+                index,
+                handle: make_handle(1, 0),
+                parent: HANDLE_ROOT,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "htb")
+        .nest(TCA_OPTIONS, |o| o.attr(TCA_HTB_INIT, &glob));
         self.change(
             &op,
             Rtm::Newqdisc,
@@ -207,17 +227,25 @@ impl Socket {
             opt.extend_from_slice(&v.to_ne_bytes());
         }
         let big = (rate >= 1 << 32).then_some(rate);
-        let body = Body::new(&tcmsg(index, make_handle(1, minor), make_handle(1, 0), 0))
-            .str(TCA_KIND, "htb")
-            .nest(TCA_OPTIONS, |o| {
-                let o = o.attr(TCA_HTB_PARMS, &opt);
-                match big {
-                    Some(r) => o
-                        .attr(TCA_HTB_RATE64, &r.to_ne_bytes())
-                        .attr(TCA_HTB_CEIL64, &r.to_ne_bytes()),
-                    None => o,
-                }
-            });
+        let body = Body::new(
+            &TcMsg {
+                index,
+                handle: make_handle(1, minor),
+                parent: make_handle(1, 0),
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "htb")
+        .nest(TCA_OPTIONS, |o| {
+            let o = o.attr(TCA_HTB_PARMS, &opt);
+            match big {
+                Some(r) => o
+                    .attr(TCA_HTB_RATE64, &r.to_ne_bytes())
+                    .attr(TCA_HTB_CEIL64, &r.to_ne_bytes()),
+                None => o,
+            }
+        });
         self.change(
             &op,
             Rtm::Newtclass,
@@ -248,7 +276,8 @@ impl Socket {
                 let words = (0..4)
                     .map(|i| {
                         let shift = 96 - 32 * i;
-                        ((mask >> shift) as u32, (val >> shift) as u32)
+                        let word = |v: u128| u32::try_from((v >> shift) & 0xffff_ffff).unwrap_or(0);
+                        (word(mask), word(val))
                     })
                     .filter(|(m, _)| *m != 0)
                     .collect();
@@ -258,24 +287,33 @@ impl Socket {
         let nkeys = words.len().max(1);
         let mut sel = vec![0u8; 16];
         sel[0] = TC_U32_TERMINAL;
-        sel[2] = nkeys as u8;
+        // At most four keys (an IPv6 prefix): always fits.
+        sel[2] = u8::try_from(nkeys).unwrap_or(u8::MAX);
         if words.is_empty() {
             sel.extend_from_slice(&[0u8; 16]);
         }
-        for (i, (mask, val)) in words.iter().enumerate() {
+        for ((mask, val), off) in words.iter().zip((base..).step_by(4)) {
             sel.extend_from_slice(&mask.to_be_bytes());
             sel.extend_from_slice(&val.to_be_bytes());
-            sel.extend_from_slice(&(base + 4 * i as i32).to_ne_bytes());
+            sel.extend_from_slice(&i32::to_ne_bytes(off));
             sel.extend_from_slice(&0i32.to_ne_bytes());
         }
         let prio: u32 = if proto == ETH_P_IP { 16 } else { 17 };
         let info = (prio << 16) | u32::from(proto.to_be());
-        let body = Body::new(&tcmsg(index, 0, make_handle(1, 0), info))
-            .str(TCA_KIND, "u32")
-            .nest(TCA_OPTIONS, |o| {
-                o.u32(TCA_U32_CLASSID, make_handle(1, minor))
-                    .attr(TCA_U32_SEL, &sel)
-            });
+        let body = Body::new(
+            &TcMsg {
+                index,
+                parent: make_handle(1, 0),
+                info,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "u32")
+        .nest(TCA_OPTIONS, |o| {
+            o.u32(TCA_U32_CLASSID, make_handle(1, minor))
+                .attr(TCA_U32_SEL, &sel)
+        });
         self.change(
             &op,
             Rtm::Newtfilter,
@@ -292,7 +330,15 @@ impl Socket {
         } else {
             (0, HANDLE_ROOT)
         };
-        let body = Body::new(&tcmsg(index, handle, parent, 0));
+        let body = Body::new(
+            &TcMsg {
+                index,
+                handle,
+                parent,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        );
         self.change(
             &op,
             Rtm::Delqdisc,
@@ -307,7 +353,14 @@ impl Socket {
     pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>> {
         let mut out = Vec::new();
         for parent in [HANDLE_ROOT, HANDLE_INGRESS] {
-            let body = Body::new(&tcmsg(index, 0, parent, 0));
+            let body = Body::new(
+                &TcMsg {
+                    index,
+                    parent,
+                    ..TcMsg::default()
+                }
+                .bytes(),
+            );
             // The kernel answers a qdisc GET only when asked to echo it.
             let replies = match self.get(
                 "get qdisc",
@@ -332,14 +385,10 @@ impl Socket {
 
 /// One qdisc message of link `index`.
 fn parse_qdisc(msg: &[u8], index: u32) -> Option<Qdisc> {
-    let h = msg.get(..TCMSG_LEN)?;
-    let ifindex = u32::from_ne_bytes([h[4], h[5], h[6], h[7]]);
-    if ifindex != index {
+    let (h, attrs) = TcMsg::parse(msg)?;
+    if h.index != index {
         return None;
     }
-    let handle = u32::from_ne_bytes([h[8], h[9], h[10], h[11]]);
-    let parent = u32::from_ne_bytes([h[12], h[13], h[14], h[15]]);
-    let attrs = &msg[TCMSG_LEN..];
     let kind = wire::find(attrs, TCA_KIND)
         .map(wire::as_str)
         .unwrap_or_default();
@@ -363,8 +412,8 @@ fn parse_qdisc(msg: &[u8], index: u32) -> Option<Qdisc> {
         });
     Some(Qdisc {
         kind,
-        handle,
-        parent,
+        handle: h.handle,
+        parent: h.parent,
         tbf,
     })
 }
@@ -374,13 +423,13 @@ fn parse_qdisc(msg: &[u8], index: u32) -> Option<Qdisc> {
 /// u32, matchall, flower and bpf filters are all covered.
 fn mirred_targets(msg: &[u8], index: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    let Some(h) = msg.get(..TCMSG_LEN) else {
+    let Some((h, attrs)) = TcMsg::parse(msg) else {
         return out;
     };
-    if u32::from_ne_bytes([h[4], h[5], h[6], h[7]]) != index {
+    if h.index != index {
         return out;
     }
-    let Some(options) = wire::find(&msg[TCMSG_LEN..], TCA_OPTIONS) else {
+    let Some(options) = wire::find(attrs, TCA_OPTIONS) else {
         return out;
     };
     for (_, actions) in wire::attrs(options) {
@@ -405,7 +454,14 @@ impl Socket {
     /// The links that filters on link `index`'s ingress (an ingress qdisc or
     /// clsact) redirect or mirror packets to.
     pub fn ingress_mirred_targets(&mut self, index: u32) -> Result<Vec<u32>> {
-        let body = Body::new(&tcmsg(index, 0, PARENT_INGRESS_FILTERS, 0));
+        let body = Body::new(
+            &TcMsg {
+                index,
+                parent: PARENT_INGRESS_FILTERS,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        );
         let replies: Vec<Buffer> = self.get(
             &format!("list ingress filters of link {index}"),
             Rtm::Gettfilter,
@@ -430,26 +486,40 @@ mod tests {
             mirred.extend_from_slice(&v.to_ne_bytes());
         }
         let filter = |index| {
-            Body::new(&tcmsg(index, 0x800, make_handle(0xffff, 0), 0))
-                .str(TCA_KIND, "u32")
-                .nest(TCA_OPTIONS, |o| {
-                    o.u32(TCA_U32_CLASSID, make_handle(1, 1))
-                        .attr(TCA_U32_SEL, &[0u8; 32])
-                        .nest(TCA_U32_ACT, |acts| {
-                            acts.nest(1, |a| {
-                                a.str(TCA_ACT_KIND, "mirred")
-                                    .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
-                            })
+            Body::new(
+                &TcMsg {
+                    index,
+                    handle: 0x800,
+                    parent: make_handle(0xffff, 0),
+                    ..TcMsg::default()
+                }
+                .bytes(),
+            )
+            .str(TCA_KIND, "u32")
+            .nest(TCA_OPTIONS, |o| {
+                o.u32(TCA_U32_CLASSID, make_handle(1, 1))
+                    .attr(TCA_U32_SEL, &[0u8; 32])
+                    .nest(TCA_U32_ACT, |acts| {
+                        acts.nest(1, |a| {
+                            a.str(TCA_ACT_KIND, "mirred")
+                                .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
                         })
-                })
-                .into_bytes()
+                    })
+            })
+            .into_bytes()
         };
         assert_eq!(mirred_targets(&filter(7), 7), vec![42]);
         // Another link's filter, a filter without actions, a short message.
         assert!(mirred_targets(&filter(8), 7).is_empty());
-        let bare = Body::new(&tcmsg(7, 0, 0, 0))
-            .str(TCA_KIND, "u32")
-            .into_bytes();
+        let bare = Body::new(
+            &TcMsg {
+                index: 7,
+                ..TcMsg::default()
+            }
+            .bytes(),
+        )
+        .str(TCA_KIND, "u32")
+        .into_bytes();
         assert!(mirred_targets(&bare, 7).is_empty());
         assert!(mirred_targets(&[0u8; 4], 7).is_empty());
     }
@@ -458,9 +528,6 @@ mod tests {
     fn handles_and_headers() {
         assert_eq!(make_handle(1, 0), 0x0001_0000);
         assert_eq!(make_handle(0xffff, 0), 0xffff_0000);
-        let h = tcmsg(7, 1, 2, 3);
-        assert_eq!(h.len(), 20);
-        assert_eq!(u32::from_ne_bytes([h[4], h[5], h[6], h[7]]), 7);
         assert!(tick_in_usec() > 0.0);
     }
 }

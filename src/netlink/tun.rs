@@ -57,7 +57,9 @@ pub fn create_tap(spec: &TapSpec) -> super::Result<()> {
     }
     let mut req = IfReq {
         name: [0; libc::IFNAMSIZ],
-        flags: flags as libc::c_short,
+        // IFF_* of if_tun.h: every combination fits the 16-bit field.
+        flags: libc::c_short::try_from(flags)
+            .map_err(|_| Error::os("TUNSETIFF flags", Errno::EINVAL))?,
         _pad: [0; 22],
     };
     req.name[..spec.name.len()].copy_from_slice(spec.name.as_bytes());
@@ -67,10 +69,11 @@ pub fn create_tap(spec: &TapSpec) -> super::Result<()> {
     unsafe {
         tun_set_iff(fd, &req).map_err(|e| Error::os(format!("TUNSETIFF {}", spec.name), e))?;
         if let Some(uid) = spec.owner {
-            tun_set_owner(fd, uid as libc::c_int).map_err(|e| Error::os("TUNSETOWNER", e))?;
+            // The kernel reads the int back as a uid_t.
+            tun_set_owner(fd, uid.cast_signed()).map_err(|e| Error::os("TUNSETOWNER", e))?;
         }
         if let Some(gid) = spec.group {
-            tun_set_group(fd, gid as libc::c_int).map_err(|e| Error::os("TUNSETGROUP", e))?;
+            tun_set_group(fd, gid.cast_signed()).map_err(|e| Error::os("TUNSETGROUP", e))?;
         }
         tun_set_persist(fd, 1).map_err(|e| Error::os("TUNSETPERSIST", e))?;
     }

@@ -3,12 +3,9 @@
 //! sends back. neli's typed builders need a new type per nesting level and kind;
 //! a byte writer with the kernel's TLV rules covers every kind in a few lines.
 
+pub use super::uapi::netlink::NLA_F_NESTED as NESTED;
+use super::uapi::netlink::NLA_TYPE_MASK as TYPE_MASK;
 use std::net::IpAddr;
-
-// linux/netlink.h
-/// NLA_F_NESTED: set on nests the kernel parses strictly (e.g. IFLA_PROTINFO for AF_BRIDGE).
-pub const NESTED: u16 = 0x8000;
-const TYPE_MASK: u16 = 0x3fff;
 
 fn align4(n: usize) -> usize {
     (n + 3) & !3
@@ -119,18 +116,13 @@ pub fn as_ip(p: &[u8]) -> Option<IpAddr> {
     }
 }
 
-// linux/netlink.h
-/// `struct nlmsghdr` length.
-pub const HDR_LEN: usize = 16;
-pub const NLMSG_ERROR: u16 = 2;
-pub const NLMSG_DONE: u16 = 3;
-/// NLM_F_DUMP_INTR: the dump raced a change and may be inconsistent.
-pub const NLM_F_DUMP_INTR: u16 = 0x10;
+pub use super::uapi::netlink::{HDR_LEN, NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR};
 
 /// Appends one message: `nlmsghdr` (port id 0: the kernel), then `body`, padded.
 pub fn frame(out: &mut Vec<u8>, ty: u16, flags: u16, seq: u32, body: &[u8]) {
     let len = HDR_LEN + body.len();
-    out.extend_from_slice(&(len as u32).to_ne_bytes());
+    // Bodies are bounded by their u16 attribute lengths; saturating never wraps.
+    out.extend_from_slice(&u32::try_from(len).unwrap_or(u32::MAX).to_ne_bytes());
     out.extend_from_slice(&ty.to_ne_bytes());
     out.extend_from_slice(&flags.to_ne_bytes());
     out.extend_from_slice(&seq.to_ne_bytes());
@@ -151,7 +143,7 @@ pub struct Received<'a> {
 /// The messages of one `recv`; a truncated or malformed tail ends the iteration.
 pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
     std::iter::from_fn(move || {
-        let len = as_u32(buf.get(0..4)?)? as usize;
+        let len = usize::try_from(as_u32(buf.get(0..4)?)?).ok()?;
         if len < HDR_LEN || len > buf.len() {
             return None;
         }
@@ -166,14 +158,13 @@ pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
     })
 }
 
-/// NLM_F_CAPPED on an NLMSG_ERROR: only the request's header is echoed.
-const NLM_F_CAPPED: u16 = 0x100;
+use super::uapi::netlink::NLM_F_CAPPED;
 
 /// An NLMSG_ERROR (or NLMSG_DONE) message: errno (positive; 0 = success) and
 /// the extended-ACK text.
 pub fn error_of(msg: &Received) -> (i32, Option<String>) {
     let payload = msg.payload;
-    let code = payload.get(..4).and_then(as_u32).unwrap_or(0) as i32;
+    let code = payload.get(..4).and_then(as_u32).unwrap_or(0).cast_signed();
     // After the code of an NLMSG_ERROR comes the request (whole on errors unless
     // capped), then the extack TLVs; NLMSG_DONE has the TLVs right after it.
     let echoed = if msg.ty == NLMSG_DONE {
@@ -181,7 +172,11 @@ pub fn error_of(msg: &Received) -> (i32, Option<String>) {
     } else if code == 0 || msg.flags & NLM_F_CAPPED != 0 {
         HDR_LEN
     } else {
-        let orig_len = payload.get(4..8).and_then(as_u32).unwrap_or(0) as usize;
+        let orig_len = payload
+            .get(4..8)
+            .and_then(as_u32)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
         HDR_LEN.max(align4(orig_len).min(payload.len().saturating_sub(4)))
     };
     let tlvs = payload.get(4 + echoed..).unwrap_or_default();
@@ -189,61 +184,6 @@ pub fn error_of(msg: &Received) -> (i32, Option<String>) {
     // -errno; a malformed (positive or i32::MIN) code still reads as a failure.
     (i32::try_from(code.unsigned_abs()).unwrap_or(i32::MAX), text)
 }
-
-/// `struct ifinfomsg`.
-pub fn ifinfomsg(family: u8, index: u32, flags: u32, change: u32) -> [u8; 16] {
-    let mut h = [0u8; 16];
-    h[0] = family;
-    h[4..8].copy_from_slice(&index.to_ne_bytes());
-    h[8..12].copy_from_slice(&flags.to_ne_bytes());
-    h[12..16].copy_from_slice(&change.to_ne_bytes());
-    h
-}
-
-/// sizeof(struct ifinfomsg), linux/rtnetlink.h.
-pub const IFINFOMSG_LEN: usize = 16;
-
-/// `struct ifaddrmsg`.
-pub fn ifaddrmsg(family: u8, prefix: u8, flags: u8, scope: u8, index: u32) -> [u8; 8] {
-    let mut h = [0u8; 8];
-    h[0] = family;
-    h[1] = prefix;
-    h[2] = flags;
-    h[3] = scope;
-    h[4..8].copy_from_slice(&index.to_ne_bytes());
-    h
-}
-
-/// sizeof(struct ifaddrmsg), linux/if_addr.h.
-pub const IFADDRMSG_LEN: usize = 8;
-
-/// `struct rtmsg` (also the layout of `struct fib_rule_hdr`).
-#[allow(clippy::too_many_arguments)]
-pub fn rtmsg(
-    family: u8,
-    dst_len: u8,
-    src_len: u8,
-    table: u8,
-    protocol: u8,
-    scope: u8,
-    kind: u8,
-    flags: u32,
-) -> [u8; 12] {
-    let mut h = [0u8; 12];
-    h[0] = family;
-    h[1] = dst_len;
-    h[2] = src_len;
-    h[3] = 0; // tos
-    h[4] = table;
-    h[5] = protocol;
-    h[6] = scope;
-    h[7] = kind;
-    h[8..12].copy_from_slice(&flags.to_ne_bytes());
-    h
-}
-
-/// sizeof(struct rtmsg), linux/rtnetlink.h.
-pub const RTMSG_LEN: usize = 12;
 
 #[cfg(test)]
 mod tests {
@@ -352,7 +292,7 @@ fn a_truncated_reply_is_an_error() {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root)");
         let mut ch =
             super::Channel::open(neli::consts::socket::NlFamily::Route, 64).expect("socket");
-        let body = Body::new(&ifinfomsg(0, 0, 0, 0)).into_bytes();
+        let body = Body::new(&super::headers::IfInfoMsg::default().bytes()).into_bytes();
         let mut req = Vec::new();
         frame(
             &mut req, 18,    /* RTM_GETLINK */

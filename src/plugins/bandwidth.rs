@@ -12,7 +12,7 @@ use crate::cni::result::{Interface, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
-use crate::netlink::link::{Change, Kind, Link, NewLink};
+use crate::netlink::link::{Change, Kind, Link, LinkKind, NewLink};
 use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
 use crate::netns::NetNs;
 use ipnet::IpNet;
@@ -173,7 +173,7 @@ fn read_state(path: &Path) -> Option<State> {
 /// Whether host link `host` is a veth whose other end is in `ns`. The host's
 /// IFLA_LINK_NETNSID is the kernel's: nothing done inside the container forges it.
 fn peer_is_in(sock: &mut Socket, host: &Link, ns: &NetNs) -> CniResult<bool> {
-    let Some(id) = host.link_netnsid.filter(|_| host.kind == "veth") else {
+    let Some(id) = host.link_netnsid.filter(|_| host.kind == LinkKind::Veth) else {
         return Ok(false);
     };
     // Fetching `host` gave the namespace its ID, if it had none.
@@ -308,7 +308,7 @@ fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniR
     let ns = iface::open_netns(&inv.env.netns)?;
     let ifname = inv.env.ifname.clone();
     let container = ns.run(move || Socket::open().and_then(|mut s| s.link_by_name(&ifname)))??;
-    if container.kind != "veth" {
+    if container.kind != LinkKind::Veth {
         return Err(Error::internal(format!(
             "container interface {} is not a veth",
             inv.env.ifname
@@ -556,7 +556,7 @@ impl Plugin for Bandwidth {
             let kept = keep
                 .iter()
                 .any(|k| *k == id || crate::files::id_token(k) == id);
-            if link.kind == "ifb" && !kept {
+            if link.kind == LinkKind::Ifb && !kept {
                 match sock.delete_link(link.index) {
                     Err(e) if !e.is_not_found() => return Err(e.into()),
                     _ => {}

@@ -10,7 +10,7 @@ use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{
-    Change, Kind, Link, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
+    Change, Kind, Link, LinkKind, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
 };
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
@@ -223,7 +223,7 @@ impl Plugin for Bridge {
         let bridge = host
             .link_by_name(&conf.bridge)
             .with_context(|| format!("failed to find bridge {:?}", conf.bridge))?;
-        if bridge.kind != "bridge" {
+        if bridge.kind != LinkKind::Bridge {
             return Err(Error::internal(format!(
                 "{:?} is not a bridge",
                 conf.bridge
@@ -236,7 +236,7 @@ impl Plugin for Bridge {
             )));
         }
         // The container veth, its MAC, addresses and routes (and IPAM's CHECK).
-        let container = iface::check_single(inv, Some("veth"))?;
+        let container = iface::check_single(inv, Some(LinkKind::Veth))?;
         let ifname = inv.env.ifname.as_str();
         let peer = container
             .parent
@@ -298,7 +298,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
                 .with_context(|| format!("could not add {:?}", conf.bridge))?
         }
     };
-    if link.kind != "bridge" {
+    if link.kind != LinkKind::Bridge {
         return Err(Error::internal(format!(
             "{:?} already exists but is not a bridge",
             conf.bridge

@@ -3,7 +3,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
-use crate::netlink::link::{Kind, NewLink};
+use crate::netlink::link::{Kind, LinkKind, NewLink};
 
 pub struct Dummy;
 
@@ -45,7 +45,7 @@ impl Plugin for Dummy {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, Some("dummy")).map(drop)
+        iface::check_single(inv, Some(LinkKind::Dummy)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

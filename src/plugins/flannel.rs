@@ -130,7 +130,7 @@ pub fn delegate_config(
     }
     let name = map_field(conf, "name").cloned().unwrap_or(json!(""));
     d.insert("name".into(), name);
-    let kind = match d.get("type") {
+    let delegate_type = match d.get("type") {
         None => {
             d.insert("type".into(), json!("bridge"));
             "bridge".to_string()
@@ -140,7 +140,7 @@ pub fn delegate_config(
     };
     d.entry("ipMasq").or_insert(json!(!env.ipmasq));
     d.entry("mtu").or_insert(json!(env.mtu));
-    if kind == "bridge" {
+    if delegate_type == "bridge" {
         d.entry("isGateway").or_insert(json!(true));
     }
     if let Some(v) =

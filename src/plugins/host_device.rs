@@ -20,7 +20,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
-use crate::netlink::link::{Change, Link};
+use crate::netlink::link::{Change, Link, LinkKind};
 use crate::netns::NetNs;
 use device::*;
 use record::{Identity, Lower, Owner, Record, View};
@@ -345,7 +345,7 @@ fn recorded_mismatch(
     if let Some(why) = record.identity.mismatch(link, view) {
         return Ok(Some(why));
     }
-    if record.identity.kind == "veth"
+    if record.identity.kind == LinkKind::Veth
         && let Some(peer) = record.identity.host_link
         && !record::host_confirms_pair(host, peer, link, ns_fd)?
     {
@@ -478,13 +478,15 @@ fn home_or_gone(record: &Record, host: &mut Socket) -> CniResult<bool> {
         Err(e) if !e.is_not_found() => return Err(e.into()),
         _ => {}
     }
-    let (true, Some(peer)) = (record.identity.kind == "veth", record.identity.host_link) else {
+    let (true, Some(peer)) = (
+        record.identity.kind == LinkKind::Veth,
+        record.identity.host_link,
+    ) else {
         return Ok(false);
     };
     match host.link_by_index(peer) {
-        Ok(end) => {
-            Ok(end.kind != "veth" || !matches!(record::lower(&end, View::Host), Lower::Other(..)))
-        }
+        Ok(end) => Ok(end.kind != LinkKind::Veth
+            || !matches!(record::lower(&end, View::Host), Lower::Other(..))),
         Err(e) if e.is_not_found() => Ok(true),
         Err(e) => Err(e.into()),
     }

@@ -4,7 +4,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
-use crate::netlink::link::{Kind, Link, NewLink};
+use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
 use serde::Deserialize;
 
 pub struct Ipvlan;
@@ -105,8 +105,8 @@ impl Plugin for Ipvlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some("ipvlan"))?;
-        if link.ipvlan_mode() != Some(u32::from(conf.mode)) {
+        let link = iface::check_single(inv, Some(LinkKind::Ipvlan))?;
+        if link.ipvlan_mode() != Some(conf.mode) {
             return Err(Error::internal(
                 "container ipvlan mode does not match the config",
             ));

@@ -4,7 +4,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
-use crate::netlink::link::{Kind, Link, NewLink};
+use crate::netlink::link::{Kind, Link, LinkKind, MacvlanMode, NewLink};
 use serde::Deserialize;
 
 pub struct Macvlan;
@@ -32,10 +32,10 @@ struct Conf {
 /// The reference's mode names; empty means bridge.
 fn mode_from_str(s: &str) -> CniResult<u32> {
     match s {
-        "" | "bridge" => Ok(4),
-        "private" => Ok(1),
-        "vepa" => Ok(2),
-        "passthru" => Ok(8),
+        "" | "bridge" => Ok(MacvlanMode::BRIDGE.0),
+        "private" => Ok(MacvlanMode::PRIVATE.0),
+        "vepa" => Ok(MacvlanMode::VEPA.0),
+        "passthru" => Ok(MacvlanMode::PASSTHRU.0),
         other => Err(Error::invalid_config(format!(
             "unknown macvlan mode: {other:?}"
         ))),
@@ -106,12 +106,14 @@ impl Plugin for Macvlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some("macvlan"))?;
-        if link.macvlan_mode() != Some(conf.mode) {
+        let link = iface::check_single(inv, Some(LinkKind::Macvlan))?;
+        let want = MacvlanMode(conf.mode);
+        if link.macvlan_mode() != Some(want) {
+            let found = link
+                .macvlan_mode()
+                .map_or_else(|| "unknown".to_string(), |m| m.to_string());
             return Err(Error::internal(format!(
-                "container macvlan mode {:?} does not match the config's {}",
-                link.macvlan_mode(),
-                conf.mode
+                "container macvlan mode {found} does not match the config's {want}"
             )));
         }
         Ok(())

@@ -9,7 +9,7 @@ use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
-use crate::netlink::link::Link;
+use crate::netlink::link::{Link, LinkKind};
 use crate::netlink::route::{RT_SCOPE_HOST, RT_SCOPE_LINK, Route};
 use ipnet::IpNet;
 use nix::libc;
@@ -114,7 +114,7 @@ impl Plugin for Ptp {
         Conf::load(inv)?;
         // ptp always has IPAM; check_single runs its CHECK.
         Delegate::ipam(inv)?;
-        iface::check_single(inv, Some("veth")).map(drop)
+        iface::check_single(inv, Some(LinkKind::Veth)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

@@ -6,7 +6,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
 use crate::netlink::Socket;
-use crate::netlink::link::{Change, Link};
+use crate::netlink::link::{Change, Link, LinkKind};
 use crate::netlink::tun::{TapSpec, create_tap};
 use serde::Deserialize;
 
@@ -210,7 +210,7 @@ impl Plugin for Tap {
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, Some("tun")).map(drop)
+        iface::check_single(inv, Some(LinkKind::Tun)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {

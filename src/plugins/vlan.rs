@@ -3,7 +3,7 @@
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
-use crate::netlink::link::{Kind, Link, NewLink};
+use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
 use serde::Deserialize;
 
 pub struct Vlan;
@@ -103,8 +103,8 @@ impl Plugin for Vlan {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some("vlan"))?;
-        if link.vlan_id() != Some(u32::from(conf.id)) {
+        let link = iface::check_single(inv, Some(LinkKind::Vlan))?;
+        if link.vlan_id() != Some(conf.id) {
             return Err(Error::internal(format!(
                 "container vlan id does not match the config's {}",
                 conf.id

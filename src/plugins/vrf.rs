@@ -8,7 +8,7 @@ use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
-use crate::netlink::link::{Change, Kind, Link, NewLink};
+use crate::netlink::link::{Change, Kind, Link, LinkKind, NewLink};
 use crate::netlink::route::{RT_SCOPE_UNIVERSE, RT_TABLE_MAIN};
 use crate::netns::NetNs;
 use serde::Deserialize;
@@ -40,13 +40,14 @@ fn load(inv: &Invocation) -> CniResult<Keys> {
 /// The VRF, created (up) when missing with `table` or the lowest free table ≥ 1.
 fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Link> {
     match sock.link_by_name(name) {
-        Ok(link) if link.kind == "vrf" => {
+        Ok(link) if link.kind == LinkKind::Vrf => {
             let current = link.vrf_table();
             if let Some(t) = table
                 && current != Some(t)
             {
+                let current = current.map_or_else(|| "none".to_string(), |t| t.to_string());
                 return Err(Error::internal(format!(
-                    "VRF {name} already exists with a different table {current:?}"
+                    "VRF {name} already exists with a different table {current}"
                 )));
             }
             return Ok(link);

@@ -10,6 +10,7 @@
 use super::namespaces::Census;
 use super::node::{Cached, State};
 use crate::netlink::Socket;
+use crate::netlink::link::LinkKind;
 use anyhow::Result;
 
 pub fn judge(attachments: &mut [Cached], census: &Census) -> Result<()> {
@@ -25,7 +26,9 @@ pub fn judge(attachments: &mut [Cached], census: &Census) -> Result<()> {
         let hosts = a.entry.host_interfaces();
         let ips = a.entry.ips();
         let by_veth = hosts.iter().find_map(|(name, mac)| {
-            let l = links.iter().find(|l| &l.name == name && l.kind == "veth")?;
+            let l = links
+                .iter()
+                .find(|l| &l.name == name && l.kind == LinkKind::Veth)?;
             if mac.is_some_and(|m| m[..] != l.mac[..]) {
                 return None;
             }

@@ -17,7 +17,7 @@ use super::engine::{self, Named, Object, Owner};
 use super::namespaces::Census;
 use super::node::{Cached, Node, State, netns_paths};
 use crate::netlink::Socket;
-use crate::netlink::link::Link;
+use crate::netlink::link::{Link, LinkKind};
 use crate::plugins::bandwidth::{aliased_owner, ifb_name, is_ifb_name};
 use anyhow::Result;
 use std::collections::BTreeSet;
@@ -83,12 +83,12 @@ pub fn stale(node: &Node, sock: &mut Socket) -> Result<Vec<Link>> {
         .collect();
     let bridges: BTreeSet<u32> = links
         .iter()
-        .filter(|l| l.kind == "bridge" && names.contains(&l.name))
+        .filter(|l| l.kind == LinkKind::Bridge && names.contains(&l.name))
         .map(|l| l.index)
         .collect();
     let ports: Vec<&Link> = links
         .iter()
-        .filter(|l| l.kind == "veth" && l.master.is_some_and(|m| bridges.contains(&m)))
+        .filter(|l| l.kind == LinkKind::Veth && l.master.is_some_and(|m| bridges.contains(&m)))
         .collect();
     if ports.is_empty() {
         return Ok(Vec::new());
@@ -191,5 +191,5 @@ fn redirected(node: &Node, sock: &mut Socket) -> Result<BTreeSet<u32>> {
 
 /// An IFB of bandwidth's naming.
 fn is_bandwidths(l: &Link) -> bool {
-    l.kind == "ifb" && is_ifb_name(&l.name)
+    l.kind == LinkKind::Ifb && is_ifb_name(&l.name)
 }

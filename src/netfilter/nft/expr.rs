@@ -93,7 +93,9 @@ pub fn match_nfproto(v6: bool) -> Vec<Expr> {
     vec![
         expr(
             "meta",
-            Body::default().attr(1, &be32(REG_1)).attr(2, &be32(15)),
+            Body::default()
+                .attr(NFTA_META_DREG, &be32(REG_1))
+                .attr(NFTA_META_KEY, &be32(NFT_META_NFPROTO)),
         ),
         cmp(true, &[if v6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 }]),
     ]

@@ -25,8 +25,10 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 pub use tx::*;
 
-// linux/netfilter/nfnetlink.h
-pub(crate) const NFNL_SUBSYS_NFTABLES: u16 = 10;
+use crate::netlink::uapi::nf_tables::{
+    NFT_META_IIFNAME, NFT_META_NFPROTO, NFTA_META_DREG, NFTA_META_KEY,
+};
+pub(crate) use crate::netlink::uapi::nfnetlink::NFNL_SUBSYS_NFTABLES;
 // linux/netfilter/nf_tables.h
 const NFT_MSG_NEWTABLE: u16 = 0;
 const NFT_MSG_DELTABLE: u16 = 2;
@@ -73,9 +75,6 @@ const REG_1: u32 = 1;
 const REG_2: u32 = 2;
 
 // linux/netfilter/nf_tables.h
-const NFT_META_IIFNAME: u32 = 6;
-const NFTA_META_DREG: u16 = 1;
-const NFTA_META_KEY: u16 = 2;
 const NFTA_CMP_DATA: u16 = 3;
 // linux/if.h
 /// Interface names are compared as the kernel stores them: NUL-padded to IFNAMSIZ.

@@ -2,6 +2,7 @@
 //! (the parent may have other threads, whose locks the child inherits held).
 
 use super::wire;
+use crate::netlink::headers::IfInfoMsg;
 use nix::libc;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
@@ -9,8 +10,8 @@ use std::time::Duration;
 // linux/sockios.h
 /// SIOCGSKNS: a descriptor of the namespace a socket lives in.
 const SIOCGSKNS: libc::c_ulong = 0x894c;
-// linux/rtnetlink.h
-const RTM_DELLINK: u16 = 17;
+use crate::netlink::uapi::netlink::{NLM_F_ACK, NLM_F_REQUEST};
+use crate::netlink::uapi::rtnetlink::RTM_DELLINK;
 const SEQ: u32 = 1;
 
 pub enum Report {
@@ -95,6 +96,7 @@ impl Child {
 /// Forks a child that deletes link `index` in the namespace of `sock`.
 pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
     reap_finished();
+    // `as _`: the request parameter is c_ulong in glibc and c_int in musl.
     // SAFETY: plain ioctl returning a new descriptor (or -1).
     let ns = unsafe { libc::ioctl(sock, SIOCGSKNS as _) };
     if ns < 0 {
@@ -110,13 +112,17 @@ pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
     // SAFETY: both were just created and are owned by nobody else.
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
     let mut request = Vec::with_capacity(32);
-    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
+    let flags = NLM_F_REQUEST | NLM_F_ACK;
     wire::frame(
         &mut request,
         RTM_DELLINK,
         flags,
         SEQ,
-        &wire::ifinfomsg(0, index, 0, 0),
+        &IfInfoMsg {
+            index,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
     );
     // SAFETY: the child runs only async-signal-safe syscalls on memory
     // prepared before the fork, then _exit()s.
@@ -131,7 +137,11 @@ pub fn spawn_delete(sock: RawFd, index: u32) -> std::io::Result<Child> {
 
 /// Closes every descriptor but `keep` (two of them).
 pub(crate) unsafe fn close_all_but(keep: [RawFd; 2]) {
-    let (lo, hi) = (keep[0].min(keep[1]) as u32, keep[0].max(keep[1]) as u32);
+    // Open descriptors are never negative.
+    let (lo, hi) = (
+        keep[0].min(keep[1]).cast_unsigned(),
+        keep[0].max(keep[1]).cast_unsigned(),
+    );
     let ranges = [
         (0, lo.checked_sub(1)),
         (lo + 1, hi.checked_sub(1)),
@@ -146,7 +156,7 @@ pub(crate) unsafe fn close_all_but(keep: [RawFd; 2]) {
             // Before Linux 5.9: one by one, up to a common limit.
             for fd in first..=last.min(4095) {
                 // SAFETY: as above.
-                unsafe { libc::close(fd as RawFd) };
+                unsafe { libc::close(fd.cast_signed()) };
             }
         }
     }
@@ -198,11 +208,11 @@ unsafe fn delete(ns: RawFd, request: &[u8]) -> i32 {
             if n < 0 {
                 return last_errno();
             }
-            let got = &buf[..n as usize];
+            let got = &buf[..n.unsigned_abs()];
             for msg in wire::messages(got) {
                 if msg.seq == SEQ && msg.ty == wire::NLMSG_ERROR {
                     let code = msg.payload.get(..4).and_then(wire::as_u32).unwrap_or(0);
-                    return i32::try_from((code as i32).unsigned_abs()).unwrap_or(i32::MAX);
+                    return i32::try_from(code.cast_signed().unsigned_abs()).unwrap_or(i32::MAX);
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Links: look up, create (every kind the plugins make), change, move, delete.
 
-use super::wire::{self, Body, IFINFOMSG_LEN, NESTED};
+use super::headers::IfInfoMsg;
+use super::wire::{self, Body, NESTED};
 use super::{Error, Request, Result, Socket};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
@@ -14,66 +15,26 @@ mod change;
 /// The forked child that makes `delete_link_detached`'s deleting syscall.
 mod detached;
 pub(crate) use detached::close_all_but;
+/// What a link is: its kind and kind-specific settings, as read back.
+mod kind;
 /// VXLAN settings: written at creation, read back from a dump.
 mod vxlan;
 
 pub use change::{Change, LinkRef, PortFlags, VlanFlags};
+pub use kind::{InfoData, LinkKind, MacvlanMode};
 pub use vxlan::VxlanInfo;
 
 /// How often a detached delete checks whether the link is unlisted yet.
 const UNLIST_POLL: Duration = Duration::from_micros(250);
 
-// linux/if_link.h
-const IFLA_ADDRESS: u16 = 1;
-const IFLA_IFNAME: u16 = 3;
-const IFLA_MTU: u16 = 4;
-const IFLA_LINK: u16 = 5;
-const IFLA_MASTER: u16 = 10;
-const IFLA_PROTINFO: u16 = 12;
-const IFLA_TXQLEN: u16 = 13;
-const IFLA_OPERSTATE: u16 = 16;
-const IFLA_LINKINFO: u16 = 18;
-const IFLA_IFALIAS: u16 = 20;
-const IFLA_AF_SPEC: u16 = 26;
-const IFLA_NET_NS_FD: u16 = 28;
-const IFLA_EXT_MASK: u16 = 29;
-const IFLA_LINK_NETNSID: u16 = 37;
-const IFLA_PERM_ADDRESS: u16 = 54;
-const IFLA_PARENT_DEV_NAME: u16 = 56;
-const IFLA_PARENT_DEV_BUS_NAME: u16 = 57;
-const IFLA_INET_CONF: u16 = 1;
-const IFLA_INFO_KIND: u16 = 1;
-const IFLA_INFO_DATA: u16 = 2;
-const IFLA_BR_VLAN_FILTERING: u16 = 7;
-const IFLA_BR_GROUP_FWD_MASK: u16 = 9;
-const IFLA_BRPORT_MODE: u16 = 4;
-const IFLA_BRPORT_ISOLATED: u16 = 33;
-const IFLA_MACVLAN_MODE: u16 = 1;
-const IFLA_MACVLAN_BC_QUEUE_LEN: u16 = 7;
-const IFLA_IPVLAN_MODE: u16 = 1;
-const IFLA_VLAN_ID: u16 = 1;
-const IFLA_VRF_TABLE: u16 = 1;
-// linux/veth.h
-const VETH_INFO_PEER: u16 = 1;
-// linux/if_bridge.h
-const IFLA_BRIDGE_VLAN_INFO: u16 = 2;
-const BRIDGE_VLAN_INFO_PVID: u16 = 2;
-const BRIDGE_VLAN_INFO_UNTAGGED: u16 = 4;
-const BRIDGE_VLAN_INFO_RANGE_BEGIN: u16 = 8;
-const BRIDGE_VLAN_INFO_RANGE_END: u16 = 16;
-// linux/rtnetlink.h
-/// IFLA_EXT_MASK bit: bridge dumps carry each port's VLANs.
-const RTEXT_FILTER_BRVLAN: u32 = 2;
-// sys/socket.h
-const AF_UNSPEC: u8 = 0;
-const AF_BRIDGE: u8 = 7;
-// linux/if.h: IF_OPER_UP
-/// RFC 2863 operational state "up".
-pub const OPER_UP: u8 = 6;
-// linux/ip.h
-/// IPv4 per-interface settings (`net.ipv4.conf.<if>.*`), by their devconf id.
-pub const IPV4_DEVCONF_ARP_NOTIFY: u16 = 22;
-pub const IPV4_DEVCONF_ROUTE_LOCALNET: u16 = 26;
+use super::uapi::if_bridge::*;
+pub use super::uapi::if_flags::IF_OPER_UP as OPER_UP;
+use super::uapi::if_flags::{IFF_ALLMULTI, IFF_PROMISC, IFF_UP};
+use super::uapi::if_link::*;
+pub use super::uapi::ip::{IPV4_DEVCONF_ARP_NOTIFY, IPV4_DEVCONF_ROUTE_LOCALNET};
+use super::uapi::rtnetlink::RTEXT_FILTER_BRVLAN;
+use super::uapi::socket::{AF_BRIDGE, AF_INET};
+use super::uapi::veth::VETH_INFO_PEER;
 
 /// What plugins need to know about a link.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -83,8 +44,8 @@ pub struct Link {
     pub flags: u32,
     pub mtu: u32,
     pub mac: Vec<u8>,
-    /// IFLA_INFO_KIND: "veth", "bridge", "macvlan", … (empty for physical devices).
-    pub kind: String,
+    /// IFLA_INFO_KIND (`Device` for links a driver made).
+    pub kind: LinkKind,
     pub master: Option<u32>,
     /// IFLA_LINK: a veth's peer or a macvlan's parent (its index in `link_netnsid`'s namespace).
     pub parent: Option<u32>,
@@ -99,23 +60,23 @@ pub struct Link {
     pub parent_dev: String,
     pub oper_state: u8,
     pub txqlen: u32,
-    /// IFLA_INFO_DATA as received, for kind-specific checks.
-    pub info_data: Vec<u8>,
+    /// IFLA_INFO_DATA, for the kinds whose settings plugins check.
+    pub info: InfoData,
     /// `net.ipv4.conf.<if>.*` values, devconf id `n` at index `n - 1`.
     pub ipv4_conf: Vec<u32>,
 }
 
 impl Link {
     pub fn is_up(&self) -> bool {
-        self.flags & libc::IFF_UP as u32 != 0
+        self.flags & IFF_UP != 0
     }
 
     pub fn is_promisc(&self) -> bool {
-        self.flags & libc::IFF_PROMISC as u32 != 0
+        self.flags & IFF_PROMISC != 0
     }
 
     pub fn is_allmulti(&self) -> bool {
-        self.flags & libc::IFF_ALLMULTI as u32 != 0
+        self.flags & IFF_ALLMULTI != 0
     }
 
     /// `aa:bb:…` lowercase, as the reference prints MACs.
@@ -123,32 +84,44 @@ impl Link {
         format_mac(&self.mac)
     }
 
-    /// A u32 (or u16) value of IFLA_INFO_DATA, e.g. the macvlan mode.
-    pub fn info_u32(&self, ty: u16) -> Option<u32> {
-        let p = wire::find(&self.info_data, ty)?;
-        wire::as_u32(p).or_else(|| wire::as_u16(p).map(u32::from))
-    }
-
-    /// A macvlan's mode (MACVLAN_MODE_*), if it is one.
-    pub fn macvlan_mode(&self) -> Option<u32> {
-        self.info_u32(IFLA_MACVLAN_MODE)
-            .filter(|_| self.kind == "macvlan")
+    /// A macvlan's mode, if it is one.
+    pub fn macvlan_mode(&self) -> Option<MacvlanMode> {
+        match self.info {
+            InfoData::Macvlan { mode } => Some(MacvlanMode(mode)),
+            _ => None,
+        }
     }
 
     /// An ipvlan's mode (IPVLAN_MODE_*), if it is one.
-    pub fn ipvlan_mode(&self) -> Option<u32> {
-        self.info_u32(IFLA_IPVLAN_MODE)
-            .filter(|_| self.kind == "ipvlan")
+    pub fn ipvlan_mode(&self) -> Option<u16> {
+        match self.info {
+            InfoData::Ipvlan { mode } => Some(mode),
+            _ => None,
+        }
     }
 
     /// A VLAN link's ID, if it is one.
-    pub fn vlan_id(&self) -> Option<u32> {
-        self.info_u32(IFLA_VLAN_ID).filter(|_| self.kind == "vlan")
+    pub fn vlan_id(&self) -> Option<u16> {
+        match self.info {
+            InfoData::Vlan { id } => Some(id),
+            _ => None,
+        }
     }
 
     /// A VRF's routing table, if it is one.
     pub fn vrf_table(&self) -> Option<u32> {
-        self.info_u32(IFLA_VRF_TABLE).filter(|_| self.kind == "vrf")
+        match self.info {
+            InfoData::Vrf { table } => Some(table),
+            _ => None,
+        }
+    }
+
+    /// A VXLAN link's settings, if it is one.
+    pub fn vxlan(&self) -> Option<VxlanInfo> {
+        match self.info {
+            InfoData::Vxlan(info) => Some(info),
+            _ => None,
+        }
     }
 
     /// An IPv4 per-interface setting (IPV4_DEVCONF_*), if the link reported it.
@@ -158,22 +131,20 @@ impl Link {
 
     /// Parses one reply payload (header struct + attributes); public for the fuzz targets.
     pub fn parse(msg: &[u8]) -> Option<Link> {
-        let header = msg.get(..IFINFOMSG_LEN)?;
-        let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
-        let flags = u32::from_ne_bytes(header[8..12].try_into().ok()?);
+        let (header, attrs) = IfInfoMsg::parse(msg)?;
         let mut link = Link {
-            index,
-            flags,
+            index: header.index,
+            flags: header.flags,
             ..Link::default()
         };
-        for (ty, p) in wire::attrs(&msg[IFINFOMSG_LEN..]) {
+        for (ty, p) in wire::attrs(attrs) {
             match ty {
                 IFLA_IFNAME => link.name = wire::as_str(p),
                 IFLA_MTU => link.mtu = wire::as_u32(p).unwrap_or(0),
                 IFLA_ADDRESS => link.mac = p.to_vec(),
                 IFLA_MASTER => link.master = wire::as_u32(p).filter(|m| *m != 0),
                 IFLA_LINK => link.parent = wire::as_u32(p),
-                IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(|v| v as i32),
+                IFLA_LINK_NETNSID => link.link_netnsid = wire::as_u32(p).map(u32::cast_signed),
                 IFLA_IFALIAS => link.alias = wire::as_str(p),
                 IFLA_PERM_ADDRESS => link.perm_addr = p.to_vec(),
                 IFLA_PARENT_DEV_NAME => link.parent_dev = wire::as_str(p),
@@ -181,20 +152,17 @@ impl Link {
                 IFLA_OPERSTATE => link.oper_state = p.first().copied().unwrap_or(0),
                 IFLA_TXQLEN => link.txqlen = wire::as_u32(p).unwrap_or(0),
                 IFLA_AF_SPEC => {
-                    if let Some(conf) = wire::find(p, libc::AF_INET as u16)
+                    if let Some(conf) = wire::find(p, AF_INET.into())
                         .and_then(|inet| wire::find(inet, IFLA_INET_CONF))
                     {
                         link.ipv4_conf = conf.chunks_exact(4).filter_map(wire::as_u32).collect();
                     }
                 }
                 IFLA_LINKINFO => {
-                    for (ity, ip) in wire::attrs(p) {
-                        match ity {
-                            IFLA_INFO_KIND => link.kind = wire::as_str(ip),
-                            IFLA_INFO_DATA => link.info_data = ip.to_vec(),
-                            _ => {}
-                        }
-                    }
+                    link.kind = wire::find(p, IFLA_INFO_KIND)
+                        .map_or(LinkKind::Device, |k| LinkKind::parse(&wire::as_str(k)));
+                    let data = wire::find(p, IFLA_INFO_DATA).unwrap_or_default();
+                    link.info = InfoData::parse(&link.kind, data);
                 }
                 _ => {}
             }
@@ -332,21 +300,27 @@ impl Socket {
     /// The link called `name`; an error with errno ENODEV when there is none.
     pub fn link_by_name(&mut self, name: &str) -> Result<Link> {
         let op = format!("get link {name:?}");
-        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, name);
+        let body = Body::new(&IfInfoMsg::default().bytes()).str(IFLA_IFNAME, name);
         let links = self.links_matching(&op, body, NlmF::empty())?;
         links.into_iter().next().ok_or_else(|| not_found(op))
     }
 
     pub fn link_by_index(&mut self, index: u32) -> Result<Link> {
         let op = format!("get link {index}");
-        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+        let body = Body::new(
+            &IfInfoMsg {
+                index,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        );
         let links = self.links_matching(&op, body, NlmF::empty())?;
         links.into_iter().next().ok_or_else(|| not_found(op))
     }
 
     /// Every link of this namespace.
     pub fn links(&mut self) -> Result<Vec<Link>> {
-        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0));
+        let body = Body::new(&IfInfoMsg::default().bytes());
         self.links_matching("list links", body, NlmF::DUMP)
     }
 
@@ -359,7 +333,7 @@ impl Socket {
 
 /// RTM_NEWLINK for `spec`.
 fn new_link_request(spec: &NewLink) -> Request {
-    let mut body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0));
+    let mut body = Body::new(&IfInfoMsg::default().bytes());
     if let Some(mtu) = spec.mtu {
         body = body.u32(IFLA_MTU, mtu);
     }
@@ -370,7 +344,8 @@ fn new_link_request(spec: &NewLink) -> Request {
         body = body.u32(IFLA_TXQLEN, q);
     }
     if let Some(fd) = spec.netns {
-        body = body.u32(IFLA_NET_NS_FD, fd as u32);
+        // The kernel reads the u32 back as the int descriptor.
+        body = body.u32(IFLA_NET_NS_FD, fd.cast_unsigned());
     }
     // After the settings, as iproute2 orders them (the kernel does not care).
     body = body.str(IFLA_IFNAME, &spec.name);
@@ -385,12 +360,12 @@ fn new_link_request(spec: &NewLink) -> Request {
         match kind {
             Kind::Veth { peer, peer_netns } => {
                 // The peer is described by an ifinfomsg followed by its attributes.
-                let mut p = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, &peer);
+                let mut p = Body::new(&IfInfoMsg::default().bytes()).str(IFLA_IFNAME, &peer);
                 if let Some(mtu) = mtu {
                     p = p.u32(IFLA_MTU, mtu);
                 }
                 if let Some(fd) = peer_netns {
-                    p = p.u32(IFLA_NET_NS_FD, fd as u32);
+                    p = p.u32(IFLA_NET_NS_FD, fd.cast_unsigned());
                 }
                 let p = p.into_bytes();
                 info.nest(IFLA_INFO_DATA, |data| data.attr(VETH_INFO_PEER, &p))
@@ -425,7 +400,13 @@ fn new_link_request(spec: &NewLink) -> Request {
 impl Socket {
     pub fn delete_link(&mut self, index: u32) -> Result<()> {
         let op = format!("delete link {index}");
-        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+        let body = Body::new(
+            &IfInfoMsg {
+                index,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        );
         self.change(
             &op,
             Rtm::Dellink,
@@ -476,26 +457,37 @@ impl Socket {
         let link = link.into();
         let index = link.index;
         let op = change.describe(&link.to_string());
-        let flag = |f: i32, on: bool| {
-            let f = f as u32;
-            wire::ifinfomsg(AF_UNSPEC, index, if on { f } else { 0 }, f)
+        let flag = |f: u32, on: bool| {
+            IfInfoMsg {
+                index,
+                flags: if on { f } else { 0 },
+                change: f,
+                ..IfInfoMsg::default()
+            }
+            .bytes()
         };
         let body = match change {
-            Change::Up(on) => Body::new(&flag(libc::IFF_UP, on)),
-            Change::Promisc(on) => Body::new(&flag(libc::IFF_PROMISC, on)),
-            Change::AllMulti(on) => Body::new(&flag(libc::IFF_ALLMULTI, on)),
+            Change::Up(on) => Body::new(&flag(IFF_UP, on)),
+            Change::Promisc(on) => Body::new(&flag(IFF_PROMISC, on)),
+            Change::AllMulti(on) => Body::new(&flag(IFF_ALLMULTI, on)),
             other => {
-                let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0));
+                let body = Body::new(
+                    &IfInfoMsg {
+                        index,
+                        ..IfInfoMsg::default()
+                    }
+                    .bytes(),
+                );
                 match other {
                     Change::Master(m) => body.u32(IFLA_MASTER, m.unwrap_or(0)),
                     Change::Mtu(mtu) => body.u32(IFLA_MTU, mtu),
                     Change::Mac(mac) => body.attr(IFLA_ADDRESS, &mac),
                     Change::Name(name) => body.str(IFLA_IFNAME, name),
                     Change::Alias(alias) => body.attr(IFLA_IFALIAS, alias.as_bytes()),
-                    Change::Netns(fd) => body.u32(IFLA_NET_NS_FD, fd as u32),
+                    Change::Netns(fd) => body.u32(IFLA_NET_NS_FD, fd.cast_unsigned()),
                     Change::TxQueueLen(q) => body.u32(IFLA_TXQLEN, q),
                     Change::Ipv4Conf(id, value) => body.nest(IFLA_AF_SPEC, |spec| {
-                        spec.nest(libc::AF_INET as u16, |inet| {
+                        spec.nest(AF_INET.into(), |inet| {
                             inet.nest(IFLA_INET_CONF, |conf| conf.u32(id, value))
                         })
                     }),
@@ -515,7 +507,14 @@ impl Socket {
     /// `index` forwards: a changelink, which only RTM_NEWLINK carries.
     pub fn set_bridge_group_fwd_mask(&mut self, index: u32, mask: u16) -> Result<()> {
         let op = format!("set group_fwd_mask of bridge {index} to {mask:#06x}");
-        let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, index, 0, 0)).nest(IFLA_LINKINFO, |i| {
+        let body = Body::new(
+            &IfInfoMsg {
+                index,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        )
+        .nest(IFLA_LINKINFO, |i| {
             i.str(IFLA_INFO_KIND, "bridge")
                 .nest(IFLA_INFO_DATA, |d| bridge_data(d, false, Some(mask)))
         });
@@ -530,11 +529,18 @@ impl Socket {
     /// Sets the bridge-port flags of an enslaved link (each one on or off).
     pub fn set_bridge_port(&mut self, index: u32, flags: PortFlags) -> Result<()> {
         let op = format!("set bridge port flags of link {index}");
-        let body =
-            Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0)).nest(IFLA_PROTINFO | NESTED, |p| {
-                p.u8(IFLA_BRPORT_MODE, u8::from(flags.hairpin))
-                    .u8(IFLA_BRPORT_ISOLATED, u8::from(flags.isolated))
-            });
+        let body = Body::new(
+            &IfInfoMsg {
+                family: AF_BRIDGE,
+                index,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        )
+        .nest(IFLA_PROTINFO | NESTED, |p| {
+            p.u8(IFLA_BRPORT_MODE, u8::from(flags.hairpin))
+                .u8(IFLA_BRPORT_ISOLATED, u8::from(flags.isolated))
+        });
         self.change(
             &op,
             Rtm::Setlink,
@@ -565,8 +571,15 @@ impl Socket {
     ) -> Result<()> {
         let mut info = flags.to_ne_bytes().to_vec();
         info.extend_from_slice(&vid.to_ne_bytes());
-        let body = Body::new(&wire::ifinfomsg(AF_BRIDGE, index, 0, 0))
-            .nest(IFLA_AF_SPEC, |s| s.attr(IFLA_BRIDGE_VLAN_INFO, &info));
+        let body = Body::new(
+            &IfInfoMsg {
+                family: AF_BRIDGE,
+                index,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        )
+        .nest(IFLA_AF_SPEC, |s| s.attr(IFLA_BRIDGE_VLAN_INFO, &info));
         self.change(op, ty, NlmF::empty(), Buffer::from(body.into_bytes()))
     }
 
@@ -575,8 +588,14 @@ impl Socket {
     /// port, so the others are skipped here.
     pub fn bridge_port_vlans(&mut self, index: u32) -> Result<Vec<u16>> {
         let op = format!("list vlans of bridge port {index}");
-        let body =
-            Body::new(&wire::ifinfomsg(AF_BRIDGE, 0, 0, 0)).u32(IFLA_EXT_MASK, RTEXT_FILTER_BRVLAN);
+        let body = Body::new(
+            &IfInfoMsg {
+                family: AF_BRIDGE,
+                ..IfInfoMsg::default()
+            }
+            .bytes(),
+        )
+        .u32(IFLA_EXT_MASK, RTEXT_FILTER_BRVLAN);
         let replies: Vec<Buffer> = self.get(
             &op,
             Rtm::Getlink,
@@ -594,9 +613,8 @@ impl Socket {
 /// One AF_BRIDGE link message: the port's index and the VLAN IDs in its
 /// IFLA_AF_SPEC (single entries or begin/end ranges).
 fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
-    let header = msg.get(..IFINFOMSG_LEN)?;
-    let index = u32::from_ne_bytes(header[4..8].try_into().ok()?);
-    let spec = wire::find(msg.get(IFINFOMSG_LEN..)?, IFLA_AF_SPEC).unwrap_or_default();
+    let (header, attrs) = IfInfoMsg::parse(msg)?;
+    let spec = wire::find(attrs, IFLA_AF_SPEC).unwrap_or_default();
     let mut vids = Vec::new();
     let mut range_start = None;
     for (_, p) in wire::attrs(spec).filter(|(ty, _)| *ty == IFLA_BRIDGE_VLAN_INFO) {
@@ -612,7 +630,7 @@ fn port_vlans(msg: &[u8]) -> Option<(u32, Vec<u16>)> {
             vids.push(vid);
         }
     }
-    Some((index, vids))
+    Some((header.index, vids))
 }
 
 /// Children of detached deletes not reaped yet (still tearing down); reaps

@@ -77,38 +77,60 @@ fn parses_a_bridge_ports_vlans() {
         v.extend_from_slice(&vid.to_ne_bytes());
         v
     };
-    let msg = Body::new(&wire::ifinfomsg(AF_BRIDGE, 9, 0, 0))
-        .str(IFLA_IFNAME, "veth0")
-        .nest(IFLA_AF_SPEC, |s| {
-            s.u16(0, 0)
-                .attr(IFLA_BRIDGE_VLAN_INFO, &info(BRIDGE_VLAN_INFO_PVID, 5))
-                .attr(
-                    IFLA_BRIDGE_VLAN_INFO,
-                    &info(BRIDGE_VLAN_INFO_RANGE_BEGIN, 100),
-                )
-                .attr(
-                    IFLA_BRIDGE_VLAN_INFO,
-                    &info(BRIDGE_VLAN_INFO_RANGE_END, 102),
-                )
-        })
-        .into_bytes();
+    let msg = Body::new(
+        &IfInfoMsg {
+            family: AF_BRIDGE,
+            index: 9,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
+    )
+    .str(IFLA_IFNAME, "veth0")
+    .nest(IFLA_AF_SPEC, |s| {
+        s.u16(0, 0)
+            .attr(IFLA_BRIDGE_VLAN_INFO, &info(BRIDGE_VLAN_INFO_PVID, 5))
+            .attr(
+                IFLA_BRIDGE_VLAN_INFO,
+                &info(BRIDGE_VLAN_INFO_RANGE_BEGIN, 100),
+            )
+            .attr(
+                IFLA_BRIDGE_VLAN_INFO,
+                &info(BRIDGE_VLAN_INFO_RANGE_END, 102),
+            )
+    })
+    .into_bytes();
     assert_eq!(port_vlans(&msg), Some((9, vec![5, 100, 101, 102])));
-    let bare = Body::new(&wire::ifinfomsg(AF_BRIDGE, 4, 0, 0)).into_bytes();
+    let bare = Body::new(
+        &IfInfoMsg {
+            family: AF_BRIDGE,
+            index: 4,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
+    )
+    .into_bytes();
     assert_eq!(port_vlans(&bare), Some((4, vec![])));
     assert_eq!(port_vlans(&[1, 2, 3]), None);
 }
 
 #[test]
 fn parses_a_link_message() {
-    let msg = Body::new(&wire::ifinfomsg(0, 7, libc::IFF_UP as u32, 0))
-        .str(IFLA_IFNAME, "eth0")
-        .u32(IFLA_MTU, 1400)
-        .u32(IFLA_MASTER, 3)
-        .nest(IFLA_LINKINFO, |i| {
-            i.str(IFLA_INFO_KIND, "macvlan")
-                .nest(IFLA_INFO_DATA, |d| d.u32(IFLA_MACVLAN_MODE, 4))
-        })
-        .into_bytes();
+    let msg = Body::new(
+        &IfInfoMsg {
+            index: 7,
+            flags: IFF_UP,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
+    )
+    .str(IFLA_IFNAME, "eth0")
+    .u32(IFLA_MTU, 1400)
+    .u32(IFLA_MASTER, 3)
+    .nest(IFLA_LINKINFO, |i| {
+        i.str(IFLA_INFO_KIND, "macvlan")
+            .nest(IFLA_INFO_DATA, |d| d.u32(IFLA_MACVLAN_MODE, 4))
+    })
+    .into_bytes();
     let link = Link::parse(&msg).expect("parsed");
     assert_eq!(
         (
@@ -116,21 +138,28 @@ fn parses_a_link_message() {
             link.name.as_str(),
             link.mtu,
             link.master,
-            link.kind.as_str()
+            &link.kind
         ),
-        (7, "eth0", 1400, Some(3), "macvlan")
+        (7, "eth0", 1400, Some(3), &LinkKind::Macvlan)
     );
     assert!(link.is_up());
-    assert_eq!(link.info_u32(IFLA_MACVLAN_MODE), Some(4));
+    assert_eq!(link.macvlan_mode(), Some(MacvlanMode::BRIDGE));
     assert!(link.perm_addr.is_empty() && link.parent_dev.is_empty());
-    let nic = Body::new(&wire::ifinfomsg(0, 2, 0, 0))
-        .str(IFLA_IFNAME, "ens1f0")
-        .attr(IFLA_PERM_ADDRESS, &[0, 0x1b, 0x21, 1, 2, 3])
-        .str(IFLA_PARENT_DEV_NAME, "0000:01:00.0")
-        .str(IFLA_PARENT_DEV_BUS_NAME, "pci")
-        .into_bytes();
+    let nic = Body::new(
+        &IfInfoMsg {
+            index: 2,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
+    )
+    .str(IFLA_IFNAME, "ens1f0")
+    .attr(IFLA_PERM_ADDRESS, &[0, 0x1b, 0x21, 1, 2, 3])
+    .str(IFLA_PARENT_DEV_NAME, "0000:01:00.0")
+    .str(IFLA_PARENT_DEV_BUS_NAME, "pci")
+    .into_bytes();
     let nic = Link::parse(&nic).expect("parsed");
     assert_eq!(nic.perm_addr, [0, 0x1b, 0x21, 1, 2, 3]);
+    assert_eq!((&nic.kind, &nic.info), (&LinkKind::Device, &InfoData::None));
     assert_eq!(
         (nic.parent_bus.as_str(), nic.parent_dev.as_str()),
         ("pci", "0000:01:00.0")
@@ -142,14 +171,18 @@ fn parses_a_link_message() {
 fn reads_ipv4_devconf_from_af_spec() {
     // The kernel sends the whole table: value of devconf id n at index n - 1.
     let table: Vec<u8> = (1..=33u32).flat_map(|id| (id * 10).to_ne_bytes()).collect();
-    let msg = Body::new(&wire::ifinfomsg(0, 7, 0, 0))
-        .str(IFLA_IFNAME, "eth0")
-        .nest(IFLA_AF_SPEC, |spec| {
-            spec.nest(libc::AF_INET as u16, |inet| {
-                inet.attr(IFLA_INET_CONF, &table)
-            })
-        })
-        .into_bytes();
+    let msg = Body::new(
+        &IfInfoMsg {
+            index: 7,
+            ..IfInfoMsg::default()
+        }
+        .bytes(),
+    )
+    .str(IFLA_IFNAME, "eth0")
+    .nest(IFLA_AF_SPEC, |spec| {
+        spec.nest(AF_INET.into(), |inet| inet.attr(IFLA_INET_CONF, &table))
+    })
+    .into_bytes();
     let link = Link::parse(&msg).expect("parsed");
     assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ARP_NOTIFY), Some(220));
     assert_eq!(link.ipv4_conf(IPV4_DEVCONF_ROUTE_LOCALNET), Some(260));

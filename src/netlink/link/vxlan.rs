@@ -2,17 +2,13 @@
 //! `Link::vxlan` reads back from a dump, so a caller can tell whether an
 //! existing device is the one it would create.
 
-use super::{Link, wire};
+use super::wire;
 use std::net::IpAddr;
 
-// linux/if_link.h
-const IFLA_VXLAN_ID: u16 = 1;
-const IFLA_VXLAN_LINK: u16 = 3;
-const IFLA_VXLAN_LOCAL: u16 = 4;
-const IFLA_VXLAN_LEARNING: u16 = 7;
-const IFLA_VXLAN_PORT: u16 = 15;
-const IFLA_VXLAN_LOCAL6: u16 = 17;
-const IFLA_VXLAN_GBP: u16 = 23;
+use crate::netlink::uapi::if_link::{
+    IFLA_VXLAN_GBP, IFLA_VXLAN_ID, IFLA_VXLAN_LEARNING, IFLA_VXLAN_LINK, IFLA_VXLAN_LOCAL,
+    IFLA_VXLAN_LOCAL6, IFLA_VXLAN_PORT,
+};
 
 /// A VXLAN device's settings: what `Kind::Vxlan` creates and `Link::vxlan` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +66,7 @@ impl VxlanInfo {
     }
 
     /// Reads IFLA_INFO_DATA of a vxlan link; `None` without a VNI.
-    fn parse(data: &[u8]) -> Option<VxlanInfo> {
+    pub(super) fn parse(data: &[u8]) -> Option<VxlanInfo> {
         let mut info = VxlanInfo::new(0, None, None, 0);
         // The kernel always reports learning; its creation default is on.
         info.learning = true;
@@ -95,18 +91,9 @@ impl VxlanInfo {
     }
 }
 
-impl Link {
-    /// A VXLAN link's settings, if it is one.
-    pub fn vxlan(&self) -> Option<VxlanInfo> {
-        if self.kind != "vxlan" {
-            return None;
-        }
-        VxlanInfo::parse(&self.info_data)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{InfoData, Link, LinkKind};
     use super::*;
 
     #[test]
@@ -139,14 +126,13 @@ mod tests {
         let data = VxlanInfo::new(1, None, None, 8472)
             .data(wire::Body::default())
             .into_bytes();
-        let mut link = Link {
-            kind: "vxlan".into(),
-            info_data: data,
+        let link = |kind: LinkKind| Link {
+            info: InfoData::parse(&kind, &data),
+            kind,
             ..Link::default()
         };
-        assert_eq!(link.vxlan().map(|v| v.port), Some(8472));
-        link.kind = "geneve".into();
-        assert_eq!(link.vxlan(), None);
+        assert_eq!(link(LinkKind::Vxlan).vxlan().map(|v| v.port), Some(8472));
+        assert_eq!(link(LinkKind::parse("geneve")).vxlan(), None);
         // Truncated attributes are not read past their end.
         assert_eq!(
             VxlanInfo::parse(&[8, 0, 1, 0, 1, 0, 0, 0, 5, 0, 15, 0, 0x21]).map(|v| v.port),

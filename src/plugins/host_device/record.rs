@@ -18,7 +18,7 @@
 
 use crate::cni::{CniResult, Code, Error};
 use crate::netlink::Socket;
-use crate::netlink::link::{Link, format_mac};
+use crate::netlink::link::{Link, LinkKind, format_mac};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::os::fd::RawFd;
@@ -38,8 +38,8 @@ pub struct Record {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Identity {
-    /// IFLA_INFO_KIND; empty for a device a driver made.
-    pub kind: String,
+    /// IFLA_INFO_KIND, by its kernel name (empty for a device a driver made).
+    pub kind: LinkKind,
     pub mac: String,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub perm_addr: String,
@@ -69,10 +69,12 @@ pub enum Owner {
     Pod,
 }
 
-/// Kinds the kernel puts on the real lower device when asked for one on a
+/// A kind the kernel puts on the real lower device when asked for one on a
 /// link of the kind, without asking for rights over that lower device (an
 /// ipvlan on an ipvlan takes CAP_NET_ADMIN over the lower device's namespace).
-const STACK_ON_THE_LOWER: [&str; 2] = ["macvlan", "macvtap"];
+fn stacks_on_the_lower(kind: &LinkKind) -> bool {
+    matches!(kind, LinkKind::Macvlan | LinkKind::Macvtap)
+}
 
 pub fn encode(record: &Record) -> Vec<u8> {
     // A struct of strings and numbers always serializes.
@@ -142,8 +144,8 @@ fn hw(addr: &[u8]) -> String {
     }
 }
 
-fn relation(kind: &str) -> &'static str {
-    if kind == "veth" {
+fn relation(kind: &LinkKind) -> &'static str {
+    if *kind == LinkKind::Veth {
         "with its peer"
     } else {
         "on a link"
@@ -170,7 +172,8 @@ impl Identity {
 
     /// Something a container cannot forge names the device.
     fn hardware(&self) -> bool {
-        !self.parent_device.is_empty() || (self.kind.is_empty() && !self.perm_addr.is_empty())
+        !self.parent_device.is_empty()
+            || (self.kind == LinkKind::Device && !self.perm_addr.is_empty())
     }
 
     /// Why DEL cannot tell this device, in a container whose namespace `owner`
@@ -184,7 +187,7 @@ impl Identity {
         if self.host_link.is_none() {
             return Some("has no bus device, permanent MAC or peer in the host".into());
         }
-        if owner == Owner::Pod && STACK_ON_THE_LOWER.contains(&self.kind.as_str()) {
+        if owner == Owner::Pod && stacks_on_the_lower(&self.kind) {
             return Some(format!(
                 "is a {} the pod, in a user namespace of its own, can copy on the device itself, index included",
                 self.kind
@@ -203,7 +206,7 @@ impl Identity {
     /// in the container.
     pub fn mismatch(&self, link: &Link, view: View) -> Option<String> {
         if link.kind != self.kind {
-            return Some(format!("kind {:?}, not {:?}", link.kind, self.kind));
+            return Some(format!("kind {}, not {}", link.kind, self.kind));
         }
         if !self.parent_device.is_empty()
             && (link.parent_bus.as_str(), link.parent_dev.as_str())
@@ -227,7 +230,7 @@ impl Identity {
             // device; the index tells them apart (a veth's pair is confirmed
             // from the host instead). The host's own view is not the pod's.
             Some(_) => match (self.pod_index, view) {
-                (Some(at), View::Away(_)) if self.kind != "veth" && link.index != at => {
+                (Some(at), View::Away(_)) if self.kind != LinkKind::Veth && link.index != at => {
                     Some(format!("not at index {at}, where ADD left the device"))
                 }
                 _ => None,
@@ -235,10 +238,10 @@ impl Identity {
             // Hardware has no lower device: one there is a link built on it.
             None if self.hardware() && lower != Lower::None => Some(format!(
                 "{} link on a link, not the device itself",
-                if link.kind.is_empty() {
+                if link.kind == LinkKind::Device {
                     "a"
                 } else {
-                    &link.kind
+                    link.kind.name()
                 }
             )),
             None if self.hardware() => None,
@@ -260,7 +263,7 @@ impl fmt::Display for Identity {
                 self.kind,
                 relation(&self.kind)
             )?,
-            None if self.kind.is_empty() => write!(f, "physical")?,
+            None if self.kind == LinkKind::Device => write!(f, "physical")?,
             None => write!(f, "{}", self.kind)?,
         }
         if !self.parent_device.is_empty() {
@@ -274,7 +277,7 @@ impl fmt::Display for Identity {
         }
         write!(f, ", MAC {}", self.mac)?;
         match self.pod_index {
-            Some(i) if self.kind != "veth" && self.host_link.is_some() => {
+            Some(i) if self.kind != LinkKind::Veth && self.host_link.is_some() => {
                 write!(f, ", index {i} in the container")
             }
             _ => Ok(()),
@@ -294,25 +297,23 @@ impl fmt::Display for Record {
 /// or lower device in the host (a veth's pair still to be confirmed from the
 /// host, `host_confirms_pair`; not a macvlan's in a pod's own user namespace).
 pub fn unprovable(link: &Link, view: View, owner: Owner) -> Option<String> {
-    if !link.parent_dev.is_empty() || (link.kind.is_empty() && !hw(&link.perm_addr).is_empty()) {
+    if !link.parent_dev.is_empty()
+        || (link.kind == LinkKind::Device && !hw(&link.perm_addr).is_empty())
+    {
         return None;
     }
     let rel = relation(&link.kind);
     match lower(link, view) {
-        Lower::Host(_)
-            if owner == Owner::Pod && STACK_ON_THE_LOWER.contains(&link.kind.as_str()) =>
-        {
-            Some(format!(
-                "a {} on a host link, which the pod, in a user namespace of its own, can build on the device it was given",
-                link.kind
-            ))
-        }
+        Lower::Host(_) if owner == Owner::Pod && stacks_on_the_lower(&link.kind) => Some(format!(
+            "a {} on a host link, which the pod, in a user namespace of its own, can build on the device it was given",
+            link.kind
+        )),
         Lower::Host(_) => None,
         Lower::Here(_) => Some(format!(
             "{rel} in its own namespace, the container can make it"
         )),
         Lower::Other(..) => Some(format!("{rel} in a namespace other than the host")),
-        Lower::None if link.kind.is_empty() => {
+        Lower::None if link.kind == LinkKind::Device => {
             Some("no bus device, permanent MAC or peer in the host".into())
         }
         Lower::None => Some(format!(
@@ -324,10 +325,10 @@ pub fn unprovable(link: &Link, view: View, owner: Owner) -> Option<String> {
 
 /// A link in the container, for errors: what it is and where its peer is.
 pub fn describe(link: &Link, view: View) -> String {
-    let kind = if link.kind.is_empty() {
+    let kind = if link.kind == LinkKind::Device {
         "physical"
     } else {
-        &link.kind
+        link.kind.name()
     };
     let mut out = format!("{kind} link {:?}", link.name);
     let rel = relation(&link.kind);
@@ -364,18 +365,24 @@ pub fn host_confirms_pair(
     let Some(id) = host.netns_id(ns_fd)? else {
         return Ok(false);
     };
-    Ok(end.kind == "veth" && lower(&end, View::Host) == Lower::Other(id, link.index))
+    Ok(end.kind == LinkKind::Veth && lower(&end, View::Host) == Lower::Other(id, link.index))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn link(name: &str, kind: &str, index: u32, parent: Option<u32>, nsid: Option<i32>) -> Link {
+    fn link(
+        name: &str,
+        kind: LinkKind,
+        index: u32,
+        parent: Option<u32>,
+        nsid: Option<i32>,
+    ) -> Link {
         Link {
             index,
             name: name.into(),
-            kind: kind.into(),
+            kind,
             parent,
             link_netnsid: nsid,
             mac: vec![0x0a, 0x58, 0x0a, 0x16, 0, 2],
@@ -385,7 +392,7 @@ mod tests {
 
     #[test]
     fn a_record_survives_its_file_and_is_only_this_attachments() {
-        let device = link("hd-dev", "veth", 5, Some(4), None);
+        let device = link("hd-dev", LinkKind::Veth, 5, Some(4), None);
         let record = Record {
             container_id: "ctr-1".into(),
             ifname: "eth0".into(),
@@ -411,21 +418,27 @@ mod tests {
 
     #[test]
     fn a_veth_is_known_by_its_peer_in_the_host() {
-        let rec = Identity::of(&link("hd-dev", "veth", 5, Some(4), None), String::new());
+        let rec = Identity::of(
+            &link("hd-dev", LinkKind::Veth, 5, Some(4), None),
+            String::new(),
+        );
         let pod = View::Away(Some(0));
         // The real device in the pod: its peer in the host (nsid 0) at 4.
         assert_eq!(
-            rec.mismatch(&link("eth0", "veth", 5, Some(4), Some(0)), pod),
+            rec.mismatch(&link("eth0", LinkKind::Veth, 5, Some(4), Some(0)), pod),
             None
         );
         // Its peer's index equal to its own: the kernel sends no IFLA_LINK.
-        let same = Identity::of(&link("hd-dev", "veth", 4, Some(4), None), String::new());
+        let same = Identity::of(
+            &link("hd-dev", LinkKind::Veth, 4, Some(4), None),
+            String::new(),
+        );
         assert_eq!(
-            same.mismatch(&link("eth0", "veth", 4, None, Some(0)), pod),
+            same.mismatch(&link("eth0", LinkKind::Veth, 4, None, Some(0)), pod),
             None
         );
         // The container's own veth, whatever its index, name or MAC.
-        let fake = link("eth0", "veth", 5, Some(4), None);
+        let fake = link("eth0", LinkKind::Veth, 5, Some(4), None);
         assert!(rec.mismatch(&fake, pod).is_some());
         assert_eq!(
             describe(&fake, pod),
@@ -433,17 +446,23 @@ mod tests {
         );
         // A peer in a namespace of the container's making.
         assert!(
-            rec.mismatch(&link("eth0", "veth", 5, Some(4), Some(3)), pod)
+            rec.mismatch(&link("eth0", LinkKind::Veth, 5, Some(4), Some(3)), pod)
                 .is_some()
         );
         // A host that has no id in the pod: nothing there can be the host's.
         assert!(
-            rec.mismatch(&link("eth0", "veth", 5, Some(4), Some(0)), View::Away(None))
-                .is_some()
+            rec.mismatch(
+                &link("eth0", LinkKind::Veth, 5, Some(4), Some(0)),
+                View::Away(None)
+            )
+            .is_some()
         );
         // Home again, in the host.
         assert_eq!(
-            rec.mismatch(&link("hd-dev", "veth", 5, Some(4), None), View::Host),
+            rec.mismatch(
+                &link("hd-dev", LinkKind::Veth, 5, Some(4), None),
+                View::Host
+            ),
             None
         );
         assert_eq!(
@@ -454,7 +473,7 @@ mod tests {
 
     #[test]
     fn hardware_is_known_by_bus_device_and_permanent_address() {
-        let mut nic = link("ens1f0", "", 2, None, None);
+        let mut nic = link("ens1f0", LinkKind::Device, 2, None, None);
         nic.parent_bus = "pci".into();
         nic.parent_dev = "0000:01:00.0".into();
         nic.perm_addr = vec![0, 0x1b, 0x21, 1, 2, 3];
@@ -474,7 +493,7 @@ mod tests {
         assert!(rec.mismatch(&other_fn, pod).is_some());
         // An ipvlan copies its lower device's address as a permanent one: a
         // kind the container can create is never hardware.
-        let mut ipvlan = link("eth0", "ipvlan", 9, Some(3), None);
+        let mut ipvlan = link("eth0", LinkKind::Ipvlan, 9, Some(3), None);
         ipvlan.perm_addr = nic.perm_addr.clone();
         let bare_nic = Identity::of(
             &Link {
@@ -499,41 +518,49 @@ mod tests {
     #[test]
     fn only_a_bus_device_permanent_mac_or_host_peer_proves_a_link() {
         let pod = View::Away(Some(0));
-        let mut nic = link("eth0", "", 9, None, None);
+        let mut nic = link("eth0", LinkKind::Device, 9, None, None);
         nic.perm_addr = vec![0, 0x1b, 0x21, 1, 2, 3];
         let host = Owner::Host;
         assert_eq!(unprovable(&nic, pod, Owner::Pod), None);
-        let mut vf = link("eth0", "", 9, None, None);
+        let mut vf = link("eth0", LinkKind::Device, 9, None, None);
         vf.parent_bus = "pci".into();
         vf.parent_dev = "0000:01:10.0".into();
         assert_eq!(unprovable(&vf, pod, Owner::Pod), None);
         assert_eq!(
-            unprovable(&link("eth0", "veth", 9, Some(4), Some(0)), pod, host),
+            unprovable(
+                &link("eth0", LinkKind::Veth, 9, Some(4), Some(0)),
+                pod,
+                host
+            ),
             None
         );
         // On a host link: a pod in its own user namespace can build a macvlan
         // there (on the device it was given), not an ipvlan or a vlan.
-        for kind in ["macvlan", "ipvlan", "vlan"] {
-            let on_host = link("eth0", kind, 9, Some(2), Some(0));
+        for kind in [LinkKind::Macvlan, LinkKind::Ipvlan, LinkKind::Vlan] {
+            let on_host = link("eth0", kind.clone(), 9, Some(2), Some(0));
             assert_eq!(unprovable(&on_host, pod, host), None, "{kind}");
             let theirs = unprovable(&on_host, pod, Owner::Pod);
-            assert_eq!(theirs.is_some(), kind == "macvlan", "{kind}: {theirs:?}");
+            assert_eq!(
+                theirs.is_some(),
+                kind == LinkKind::Macvlan,
+                "{kind}: {theirs:?}"
+            );
         }
         // What a container can make, or copy.
-        let mut ipvlan = link("eth0", "ipvlan", 9, Some(3), None);
+        let mut ipvlan = link("eth0", LinkKind::Ipvlan, 9, Some(3), None);
         ipvlan.perm_addr = nic.perm_addr.clone();
         for made in [
-            link("eth0", "tun", 9, None, None),
-            link("eth0", "vxlan", 9, None, None),
-            link("eth0", "", 9, None, None),
-            link("eth0", "veth", 9, Some(4), None),
-            link("eth0", "veth", 9, Some(4), Some(3)),
+            link("eth0", LinkKind::Tun, 9, None, None),
+            link("eth0", LinkKind::Vxlan, 9, None, None),
+            link("eth0", LinkKind::Device, 9, None, None),
+            link("eth0", LinkKind::Veth, 9, Some(4), None),
+            link("eth0", LinkKind::Veth, 9, Some(4), Some(3)),
             ipvlan,
         ] {
             assert!(unprovable(&made, pod, host).is_some(), "{made:?}");
         }
         assert_eq!(
-            unprovable(&link("eth0", "tun", 9, None, None), pod, host).as_deref(),
+            unprovable(&link("eth0", LinkKind::Tun, 9, None, None), pod, host).as_deref(),
             Some("a tun link with no bus device or peer in the host, which the container can make")
         );
     }
@@ -541,29 +568,35 @@ mod tests {
     #[test]
     fn without_a_proof_kind_and_mac_must_match_and_nothing_built_in_the_pod() {
         // A tun moved in from the host: nothing the container could not copy.
-        let rec = Identity::of(&link("tap0", "tun", 7, None, None), String::new());
+        let rec = Identity::of(&link("tap0", LinkKind::Tun, 7, None, None), String::new());
         let pod = View::Away(Some(0));
-        assert_eq!(rec.mismatch(&link("eth0", "tun", 7, None, None), pod), None);
-        let mut other_mac = link("eth0", "tun", 7, None, None);
+        assert_eq!(
+            rec.mismatch(&link("eth0", LinkKind::Tun, 7, None, None), pod),
+            None
+        );
+        let mut other_mac = link("eth0", LinkKind::Tun, 7, None, None);
         other_mac.mac = vec![2, 0, 0, 0, 0, 1];
         assert!(rec.mismatch(&other_mac, pod).is_some());
         assert!(
-            rec.mismatch(&link("eth0", "dummy", 7, None, None), pod)
+            rec.mismatch(&link("eth0", LinkKind::Dummy, 7, None, None), pod)
                 .is_some()
         );
         // A veth whose peer was in a third namespace: never one whose peer is in the pod.
-        let far = Identity::of(&link("v0", "veth", 7, Some(2), Some(5)), String::new());
+        let far = Identity::of(
+            &link("v0", LinkKind::Veth, 7, Some(2), Some(5)),
+            String::new(),
+        );
         assert_eq!(far.host_link, None);
         // Neither is anything DEL may move back.
         for owner in [Owner::Host, Owner::Pod] {
             assert!(rec.unprovable(owner).is_some() && far.unprovable(owner).is_some());
         }
         assert!(
-            far.mismatch(&link("eth0", "veth", 7, Some(2), None), pod)
+            far.mismatch(&link("eth0", LinkKind::Veth, 7, Some(2), None), pod)
                 .is_some()
         );
         assert_eq!(
-            far.mismatch(&link("eth0", "veth", 7, Some(2), Some(4)), pod),
+            far.mismatch(&link("eth0", LinkKind::Veth, 7, Some(2), Some(4)), pod),
             None
         );
     }
@@ -571,16 +604,19 @@ mod tests {
     #[test]
     fn a_link_on_a_host_device_is_known_by_it_and_by_the_index_add_left_it_at() {
         let pod = View::Away(Some(0));
-        for kind in ["macvlan", "ipvlan", "vlan"] {
+        for kind in [LinkKind::Macvlan, LinkKind::Ipvlan, LinkKind::Vlan] {
             // As the host saw it: on host link 2. ADD left it at index 6.
-            let mut rec = Identity::of(&link("hd-dev", kind, 5, Some(2), None), String::new());
+            let mut rec = Identity::of(
+                &link("hd-dev", kind.clone(), 5, Some(2), None),
+                String::new(),
+            );
             let old = rec.clone();
             rec.pod_index = Some(6);
-            let device = link("eth0", kind, 6, Some(2), Some(0));
+            let device = link("eth0", kind.clone(), 6, Some(2), Some(0));
             assert_eq!(rec.mismatch(&device, pod), None, "{kind}");
             // One the pod built on it: the kernel puts a macvlan on a macvlan
             // (an ipvlan on an ipvlan) on the same host link; its index differs.
-            let copy = link("eth0", kind, 7, Some(2), Some(0));
+            let copy = link("eth0", kind.clone(), 7, Some(2), Some(0));
             assert_eq!(
                 rec.mismatch(&copy, pod).as_deref(),
                 Some("not at index 6, where ADD left the device"),
@@ -590,7 +626,7 @@ mod tests {
             assert_eq!(old.mismatch(&copy, pod), None, "{kind}");
             // Home, the host numbers it as it likes.
             assert_eq!(
-                rec.mismatch(&link("hd-dev", kind, 9, Some(2), None), View::Host),
+                rec.mismatch(&link("hd-dev", kind.clone(), 9, Some(2), None), View::Host),
                 None
             );
             assert!(
@@ -601,15 +637,18 @@ mod tests {
             // In a pod's own user namespace a macvlan copy can take the index too.
             assert_eq!(
                 rec.unprovable(Owner::Pod).is_some(),
-                kind == "macvlan",
+                kind == LinkKind::Macvlan,
                 "{kind}"
             );
         }
         // A veth's pair is confirmed from the host; its index is not compared.
-        let mut veth = Identity::of(&link("hd-dev", "veth", 5, Some(4), None), String::new());
+        let mut veth = Identity::of(
+            &link("hd-dev", LinkKind::Veth, 5, Some(4), None),
+            String::new(),
+        );
         veth.pod_index = Some(6);
         assert_eq!(
-            veth.mismatch(&link("eth0", "veth", 8, Some(4), Some(0)), pod),
+            veth.mismatch(&link("eth0", LinkKind::Veth, 8, Some(4), Some(0)), pod),
             None
         );
         assert!(!veth.to_string().contains("index 6"), "{veth}");

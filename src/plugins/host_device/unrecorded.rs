@@ -8,7 +8,7 @@ use super::{move_out, view_from};
 use crate::cni::error::Context;
 use crate::cni::{CniResult, Code, Error, Invocation};
 use crate::netlink::Socket;
-use crate::netlink::link::Link;
+use crate::netlink::link::{Link, LinkKind};
 use crate::netns::NetNs;
 use std::os::fd::RawFd;
 
@@ -115,7 +115,7 @@ fn unrecorded_check(
     if let Some(why) = record::unprovable(link, view, owner) {
         return Ok(Some(why));
     }
-    if link.kind == "veth"
+    if link.kind == LinkKind::Veth
         && let Lower::Host(peer) = record::lower(link, view)
         && !record::host_confirms_pair(host, peer, link, ns_fd)?
     {
