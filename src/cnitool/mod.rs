@@ -6,7 +6,7 @@
 
 mod attachments;
 mod completion;
-mod doctor;
+pub(crate) mod doctor;
 mod hint;
 mod netns;
 mod trace;

@@ -175,7 +175,7 @@ fn layout(cli: &Cli) -> Result<Layout> {
 /// Every name install manages, the binary first.
 fn names() -> Vec<String> {
     let mut names: Vec<String> = std::iter::once(BINARY)
-        .chain(PLUGINS.iter().map(|p| p.name))
+        .chain(PLUGINS.iter().map(crate::plugins::Entry::name))
         .map(str::to_string)
         .filter(|n| plan::valid_name(n))
         .collect();
