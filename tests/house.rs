@@ -162,6 +162,11 @@ fn name_lists(text: &str, names: &[&str]) -> Vec<(usize, Vec<String>)> {
             rest = &rest[3..];
             continue;
         }
+        if rest.starts_with("//") {
+            let end = rest.find('\n').unwrap_or(rest.len());
+            rest = &rest[end..];
+            continue;
+        }
         if c == '"' {
             let lit_end = literal_end(rest);
             let lit = &rest[1..lit_end.saturating_sub(1).max(1)];
@@ -226,4 +231,109 @@ fn a_name_list_is_three_names_in_a_row() {
     let found = name_lists(text, &names);
     let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
     assert_eq!(lines, [1, 3, 6]);
+}
+
+/// The string literals of a text, as (line, literal without its quotes).
+fn literals(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let (mut rest, mut line) = (text, 1);
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("'\"'") {
+            rest = &rest[3..];
+            continue;
+        }
+        if rest.starts_with("//") {
+            rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+            continue;
+        }
+        if c == '"' {
+            let end = literal_end(rest);
+            out.push((line, &rest[1..end.saturating_sub(1).max(1)]));
+            line += rest[..end].matches('\n').count();
+            rest = &rest[end..];
+            continue;
+        }
+        line += usize::from(c == '\n');
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The `{…:?}` placeholders of a format string (`{:?}`, `{x:?}`, `{0:#?}`,
+/// `{:>8?}`): Debug formatting.
+fn debug_placeholders(literal: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = literal;
+    while let Some(i) = rest.find(['{', '}']) {
+        if rest[i..].starts_with("{{") || rest[i..].starts_with("}}") {
+            rest = &rest[i + 2..];
+            continue;
+        }
+        let Some(len) = rest[i..].find('}').filter(|_| rest[i..].starts_with('{')) else {
+            rest = &rest[i + 1..];
+            continue;
+        };
+        let placeholder = &rest[i..i + len + 1];
+        if placeholder.contains(':') && placeholder.ends_with("?}") {
+            found.push(placeholder);
+        }
+        rest = &rest[i + len + 1..];
+    }
+    found
+}
+
+/// Files whose values get their `Display` in the typed netlink change under
+/// way (`add rule Rule { .. }`); each leaves this list with it.
+const PENDING_DISPLAY: &[&str] = &["src/netlink/rule.rs"];
+
+/// No text a user reads shows a value's Debug form (`Some(1)`, `Rule {
+/// family: V4, .. }`, `Iptables`): no string literal in the production code
+/// under src/ (a file's text before its `#[cfg(test)]`, no `*tests.rs`) holds
+/// a `{…:?}` placeholder, whichever macro or constructor it is handed to
+/// (`format!`, `write!`, `bail!`, `anyhow!`, `eprintln!`, `Error::…`). A value
+/// gets a `Display`; a name or path is shown with `quote::quoted` (the one
+/// place Debug quoting is used, `src/quote.rs`).
+#[test]
+fn no_debug_formatting_in_texts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for p in src("src") {
+        let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+        if rel == "src/quote.rs" || PENDING_DISPLAY.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = production(&p, &std::fs::read_to_string(&p).expect("read"));
+        for (line, literal) in literals(&text) {
+            for placeholder in debug_placeholders(literal) {
+                found.push(format!("{rel}:{line}: {placeholder}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} Debug placeholders in texts:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_debug_rule_sees_every_form() {
+    let text = "// \"{x:?}\" in a comment\nformat!(\"a {:?} {{b:?}} {x:?} {0:#?} {:>8?} {y} {z:x}\");\n\
+        bail!(\"q \\\"{q:?}\\\"\")";
+    let lits = literals(text);
+    let found: Vec<(usize, &str)> = lits
+        .iter()
+        .flat_map(|(l, lit)| debug_placeholders(lit).into_iter().map(move |p| (*l, p)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (2, "{:?}"),
+            (2, "{x:?}"),
+            (2, "{0:#?}"),
+            (2, "{:>8?}"),
+            (3, "{q:?}")
+        ]
+    );
 }

@@ -9,6 +9,7 @@ mod plan;
 mod report;
 
 use crate::plugins::PLUGINS;
+use crate::quote::quoted;
 use anyhow::{Context, Result};
 use clap::Parser;
 use disk::Dir;
@@ -364,7 +365,10 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
             .chain(backup)
             .find(|n| !plan::valid_name(n))
         {
-            anyhow::bail!("state file names {bad:?}, not a file name");
+            anyhow::bail!(
+                "state file names {bad}, not a file name",
+                bad = quoted(&bad)
+            );
         }
         let now = dir.observe(&name)?;
         let step = plan::plan_restore(&name, &now, &was, &state, me);

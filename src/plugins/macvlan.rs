@@ -5,6 +5,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, NewLink};
+use crate::quote::quoted;
 use serde::Deserialize;
 
 pub struct Macvlan;
@@ -37,8 +38,21 @@ fn mode_from_str(s: &str) -> CniResult<u32> {
         "vepa" => Ok(2),
         "passthru" => Ok(8),
         other => Err(Error::invalid_config(format!(
-            "unknown macvlan mode: {other:?}"
+            "unknown macvlan mode: {other}",
+            other = quoted(&other)
         ))),
+    }
+}
+
+/// A kernel mode's name (`mode_from_str` backwards).
+fn mode_name(mode: u32) -> &'static str {
+    match mode {
+        4 => "bridge",
+        1 => "private",
+        2 => "vepa",
+        8 => "passthru",
+        16 => "source",
+        _ => "unknown",
     }
 }
 
@@ -109,9 +123,9 @@ impl Plugin for Macvlan {
         let link = iface::check_single(inv, Some("macvlan"))?;
         if link.macvlan_mode() != Some(conf.mode) {
             return Err(Error::internal(format!(
-                "container macvlan mode {:?} does not match the config's {}",
-                link.macvlan_mode(),
-                conf.mode
+                "container macvlan mode {} does not match the config's {}",
+                link.macvlan_mode().map_or("none", mode_name),
+                mode_name(conf.mode)
             )));
         }
         Ok(())

@@ -46,7 +46,8 @@ fn ensure_vrf(sock: &mut Socket, name: &str, table: Option<u32>) -> CniResult<Li
                 && current != Some(t)
             {
                 return Err(Error::internal(format!(
-                    "VRF {name} already exists with a different table {current:?}"
+                    "VRF {name} already exists with a different table {current}",
+                    current = current.map_or("none".into(), |t| t.to_string())
                 )));
             }
             return Ok(link);

@@ -2,6 +2,7 @@
 
 use super::wire::{self, Body, IFINFOMSG_LEN, NESTED};
 use super::{Error, Request, Result, Socket};
+use crate::quote::quoted;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
@@ -330,7 +331,7 @@ impl Socket {
 
     /// The link called `name`; an error with errno ENODEV when there is none.
     pub fn link_by_name(&mut self, name: &str) -> Result<Link> {
-        let op = format!("get link {name:?}");
+        let op = format!("get link {name}", name = quoted(&name));
         let body = Body::new(&wire::ifinfomsg(AF_UNSPEC, 0, 0, 0)).str(IFLA_IFNAME, name);
         let links = self.links_matching(&op, body, NlmF::empty())?;
         links.into_iter().next().ok_or_else(|| not_found(op))
@@ -351,7 +352,7 @@ impl Socket {
 
     /// Creates a link; EEXIST when the name is taken.
     pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
-        let op = format!("create {} link {:?}", spec.kind.name(), spec.name);
+        let op = format!("create {} link {}", spec.kind.name(), quoted(&spec.name));
         self.apply(&op, &new_link_request(spec))
     }
 }

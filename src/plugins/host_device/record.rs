@@ -19,6 +19,7 @@
 use crate::cni::{CniResult, Code, Error};
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, format_mac};
+use crate::quote::quoted;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::os::fd::RawFd;
@@ -85,14 +86,15 @@ pub fn decode(bytes: &[u8], container_id: &str, ifname: &str) -> CniResult<Recor
         .map_err(|e| Error::caused_by(Code::Internal, "undecodable", e))?;
     if (record.container_id.as_str(), record.ifname.as_str()) != (container_id, ifname) {
         return Err(Error::internal(format!(
-            "it is for container {:?} interface {:?}",
-            record.container_id, record.ifname
+            "it is for container {} interface {}",
+            quoted(&record.container_id),
+            quoted(&record.ifname)
         )));
     }
     if let Some(problem) = crate::cni::env::link_name_problem(&record.host_name) {
         return Err(Error::internal(format!(
-            "host name {:?} {problem}",
-            record.host_name
+            "host name {} {problem}",
+            quoted(&record.host_name)
         )));
     }
     Ok(record)
@@ -203,7 +205,11 @@ impl Identity {
     /// in the container.
     pub fn mismatch(&self, link: &Link, view: View) -> Option<String> {
         if link.kind != self.kind {
-            return Some(format!("kind {:?}, not {:?}", link.kind, self.kind));
+            return Some(format!(
+                "kind {}, not {}",
+                quoted(&link.kind),
+                quoted(&self.kind)
+            ));
         }
         if !self.parent_device.is_empty()
             && (link.parent_bus.as_str(), link.parent_dev.as_str())
@@ -284,7 +290,12 @@ impl fmt::Display for Identity {
 
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "host device {:?} ({})", self.host_name, self.identity)
+        write!(
+            f,
+            "host device {} ({})",
+            quoted(&self.host_name),
+            self.identity
+        )
     }
 }
 
@@ -329,7 +340,7 @@ pub fn describe(link: &Link, view: View) -> String {
     } else {
         &link.kind
     };
-    let mut out = format!("{kind} link {:?}", link.name);
+    let mut out = format!("{kind} link {}", quoted(&link.name));
     let rel = relation(&link.kind);
     match lower(link, view) {
         Lower::None => {}
