@@ -3,7 +3,7 @@
 //!
 //! | layer | modules | may use |
 //! | --- | --- | --- |
-//! | 0 utilities | alloc, digest, files | nothing of the crate (files: digest) |
+//! | 0 utilities | alloc, digest, files, quote | nothing of the crate (files: digest) |
 //! | 1 locks | lockfile | 0 |
 //! | 2 protocol | cni | 0-1 |
 //! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 |
@@ -24,7 +24,7 @@ const WITHIN_A_LAYER: &[(&str, &str)] = &[("files", "digest")];
 
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "alloc" | "digest" | "files" => 0,
+        "alloc" | "digest" | "files" | "quote" => 0,
         "lockfile" => 1,
         "cni" => 2,
         "netlink" | "netns" | "ipam" | "dbus" | "etcd" => 3,

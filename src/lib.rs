@@ -19,6 +19,7 @@ pub mod netfilter;
 pub mod netlink;
 pub mod netns;
 pub mod plugins;
+pub mod quote;
 pub mod runtime;
 
 #[cfg(test)]

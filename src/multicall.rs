@@ -3,12 +3,16 @@
 
 mod commands;
 mod man;
+pub mod table;
+#[cfg(test)]
+mod table_tests;
 
 use crate::cni::dispatch;
-use crate::plugins::{self, PLUGINS};
+use crate::plugins::{self, Entry, PLUGINS};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
+use table::{Route, SUBCOMMANDS};
 
 pub const BINARY: &str = crate::cni::stub::BINARY;
 
@@ -22,34 +26,19 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let arg = |i: usize| args.get(i).map(|a| a.to_string_lossy().into_owned());
-    // `dhcp daemon ...`: the dhcp plugin's lease daemon, as the reference starts it.
-    if invoked_as == "dhcp" && arg(1).as_deref() == Some("daemon") {
-        return crate::daemons::dhcp::main(args[2..].to_vec());
-    }
-    if let Some(info) = plugins::lookup(&invoked_as) {
-        return dispatch::run_main(info, plugins::lookup);
-    }
-    if invoked_as == "cnitool" {
-        return crate::cnitool::main(args);
-    }
-    // `flanneld ...` through a link of that name, as Go flanneld's binary is run.
-    if invoked_as == "flanneld" {
-        return crate::daemons::flanneld::main(args[1..].to_vec());
+    match table::route(PLUGINS, SUBCOMMANDS, &invoked_as, &args) {
+        Route::Plugin(e) => return dispatch::run_main(&e.info, plugins::lookup),
+        Route::Subcommand(s, rest) => return (s.main)(rest),
+        Route::Own => {}
     }
     match arg(1).as_deref() {
         None | Some("-h" | "--help" | "help") => {
-            print!("{}", usage());
+            print!("{}", usage(PLUGINS, SUBCOMMANDS));
             0
         }
         Some("-V" | "--version") => {
             println!("{BINARY} {}", crate::cni::version::LONG);
             0
-        }
-        Some("cnitool") => crate::cnitool::main(args[1..].to_vec()),
-        Some("install") => crate::install::main(args[1..].to_vec()),
-        Some("flanneld") => crate::daemons::flanneld::main(args[2..].to_vec()),
-        Some("dhcp") if arg(2).as_deref() == Some("daemon") => {
-            crate::daemons::dhcp::main(args[3..].to_vec())
         }
         // The shells' completion scripts ask here: the words typed, the
         // one under the cursor last (see cnitool's `completion`).
@@ -59,10 +48,12 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect();
             let program = words.first().map(|w| Path::new(w).file_name());
-            let root = match program.flatten().and_then(|n| n.to_str()) {
-                Some("cnitool") => crate::cnitool::command(),
-                _ => commands::top(),
-            };
+            // A subcommand's link completes that subcommand.
+            let program = program.flatten().and_then(|n| n.to_str());
+            let linked = SUBCOMMANDS
+                .iter()
+                .find(|s| s.as_link && program.is_some_and(|p| s.words == [p]));
+            let root = linked.map_or_else(commands::top, |s| (s.command)());
             let mut out = std::io::stdout().lock();
             for c in crate::cnitool::candidates(root, &words, &|k| std::env::var(k).ok()) {
                 let _ = writeln!(out, "{c}");
@@ -90,43 +81,43 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         },
         Some("--list") => {
             let mut out = std::io::stdout().lock();
-            for p in PLUGINS {
-                let _ = writeln!(out, "{}", p.name);
+            for name in names(PLUGINS) {
+                let _ = writeln!(out, "{name}");
             }
             0
         }
-        Some(name) => match plugins::lookup(name) {
-            Some(info) => dispatch::run_main(info, plugins::lookup),
-            None => {
-                eprintln!(
-                    "{BINARY}: unknown plugin or command {name:?}\nplugins: {}\nrun '{BINARY} --help' for usage",
-                    PLUGINS
-                        .iter()
-                        .map(|p| p.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                2
-            }
-        },
+        Some(name) => {
+            eprintln!(
+                "{BINARY}: unknown plugin or command {name:?}\nplugins: {}\nrun '{BINARY} --help' for usage",
+                names(PLUGINS).join(", ")
+            );
+            2
+        }
     }
 }
 
-fn usage() -> String {
+/// The names `--list` prints (and so `symlinks.sh` links): every plugin's.
+fn names(plugins: &[Entry]) -> Vec<&'static str> {
+    plugins.iter().map(Entry::name).collect()
+}
+
+fn usage(plugins: &[Entry], subcommands: &[table::Subcommand]) -> String {
     let mut s = format!(
         "{BINARY} {}: the CNI plugins in one binary\n\n\
          Usage:\n  <plugin>                 when installed as a stub or link named after the plugin\n  \
-         {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n  \
-         {BINARY} cnitool ...    add/check/del/gc/status/list/validate networks by hand ('cnitool --help')\n  \
-         {BINARY} install ...    put this binary and its plugin links into /opt/cni/bin ('install --help')\n  \
-         {BINARY} dhcp daemon ... the dhcp plugin's lease daemon ('dhcp daemon --help'; also 'dhcp daemon' via the symlink)\n  \
-         {BINARY} flanneld ...   flannel's network daemon on etcd ('flanneld --help'; also as 'flanneld')\n  \
-         {BINARY} --list         print every plugin name, one per line\n  \
-         {BINARY} --version      print the version, commit and the reference versions matched\n\nPlugins:\n",
+         {BINARY} <plugin>       run a plugin (CNI_COMMAND etc. from the environment)\n",
         env!("CARGO_PKG_VERSION")
     );
-    for p in PLUGINS {
-        s.push_str(&format!("  {:<13}{}\n", p.name, p.summary));
+    for c in subcommands {
+        let call = format!("{} ...", c.words.join(" "));
+        s.push_str(&format!("  {BINARY} {call:<14} {}\n", c.help));
+    }
+    s.push_str(&format!(
+        "  {BINARY} --list         print every plugin name, one per line\n  \
+         {BINARY} --version      print the version, commit and the reference versions matched\n\nPlugins:\n"
+    ));
+    for p in plugins {
+        s.push_str(&format!("  {:<13}{}\n", p.name(), p.info.summary));
     }
     s.push_str("\nCNI spec versions: ");
     s.push_str(&crate::cni::version::SUPPORTED.join(", "));

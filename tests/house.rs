@@ -103,6 +103,237 @@ fn the_verb_measure_counts_a_function_to_its_closing_brace() {
     assert_eq!(verbs(text), vec![("add", 2, 4)]);
 }
 
+/// Every name that picks something to run: the plugins' and cni-multi's own
+/// subcommands' (both tables).
+fn table_names() -> Vec<&'static str> {
+    let plugins = cni_multi::plugins::PLUGINS.iter().map(|e| e.name());
+    let subcommands = cni_multi::multicall::table::SUBCOMMANDS.iter();
+    plugins.chain(subcommands.map(|s| s.words[0])).collect()
+}
+
+/// Where the string literal `text` starts with ends (after its closing
+/// quote; escaped quotes skipped).
+fn literal_end(text: &str) -> usize {
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        match c {
+            '\\' if !escaped => escaped = true,
+            '"' if !escaped => return i + 1,
+            _ => escaped = false,
+        }
+    }
+    text.len()
+}
+
+/// Production code: a file's text before its `#[cfg(test)]` module (unit
+/// tests come last), nothing of a `*tests.rs` file.
+fn production(p: &Path, text: &str) -> String {
+    if p.file_name()
+        .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+    {
+        return String::new();
+    }
+    text.split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The longest run of string literals naming a table entry that stand in a
+/// row separated only by `,`, `|` and white space (an array, a `matches!` or
+/// a match arm's pattern), as (line, names).
+fn name_lists(text: &str, names: &[&str]) -> Vec<(usize, Vec<String>)> {
+    let mut found = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    let mut start = 0;
+    let mut rest = text;
+    let mut line = 1;
+    let flush = |run: &mut Vec<String>, start, found: &mut Vec<(usize, Vec<String>)>| {
+        let mut distinct = run.clone();
+        distinct.sort();
+        distinct.dedup();
+        if distinct.len() >= 3 {
+            found.push((start, std::mem::take(run)));
+        }
+        run.clear();
+    };
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("'\"'") {
+            rest = &rest[3..];
+            continue;
+        }
+        if rest.starts_with("//") {
+            let end = rest.find('\n').unwrap_or(rest.len());
+            rest = &rest[end..];
+            continue;
+        }
+        if c == '"' {
+            let lit_end = literal_end(rest);
+            let lit = &rest[1..lit_end.saturating_sub(1).max(1)];
+            if names.contains(&lit) {
+                if run.is_empty() {
+                    start = line;
+                }
+                run.push(lit.to_string());
+            } else {
+                flush(&mut run, start, &mut found);
+            }
+            line += rest[..lit_end].matches('\n').count();
+            rest = &rest[lit_end..];
+            continue;
+        }
+        if c == '\n' {
+            line += 1;
+        } else if !(c.is_whitespace() || c == ',' || c == '|') {
+            flush(&mut run, start, &mut found);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    flush(&mut run, start, &mut found);
+    found
+}
+
+/// The plugin table (`src/plugins/mod.rs`) and the subcommand table
+/// (`src/multicall/table.rs`) are the only lists of what cni-multi runs: no
+/// other file under src/, fuzz/ or bench/ holds three names of theirs in a
+/// row (`["a", "b", "c"]`, `"a" | "b" | "c"`); a consumer reads the tables.
+#[test]
+fn only_the_tables_list_plugins() {
+    let names = table_names();
+    let tables = ["src/plugins/mod.rs", "src/multicall/table.rs"];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut lists = Vec::new();
+    let files = [src("src"), src("fuzz/fuzz_targets"), src("bench")].concat();
+    assert!(files.len() > 100, "only {} files", files.len());
+    for p in files {
+        let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+        if tables.contains(&rel.as_str()) {
+            continue;
+        }
+        let text = production(&p, &std::fs::read_to_string(&p).expect("read"));
+        for (line, list) in name_lists(&text, &names) {
+            lists.push(format!("{rel}:{line}: {}", list.join(" ")));
+        }
+    }
+    assert!(
+        lists.is_empty(),
+        "plugin names listed outside the tables:\n{}",
+        lists.join("\n")
+    );
+}
+
+#[test]
+fn a_name_list_is_three_names_in_a_row() {
+    let names = ["bridge", "ptp", "tuning", "vlan"];
+    let text = "x = [\"bridge\", \"ptp\",\n \"tuning\"];\nmatches!(t, \"ptp\" | \"vlan\" | \"bridge\")\n\
+        if t == \"bridge\" || t == \"ptp\" || t == \"vlan\" {}\n[\"bridge\", \"bridge\", \"ptp\"]\n\
+        \"a \\\"b\", '\"', \"bridge\", \"ptp\", \"vlan\"";
+    let found = name_lists(text, &names);
+    let lines: Vec<usize> = found.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, [1, 3, 6]);
+}
+
+/// The string literals of a text, as (line, literal without its quotes).
+fn literals(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let (mut rest, mut line) = (text, 1);
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("'\"'") {
+            rest = &rest[3..];
+            continue;
+        }
+        if rest.starts_with("//") {
+            rest = &rest[rest.find('\n').unwrap_or(rest.len())..];
+            continue;
+        }
+        if c == '"' {
+            let end = literal_end(rest);
+            out.push((line, &rest[1..end.saturating_sub(1).max(1)]));
+            line += rest[..end].matches('\n').count();
+            rest = &rest[end..];
+            continue;
+        }
+        line += usize::from(c == '\n');
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The `{…:?}` placeholders of a format string (`{:?}`, `{x:?}`, `{0:#?}`,
+/// `{:>8?}`): Debug formatting.
+fn debug_placeholders(literal: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut rest = literal;
+    while let Some(i) = rest.find(['{', '}']) {
+        if rest[i..].starts_with("{{") || rest[i..].starts_with("}}") {
+            rest = &rest[i + 2..];
+            continue;
+        }
+        let Some(len) = rest[i..].find('}').filter(|_| rest[i..].starts_with('{')) else {
+            rest = &rest[i + 1..];
+            continue;
+        };
+        let placeholder = &rest[i..i + len + 1];
+        if placeholder.contains(':') && placeholder.ends_with("?}") {
+            found.push(placeholder);
+        }
+        rest = &rest[i + len + 1..];
+    }
+    found
+}
+
+/// No text a user reads shows a value's Debug form (`Some(1)`, `Rule {
+/// family: V4, .. }`, `Iptables`): no string literal in the production code
+/// under src/ (a file's text before its `#[cfg(test)]`, no `*tests.rs`) holds
+/// a `{…:?}` placeholder, whichever macro or constructor it is handed to
+/// (`format!`, `write!`, `bail!`, `anyhow!`, `eprintln!`, `Error::…`). A value
+/// gets a `Display`; a name or path is shown with `quote::quoted` (the one
+/// place Debug quoting is used, `src/quote.rs`).
+#[test]
+fn no_debug_formatting_in_texts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for p in src("src") {
+        let rel = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+        if rel == "src/quote.rs" {
+            continue;
+        }
+        let text = production(&p, &std::fs::read_to_string(&p).expect("read"));
+        for (line, literal) in literals(&text) {
+            for placeholder in debug_placeholders(literal) {
+                found.push(format!("{rel}:{line}: {placeholder}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "{} Debug placeholders in texts:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_debug_rule_sees_every_form() {
+    let text = "// \"{x:?}\" in a comment\nformat!(\"a {:?} {{b:?}} {x:?} {0:#?} {:>8?} {y} {z:x}\");\n\
+        bail!(\"q \\\"{q:?}\\\"\")";
+    let lits = literals(text);
+    let found: Vec<(usize, &str)> = lits
+        .iter()
+        .flat_map(|(l, lit)| debug_placeholders(lit).into_iter().map(move |p| (*l, p)))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (2, "{:?}"),
+            (2, "{x:?}"),
+            (2, "{0:#?}"),
+            (2, "{:>8?}"),
+            (3, "{q:?}")
+        ]
+    );
+}
+
 /// IFLA_INFO_KIND names the kernel gives links.
 const LINK_KINDS: [&str; 16] = [
     "veth",

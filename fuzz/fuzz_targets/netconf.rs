@@ -27,10 +27,12 @@ fuzz_target!(|data: &[u8]| {
         cni_multi::plugins::decode_every_plugins_keys(&conf);
     }
     // The gates differ by CNI_ARGS policy only: one plugin of each policy.
-    for name in ["loopback", "host-local", "static"] {
-        let Some(info) = cni_multi::plugins::PLUGINS.iter().find(|p| p.name == name) else {
-            continue;
-        };
+    let table = cni_multi::plugins::PLUGINS;
+    let firsts = table.iter().enumerate().filter(|(i, e)| {
+        table[..*i].iter().all(|f| f.info.cni_args != e.info.cni_args)
+    });
+    for (_, entry) in firsts {
+        let info = &entry.info;
         for command in [Command::Add, Command::Gc] {
             let env = CmdArgs {
                 container_id: "ctr".into(),

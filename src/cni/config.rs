@@ -4,6 +4,7 @@
 use crate::cni::error::{CniResult, Code, Error};
 use crate::cni::json::{self, Json, Recorder};
 use crate::cni::result::{Dns, NetResult, Versioned};
+use crate::quote::quoted;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -227,7 +228,8 @@ pub fn decode_error(what: &str, e: json::Error) -> Error {
 pub fn link_name_key(key: &str, value: &str) -> CniResult<()> {
     match crate::cni::env::link_name_problem(value) {
         Some(problem) if !value.is_empty() => Err(Error::invalid_config(format!(
-            "invalid {key} {value:?}: the name {problem}"
+            "invalid {key} {value}: the name {problem}",
+            value = quoted(&value)
         ))),
         _ => Ok(()),
     }
@@ -248,7 +250,8 @@ fn check_prev_addresses(raw: &Value) -> CniResult<()> {
         // Anything else malformed is the decoder's (code 6, as the reference).
         if a.parse::<ipnet::IpNet>().is_err() && a.parse::<std::net::IpAddr>().is_ok() {
             return Err(Error::invalid_config(format!(
-                "prevResult.ips[{i}].address {a:?} is not an address with a prefix length"
+                "prevResult.ips[{i}].address {a} is not an address with a prefix length",
+                a = quoted(&a)
             )));
         }
     }
@@ -261,8 +264,8 @@ fn check_prev_result(prev: &NetResult) -> CniResult<()> {
     for (i, itf) in prev.interfaces.iter().enumerate() {
         if let Some(problem) = crate::cni::env::link_name_problem(&itf.name) {
             return Err(Error::invalid_config(format!(
-                "prevResult.interfaces[{i}].name {:?} {problem}",
-                itf.name
+                "prevResult.interfaces[{i}].name {} {problem}",
+                quoted(&itf.name)
             )));
         }
     }
@@ -294,8 +297,8 @@ pub fn absolute_path(
     match path_setting(value, default, key) {
         Ok(path) if path.is_absolute() => Ok(path),
         _ => Err(Error::invalid_config(format!(
-            "invalid {key} {:?}: must be an absolute path without '..'",
-            value.filter(|v| !v.is_empty()).unwrap_or(default)
+            "invalid {key} {}: must be an absolute path without '..'",
+            quoted(&value.filter(|v| !v.is_empty()).unwrap_or(default))
         ))),
     }
 }
@@ -316,7 +319,8 @@ pub fn path_setting(
     let escapes = path.components().any(|c| c == Component::ParentDir);
     if v.contains('\0') || escapes {
         return Err(Error::invalid_config(format!(
-            "invalid {key} {v:?}: must be a path without '..'"
+            "invalid {key} {v}: must be a path without '..'",
+            v = quoted(&v)
         )));
     }
     Ok(path.to_path_buf())
@@ -341,13 +345,16 @@ impl CniArgs {
         for pair in raw.split(';') {
             let kv: Vec<&str> = pair.split('=').collect();
             let [key, value] = kv[..] else {
-                return Err(Error::invalid_env(format!("ARGS: invalid pair {pair:?}")));
+                return Err(Error::invalid_env(format!(
+                    "ARGS: invalid pair {pair}",
+                    pair = quoted(&pair)
+                )));
             };
             if key == "IgnoreUnknown" {
                 ignore_unknown = parse_go_bool(value).ok_or_else(|| {
                     Error::invalid_env(format!(
-                        "ARGS: error parsing value of pair {pair:?}: boolean unmarshal error: invalid input {}",
-                        value.to_lowercase()
+                        "ARGS: error parsing value of pair {pair}: boolean unmarshal error: invalid input {}",
+                        value.to_lowercase(), pair = quoted(&pair)
                     ))
                 })?;
             } else if known.contains(&key) {

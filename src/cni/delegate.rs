@@ -14,6 +14,7 @@ use crate::cni::error::{CniResult, Code, Context, Error};
 use crate::cni::json;
 use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{Invocation, Lookup, no_plugins, version};
+use crate::quote::quoted;
 use serde::Deserialize;
 use serde_json::Value;
 use std::ffi::OsString;
@@ -153,8 +154,8 @@ impl<'a> Delegate<'a> {
         let found = find_in_path(&self.plugin_type, &self.env.path)?;
         self.invoke_found(&found, command).map_err(|e| {
             e.context(format!(
-                "plugin type={:?} failed ({})",
-                self.plugin_type,
+                "plugin type={} failed ({})",
+                quoted(&self.plugin_type),
                 command.as_str().to_lowercase()
             ))
         })
@@ -241,7 +242,7 @@ impl<'a> Delegate<'a> {
         let info = (self.plugins)(&self.plugin_type).ok_or_else(|| {
             Error::new(
                 Code::Internal,
-                format!("no built-in plugin {:?}", self.plugin_type),
+                format!("no built-in plugin {}", quoted(&self.plugin_type)),
             )
         })?;
         self.traced(&self.this_binary, command, || {
@@ -404,7 +405,8 @@ impl Drop for Rollback<'_, '_> {
 pub fn find_in_path(plugin: &str, paths: &[PathBuf]) -> CniResult<PathBuf> {
     if paths.is_empty() {
         return Err(Error::invalid_env(format!(
-            "no paths provided to find plugin {plugin:?}"
+            "no paths provided to find plugin {plugin}",
+            plugin = quoted(&plugin)
         )));
     }
     paths
@@ -414,8 +416,9 @@ pub fn find_in_path(plugin: &str, paths: &[PathBuf]) -> CniResult<PathBuf> {
         .ok_or_else(|| {
             let dirs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             Error::internal(format!(
-                "failed to find plugin {plugin:?} in path [{}]",
-                dirs.join(" ")
+                "failed to find plugin {plugin} in path [{}]",
+                dirs.join(" "),
+                plugin = quoted(&plugin)
             ))
         })
 }
@@ -470,14 +473,20 @@ fn decode_failure(stdout: &str, stderr: &str, status: &str) -> Error {
         return Error::internal(if stderr.is_empty() {
             format!("netplugin failed with no error message: {status}")
         } else {
-            format!("netplugin failed: {stderr:?}: {status}")
+            format!(
+                "netplugin failed: {stderr}: {status}",
+                stderr = quoted(&stderr)
+            )
         });
     }
     match json::from_str::<WireError>(stdout) {
         Ok(e) => Error::from_wire(e.code, e.msg, e.details),
         Err(e) => Error::caused_by(
             Code::Internal,
-            format!("netplugin failed but error parsing its diagnostic message {stdout:?}"),
+            format!(
+                "netplugin failed but error parsing its diagnostic message {stdout}",
+                stdout = quoted(&stdout)
+            ),
             e,
         ),
     }

@@ -3,6 +3,7 @@
 //! type bool`), with the path of the value in the document
 //! (`ipam.ranges[0][0].subnet`), which Go's text leaves out.
 
+use crate::quote::quoted;
 use serde::de;
 use std::fmt;
 
@@ -254,7 +255,7 @@ impl fmt::Display for Error {
                 }
             }
             Kind::Value(text) | Kind::Other(text) => f.write_str(text),
-            Kind::Missing(key) => write!(f, "missing required key {key:?}"),
+            Kind::Missing(key) => write!(f, "missing required key {key}", key = quoted(&key)),
         }
     }
 }

@@ -73,7 +73,7 @@ pub trait Plugin: Sync {
 }
 
 /// Which CNI_ARGS keys a plugin reads (besides `IgnoreUnknown`).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArgsPolicy {
     /// The reference plugin never parses CNI_ARGS: anything is accepted.
     Ignored,
@@ -81,7 +81,8 @@ pub enum ArgsPolicy {
     Keys(&'static [&'static str]),
 }
 
-/// One entry of the plugin table.
+/// What dispatch needs of a plugin (its row of the plugin table).
+#[derive(Clone, Copy)]
 pub struct PluginInfo {
     pub name: &'static str,
     pub summary: &'static str,

@@ -4,6 +4,7 @@
 use crate::cni::error::{Code, Error};
 use crate::cni::json;
 use crate::cni::version::{self, Family};
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -257,12 +258,15 @@ pub enum ParseError {
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ParseError::UnsupportedVersion(v) => write!(f, "unsupported CNI result version {v:?}"),
+            ParseError::UnsupportedVersion(v) => {
+                write!(f, "unsupported CNI result version {v}", v = quoted(&v))
+            }
             ParseError::NotAnObject => f.write_str("result is not a JSON object"),
             ParseError::Json(e) => write!(f, "{e}"),
             ParseError::OtherLayout { supported, found } => write!(
                 f,
-                "result type supports {supported} but unmarshalled CNIVersion is {found:?}"
+                "result type supports {supported} but unmarshalled CNIVersion is {found}",
+                found = quoted(&found)
             ),
         }
     }
@@ -333,7 +337,7 @@ impl Versioned {
         let target = Family::of(to).ok_or_else(|| {
             Error::new(
                 Code::IncompatibleVersion,
-                format!("unsupported CNI result version {to:?}"),
+                format!("unsupported CNI result version {to}", to = quoted(&to)),
             )
         })?;
         let converted = match (self, target) {

@@ -8,6 +8,7 @@
 //! kernel execs `<binary> --stub <stub path> <args>` (the stub's path as the
 //! runtime named it), so dispatch finds the plugin in the stub's file name.
 
+use crate::quote::quoted;
 /// The argument the stub's `#!` line passes before the stub's path.
 pub const FLAG: &str = "--stub";
 
@@ -41,17 +42,24 @@ impl std::error::Error for Unusable {}
 /// Err says why that path cannot be a `#!` interpreter.
 pub fn text(binary: &str) -> Result<String, Unusable> {
     if !binary.starts_with('/') {
-        return Err(Unusable(format!("{binary:?} is not an absolute path")));
+        return Err(Unusable(format!(
+            "{binary} is not an absolute path",
+            binary = quoted(&binary)
+        )));
     }
     if binary.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        let why = format!("{binary:?} holds white space or a control character");
+        let why = format!(
+            "{binary} holds white space or a control character",
+            binary = quoted(&binary)
+        );
         return Err(Unusable(why));
     }
     let line = format!("#!{binary} {FLAG}");
     if line.len() > MAX_LINE {
         let why = format!(
-            "{binary:?} is too long for a #! line ({} bytes, at most {MAX_LINE})",
-            line.len()
+            "{binary} is too long for a #! line ({} bytes, at most {MAX_LINE})",
+            line.len(),
+            binary = quoted(&binary)
         );
         return Err(Unusable(why));
     }

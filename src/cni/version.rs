@@ -1,6 +1,7 @@
 //! Spec versions: parsing, comparison, the supported set and the VERSION reply.
 
 use crate::cni::error::{Code, Error};
+use crate::quote::quoted;
 use std::cmp::Ordering;
 
 /// The newest spec version; VERSION always reports it as `cniVersion`.
@@ -75,11 +76,14 @@ pub enum ParseError {
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ParseError::TooManyParts(v) => write!(f, "invalid version {v:?}: too many parts"),
+            ParseError::TooManyParts(v) => {
+                write!(f, "invalid version {v}: too many parts", v = quoted(&v))
+            }
             ParseError::BadPart { name, part } => {
                 write!(
                     f,
-                    "failed to convert {name} version part {part:?}: invalid syntax"
+                    "failed to convert {name} version part {part}: invalid syntax",
+                    part = quoted(&part)
                 )
             }
         }
@@ -136,15 +140,19 @@ pub fn check_supported(config_version: &str) -> Result<(), Error> {
     }
     Err(
         Error::new(Code::IncompatibleVersion, "incompatible CNI versions").with_details(format!(
-            "config is {v:?}, plugin supports {}",
-            go_quoted_list(&SUPPORTED)
+            "config is {v}, plugin supports {}",
+            go_quoted_list(&SUPPORTED),
+            v = quoted(&v)
         )),
     )
 }
 
 /// Go's `%q` of a string slice: `["a" "b"]`.
 pub fn go_quoted_list<S: AsRef<str>>(items: &[S]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("{:?}", s.as_ref())).collect();
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| format!("{}", quoted(&s.as_ref())))
+        .collect();
     format!("[{}]", quoted.join(" "))
 }
 

@@ -10,6 +10,7 @@ use super::doctor::namespaces::Census;
 use super::doctor::node::{self, Cached, State};
 use super::{Options, Settings, Target};
 use crate::netns::vantage::Mounts;
+use crate::quote::quoted;
 use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR, Entry, Scanned};
 use crate::runtime::conf::{self, NetworkList};
 use crate::runtime::{Runtime, RuntimeConf};
@@ -332,19 +333,23 @@ fn resolve(
     }
     let names: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     let ifname_text = ifname
-        .map(|i| format!(", interface {i:?}"))
+        .map(|i| format!(", interface {i}", i = quoted(&i)))
         .unwrap_or_default();
     if found.is_empty() {
         if !broken.is_empty() {
             bail!(
-                "the cache entry of container {id:?} on network {net:?} cannot be read: {}",
-                broken.join(", ")
+                "the cache entry of container {id} on network {net} cannot be read: {}",
+                broken.join(", "),
+                id = quoted(&id),
+                net = quoted(&net)
             );
         }
         bail!(
-            "no cached attachment of container {id:?} on network {net:?}{ifname_text} in {} \
+            "no cached attachment of container {id} on network {net}{ifname_text} in {} \
              (`cnitool ls` lists the cached attachments)",
-            names.join(", ")
+            names.join(", "),
+            id = quoted(&id),
+            net = quoted(&net)
         );
     }
     if found.len() > 1 {
@@ -353,14 +358,20 @@ fn resolve(
             .map(|(p, _, e)| format!("{} ({})", e.ifname, p.display()))
             .collect();
         bail!(
-            "container {id:?} has {} cached attachments on network {net:?}: {}; name one with \
+            "container {id} has {} cached attachments on network {net}: {}; name one with \
              --ifname",
             found.len(),
-            each.join(", ")
+            each.join(", "),
+            id = quoted(&id),
+            net = quoted(&net)
         );
     }
     let Some(judged) = judge(found).pop() else {
-        bail!("no cached attachment of container {id:?} on network {net:?}");
+        bail!(
+            "no cached attachment of container {id} on network {net}",
+            id = quoted(&id),
+            net = quoted(&net)
+        );
     };
     let Judged { cached, why } = judged;
     let list = cached_list(s, &cached)?;
@@ -370,8 +381,10 @@ fn resolve(
             let theirs = &cached.entry.netns;
             if !theirs.is_empty() && !same_netns(theirs, &given) {
                 bail!(
-                    "the attachment of container {id:?} on {net:?} is in netns {theirs}, not \
-                     {given}"
+                    "the attachment of container {id} on {net} is in netns {theirs}, not \
+                     {given}",
+                    id = quoted(&id),
+                    net = quoted(&net)
                 );
             }
             given
@@ -425,8 +438,9 @@ pub fn by_container_id(
 fn netns_of(cached: &Cached, why: Option<&str>, verb: Verb) -> Result<String> {
     let e = &cached.entry;
     let what = format!(
-        "the attachment of container {:?} on {:?}",
-        e.container_id, e.network_name
+        "the attachment of container {} on {}",
+        quoted(&e.container_id),
+        quoted(&e.network_name)
     );
     match (cached.state, verb) {
         (State::Alive, _) => Ok(cached.netns.clone()),
@@ -471,9 +485,9 @@ fn cached_list(s: &Settings, cached: &Cached) -> Result<NetworkList> {
         return Ok(list);
     }
     eprintln!(
-        "cnitool: {} caches no readable config; using network {:?} of {}",
+        "cnitool: {} caches no readable config; using network {} of {}",
         cached.path.display(),
-        cached.entry.network_name,
+        quoted(&cached.entry.network_name),
         s.conf_dir.display()
     );
     Ok(conf::load(&s.conf_dir, &cached.entry.network_name)?)

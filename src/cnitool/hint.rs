@@ -4,6 +4,7 @@
 //! below spec 1.1.0 succeeds without asking any plugin.
 
 use crate::cni::version;
+use crate::quote::quoted;
 use crate::runtime::conf::NetworkList;
 
 /// The error's text with a hint to run as root, when not running as root and
@@ -33,8 +34,8 @@ pub fn status_skipped(list: &NetworkList) -> Option<String> {
     let v = version::effective(&list.cni_version);
     match version::at_least(v, "1.1.0") {
         Ok(false) => Some(format!(
-            "network {:?} is cniVersion {v}: STATUS skipped (plugins answer STATUS from 1.1.0)",
-            list.name
+            "network {} is cniVersion {v}: STATUS skipped (plugins answer STATUS from 1.1.0)",
+            quoted(&list.name)
         )),
         _ => None,
     }

@@ -6,7 +6,7 @@
 
 mod attachments;
 mod completion;
-mod doctor;
+pub(crate) mod doctor;
 mod hint;
 mod netns;
 mod trace;
@@ -14,6 +14,7 @@ mod validate;
 
 use crate::cni::version;
 use crate::netns::named;
+use crate::quote::quoted;
 use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR};
 use crate::runtime::conf::{self, NetworkList};
 use crate::runtime::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
@@ -274,7 +275,8 @@ fn parse_cni_args(raw: &str) -> Result<Vec<(String, String)>> {
         .map(|pair| match pair.split_once('=') {
             Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
             _ => Err(anyhow!(
-                "invalid CNI_ARGS pair {pair:?}: expected KEY=VALUE"
+                "invalid CNI_ARGS pair {pair}: expected KEY=VALUE",
+                pair = quoted(&pair)
             )),
         })
         .collect()
@@ -294,13 +296,15 @@ fn netns_path(arg: &str) -> Result<String> {
     if !arg.contains('/') {
         if !crate::cni::env::is_valid_name(arg) {
             bail!(
-                "invalid netns name {arg:?}: a name in {}, or a path",
-                named::DEFAULT_DIR
+                "invalid netns name {arg}: a name in {}, or a path",
+                named::DEFAULT_DIR,
+                arg = quoted(&arg)
             );
         }
         return Ok(format!("{}/{arg}", named::DEFAULT_DIR));
     }
-    let abs = std::path::absolute(arg).with_context(|| format!("invalid netns path {arg:?}"))?;
+    let abs = std::path::absolute(arg)
+        .with_context(|| format!("invalid netns path {arg}", arg = quoted(&arg)))?;
     Ok(abs.to_string_lossy().into_owned())
 }
 
@@ -429,7 +433,7 @@ fn parse_valid(v: &str) -> Result<Attachment> {
             container_id: id.to_string(),
             ifname: ifname.to_string(),
         }),
-        _ => bail!("--valid {v:?}: expected CONTAINERID/IFNAME"),
+        _ => bail!("--valid {v}: expected CONTAINERID/IFNAME", v = quoted(&v)),
     }
 }
 
@@ -452,9 +456,10 @@ fn status_of(target: &str, cni_dir: &Path) -> Result<String> {
         }
     }
     bail!(
-        "no network status for {target:?} in {} (container IDs tried: {})",
+        "no network status for {target} in {} (container IDs tried: {})",
         cni_dir.display(),
-        ids.join(", ")
+        ids.join(", "),
+        target = quoted(&target)
     )
 }
 

@@ -5,6 +5,7 @@
 use super::NetnsCmd;
 use crate::netns::vantage::{self, Seen};
 use crate::netns::{self as ns, NetNs, named};
+use crate::quote::quoted;
 use anyhow::{Context, Result, anyhow, bail};
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use std::ffi::OsString;
@@ -34,7 +35,8 @@ fn add(dir: &Path, name: &str) -> Result<String> {
     match named::create(dir, name) {
         Ok(path) => Ok(path.display().to_string()),
         Err(ns::Error::File(e)) if e.kind() == std::io::ErrorKind::AlreadyExists => bail!(
-            "namespace {name:?} already exists ({}); `cnitool netns del {name}` removes it",
+            "namespace {} already exists ({}); `cnitool netns del {name}` removes it",
+            crate::quote::quoted(name),
             dir.join(name).display()
         ),
         Err(e) => Err(e.into()),
@@ -53,10 +55,11 @@ fn warn_attachments(dir: &Path, name: &str, caches: &[PathBuf]) {
         return;
     }
     let mut text = format!(
-        "cnitool: warning: namespace {name:?} still has {} cached attachment(s), whose DEL \
+        "cnitool: warning: namespace {name} still has {} cached attachment(s), whose DEL \
          never ran; once the namespace is gone, what their plugins hold on the host \
          (addresses, rules, host interfaces) stays until a DEL runs:",
-        attached.len()
+        attached.len(),
+        name = quoted(&name)
     );
     for (what, file) in &attached {
         text.push_str(&format!("\n  {what} ({file})"));
@@ -74,12 +77,16 @@ fn warn_attachments(dir: &Path, name: &str, caches: &[PathBuf]) {
 /// namespace of its own). Returns only on failure.
 fn exec(dir: &Path, name: &str, command: &[OsString]) -> Result<String> {
     if !crate::cni::env::is_valid_name(name) {
-        bail!("invalid namespace name {name:?}");
+        bail!("invalid namespace name {name}", name = quoted(&name));
     }
     let path = dir.join(name);
     match vantage::seen(&path).with_context(|| format!("failed to stat {}", path.display()))? {
         Seen::Namespace => {}
-        Seen::Missing => bail!("no namespace {name:?} in {}", dir.display()),
+        Seen::Missing => bail!(
+            "no namespace {name} in {}",
+            dir.display(),
+            name = quoted(&name)
+        ),
         Seen::NotNamespace => bail!("{} is not a network namespace", path.display()),
     }
     let (program, args) = command

@@ -13,6 +13,7 @@ use super::Settings;
 use crate::cni::env::{CmdArgs, Command};
 use crate::cni::json::Recorder;
 use crate::cni::{PluginInfo, version};
+use crate::quote::quoted;
 use crate::runtime::conf::{self, NetworkList, PluginConf};
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -184,7 +185,7 @@ fn text(reports: &[NetworkReport]) -> String {
                 key => format!("{key}: {}", f.message),
             };
             if let Some(s) = &f.suggestion {
-                what.push_str(&format!(" (did you mean {s:?}?)"));
+                what.push_str(&format!(" (did you mean {s}?)", s = quoted(&s)));
             }
             format!("{level}\t{plugin}\t{what}")
         };
@@ -288,8 +289,8 @@ fn check(s: &Settings, names: &[String]) -> Result<Vec<NetworkReport>> {
                 ("", None),
                 "name",
                 format!(
-                    "network {:?} is also in {}, which wins (libcni takes the first): this file is never used",
-                    list.name,
+                    "network {} is also in {}, which wins (libcni takes the first): this file is never used",
+                    quoted(&list.name),
                     winner.display()
                 ),
             );
@@ -305,8 +306,9 @@ fn check(s: &Settings, names: &[String]) -> Result<Vec<NetworkReport>> {
                 ("", None),
                 "",
                 format!(
-                    "no net configuration with name {name:?} in {}",
-                    s.conf_dir.display()
+                    "no net configuration with name {name} in {}",
+                    s.conf_dir.display(),
+                    name = quoted(&name)
                 ),
             );
             reports.push(r);
@@ -434,7 +436,11 @@ fn plugin_keys(
                 Level::Error,
                 at,
                 "ipam.type",
-                format!("the IPAM plugin {t:?} is not there: {}", e.msg),
+                format!(
+                    "the IPAM plugin {t} is not there: {}",
+                    e.msg,
+                    t = quoted(&t)
+                ),
             ),
             Ok(_) => {
                 let conf = PluginConf {

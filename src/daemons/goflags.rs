@@ -1,6 +1,7 @@
 //! Go's `flag` syntax and value forms, for the daemons that keep a Go
 //! program's command line (`dhcp daemon`, `flanneld`).
 
+use crate::quote::quoted;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -66,7 +67,10 @@ pub fn parse_go_bool(s: &str) -> Result<bool, BadValue> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(BadValue(format!("invalid boolean value {s:?}"))),
+        _ => Err(BadValue(format!(
+            "invalid boolean value {s}",
+            s = quoted(&s)
+        ))),
     }
 }
 
@@ -75,7 +79,8 @@ pub fn parse_go_bool(s: &str) -> Result<bool, BadValue> {
 pub fn parse_go_duration(s: &str) -> Result<Duration, BadValue> {
     let bad = || {
         BadValue(format!(
-            "invalid duration {s:?} (examples: 10s, 1m30s, 500ms)"
+            "invalid duration {s} (examples: 10s, 1m30s, 500ms)",
+            s = quoted(&s)
         ))
     };
     let text = s.strip_prefix('+').unwrap_or(s);

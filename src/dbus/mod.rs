@@ -10,6 +10,7 @@
 
 pub mod wire;
 
+use crate::quote::quoted;
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::linux::net::SocketAddrExt;
@@ -90,7 +91,11 @@ impl fmt::Display for Error {
                 unusable,
                 refused,
             } => {
-                write!(f, "unusable bus address {address:?}: ")?;
+                write!(
+                    f,
+                    "unusable bus address {address}: ",
+                    address = quoted(&address)
+                )?;
                 if unusable.is_empty() {
                     f.write_str("no address in it")?;
                 }
@@ -110,7 +115,11 @@ impl fmt::Display for Error {
             Error::Timeout { what, after } => {
                 write!(f, "no reply to {what} within {}s", after.as_secs())
             }
-            Error::Auth { reply } => write!(f, "the bus refused authentication: {reply:?}"),
+            Error::Auth { reply } => write!(
+                f,
+                "the bus refused authentication: {reply}",
+                reply = quoted(&reply)
+            ),
             Error::Malformed(detail) => write!(f, "malformed D-Bus message: {detail}"),
             // As godbus prints an error reply: its message, else its name.
             Error::Remote { name, message } => {
@@ -206,13 +215,13 @@ pub enum Why {
 
 impl fmt::Display for Unusable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}: ", self.entry)?;
+        write!(f, "{}: ", quoted(&self.entry))?;
         match &self.why {
             Why::NoTransport => f.write_str("names no transport"),
-            Why::NotKeyValue(kv) => write!(f, "{kv:?} is not key=value"),
+            Why::NotKeyValue(kv) => write!(f, "{kv} is not key=value", kv = quoted(&kv)),
             Why::KeyTwice(key) => write!(f, "{key} given twice"),
             Why::BadEscape(key) => write!(f, "bad %-escape in {key}"),
-            Why::Transport(t) => write!(f, "transport {t:?} is not supported"),
+            Why::Transport(t) => write!(f, "transport {t} is not supported", t = quoted(&t)),
             Why::PathAndAbstract => f.write_str("both path and abstract"),
             Why::NoSocket => f.write_str("no path or abstract to connect to"),
         }
@@ -615,7 +624,7 @@ fn unexpected(call: &Call, got: &[Value]) -> Error {
         what: format!("{}.{}", call.interface, call.member),
         got: got
             .iter()
-            .map(|v| format!("{v:?}"))
+            .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", "),
     }

@@ -7,6 +7,7 @@
 //! the body count from the body's start as well).
 
 use super::Error;
+use crate::quote::quoted;
 
 pub const METHOD_CALL: u8 = 1;
 pub const METHOD_RETURN: u8 = 2;
@@ -62,6 +63,37 @@ pub enum Value {
     Struct(Vec<Value>),
     DictEntry(Box<Value>, Box<Value>),
     Variant(Box<Value>),
+}
+
+/// A value as an error text shows it: numbers as such, strings quoted,
+/// containers in brackets.
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |f: &mut std::fmt::Formatter<'_>, open, items: &[Value], close| {
+            write!(f, "{open}")?;
+            for (i, v) in items.iter().enumerate() {
+                write!(f, "{}{v}", if i == 0 { "" } else { ", " })?;
+            }
+            write!(f, "{close}")
+        };
+        match self {
+            Value::Byte(v) => write!(f, "{v}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::I16(v) => write!(f, "{v}"),
+            Value::U16(v) => write!(f, "{v}"),
+            Value::I32(v) => write!(f, "{v}"),
+            Value::U32(v) => write!(f, "{v}"),
+            Value::I64(v) => write!(f, "{v}"),
+            Value::U64(v) => write!(f, "{v}"),
+            Value::Double(v) => write!(f, "{v}"),
+            Value::Str(s) => write!(f, "{}", quoted(s)),
+            Value::UnixFd(v) => write!(f, "fd {v}"),
+            Value::Array(items) => list(f, "[", items, "]"),
+            Value::Struct(items) => list(f, "(", items, ")"),
+            Value::DictEntry(k, v) => write!(f, "{k}: {v}"),
+            Value::Variant(v) => write!(f, "{v}"),
+        }
+    }
 }
 
 /// A message read from the bus: the header fields this client looks at and
@@ -130,7 +162,8 @@ impl Writer {
 fn check_string(what: &str, s: &str) -> Result<(), Error> {
     if s.contains('\0') || s.len() >= MAX_MESSAGE {
         return Err(Error::Malformed(format!(
-            "{what} {s:?} cannot be sent (NUL byte or too long)"
+            "{what} {s} cannot be sent (NUL byte or too long)",
+            s = quoted(&s)
         )));
     }
     Ok(())
@@ -146,7 +179,10 @@ fn check_path(path: &str) -> Result<(), Error> {
     if valid {
         Ok(())
     } else {
-        Err(Error::Malformed(format!("invalid object path {path:?}")))
+        Err(Error::Malformed(format!(
+            "invalid object path {path}",
+            path = quoted(&path)
+        )))
     }
 }
 
@@ -261,7 +297,12 @@ fn single_type(sig: &[u8], depth: usize) -> Result<usize, Error> {
     if depth > MAX_DEPTH {
         return Err(Error::Malformed("signature nests too deeply".into()));
     }
-    let bad = || Error::Malformed(format!("bad signature {:?}", String::from_utf8_lossy(sig)));
+    let bad = || {
+        Error::Malformed(format!(
+            "bad signature {}",
+            quoted(&String::from_utf8_lossy(sig))
+        ))
+    };
     match sig.first().ok_or_else(bad)? {
         b'y' | b'b' | b'n' | b'q' | b'i' | b'u' | b'x' | b't' | b'd' | b'h' | b's' | b'o'
         | b'g' | b'v' => Ok(1),
@@ -366,7 +407,10 @@ impl Reader<'_> {
                 let sig = self.signature()?;
                 let bytes = sig.as_bytes();
                 if bytes.is_empty() || single_type(bytes, depth)? != bytes.len() {
-                    return Err(Error::Malformed(format!("variant signature {sig:?}")));
+                    return Err(Error::Malformed(format!(
+                        "variant signature {sig}",
+                        sig = quoted(&sig)
+                    )));
                 }
                 Value::Variant(Box::new(self.value(bytes, depth + 1)?))
             }
@@ -409,8 +453,8 @@ impl Reader<'_> {
             }
             other => {
                 return Err(Error::Malformed(format!(
-                    "unknown type code {:?}",
-                    other as char
+                    "unknown type code {}",
+                    quoted(&char::from(other))
                 )));
             }
         })

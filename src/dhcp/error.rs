@@ -1,6 +1,7 @@
 //! The dhcp layer's error. It names the interface or operation and keeps the
 //! cause; which CNI code it becomes is decided in `boundary.rs`.
 
+use crate::quote::quoted;
 use std::fmt;
 use std::time::Duration;
 
@@ -51,7 +52,8 @@ impl fmt::Display for Error {
         match self {
             Error::UnknownOption(name) => write!(
                 f,
-                "unknown DHCP option {name:?}: not a known name or a decimal code 1-254"
+                "unknown DHCP option {name}: not a known name or a decimal code 1-254",
+                name = quoted(&name)
             ),
             Error::InvalidOption(what) => write!(f, "invalid DHCP option: {what}"),
             Error::NoAnswer { ifname, after } => write!(

@@ -3,6 +3,7 @@
 
 use super::wire::code;
 use super::{Error, Result};
+use crate::quote::quoted;
 use serde::Deserialize;
 
 /// `provide` entry as in the reference config: `{"option": name-or-code, "value": str}`
@@ -70,8 +71,8 @@ pub fn provided(list: &[Provide], cni_args: &[(String, String)]) -> Result<Vec<(
             && v.len() > MAX_VALUE
         {
             return Err(Error::InvalidOption(format!(
-                "value of option {:?} is {} bytes, more than {MAX_VALUE}",
-                p.option,
+                "value of option {} is {} bytes, more than {MAX_VALUE}",
+                quoted(&p.option),
                 v.len()
             )));
         }
@@ -81,18 +82,20 @@ pub fn provided(list: &[Provide], cni_args: &[(String, String)]) -> Result<Vec<(
                 match (found, value) {
                     (Some((_, v)), _) if v.len() > MAX_VALUE => {
                         return Err(Error::InvalidOption(format!(
-                            "value of option {:?} from CNI_ARGS {key:?} is {} bytes, more than \
+                            "value of option {} from CNI_ARGS {key} is {} bytes, more than \
                              {MAX_VALUE}",
-                            p.option,
-                            v.len()
+                            quoted(&p.option),
+                            v.len(),
+                            key = quoted(&key)
                         )));
                     }
                     (Some((_, v)), _) => Some(v.as_str()),
                     (None, Some(_)) => None,
                     (None, None) => {
                         return Err(Error::InvalidOption(format!(
-                            "option {:?} takes its value from CNI_ARGS {key:?}, which is not set",
-                            p.option
+                            "option {} takes its value from CNI_ARGS {key}, which is not set",
+                            quoted(&p.option),
+                            key = quoted(&key)
                         )));
                     }
                 }
@@ -101,8 +104,8 @@ pub fn provided(list: &[Provide], cni_args: &[(String, String)]) -> Result<Vec<(
         };
         let Some(v) = from_arg.or(value) else {
             return Err(Error::InvalidOption(format!(
-                "option {:?} has neither a value nor fromArg",
-                p.option
+                "option {} has neither a value nor fromArg",
+                quoted(&p.option)
             )));
         };
         let bytes = v.as_bytes().to_vec();

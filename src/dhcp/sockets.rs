@@ -3,6 +3,8 @@
 //! interface has an address, and a UDP socket on port 68 bound to the
 //! interface for a lease's renewals, rebinds and release.
 
+use crate::dhcp::wire::MessageType;
+
 use super::wire::{self, Message};
 use super::{Error, Result};
 use nix::libc;
@@ -142,7 +144,11 @@ impl PacketSocket {
         match socket::sendto(self.fd.as_raw_fd(), &packet, &to, MsgFlags::empty()) {
             Ok(_) | Err(nix::errno::Errno::ENOBUFS) | Err(nix::errno::Errno::EAGAIN) => Ok(()),
             Err(e) => Err(Error::os(
-                format!("send a DHCP {:?} on {}", msg.message_type(), self.ifname),
+                format!(
+                    "send a {} on {}",
+                    msg.message_type().map_or("DHCP message", MessageType::name),
+                    self.ifname
+                ),
                 e,
             )),
         }
@@ -242,8 +248,8 @@ impl BoundSocket {
         .map_err(|e| {
             Error::os(
                 format!(
-                    "send a DHCP {:?} from {} to {to} on {}",
-                    msg.message_type(),
+                    "send a {} from {} to {to} on {}",
+                    msg.message_type().map_or("DHCP message", MessageType::name),
                     self.from,
                     self.ifname
                 ),

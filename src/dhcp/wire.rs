@@ -60,6 +60,20 @@ pub enum MessageType {
 }
 
 impl MessageType {
+    /// Its name as DHCP texts write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MessageType::Discover => "DHCPDISCOVER",
+            MessageType::Offer => "DHCPOFFER",
+            MessageType::Request => "DHCPREQUEST",
+            MessageType::Decline => "DHCPDECLINE",
+            MessageType::Ack => "DHCPACK",
+            MessageType::Nak => "DHCPNAK",
+            MessageType::Release => "DHCPRELEASE",
+            MessageType::Inform => "DHCPINFORM",
+        }
+    }
+
     pub fn from_u8(v: u8) -> Option<MessageType> {
         Some(match v {
             1 => MessageType::Discover,

@@ -7,6 +7,7 @@
 //! call in an error: never a panic, a hang or unbounded memory.
 
 use super::Error;
+use crate::quote::quoted;
 use rustls::ClientConnection;
 use rustls::pki_types::ServerName;
 use std::fmt;
@@ -47,7 +48,7 @@ pub(super) struct Endpoint {
 
 impl Endpoint {
     pub fn parse(url: &str) -> Result<Endpoint, Error> {
-        let bad = |why: &str| Error::Config(format!("endpoint {url:?}: {why}"));
+        let bad = |why: &str| Error::Config(format!("endpoint {url}: {why}", url = quoted(&url)));
         let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
             (true, r)
         } else if let Some(r) = url.strip_prefix("http://") {
@@ -271,21 +272,24 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Head, Malformed> {
     let mut parts = status_line.splitn(3, ' ');
     let (version, code) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     if !version.starts_with("HTTP/1.") || code.len() != 3 {
-        return malformed(format!("not an HTTP/1.x status line: {status_line:.80?}"));
+        return malformed(format!(
+            "not an HTTP/1.x status line: {:.80}",
+            quoted(status_line)
+        ));
     }
     let status: u16 = code
         .parse()
-        .map_err(|_| Malformed(format!("bad status {code:.80?}")))?;
+        .map_err(|_| Malformed(format!("bad status {:.80}", quoted(code))))?;
     let (mut length, mut chunked) = (None, false);
     for line in lines {
         let Some((name, value)) = line.split_once(':') else {
-            return malformed(format!("bad header line {line:.80?}"));
+            return malformed(format!("bad header line {:.80}", quoted(line)));
         };
         let value = value.trim();
         if name.eq_ignore_ascii_case("content-length") {
             let n: usize = value
                 .parse()
-                .map_err(|_| Malformed(format!("bad Content-Length {value:.40?}")))?;
+                .map_err(|_| Malformed(format!("bad Content-Length {:.40}", quoted(value))))?;
             if n > MAX_MESSAGE {
                 return malformed(format!("a reply of {n} bytes is over {MAX_MESSAGE}"));
             }
@@ -382,7 +386,7 @@ impl Body {
                         .filter(|s| !s.is_empty() && s.len() <= 8)
                         .and_then(|s| usize::from_str_radix(s, 16).ok())
                         .ok_or_else(|| {
-                            Malformed(format!("bad chunk size {:.40?}", lossy(&line)))
+                            Malformed(format!("bad chunk size {:.40}", quoted(&lossy(&line))))
                         })?;
                     if size > MAX_MESSAGE {
                         return malformed(format!("a chunk of {size} bytes is over {MAX_MESSAGE}"));

@@ -220,7 +220,11 @@ pub(super) fn decode(conn: &Conn, text: &[u8]) -> Result<WatchMsg> {
             let kind = match e.kind.as_str() {
                 "" | "PUT" => EventKind::Put,
                 "DELETE" => EventKind::Delete,
-                other => return Err(conn.protocol(format!("event type {other:.40?}"))),
+                other => {
+                    return Err(
+                        conn.protocol(format!("event type {:.40}", crate::quote::quoted(other)))
+                    );
+                }
             };
             events.push(Event {
                 kind,

@@ -10,6 +10,7 @@ use crate::netlink::link::{Change, IPV4_DEVCONF_ARP_NOTIFY, Link};
 use crate::netlink::route::{RT_TABLE_MAIN, Route};
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use nix::libc;
 use std::net::IpAddr;
@@ -36,8 +37,9 @@ pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResu
         };
         if result.interfaces.get(idx).map(|i| i.name.as_str()) != Some(ifname) {
             return Err(Error::internal(format!(
-                "failed to add IP addr {} to {ifname:?}: invalid interface index",
-                ip.address
+                "failed to add IP addr {} to {ifname}: invalid interface index",
+                ip.address,
+                ifname = quoted(&ifname)
             )));
         }
         ips.push(ip);
@@ -54,10 +56,16 @@ pub fn configure(sock: &mut Socket, ifname: &str, result: &NetResult) -> CniResu
     }
     for ip in &ips {
         sock.add_address(link.index, ip.address, 0)
-            .with_context(|| format!("failed to add IP addr {} to {ifname:?}", ip.address))?;
+            .with_context(|| {
+                format!(
+                    "failed to add IP addr {} to {ifname}",
+                    ip.address,
+                    ifname = quoted(&ifname)
+                )
+            })?;
     }
     sock.set_link(&link, Change::Up(true))
-        .with_context(|| format!("failed to set {ifname:?} UP"))?;
+        .with_context(|| format!("failed to set {ifname} UP", ifname = quoted(&ifname)))?;
     let (gw4, gw6) = first_gateways(&ips);
     if gw6.is_some() {
         wait_for_dad(sock, &link)?;

@@ -6,11 +6,12 @@ use crate::cni::error::Context;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use ipnet::IpNet;
 
 /// Opens CNI_NETNS for ADD/CHECK with the reference's message.
 pub fn open_netns(path: &str) -> CniResult<NetNs> {
-    NetNs::open(path).with_context(|| format!("failed to open netns {path:?}"))
+    NetNs::open(path).with_context(|| format!("failed to open netns {path}", path = quoted(&path)))
 }
 
 /// Deletes `ifname` in the container namespace, returning its global addresses
@@ -33,7 +34,7 @@ pub fn delete_in_container(ns: &NetNs, ifname: &str) -> CniResult<Vec<IpNet>> {
             );
         }
         sock.delete_link_detached(link.index)
-            .with_context(|| format!("failed to delete {ifname:?}"))?;
+            .with_context(|| format!("failed to delete {ifname}", ifname = quoted(&ifname)))?;
         Ok(addrs)
     })?
 }

@@ -17,6 +17,7 @@ use crate::netlink::addr::Family;
 use crate::netlink::link::{Change, Link, LinkKind, NewLink, parse_mac};
 use crate::netlink::route::RT_TABLE_MAIN;
 use crate::netns::NetNs;
+use crate::quote::quoted;
 
 /// Creates a link for the container under a temporary name, directly in the
 /// container namespace (or inside it, when its parent lives there), then renames
@@ -47,7 +48,12 @@ pub fn create_in_container(
         let link = sock.link_by_name(&tmp)?;
         if let Err(e) = sock.set_link(&link, Change::Name(ifname)) {
             let _ = sock.delete_link(link.index);
-            return Err(e).with_context(|| format!("failed to rename {kind} to {ifname:?}"));
+            return Err(e).with_context(|| {
+                format!(
+                    "failed to rename {kind} to {ifname}",
+                    ifname = quoted(&ifname)
+                )
+            });
         }
         Ok(sock.link_by_index(link.index)?)
     })?
@@ -188,7 +194,8 @@ pub fn check_single(inv: &Invocation, kind: Option<LinkKind>) -> CniResult<Link>
         .cloned()
         .ok_or_else(|| {
             Error::internal(format!(
-                "no interface {ifname:?} with a sandbox in prevResult"
+                "no interface {ifname} with a sandbox in prevResult",
+                ifname = quoted(&ifname)
             ))
         })?;
     let ns = open_netns(&inv.env.netns)?;
@@ -199,8 +206,9 @@ pub fn check_single(inv: &Invocation, kind: Option<LinkKind>) -> CniResult<Link>
             && link.kind != kind
         {
             return Err(Error::internal(format!(
-                "{ifname:?} is a {} link, not {kind}",
-                link.kind
+                "{ifname} is a {} link, not {kind}",
+                link.kind,
+                ifname = quoted(&ifname)
             )));
         }
         if !want.mac.is_empty() && want.mac != link.mac_string() {
@@ -263,7 +271,7 @@ pub fn find_master(inv: &Invocation, name: &str, in_container: bool) -> CniResul
             return default_route_link(&mut sock);
         }
         sock.link_by_name(name)
-            .with_context(|| format!("failed to lookup master {name:?}"))
+            .with_context(|| format!("failed to lookup master {name}", name = quoted(&name)))
     };
     if in_container {
         open_netns(&inv.env.netns)?.run(lookup)?
@@ -303,7 +311,9 @@ pub fn requested_mac(inv: &Invocation, from_conf: Option<String>) -> CniResult<O
         mac = Some(m);
     }
     mac.map(|m| {
-        parse_mac(&m).ok_or_else(|| Error::invalid_config(format!("invalid MAC address {m:?}")))
+        parse_mac(&m).ok_or_else(|| {
+            Error::invalid_config(format!("invalid MAC address {m}", m = quoted(&m)))
+        })
     })
     .transpose()
 }

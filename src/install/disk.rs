@@ -6,6 +6,7 @@
 
 use super::plan::{Observed, State};
 use crate::files::{self, StateOpen};
+use crate::quote::quoted;
 use anyhow::{Context, Result, bail};
 use fs_err::os::unix::fs::OpenOptionsExt;
 use nix::fcntl::{Flock, FlockArg, OFlag};
@@ -270,8 +271,8 @@ fn version_failure(status: std::process::ExitStatus, stdout: &[u8], stderr: &[u8
         let text = text.trim();
         match text.char_indices().nth(200) {
             _ if text.is_empty() => "nothing".to_string(),
-            Some((cut, _)) => format!("{:?}...", &text[..cut]),
-            None => format!("{text:?}"),
+            Some((cut, _)) => format!("{}...", quoted(&text[..cut])),
+            None => format!("{text}", text = quoted(&text)),
         }
     };
     format!(

@@ -9,6 +9,7 @@ mod plan;
 mod report;
 
 use crate::plugins::PLUGINS;
+use crate::quote::quoted;
 use anyhow::{Context, Result};
 use clap::Parser;
 use disk::Dir;
@@ -175,7 +176,7 @@ fn layout(cli: &Cli) -> Result<Layout> {
 /// Every name install manages, the binary first.
 fn names() -> Vec<String> {
     let mut names: Vec<String> = std::iter::once(BINARY)
-        .chain(PLUGINS.iter().map(|p| p.name))
+        .chain(PLUGINS.iter().map(crate::plugins::Entry::name))
         .map(str::to_string)
         .filter(|n| plan::valid_name(n))
         .collect();
@@ -364,7 +365,10 @@ fn restore(dir: &Dir, cli: &Cli, mut state: State, me: &str) -> Result<i32> {
             .chain(backup)
             .find(|n| !plan::valid_name(n))
         {
-            anyhow::bail!("state file names {bad:?}, not a file name");
+            anyhow::bail!(
+                "state file names {bad}, not a file name",
+                bad = quoted(&bad)
+            );
         }
         let now = dir.observe(&name)?;
         let step = plan::plan_restore(&name, &now, &was, &state, me);

@@ -3,12 +3,18 @@
 //! each front end's own command under it. Completion walks it and the manual
 //! pages are written from it; dispatch itself stays in `main_with_args`.
 
+use super::table::{SUBCOMMANDS, Subcommand};
 use crate::cni::version;
-use crate::plugins::PLUGINS;
+use crate::plugins::{Entry, PLUGINS};
 use clap::{Arg, ArgAction, Command};
 
 /// The tree under `cni-multi`.
 pub fn top() -> Command {
+    top_of(PLUGINS, SUBCOMMANDS)
+}
+
+/// The tree of these plugins and subcommands.
+pub fn top_of(plugins: &[Entry], subcommands: &[Subcommand]) -> Command {
     let mut top = Command::new(super::BINARY)
         .about("The CNI plugins in one binary")
         .long_about(
@@ -23,31 +29,22 @@ pub fn top() -> Command {
                 .long("list")
                 .action(ArgAction::SetTrue)
                 .help("Print every plugin name, one per line"),
-        )
-        .subcommand(crate::cnitool::command())
-        .subcommand(crate::install::command())
-        .subcommand(flanneld());
-    for p in PLUGINS {
-        let mut plugin = Command::new(p.name).about(p.summary);
-        if p.name == "dhcp" {
-            plugin = plugin.subcommand(
-                crate::daemons::dhcp::command()
-                    .name("daemon")
-                    .about("The dhcp plugin's lease daemon"),
-            );
+        );
+    for s in subcommands.iter().filter(|s| s.words.len() == 1) {
+        top = top.subcommand((s.command)());
+    }
+    for p in plugins {
+        let mut plugin = Command::new(p.name()).about(p.info.summary);
+        // Its own subcommands (`dhcp daemon`).
+        for s in subcommands
+            .iter()
+            .filter(|s| s.words.len() == 2 && s.words[0] == p.name())
+        {
+            plugin = plugin.subcommand((s.command)());
         }
         top = top.subcommand(plugin);
     }
     top
-}
-
-/// flanneld's description is a paragraph: a line for lists, the paragraph
-/// for its page.
-fn flanneld() -> Command {
-    let cmd = crate::daemons::flanneld::command();
-    let long = cmd.get_about().cloned().unwrap_or_default();
-    cmd.about("flannel's network daemon on etcd (also run as flanneld)")
-        .long_about(long)
 }
 
 #[cfg(test)]
@@ -59,9 +56,10 @@ mod tests {
         let mut top = top();
         top.build();
         let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
-        for name in ["cnitool", "install", "flanneld"]
-            .into_iter()
-            .chain(PLUGINS.iter().map(|p| p.name))
+        let own = SUBCOMMANDS.iter().filter(|s| s.words.len() == 1);
+        for name in own
+            .map(|s| s.words[0])
+            .chain(PLUGINS.iter().map(Entry::name))
         {
             assert!(names.contains(&name), "{name} missing: {names:?}");
         }

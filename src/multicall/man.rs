@@ -13,25 +13,28 @@ pub fn pages() -> Vec<(String, u8, Vec<String>, Command)> {
     top.build();
     let mut out = Vec::new();
     let bin = super::BINARY.to_string();
-    let sub = |name: &str| top.find_subcommand(name).cloned();
     out.push((format!("{bin}.1"), 1, vec![bin.clone()], top.clone()));
-    for name in ["cnitool", "install"] {
-        if let Some(cmd) = sub(name) {
-            out.push((
-                format!("{bin}-{name}.1"),
-                1,
-                vec![bin.clone(), name.to_string()],
-                cmd,
-            ));
+    for s in super::table::SUBCOMMANDS {
+        let mut cmd = Some(&top);
+        for w in s.words {
+            cmd = cmd.and_then(|c| c.find_subcommand(w));
         }
-    }
-    // Daemons are section 8; flanneld is also run under its own name.
-    if let Some(cmd) = sub("flanneld") {
-        out.push(("flanneld.8".into(), 8, vec!["flanneld".into()], cmd));
-    }
-    if let Some(cmd) = sub("dhcp").and_then(|d| d.find_subcommand("daemon").cloned()) {
-        let words = vec![bin.clone(), "dhcp".into(), "daemon".into()];
-        out.push((format!("{bin}-dhcp-daemon.8"), 8, words, cmd));
+        let Some(cmd) = cmd.cloned() else {
+            continue;
+        };
+        let section = if s.daemon { 8 } else { 1 };
+        // A daemon run under its own name has its page under that name.
+        let (file, words) = match s.words {
+            [name] if s.daemon && s.as_link => (name.to_string(), vec![name.to_string()]),
+            _ => {
+                let words = std::iter::once(bin.as_str()).chain(s.words.iter().copied());
+                (
+                    format!("{bin}-{}", s.words.join("-")),
+                    words.map(str::to_string).collect(),
+                )
+            }
+        };
+        out.push((format!("{file}.{section}"), section, words, cmd));
     }
     out
 }

@@ -2,6 +2,7 @@
 //! firewalld call or lock that failed, with its cause kept as `source()`. Which CNI code each
 //! becomes is decided in `boundary.rs`, not here.
 
+use crate::quote::quoted;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::{fmt, io};
@@ -73,7 +74,8 @@ impl fmt::Display for Error {
             }
             Error::ControlCharacter { line } => write!(
                 f,
-                "refusing iptables-restore input with a control character: {line:?}"
+                "refusing iptables-restore input with a control character: {line}",
+                line = quoted(&line)
             ),
             Error::Netlink(e) => write!(f, "nftables: {e}"),
             // lockfile's error already says what failed on which path.

@@ -394,13 +394,23 @@ pub fn render_all(batches: &[Batch]) -> Result<String> {
     Ok(input)
 }
 
+/// A family as an error text names it.
+fn family_name(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "IPv4",
+        Family::V6 => "IPv6",
+    }
+}
+
 /// Applies several tables' batches of `family` with one `iptables-restore
 /// --noflush --wait`; nothing to do runs nothing.
 pub fn apply_all(family: Family, batches: &[Batch]) -> Result<()> {
     if let Some(other) = batches.iter().find(|b| b.family != family) {
         return Err(Error::InvalidConfig(format!(
-            "a {:?} batch for table {} among {family:?} ones",
-            other.family, other.table
+            "a {} batch for table {} among {family} ones",
+            family_name(other.family),
+            other.table,
+            family = family_name(family)
         )));
     }
     let input = render_all(batches)?;

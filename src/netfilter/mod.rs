@@ -30,6 +30,14 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Its config value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Iptables => "iptables",
+            Backend::Nftables => "nftables",
+        }
+    }
+
     /// A `backend`/`ipMasqBackend` config value.
     pub fn parse(s: &str) -> Result<Backend> {
         match s {

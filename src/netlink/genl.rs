@@ -5,6 +5,7 @@
 use super::headers::GenlMsgHdr;
 use super::wire::{self, Body};
 use super::{Channel, Error, Result};
+use crate::quote::quoted;
 use neli::consts::socket::NlFamily;
 use nix::libc;
 
@@ -57,7 +58,7 @@ impl GenlSocket {
             .ok_or_else(|| {
                 Error::local(
                     "resolve generic netlink family",
-                    format!("no id for {name:?}"),
+                    format!("no id for {name}", name = quoted(&name)),
                 )
             })?;
         sock.family = id;

@@ -7,6 +7,7 @@
 use super::Socket;
 use super::addr::Family;
 use super::wire::{self, Body};
+use crate::quote::quoted;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
@@ -60,7 +61,7 @@ pub enum Error {
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::InvalidKey(key) => write!(f, "invalid net sysctl key {key:?}"),
+            Error::InvalidKey(key) => write!(f, "invalid net sysctl key {key}", key = quoted(&key)),
             Error::Set { key, value, source } => write!(f, "failed to set {key}={value}: {source}"),
             Error::Get { key, source } => write!(f, "failed to read {key}: {source}"),
         }

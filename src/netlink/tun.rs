@@ -2,6 +2,7 @@
 //! RTM_NEWLINK for kind "tun"), made persistent, then handled as links.
 
 use super::Error;
+use crate::quote::quoted;
 use nix::errno::Errno;
 use nix::libc;
 use std::os::fd::AsRawFd;
@@ -36,7 +37,7 @@ pub struct TapSpec {
 pub fn create_tap(spec: &TapSpec) -> super::Result<()> {
     if spec.name.is_empty() || spec.name.len() >= libc::IFNAMSIZ {
         return Err(Error::os(
-            format!("invalid tap name {:?}", spec.name),
+            format!("invalid tap name {}", quoted(&spec.name)),
             Errno::EINVAL,
         ));
     }

@@ -4,6 +4,7 @@
 
 pub mod vantage;
 
+use crate::quote::quoted;
 use nix::sched::{CloneFlags, setns};
 use std::fmt;
 use std::fs::File;
@@ -38,9 +39,16 @@ impl fmt::Display for Error {
                 write!(f, "{} is not a network namespace", p.display())
             }
             Error::Enter(p, e) => write!(f, "failed to enter netns {}: {e}", p.display()),
-            Error::InvalidName(name) => write!(f, "invalid namespace name {name:?}"),
+            Error::InvalidName(name) => {
+                write!(f, "invalid namespace name {name}", name = quoted(&name))
+            }
             Error::NoSuchName(name, dir) => {
-                write!(f, "no namespace {name:?} in {}", dir.display())
+                write!(
+                    f,
+                    "no namespace {name} in {}",
+                    dir.display(),
+                    name = quoted(&name)
+                )
             }
             Error::Sys(op, p, e) => write!(f, "{op} {}: {e}", p.display()),
             Error::File(e) => write!(f, "{e}"),

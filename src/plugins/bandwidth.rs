@@ -15,6 +15,7 @@ use crate::netlink::Socket;
 use crate::netlink::link::{Change, Kind, Link, LinkKind, NewLink};
 use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -61,9 +62,9 @@ fn scope(inv: &Invocation) -> CniResult<Scope> {
     let parse = |list: &[String]| {
         list.iter()
             .map(|s| {
-                s.parse::<IpNet>()
-                    .map(|n| n.trunc())
-                    .map_err(|_| Error::invalid_config(format!("invalid subnet {s:?}")))
+                s.parse::<IpNet>().map(|n| n.trunc()).map_err(|_| {
+                    Error::invalid_config(format!("invalid subnet {s}", s = quoted(&s)))
+                })
             })
             .collect::<CniResult<Vec<_>>>()
     };
@@ -250,6 +251,14 @@ fn queue_fits(l: &Limits) -> CniResult<()> {
 }
 
 /// The reference's tbf parameters for a rate (bits/s) and burst (bits).
+/// A tbf qdisc's settings as an error text shows them.
+fn tbf_text(t: &Tbf) -> String {
+    format!(
+        "rate {} bytes/s, limit {} bytes, buffer {} ticks",
+        t.rate, t.limit, t.buffer
+    )
+}
+
 fn tbf_params(rate_bits: u64, burst_bits: u64) -> Tbf {
     let rate = rate_bits / 8;
     let burst = (burst_bits / 8) as u32;
@@ -417,7 +426,9 @@ fn check_shaped(
         .ok_or_else(|| Error::internal(format!("{what}: no tbf qdisc")))?;
     if found != want {
         return Err(Error::internal(format!(
-            "{what}: tbf is {found:?}, expected {want:?}"
+            "{what}: tbf is {}, expected {}",
+            tbf_text(&found),
+            tbf_text(&want)
         )));
     }
     Ok(())

@@ -14,6 +14,7 @@ use crate::netlink::link::{
 };
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use nix::libc;
 use serde::Deserialize;
@@ -222,30 +223,34 @@ impl Plugin for Bridge {
         let mut host = Socket::open()?;
         let bridge = host
             .link_by_name(&conf.bridge)
-            .with_context(|| format!("failed to find bridge {:?}", conf.bridge))?;
+            .with_context(|| format!("failed to find bridge {}", quoted(&conf.bridge)))?;
         if bridge.kind != LinkKind::Bridge {
             return Err(Error::internal(format!(
-                "{:?} is not a bridge",
-                conf.bridge
+                "{} is not a bridge",
+                quoted(&conf.bridge)
             )));
         }
         if conf.promisc && !bridge.is_promisc() {
             return Err(Error::internal(format!(
-                "bridge {:?} is not in promiscuous mode",
-                conf.bridge
+                "bridge {} is not in promiscuous mode",
+                quoted(&conf.bridge)
             )));
         }
         // The container veth, its MAC, addresses and routes (and IPAM's CHECK).
         let container = iface::check_single(inv, Some(LinkKind::Veth))?;
         let ifname = inv.env.ifname.as_str();
-        let peer = container
-            .parent
-            .ok_or_else(|| Error::internal(format!("{ifname:?} has no veth peer")))?;
+        let peer = container.parent.ok_or_else(|| {
+            Error::internal(format!(
+                "{ifname} has no veth peer",
+                ifname = quoted(&ifname)
+            ))
+        })?;
         let host_end = host.link_by_index(peer)?;
         if host_end.master != Some(bridge.index) {
             return Err(Error::internal(format!(
-                "host veth {:?} is not attached to bridge {:?}",
-                host_end.name, conf.bridge
+                "host veth {} is not attached to bridge {}",
+                quoted(&host_end.name),
+                quoted(&conf.bridge)
             )));
         }
         Ok(())
@@ -291,17 +296,18 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
                 Ok(()) => made_here = true,
                 Err(e) if e.is(libc::EEXIST) => {}
                 Err(e) => {
-                    return Err(e).with_context(|| format!("could not add {:?}", conf.bridge));
+                    return Err(e)
+                        .with_context(|| format!("could not add {}", quoted(&conf.bridge)));
                 }
             }
             sock.link_by_name(&conf.bridge)
-                .with_context(|| format!("could not add {:?}", conf.bridge))?
+                .with_context(|| format!("could not add {}", quoted(&conf.bridge)))?
         }
     };
     if link.kind != LinkKind::Bridge {
         return Err(Error::internal(format!(
-            "{:?} already exists but is not a bridge",
-            conf.bridge
+            "{} already exists but is not a bridge",
+            quoted(&conf.bridge)
         )));
     }
     // The bridge's routes are ours, on every ADD as the reference (someone may
@@ -314,7 +320,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
     // On every ADD, as upstream: someone may have changed it since.
     if let Some(mask) = conf.group_fwd_mask.filter(|_| !made_here) {
         sock.set_bridge_group_fwd_mask(link.index, mask)
-            .with_context(|| format!("could not set groupFwdMask of {:?}", conf.bridge))?;
+            .with_context(|| format!("could not set groupFwdMask of {}", quoted(&conf.bridge)))?;
     }
     if conf.promisc && !link.is_promisc() {
         sock.set_link(&link, Change::Promisc(true))?;
@@ -341,7 +347,7 @@ fn pin_mac(sock: &mut Socket, bridge: &Link) -> CniResult<Option<[u8; 6]>> {
     };
     if let Some(mac) = mac {
         sock.set_link(bridge, Change::Mac(mac))
-            .with_context(|| format!("could not set bridge's mac on {:?}", bridge.name))?;
+            .with_context(|| format!("could not set bridge's mac on {}", quoted(&bridge.name)))?;
     }
     Ok(mac)
 }
@@ -351,8 +357,9 @@ fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> Cn
     sock.set_link(host, Change::Master(Some(bridge.index)))
         .with_context(|| {
             format!(
-                "failed to connect {:?} to bridge {}",
-                host.name, bridge.name
+                "failed to connect {} to bridge {}",
+                quoted(&host.name),
+                bridge.name
             )
         })?;
     if conf.hairpin || conf.port_isolation {
@@ -389,7 +396,10 @@ fn set_port_vlans(
     if !preserve_default {
         for vid in sock.bridge_port_vlans(port.index)? {
             sock.delete_bridge_vlan(port.index, vid).with_context(|| {
-                format!("failed to remove default vlan on interface {:?}", port.name)
+                format!(
+                    "failed to remove default vlan on interface {}",
+                    quoted(&port.name)
+                )
             })?;
         }
     }
@@ -403,8 +413,12 @@ fn set_port_vlans(
 
 /// macspoofchk for the container end's MAC, entering through the host end.
 fn macspoof_setup(inv: &Invocation, host: &Link, container: &Link) -> CniResult<macspoof::Guard> {
-    let mac = <[u8; 6]>::try_from(container.mac.as_slice())
-        .map_err(|_| Error::internal(format!("{:?} has no Ethernet address", container.name)))?;
+    let mac = <[u8; 6]>::try_from(container.mac.as_slice()).map_err(|_| {
+        Error::internal(format!(
+            "{} has no Ethernet address",
+            quoted(&container.name)
+        ))
+    })?;
     let (id, ifname) = (&inv.env.container_id, &inv.env.ifname);
     Ok(macspoof::setup(id, ifname, &host.name, mac)?)
 }
@@ -445,11 +459,14 @@ fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResu
     match host.link_by_name(&name) {
         Ok(link) => return Ok(link),
         Err(e) if e.is_not_found() => {}
-        Err(e) => return Err(e).with_context(|| format!("failed to find interface {name:?}")),
+        Err(e) => {
+            return Err(e)
+                .with_context(|| format!("failed to find interface {name}", name = quoted(&name)));
+        }
     }
     let here = NetNs::current()?;
     let pair = iface::setup_veth(host, &here, &name, Some(bridge.mtu), None)
-        .with_context(|| format!("failed to create vlan gateway {name:?}"))?;
+        .with_context(|| format!("failed to create vlan gateway {name}", name = quoted(&name)))?;
     let attach = |host: &mut Socket| -> CniResult<()> {
         host.set_link(&pair.host, Change::Master(Some(bridge.index)))?;
         set_port_vlans(host, &pair.host, conf.vlan, &[], conf.preserve_default_vlan)?;
@@ -459,7 +476,10 @@ fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResu
     if let Err(e) = attach(host) {
         // Half made, it would be reused as it is by the next ADD.
         let _ = host.delete_link(pair.container.index);
-        return Err(e.context(format!("failed to create vlan gateway {name:?}")));
+        return Err(e.context(format!(
+            "failed to create vlan gateway {name}",
+            name = quoted(&name)
+        )));
     }
     Ok(pair.container)
 }
@@ -514,8 +534,8 @@ fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> C
         if conflict && a.scope == 0 {
             if !force {
                 return Err(Error::internal(format!(
-                    "{:?} already has an IP address different from {gw}",
-                    bridge.name
+                    "{} already has an IP address different from {gw}",
+                    quoted(&bridge.name)
                 )));
             }
             sock.del_address(bridge.index, a.addr)?;
@@ -524,7 +544,9 @@ fn ensure_address(sock: &mut Socket, bridge: &Link, gw: IpNet, force: bool) -> C
     match sock.add_address(bridge.index, gw, 0) {
         Ok(()) => Ok(true),
         Err(e) if e.is(libc::EEXIST) => Ok(false),
-        Err(e) => Err(e).with_context(|| format!("could not add IP address to {:?}", bridge.name)),
+        Err(e) => {
+            Err(e).with_context(|| format!("could not add IP address to {}", quoted(&bridge.name)))
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use crate::dhcp::options::{self, Provide, RequestOption};
 use crate::dhcp::protocol::{
     self, Attachment, Call, DEFAULT_SOCKET, Deadlines, ExchangeError, Failure, Keep, Kind, Reply,
 };
+use crate::quote::quoted;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -192,7 +193,7 @@ impl Conf {
             std::path::absolute(&inv.env.netns).map_err(|e| {
                 Error::caused_by(
                     Code::Internal,
-                    format!("failed to make {:?} an absolute path", inv.env.netns),
+                    format!("failed to make {} an absolute path", quoted(&inv.env.netns)),
                     e,
                 )
             })?

@@ -8,6 +8,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::Backend;
 use crate::netfilter::firewall::{self as rules, IngressPolicy, Plan, Target, firewalld};
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::Deserialize;
 
@@ -47,7 +48,8 @@ impl Conf {
             "firewalld" => Some(Target::Firewalld),
             other => {
                 return Err(Error::invalid_config(format!(
-                    "unknown firewall backend {other:?}"
+                    "unknown firewall backend {other}",
+                    other = quoted(&other)
                 )));
             }
         };
@@ -59,7 +61,8 @@ impl Conf {
         // firewalld judges zone names; only text it could log garbled stays out.
         if zone.chars().any(char::is_control) {
             return Err(Error::invalid_config(format!(
-                "invalid firewalldZone {zone:?}"
+                "invalid firewalldZone {zone}",
+                zone = quoted(&zone)
             )));
         }
         let admin_chain = if k.admin_chain.is_empty() {
@@ -69,7 +72,8 @@ impl Conf {
         };
         if !crate::netfilter::iptables::valid_chain_name(&admin_chain) {
             return Err(Error::invalid_config(format!(
-                "invalid iptablesAdminChainName {admin_chain:?}"
+                "invalid iptablesAdminChainName {admin_chain}",
+                admin_chain = quoted(&admin_chain)
             )));
         }
         let policy = IngressPolicy::parse(&k.ingress_policy)?;

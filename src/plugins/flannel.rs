@@ -8,6 +8,7 @@ use crate::cni::error::Context;
 use crate::cni::json::map_field;
 use crate::cni::result::{NetResult, go_escape};
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -40,9 +41,9 @@ pub struct SubnetEnv {
 fn parse_nets(value: &str, key: &str) -> CniResult<Vec<IpNet>> {
     let mut out: Vec<IpNet> = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let net: IpNet = item
-            .parse()
-            .map_err(|e| Error::internal(format!("invalid {key} {item:?}")).with_source(e))?;
+        let net: IpNet = item.parse().map_err(|e| {
+            Error::internal(format!("invalid {key} {item}", item = quoted(&item))).with_source(e)
+        })?;
         let net = net.trunc();
         if !out.contains(&net) {
             out.push(net);
@@ -75,7 +76,11 @@ pub fn parse_subnet_env(text: &str, source: &str) -> CniResult<SubnetEnv> {
             "FLANNEL_IPV6_SUBNET" => env.ipv6_subnet = parse_nets(value, key)?.into_iter().next(),
             "FLANNEL_MTU" => {
                 env.mtu = value.parse().map_err(|e| {
-                    Error::internal(format!("invalid FLANNEL_MTU {value:?}")).with_source(e)
+                    Error::internal(format!(
+                        "invalid FLANNEL_MTU {value}",
+                        value = quoted(&value)
+                    ))
+                    .with_source(e)
                 })?;
                 have_mtu = true;
             }

@@ -1,9 +1,12 @@
 //! What a configured plugin leaves on the node besides its result: the
 //! directories of its state files, its IPAM's store or daemon, the bridge it
-//! attaches to, the masquerading and rules it writes. Read from its config's
-//! keys as the plugin reads them (case-insensitive, defaults applied), for
-//! tools that look at a node's CNI state.
+//! attaches to, the masquerading and rules it writes. Its table entry says
+//! what it keeps and how it is repaired; the functions here, which the
+//! entries name, read its config's keys as the plugin reads them
+//! (case-insensitive, defaults applied), for tools that look at a node's CNI
+//! state.
 
+use super::entry::{Entry, Files, Repair};
 use crate::cni::json::map_field;
 use crate::runtime::conf::PluginConf;
 use ipnet::IpNet;
@@ -11,13 +14,14 @@ use serde_json::{Map, Value};
 use std::path::PathBuf;
 
 /// A configured plugin's footprint; a field a plugin does not have is None.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Footprint {
     /// Where it keeps its files (`dataDir`, else its default).
     pub data_dir: Option<PathBuf>,
-    /// Whether those files are per-attachment records
-    /// (`<containerID>@<ifname>[@<network hash>].json`).
-    pub records: bool,
+    /// What those files are.
+    pub files: Files,
+    /// How its state is repaired.
+    pub repair: Repair,
     /// Its host-local IPAM's store (`ipam.dataDir`).
     pub host_local: Option<PathBuf>,
     /// Its dhcp IPAM's daemon socket (`ipam.daemonSocketPath`).
@@ -37,65 +41,102 @@ pub struct Footprint {
     pub subnets: Vec<IpNet>,
 }
 
-impl Footprint {
-    pub fn of(p: &PluginConf) -> Footprint {
-        let raw = &p.raw;
-        let ipam = match map_field(raw, "ipam") {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        };
-        let ipam_text = |k| ipam.and_then(|m| text(m, k));
-        let ipam_type = ipam_text("type");
-        let dir = |k, default: &str| Some(PathBuf::from(absolute(raw, k).unwrap_or(default)));
-        let data_dir = match p.plugin_type.as_str() {
-            "firewall" => dir("dataDir", super::firewall::DEFAULT_DATA_DIR),
-            "portmap" => dir("dataDir", super::portmap::DEFAULT_DATA_DIR),
-            "bandwidth" => dir("dataDir", super::bandwidth::DEFAULT_DATA_DIR),
-            "tuning" => dir("dataDir", super::tuning::DEFAULT_DATA_DIR),
-            "flannel" => dir("dataDir", super::flannel::DEFAULT_DATA_DIR),
-            _ => None,
-        };
-        let backend = text(raw, "backend");
+impl Default for Footprint {
+    fn default() -> Footprint {
         Footprint {
-            records: matches!(p.plugin_type.as_str(), "firewall" | "portmap" | "bandwidth"),
-            data_dir,
-            host_local: (ipam_type == Some("host-local")).then(|| {
-                let d = ipam.and_then(|m| absolute(m, "dataDir"));
-                PathBuf::from(d.unwrap_or(crate::ipam::store::DEFAULT_DATA_DIR))
-            }),
-            dhcp_socket: (ipam_type == Some("dhcp")).then(|| {
-                let s = ipam.and_then(|m| absolute(m, "daemonSocketPath"));
-                PathBuf::from(s.unwrap_or(crate::dhcp::protocol::DEFAULT_SOCKET))
-            }),
-            bridge: (p.plugin_type == "bridge").then(|| {
-                let b = text(raw, "bridge").filter(|b| !b.is_empty());
-                b.unwrap_or(super::bridge::DEFAULT_BRIDGE).to_string()
-            }),
-            ip_masq: matches!(p.plugin_type.as_str(), "bridge" | "ptp").then(|| {
-                let on = map_field(raw, "ipMasq").and_then(Value::as_bool);
-                (
-                    on == Some(true),
-                    text(raw, "ipMasqBackend").map(str::to_string),
-                )
-            }),
-            cni_dir: (p.plugin_type == "multus")
-                .then(|| dir("cniDir", super::multus::DEFAULT_CNI_DIR))
-                .flatten(),
-            firewalld_zone: (p.plugin_type == "firewall"
-                && matches!(backend, None | Some("firewalld")))
-            .then(|| {
-                let z = text(raw, "firewalldZone").filter(|z| !z.is_empty());
-                z.unwrap_or(crate::netfilter::firewall::firewalld::DEFAULT_ZONE)
-                    .to_string()
-            }),
-            iptables: matches!(p.plugin_type.as_str(), "portmap" | "firewall")
-                && match map_field(raw, "backend") {
-                    None | Some(Value::Null) => p.plugin_type == "portmap",
-                    Some(v) => v.as_str() == Some("iptables"),
-                },
-            subnets: ipam.map(subnets).unwrap_or_default(),
+            data_dir: None,
+            files: Files::None,
+            repair: Repair::None,
+            host_local: None,
+            dhcp_socket: None,
+            bridge: None,
+            ip_masq: None,
+            cni_dir: None,
+            firewalld_zone: None,
+            iptables: false,
+            subnets: Vec::new(),
         }
     }
+}
+
+impl Footprint {
+    pub fn of(p: &PluginConf) -> Footprint {
+        Footprint::in_table(super::PLUGINS, p)
+    }
+
+    /// The footprint as `table` describes the plugin (and its IPAM plugin).
+    pub fn in_table(table: &[Entry], p: &PluginConf) -> Footprint {
+        let raw = &p.raw;
+        let find = |name: &str| table.iter().find(|e| e.name() == name);
+        let mut f = Footprint::default();
+        if let Some(e) = find(&p.plugin_type) {
+            let s = &e.state;
+            f.data_dir = s
+                .data_dir
+                .map(|d| PathBuf::from(absolute(raw, "dataDir").unwrap_or(d)));
+            f.files = s.files;
+            f.repair = s.repair;
+            (s.keys)(raw, &mut f);
+        }
+        if let Some(Value::Object(ipam)) = map_field(raw, "ipam") {
+            if let Some(e) = text(ipam, "type").and_then(find) {
+                (e.state.ipam_keys)(ipam, &mut f);
+            }
+            f.subnets = subnets(ipam);
+        }
+        f
+    }
+}
+
+/// bridge's bridge and masquerading.
+pub(super) fn bridge(raw: &Map<String, Value>, f: &mut Footprint) {
+    let b = text(raw, "bridge").filter(|b| !b.is_empty());
+    f.bridge = Some(b.unwrap_or(super::bridge::DEFAULT_BRIDGE).to_string());
+    ip_masq(raw, f);
+}
+
+/// The masquerading of bridge and ptp.
+pub(super) fn ip_masq(raw: &Map<String, Value>, f: &mut Footprint) {
+    let on = map_field(raw, "ipMasq").and_then(Value::as_bool);
+    let backend = text(raw, "ipMasqBackend").map(str::to_string);
+    f.ip_masq = Some((on == Some(true), backend));
+}
+
+/// portmap's rules: iptables unless `backend` says otherwise.
+pub(super) fn portmap(raw: &Map<String, Value>, f: &mut Footprint) {
+    f.iptables = match map_field(raw, "backend") {
+        None | Some(Value::Null) => true,
+        Some(v) => v.as_str() == Some("iptables"),
+    };
+}
+
+/// firewall's rules (iptables only when `backend` says so) or its zone.
+pub(super) fn firewall(raw: &Map<String, Value>, f: &mut Footprint) {
+    let backend = text(raw, "backend");
+    f.iptables = backend == Some("iptables");
+    if matches!(backend, None | Some("firewalld")) {
+        let z = text(raw, "firewalldZone").filter(|z| !z.is_empty());
+        let zone = z.unwrap_or(crate::netfilter::firewall::firewalld::DEFAULT_ZONE);
+        f.firewalld_zone = Some(zone.to_string());
+    }
+}
+
+/// multus's `cniDir`.
+pub(super) fn multus(raw: &Map<String, Value>, f: &mut Footprint) {
+    let dir = absolute(raw, "cniDir").unwrap_or(super::multus::DEFAULT_CNI_DIR);
+    f.cni_dir = Some(PathBuf::from(dir));
+}
+
+/// As IPAM: host-local's store.
+pub(super) fn host_local(ipam: &Map<String, Value>, f: &mut Footprint) {
+    let d = absolute(ipam, "dataDir").unwrap_or(crate::ipam::store::DEFAULT_DATA_DIR);
+    f.host_local = Some(PathBuf::from(d));
+}
+
+/// As IPAM: dhcp's daemon socket.
+pub(super) fn dhcp(ipam: &Map<String, Value>, f: &mut Footprint) {
+    let s = absolute(ipam, "daemonSocketPath").unwrap_or(crate::dhcp::protocol::DEFAULT_SOCKET);
+    f.dhcp_socket = Some(PathBuf::from(s));
 }
 
 /// A string key's value.
@@ -141,7 +182,7 @@ mod tests {
         assert_eq!(nets, ["10.1.0.0/24", "10.2.0.0/24", "fd00::/64"]);
         assert!(!b.iptables && b.data_dir.is_none());
         let p = of(serde_json::json!({"type": "portmap", "dataDir": "relative"}));
-        assert!(p.iptables && p.records);
+        assert!(p.iptables && p.files == Files::Records);
         assert_eq!(p.data_dir, Some(PathBuf::from("/run/cni/portmap")));
         let f = of(serde_json::json!({"type": "firewall", "backend": "iptables"}));
         assert!(f.iptables && f.firewalld_zone.is_none());

@@ -22,6 +22,7 @@ use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, LinkKind};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use device::*;
 use record::{Identity, Lower, Owner, Record, View};
 use serde::Deserialize;
@@ -233,13 +234,13 @@ fn move_in_via(
 ) -> CniResult<Link> {
     let name = device.name.as_str();
     host.set_link(device, Change::Netns(temp.fd()))
-        .with_context(|| format!("failed to move {name:?} to tempNS"))?;
+        .with_context(|| format!("failed to move {name} to tempNS", name = quoted(&name)))?;
     let host_ns = NetNs::current()?;
     temp.run(|| -> CniResult<Link> {
         let mut sock = Socket::open()?;
         let dev = sock
             .link_by_name(name)
-            .with_context(|| format!("failed to find {name:?} in tempNS"))?;
+            .with_context(|| format!("failed to find {name} in tempNS", name = quoted(&name)))?;
         let entered = rename_and_enter(&mut sock, dev.index, name, temp, container, ifname);
         if entered.is_err() {
             // The only device here, under either name (back from the
@@ -268,19 +269,35 @@ fn rename_and_enter(
     ifname: &str,
 ) -> CniResult<Link> {
     sock.set_link(index, Change::Name(ifname))
-        .with_context(|| format!("failed to rename host device {name:?} to {ifname:?}"))?;
+        .with_context(|| {
+            format!(
+                "failed to rename host device {name} to {ifname}",
+                name = quoted(&name),
+                ifname = quoted(&ifname)
+            )
+        })?;
     sock.set_link(index, Change::Alias(name))
-        .with_context(|| format!("failed to set alias to {name:?}"))?;
+        .with_context(|| format!("failed to set alias to {name}", name = quoted(&name)))?;
     sock.set_link(index, Change::Netns(container.fd()))
-        .with_context(|| format!("failed to move {ifname:?} (host: {name:?}) to container NS"))?;
+        .with_context(|| {
+            format!(
+                "failed to move {ifname} (host: {name}) to container NS",
+                ifname = quoted(&ifname),
+                name = quoted(&name)
+            )
+        })?;
     container.run(|| -> CniResult<Link> {
         let mut sock = Socket::open()?;
-        let link = sock
-            .link_by_name(ifname)
-            .with_context(|| format!("failed to find {ifname:?} in container NS"))?;
+        let link = sock.link_by_name(ifname).with_context(|| {
+            format!(
+                "failed to find {ifname} in container NS",
+                ifname = quoted(&ifname)
+            )
+        })?;
         if let Err(e) = sock.set_link(&link, Change::Up(true)) {
             let _ = sock.set_link(link.index, Change::Netns(temp.fd()));
-            return Err(e).with_context(|| format!("failed to set {ifname:?} up"));
+            return Err(e)
+                .with_context(|| format!("failed to set {ifname} up", ifname = quoted(&ifname)));
         }
         Ok(sock.link_by_index(link.index)?)
     })?
@@ -372,7 +389,10 @@ fn move_back(record: &Record, container: &NetNs, pod_name: &str) -> CniResult<()
                 None => Ok(()),
                 Some(why) => Err(Error::new(
                     Code::InvalidNetns,
-                    format!("{pod_name:?} changed as it left the container: {why}"),
+                    format!(
+                        "{pod_name} changed as it left the container: {why}",
+                        pod_name = quoted(&pod_name)
+                    ),
                 )),
             }
         },
@@ -427,16 +447,17 @@ fn del_recorded(record: &Record, ns: &NetNs, owner: Owner) -> CniResult<()> {
     }
     let outcome = match &proven {
         Some(device) => format!(
-            "the recorded device, found as {:?}, was moved back",
-            device.name
+            "the recorded device, found as {}, was moved back",
+            quoted(&device.name)
         ),
         None => "the recorded device is not in the container; nothing was moved".to_string(),
     };
     Err(Error::new(
         Code::InvalidNetns,
         format!(
-            "{ifname:?} in the container is not the device ADD moved there: recorded {record}; found {} ({why_not}); {outcome}",
-            record::describe(&impostor, view)
+            "{ifname} in the container is not the device ADD moved there: recorded {record}; found {} ({why_not}); {outcome}",
+            record::describe(&impostor, view),
+            ifname = quoted(&ifname)
         ),
     ))
 }
@@ -461,9 +482,12 @@ fn leave_unprovable(record: &Record, ns: &NetNs, host_ns: &NetNs, why: &str) {
     });
     let what = match found {
         Ok(Ok(Some(link))) => link,
-        Ok(Ok(None)) => format!("whatever is there (nothing at {ifname:?})"),
-        Ok(Err(e)) => format!("{ifname:?} ({e})"),
-        Err(e) => format!("{ifname:?} ({e})"),
+        Ok(Ok(None)) => format!(
+            "whatever is there (nothing at {ifname})",
+            ifname = quoted(&ifname)
+        ),
+        Ok(Err(e)) => format!("{ifname} ({e})", ifname = quoted(&ifname)),
+        Err(e) => format!("{ifname} ({e})", ifname = quoted(&ifname)),
     };
     eprintln!(
         "host-device: left {what} in the container, not moved to the host: the recorded {record} {why}, so nothing tells it from a link the container made"
@@ -513,12 +537,21 @@ fn move_out(
             Ok(l) => l,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => {
-                return Err(e)
-                    .with_context(|| format!("failed to find {pod_name:?} in containerNS"));
+                return Err(e).with_context(|| {
+                    format!(
+                        "failed to find {pod_name} in containerNS",
+                        pod_name = quoted(&pod_name)
+                    )
+                });
             }
         };
         sock.set_link(&link, Change::Netns(temp.fd()))
-            .with_context(|| format!("failed to move {pod_name:?} to tempNS"))?;
+            .with_context(|| {
+                format!(
+                    "failed to move {pod_name} to tempNS",
+                    pod_name = quoted(&pod_name)
+                )
+            })?;
         Ok(Some(link.is_up()))
     })??;
     let Some(was_up) = left else {
@@ -526,19 +559,36 @@ fn move_out(
     };
     let returned = temp.run(|| -> CniResult<()> {
         let mut sock = Socket::open()?;
-        let dev = sock
-            .link_by_name(pod_name)
-            .with_context(|| format!("failed to find {pod_name:?} in tempNS"))?;
+        let dev = sock.link_by_name(pod_name).with_context(|| {
+            format!(
+                "failed to find {pod_name} in tempNS",
+                pod_name = quoted(&pod_name)
+            )
+        })?;
         let steps = (|| -> CniResult<()> {
             verify(&mut sock, &dev, &temp)?;
             sock.set_link(dev.index, Change::Name(host_name))
                 .with_context(|| {
-                    format!("failed to rename device {pod_name:?} to {host_name:?}")
+                    format!(
+                        "failed to rename device {pod_name} to {host_name}",
+                        pod_name = quoted(&pod_name),
+                        host_name = quoted(&host_name)
+                    )
                 })?;
             sock.set_link(dev.index, Change::Alias(""))
-                .with_context(|| format!("failed to unset alias of {host_name:?}"))?;
+                .with_context(|| {
+                    format!(
+                        "failed to unset alias of {host_name}",
+                        host_name = quoted(&host_name)
+                    )
+                })?;
             sock.set_link(dev.index, Change::Netns(host_ns.fd()))
-                .with_context(|| format!("failed to move {host_name:?} to hostNS"))
+                .with_context(|| {
+                    format!(
+                        "failed to move {host_name} to hostNS",
+                        host_name = quoted(&host_name)
+                    )
+                })
         })();
         if steps.is_err() {
             let _ = sock.set_link(dev.index, Change::Alias(&dev.alias));

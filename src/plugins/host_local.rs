@@ -8,6 +8,7 @@ use crate::ipam::allocator::allocate;
 use crate::ipam::range::{Range, RangeSet};
 use crate::ipam::store::{DEFAULT_DATA_DIR, DiskStore};
 use crate::ipam::{check_addresses_per_family, parse_requested_ip};
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -259,10 +260,9 @@ fn requested_ips(inv: &Invocation) -> CniResult<Vec<IpAddr>> {
         .runtime_config::<Vec<String>>("ips")?
         .unwrap_or_default();
     for s in from_args.iter().chain(&from_runtime) {
-        push(
-            parse_requested_ip(s)
-                .ok_or_else(|| Error::invalid_config(format!("cannot understand ip: {s:?}")))?,
-        );
+        push(parse_requested_ip(s).ok_or_else(|| {
+            Error::invalid_config(format!("cannot understand ip: {s}", s = quoted(&s)))
+        })?);
     }
     Ok(out)
 }

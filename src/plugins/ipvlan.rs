@@ -5,6 +5,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
+use crate::quote::quoted;
 use serde::Deserialize;
 
 pub struct Ipvlan;
@@ -24,7 +25,8 @@ fn mode_from_str(s: &str) -> CniResult<u16> {
         "l3" => Ok(1),
         "l3s" => Ok(2),
         other => Err(Error::invalid_config(format!(
-            "unknown ipvlan mode: {other:?}"
+            "unknown ipvlan mode: {other}",
+            other = quoted(&other)
         ))),
     }
 }

@@ -7,6 +7,7 @@ use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::Change;
 use crate::netns::NetNs;
+use crate::quote::quoted;
 
 pub struct Loopback;
 
@@ -79,8 +80,8 @@ fn bring_up_lo() -> CniResult<LoAddrs> {
         let addrs = sock.addresses(lo.index, family)?;
         if let Some(bad) = addrs.iter().find(|a| !a.addr.addr().is_loopback()) {
             return Err(Error::internal(format!(
-                "loopback interface found with non-loopback address {:?}",
-                bad.addr.addr().to_string()
+                "loopback interface found with non-loopback address {}",
+                quoted(&bad.addr.addr().to_string())
             )));
         }
         *slot = addrs.first().map(|a| a.addr);

@@ -5,6 +5,7 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, LinkKind, MacvlanMode, NewLink};
+use crate::quote::quoted;
 use serde::Deserialize;
 
 pub struct Macvlan;
@@ -37,7 +38,8 @@ fn mode_from_str(s: &str) -> CniResult<u32> {
         "vepa" => Ok(MacvlanMode::VEPA.0),
         "passthru" => Ok(MacvlanMode::PASSTHRU.0),
         other => Err(Error::invalid_config(format!(
-            "unknown macvlan mode: {other:?}"
+            "unknown macvlan mode: {other}",
+            other = quoted(&other)
         ))),
     }
 }

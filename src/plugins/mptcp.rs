@@ -15,6 +15,7 @@ use crate::netlink::mptcp::{
     Endpoint, FLAG_FULLMESH, FLAG_SIGNAL, FLAGS, LIMIT_MAX, Limits, PathManager,
 };
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use serde::Deserialize;
 use std::net::IpAddr;
 
@@ -49,6 +50,14 @@ struct Conf {
     add_addr_accepted: Option<u32>,
 }
 
+/// Limits as an error text shows them.
+fn limits_text(l: Limits) -> String {
+    format!(
+        "subflows {}, add_addr_accepted {}",
+        l.subflows, l.add_addr_accepted
+    )
+}
+
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
@@ -56,7 +65,10 @@ impl Conf {
         for e in &k.endpoints {
             let address = match &e.address {
                 Some(a) => Some(a.parse::<IpAddr>().map_err(|_| {
-                    Error::invalid_config(format!("mptcp: invalid endpoint address {a:?}"))
+                    Error::invalid_config(format!(
+                        "mptcp: invalid endpoint address {a}",
+                        a = quoted(&a)
+                    ))
                 })?),
                 None => None,
             };
@@ -124,7 +136,8 @@ fn flags(names: &[String]) -> CniResult<u32> {
     for name in names {
         let (_, bit) = FLAGS.iter().find(|(n, _)| n == name).ok_or_else(|| {
             Error::invalid_config(format!(
-                "mptcp: unknown endpoint flag {name:?} (signal, subflow, backup, fullmesh)"
+                "mptcp: unknown endpoint flag {name} (signal, subflow, backup, fullmesh)",
+                name = quoted(&name)
             ))
         })?;
         bits |= bit;
@@ -252,8 +265,13 @@ impl Plugin for Mptcp {
                 let found = have.iter().find(|h| h.address == e.address);
                 if !found.is_some_and(|h| h.flags & 0xf == e.flags && h.ifindex == e.ifindex) {
                     return Err(Error::internal(format!(
-                        "mptcp: endpoint {} is {:?}, expected flags {:#x} on {ifname}",
-                        e.address, found, e.flags
+                        "mptcp: endpoint {} is {}, expected flags {:#x} on {ifname}",
+                        e.address,
+                        found.map_or("missing".into(), |h| format!(
+                            "flags {:#x} on interface index {}",
+                            h.flags, h.ifindex
+                        )),
+                        e.flags
                     )));
                 }
             }
@@ -262,7 +280,9 @@ impl Plugin for Mptcp {
                 && want != now
             {
                 return Err(Error::internal(format!(
-                    "mptcp: limits are {now:?}, expected {want:?}"
+                    "mptcp: limits are {}, expected {}",
+                    limits_text(now),
+                    limits_text(want)
                 )));
             }
             Ok(())

@@ -11,6 +11,7 @@ use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
 use crate::netfilter::{Backend, Family};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, IPV4_DEVCONF_ROUTE_LOCALNET};
+use crate::quote::quoted;
 use serde::Deserialize;
 use std::net::IpAddr;
 
@@ -83,7 +84,8 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
         && !crate::netfilter::iptables::valid_chain_name(chain)
     {
         return Err(Error::invalid_config(format!(
-            "invalid externalSetMarkChain {chain:?}"
+            "invalid externalSetMarkChain {chain}",
+            chain = quoted(&chain)
         )));
     }
     let conditions_v4 = k.conditions_v4.unwrap_or_default();
@@ -91,7 +93,8 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
     for token in conditions_v4.iter().chain(&conditions_v6) {
         if writes_rules && token.contains(['\n', '\r', '\0']) {
             return Err(Error::invalid_config(format!(
-                "invalid condition {token:?}"
+                "invalid condition {token}",
+                token = quoted(&token)
             )));
         }
     }
@@ -123,8 +126,9 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
             let b = Backend::parse(b)?;
             if (b == Backend::Iptables) != iptables {
                 return Err(Error::invalid_config(format!(
-                    "conditions are in {} syntax but backend is {b:?}",
-                    if iptables { "iptables" } else { "nftables" }
+                    "conditions are in {} syntax but backend is {b}",
+                    if iptables { "iptables" } else { "nftables" },
+                    b = b.name()
                 )));
             }
             Some(b)
@@ -159,16 +163,15 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
             };
             if !matches!(protocol.as_str(), "tcp" | "udp" | "sctp") {
                 return Err(Error::invalid_config(format!(
-                    "Invalid protocol {:?}",
-                    m.protocol
+                    "Invalid protocol {}",
+                    quoted(&m.protocol)
                 )));
             }
             let host_ip = match m.host_ip.as_str() {
                 "" => None,
-                ip => Some(
-                    ip.parse::<IpAddr>()
-                        .map_err(|_| Error::invalid_config(format!("Invalid host IP {ip:?}")))?,
-                ),
+                ip => Some(ip.parse::<IpAddr>().map_err(|_| {
+                    Error::invalid_config(format!("Invalid host IP {ip}", ip = quoted(&ip)))
+                })?),
             };
             Ok(Mapping {
                 host_port: port(m.host_port, "host")?,
@@ -255,8 +258,8 @@ fn validated(inv: &Invocation) -> CniResult<Validated> {
         // The reference maps nothing and succeeds: the runtime would then
         // believe the ports published.
         return Err(Error::invalid_config(format!(
-            "prevResult has no address of the container's interface {:?} to map ports to",
-            inv.env.ifname
+            "prevResult has no address of the container's interface {} to map ports to",
+            quoted(&inv.env.ifname)
         )));
     }
     Ok(Validated {

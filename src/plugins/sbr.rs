@@ -11,6 +11,7 @@ use crate::netlink::addr::Family;
 use crate::netlink::route::{RT_SCOPE_LINK, RT_TABLE_MAIN, Route};
 use crate::netlink::rule::Rule;
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use nix::fcntl::Flock;
 use nix::libc;
@@ -283,8 +284,8 @@ impl Plugin for Sbr {
         let ips = ips_of_iface(&prev, &inv.env.ifname);
         if ips.is_empty() {
             return Err(Error::invalid_config(format!(
-                "prevResult has no address of interface {:?} to route from",
-                inv.env.ifname
+                "prevResult has no address of interface {} to route from",
+                quoted(&inv.env.ifname)
             )));
         }
         let plan = Plan::of(&k)?;

@@ -4,6 +4,7 @@
 use crate::cni::result::{Dns, IpConfig, Route};
 use crate::cni::{CniResult, Error, Invocation, NetResult, Plugin};
 use crate::ipam::check_addresses_per_family;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::fmt;
@@ -175,7 +176,7 @@ impl Conf {
                         })
                         .map_err(|e| {
                             Error::invalid_config(format!(
-                                "an entry in the 'ips' field of {section} is NOT in CIDR notation, got {s:?}"
+                                "an entry in the 'ips' field of {section} is NOT in CIDR notation, got {s}", s = quoted(&s)
                             ))
                             .with_source(e)
                         })
@@ -213,7 +214,7 @@ struct InvalidCidr {
 
 impl fmt::Display for InvalidCidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid CIDR {:?}", self.text)
+        write!(f, "invalid CIDR {}", quoted(&self.text))
     }
 }
 

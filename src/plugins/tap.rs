@@ -8,6 +8,7 @@ use crate::iface::{self, Addressing};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, LinkKind};
 use crate::netlink::tun::{TapSpec, create_tap};
+use crate::quote::quoted;
 use serde::Deserialize;
 
 pub struct Tap;
@@ -34,7 +35,8 @@ pub(crate) struct Keys {
 fn selinux_label_refused(label: &str) -> CniResult<()> {
     if label.chars().any(char::is_control) {
         return Err(Error::invalid_config(format!(
-            "invalid selinuxContext {label:?}"
+            "invalid selinuxContext {label}",
+            label = quoted(&label)
         )));
     }
     if let Err(refusal) = try_exec_label(label) {
@@ -46,8 +48,9 @@ fn selinux_label_refused(label: &str) -> CniResult<()> {
         );
     }
     Err(Error::invalid_config(format!(
-        "selinuxContext {label:?} is not supported: the tap would have to be created by a \
-         process exec'd in that context, and cni-multi creates taps in-process"
+        "selinuxContext {label} is not supported: the tap would have to be created by a \
+         process exec'd in that context, and cni-multi creates taps in-process",
+        label = quoted(&label)
     )))
 }
 
@@ -144,9 +147,9 @@ fn make_tap(
         }
         sock.set_link(&link, Change::Name(ifname))?;
         if !bridge.is_empty() {
-            let br = sock
-                .link_by_name(bridge)
-                .with_context(|| format!("failed to find bridge {bridge:?}"))?;
+            let br = sock.link_by_name(bridge).with_context(|| {
+                format!("failed to find bridge {bridge}", bridge = quoted(&bridge))
+            })?;
             sock.set_link(link.index, Change::Master(Some(br.index)))?;
         }
         iface::set_arp_notify(&mut sock, link.index);

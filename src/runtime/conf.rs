@@ -3,6 +3,7 @@
 
 use crate::cni::version;
 use crate::cni::{CniResult, Code, Error};
+use crate::quote::quoted;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -84,8 +85,12 @@ fn resolve_version(obj: &Map<String, Value>, source: &Path) -> CniResult<String>
         let s = v
             .as_str()
             .ok_or_else(|| err(source, "cniVersions must be a list of strings"))?;
-        version::parse(s)
-            .map_err(|e| err(source, format!("invalid cniVersions entry {s:?}: {e}")))?;
+        version::parse(s).map_err(|e| {
+            err(
+                source,
+                format!("invalid cniVersions entry {s}: {e}", s = quoted(&s)),
+            )
+        })?;
         candidates.push(s.to_string());
     }
     if !declared.is_empty() {
@@ -238,8 +243,9 @@ pub fn load(dir: &Path, name: &str) -> CniResult<NetworkList> {
         }
     }
     Err(Error::invalid_config(format!(
-        "no net configuration with name {name:?} in {}",
-        dir.display()
+        "no net configuration with name {name} in {}",
+        dir.display(),
+        name = quoted(&name)
     )))
 }
 

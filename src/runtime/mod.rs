@@ -12,6 +12,7 @@ use crate::cni::delegate::Delegate;
 use crate::cni::env::{self, CmdArgs, Command};
 use crate::cni::result::{Versioned, go_escape};
 use crate::cni::{CniResult, Error, Lookup, version};
+use crate::quote::quoted;
 use cache::{Cache, Cached, Entry};
 use conf::{NetworkList, PluginConf};
 use serde_json::{Map, Value, json};
@@ -83,9 +84,9 @@ impl RuntimeConf {
 
 fn describe(plugin: &PluginConf, list: &NetworkList) -> String {
     format!(
-        "type={:?} name={:?} ({})",
-        plugin.plugin_type,
-        list.name,
+        "type={} name={} ({})",
+        quoted(&plugin.plugin_type),
+        quoted(&list.name),
         list.source.display()
     )
 }
@@ -139,16 +140,22 @@ fn result_value(stdout: &str, config_version: &str, plugin: &str) -> CniResult<O
     let mut value: Value = crate::cni::json::from_str(stdout).map_err(|e| {
         Error::caused_by(
             Code::Decode,
-            format!("plugin {plugin:?} printed a result that is not JSON"),
+            format!(
+                "plugin {plugin} printed a result that is not JSON",
+                plugin = quoted(&plugin)
+            ),
             e,
         )
     })?;
     if value.is_null() {
         return Ok(None);
     }
-    let obj = value
-        .as_object_mut()
-        .ok_or_else(|| Error::decode(format!("plugin {plugin:?} printed a non-object result")))?;
+    let obj = value.as_object_mut().ok_or_else(|| {
+        Error::decode(format!(
+            "plugin {plugin} printed a non-object result",
+            plugin = quoted(&plugin)
+        ))
+    })?;
     let stamped = obj
         .get("cniVersion")
         .and_then(Value::as_str)
@@ -245,8 +252,8 @@ impl Runtime {
             return Err(Error::new(
                 crate::cni::Code::IncompatibleVersion,
                 format!(
-                    "configuration version {:?} does not support the CHECK command",
-                    list.cni_version
+                    "configuration version {} does not support the CHECK command",
+                    quoted(&list.cni_version)
                 ),
             ));
         }
@@ -255,11 +262,11 @@ impl Runtime {
         }
         let cached = self.cached_result(list, rt)?.ok_or_else(|| {
             Error::invalid_config(format!(
-                "no cached result for network {:?}, container {:?}, interface {:?} in {}: \
+                "no cached result for network {}, container {}, interface {} in {}: \
                  was it added with this cache directory?",
-                list.name,
-                rt.container_id,
-                rt.ifname,
+                quoted(&list.name),
+                quoted(&rt.container_id),
+                quoted(&rt.ifname),
                 self.cache.dir.display()
             ))
         })?;
@@ -405,8 +412,8 @@ impl Runtime {
             Error::caused_by(
                 Code::Decode,
                 format!(
-                    "plugin {:?} gave an unreadable VERSION reply",
-                    plugin.plugin_type
+                    "plugin {} gave an unreadable VERSION reply",
+                    quoted(&plugin.plugin_type)
                 ),
                 e,
             )

@@ -29,9 +29,14 @@ use crate::plugins::tuning::{backup_container, backup_file, backup_network, is_b
 use anyhow::{Context, Result};
 use std::path::Path;
 
+/// The kinds of finding here: what each `entry::Files` is judged as.
+pub const TUNING: &str = "tuning";
+pub const FLANNEL: &str = "flannel";
+pub const RECORD: &str = "record";
+
 pub fn find_tuning(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut objects = Vec::new();
-    for dir in node.data_dirs(|p, _| p.plugin_type == "tuning") {
+    for dir in node.data_dirs(TUNING) {
         let files = crate::files::files_with(&dir, &["json"])
             .with_context(|| format!("failed to read {}", dir.display()))?;
         objects.extend(files.iter().filter_map(|path| tuning_backup(node, path)));
@@ -60,7 +65,7 @@ fn tuning_backup(node: &Node, path: &Path) -> Option<Object> {
     let named = Named::new(network.as_deref().unwrap_or_default(), &id, ifname);
     let owner = Owner { candidates, named };
     Some(Object::file(
-        "tuning",
+        TUNING,
         path.to_path_buf(),
         owner,
         "remove backup",
@@ -69,7 +74,7 @@ fn tuning_backup(node: &Node, path: &Path) -> Option<Object> {
 
 pub fn find_flannel(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut objects = Vec::new();
-    for dir in node.data_dirs(|p, _| p.plugin_type == "flannel") {
+    for dir in node.data_dirs(FLANNEL) {
         for entry in entries(&dir)? {
             let id = entry.file_name().to_string_lossy().into_owned();
             // Temporary files of a write in progress start with a dot.
@@ -82,7 +87,7 @@ pub fn find_flannel(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             };
             let owner = Owner::of(node, Named::new(&network, &node.container_of(&id), ""));
             objects.push(Object::file(
-                "flannel",
+                FLANNEL,
                 path,
                 owner,
                 "remove saved delegate config",
@@ -94,7 +99,7 @@ pub fn find_flannel(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 
 pub fn find_records(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     let mut objects = Vec::new();
-    for dir in node.data_dirs(|_, f| f.records) {
+    for dir in node.data_dirs(RECORD) {
         let files = crate::files::files_with(&dir, &["json"])
             .with_context(|| format!("failed to read {}", dir.display()))?;
         objects.extend(files.iter().filter_map(|path| record(node, path, out)));
@@ -133,7 +138,7 @@ fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
         addresses: recorded.addresses.iter().map(|a| a.addr()).collect(),
         // The host veth bandwidth shaped, while it lives.
         busy: host_veth_lives(&recorded, found),
-        ..Object::file("record", path.to_path_buf(), owner, "remove record")
+        ..Object::file(RECORD, path.to_path_buf(), owner, "remove record")
     })
 }
 

@@ -12,6 +12,7 @@ mod engine;
 mod firewall;
 pub(super) mod hostview;
 mod ipam;
+pub(crate) mod kinds;
 mod links;
 mod macspoofchk;
 mod masq;

@@ -365,12 +365,11 @@ impl Node {
         plugins.map(|(l, p)| (l, p, Footprint::of(p))).collect()
     }
 
-    /// The `dataDir`s of the configured plugins `pick` takes.
-    pub fn data_dirs(&self, pick: impl Fn(&PluginConf, &Footprint) -> bool) -> BTreeSet<PathBuf> {
-        let picked = self
-            .footprints(false)
-            .into_iter()
-            .filter(|(_, p, f)| pick(p, f));
+    /// The `dataDir`s of the configured plugins whose files the finding
+    /// `kind` judges (as their table entries say: `kinds::of`).
+    pub fn data_dirs(&self, kind: &str) -> BTreeSet<PathBuf> {
+        let footprints = self.footprints(false).into_iter();
+        let picked = footprints.filter(|(_, _, f)| super::kinds::of(f).contains(&kind));
         picked.filter_map(|(_, _, f)| f.data_dir).collect()
     }
 

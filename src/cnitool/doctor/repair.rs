@@ -1,8 +1,9 @@
 //! `repair`: a live attachment whose netfilter state is gone (a firewalld
-//! reload, `iptables -t nat -F`, `nft flush ruleset`). portmap and firewall
-//! are asked with their own CHECK (prevResult the cached result) and repaired
-//! with their own ADD, which rewrites its chains; the masquerading of bridge
-//! and ptp is checked and added as their ADD writes it. Plugins run through
+//! reload, `iptables -t nat -F`, `nft flush ruleset`). How is the plugin
+//! table's to say (`entry::Repair`): portmap and firewall are asked with their
+//! own CHECK (prevResult the cached result) and repaired with their own ADD,
+//! which rewrites its chains; the masquerading of bridge and ptp is checked
+//! and added as their ADD writes it. Plugins run through
 //! the runtime, so another implementation's state is repaired by that one.
 //!
 //! A repair never races a DEL: libcni's DEL removes the cache entry only
@@ -19,6 +20,7 @@ use crate::cni::env::Command;
 use crate::netfilter::iptables::{Saved, nat_tables};
 use crate::netfilter::masq::{self, IpMasq, Plan};
 use crate::netfilter::{Backend, Family, chain_name};
+use crate::plugins::Repair;
 use crate::plugins::footprint::Footprint;
 use crate::runtime::RuntimeConf;
 use crate::runtime::conf::{NetworkList, PluginConf};
@@ -52,26 +54,26 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             // the doctor's image) are not judged missing.
             let footprint = Footprint::of(plugin);
             let unseen = !iptables_here.get_or_init(super::chains::usable);
-            let (object, action) = match plugin.plugin_type.as_str() {
-                "portmap" if footprint.iptables && unseen => continue,
-                "portmap"
-                    if footprint.iptables
-                        && nat.has(&families, "CNI-HOSTPORT-DNAT", "DN-", &list.name, a) =>
-                {
+            let what = &plugin.plugin_type;
+            let (object, action) = match footprint.repair {
+                Repair::OwnVerbs { nat: Some(_) } if footprint.iptables && unseen => continue,
+                Repair::OwnVerbs {
+                    nat: Some((from, prefix)),
+                } if footprint.iptables && nat.has(&families, from, prefix, &list.name, a) => {
                     continue;
                 }
-                "portmap" | "firewall" if check(node, a, list, plugin, result).is_err() => {
-                    (format!("{} rules", plugin.plugin_type), READD)
+                Repair::OwnVerbs { .. } if check(node, a, list, plugin, result).is_err() => {
+                    (format!("{what} rules"), READD)
                 }
-                "bridge" | "ptp" if unseen && auto_masq(&footprint) => continue,
-                "bridge" | "ptp" => match masq_plan(a, list, plugin)? {
+                Repair::Masquerading if unseen && auto_masq(&footprint) => continue,
+                Repair::Masquerading => match masq_plan(a, list, plugin)? {
                     Some((Backend::Iptables, _))
                         if nat.has(&families, "POSTROUTING", "", &list.name, a) =>
                     {
                         continue;
                     }
                     Some((backend, plan)) if masq::check(backend, &plan).is_err() => {
-                        (format!("{} masquerading", plugin.plugin_type), MASQ)
+                        (format!("{what} masquerading"), MASQ)
                     }
                     _ => continue,
                 },

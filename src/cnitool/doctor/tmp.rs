@@ -21,7 +21,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
         dirs.insert(a.cache.dir.join("results"));
         dirs.insert(a.cache.dir.clone());
     }
-    dirs.extend(node.data_dirs(|_, _| true));
+    dirs.extend(node.data_dirs(KIND));
     let mut objects = Vec::new();
     for dir in dirs {
         for e in entries(&dir)? {

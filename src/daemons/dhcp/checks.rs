@@ -4,6 +4,7 @@
 
 use crate::dhcp::client::Request;
 use crate::dhcp::protocol::{Attachment, Failure, Kind};
+use crate::quote::quoted;
 use std::path::Path;
 
 /// The attachment's parts by the CNI rules (a call is not trusted).
@@ -24,7 +25,7 @@ pub(super) fn check_netns(netns: &Path) -> Result<(), Failure> {
     let refused = |why: &str| {
         Err(Failure::new(
             Kind::BadCall,
-            format!("the netns {:?} {why}", netns.display()),
+            format!("the netns {} {why}", quoted(&netns.display())),
         ))
     };
     let Some(rest) = bytes.strip_prefix(b"/") else {
@@ -49,8 +50,9 @@ pub(super) fn check_request(a: &Attachment, r: &Request) -> Result<(), Failure> 
     }
     if r.ifname != a.ifname {
         return bad(format!(
-            "the request is for {:?}, the attachment for {:?}",
-            r.ifname, a.ifname
+            "the request is for {}, the attachment for {}",
+            quoted(&r.ifname),
+            quoted(&a.ifname)
         ));
     }
     if r.client_id.is_empty() || r.client_id.len() > 255 {

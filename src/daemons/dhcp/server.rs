@@ -14,6 +14,7 @@ use crate::dhcp::client::Settings;
 use crate::dhcp::protocol::{
     self, DEFAULT_SOCKET, Failure, Kind, MAX_LINE, Reply, decode_call, encode_reply,
 };
+use crate::quote::quoted;
 use anyhow::{Context, Result, bail};
 use nix::sys::signal::{SigSet, Signal};
 use std::ffi::OsString;
@@ -64,8 +65,8 @@ pub fn run(flags: Flags) -> Result<()> {
         && !pidfile.is_absolute()
     {
         bail!(
-            "Error writing pidfile {:?}: path not absolute",
-            pidfile.display()
+            "Error writing pidfile {}: path not absolute",
+            quoted(&pidfile.display())
         );
     }
     // SIGTERM and SIGINT go to the waiter below only: blocked in this thread
@@ -168,7 +169,7 @@ fn activated_listener() -> Result<Option<UnixListener>> {
     let count: u32 = count
         .trim()
         .parse()
-        .with_context(|| format!("LISTEN_FDS={count:?} is not a number"))?;
+        .with_context(|| format!("LISTEN_FDS={count} is not a number", count = quoted(&count)))?;
     match count {
         0 => return Ok(None),
         1 => {}

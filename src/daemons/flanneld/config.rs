@@ -11,6 +11,7 @@
 //! SubnetMin above SubnetMax are refused.
 
 use crate::cni::json::{self, Json, fold_eq};
+use crate::quote::quoted;
 use ipnet::{Ipv4Net, Ipv6Net};
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -203,7 +204,7 @@ fn show(v: &Json) -> String {
         Json::Null => "null".to_string(),
         Json::Bool(b) => b.to_string(),
         Json::Number(n) => n.to_string(),
-        Json::String(s) => format!("{s:?}"),
+        Json::String(s) => format!("{s}", s = quoted(&s)),
         Json::Array(_) => "an array".to_string(),
         Json::Object(_) => "an object".to_string(),
     };
@@ -442,7 +443,8 @@ fn backend(raw: Option<&Json>) -> Result<Backend> {
         "" | "vxlan" => vxlan(obj).map_err(|e| ConfigError(format!("Backend.{}", e.0))),
         "host-gw" => Ok(Backend::HostGw),
         other => err(format!(
-            "Backend.Type {other:?} is not supported by cni-multi flanneld (vxlan or host-gw)"
+            "Backend.Type {other} is not supported by cni-multi flanneld (vxlan or host-gw)",
+            other = quoted(&other)
         )),
     }
 }

@@ -329,7 +329,8 @@ fn acquire(
             }
             Err(e) if is_unavailable(&e) => {
                 log(format!(
-                    "etcd unreachable while leasing a subnet: {e:#}; retrying in {backoff:?}"
+                    "etcd unreachable while leasing a subnet: {e:#}; retrying in {backoff}",
+                    backoff = crate::quote::Took(backoff)
                 ));
             }
             Err(e) => return Err(e.context("failed to acquire a subnet lease")),

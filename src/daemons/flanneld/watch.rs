@@ -40,7 +40,8 @@ fn run(client: &Client, prefix: &str, tx: &Sender<Msg>) {
                     down_since = Some(Instant::now());
                 }
                 super::log(format!(
-                    "etcd: {e}; pods keep their routes; retrying in {backoff:?}"
+                    "etcd: {e}; pods keep their routes; retrying in {backoff}",
+                    backoff = crate::quote::Took(backoff)
                 ));
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(BACKOFF_MAX);
@@ -68,7 +69,10 @@ fn list_then_watch(
         .map(|kv| (String::from_utf8_lossy(&kv.key).into_owned(), kv))
         .collect();
     if let Some(since) = down_since.take() {
-        super::log(format!("etcd reachable again after {:?}", since.elapsed()));
+        super::log(format!(
+            "etcd reachable again after {}",
+            crate::quote::Took(since.elapsed())
+        ));
     }
     *backoff = BACKOFF_FIRST;
     if tx.send(Msg::Leases(leases.clone())).is_err() {
@@ -109,7 +113,10 @@ fn list_then_watch(
                 return Ok(Stop::Relist(format!("watch cancelled: {reason}")));
             }
             WatchMsg::Timeout if asked_progress => {
-                return Ok(Stop::Relist(format!("no answer from etcd in {QUIET:?}")));
+                return Ok(Stop::Relist(format!(
+                    "no answer from etcd in {QUIET}",
+                    QUIET = crate::quote::Took(QUIET)
+                )));
             }
             WatchMsg::Timeout => {
                 watch.request_progress()?;

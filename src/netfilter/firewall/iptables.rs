@@ -5,6 +5,7 @@
 use super::{IngressPolicy, Plan};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
 use crate::netfilter::{Error, Family, Result, by_family, xtnft};
+use crate::quote::quoted;
 use ipnet::IpNet;
 
 pub const FORWARD_CHAIN: &str = "CNI-FORWARD";
@@ -309,7 +310,7 @@ pub fn check(plan: &Plan) -> Result<()> {
                 {
                     return Err(Error::Mismatch {
                         owner: "firewall",
-                        detail: format!("rule {text:?} is missing"),
+                        detail: format!("rule {text} is missing", text = quoted(&text)),
                     });
                 }
             }

@@ -10,6 +10,7 @@ pub mod nftables;
 pub mod xtnft;
 
 use crate::netfilter::{Backend, Error, Result, lock};
+use crate::quote::quoted;
 use ipnet::IpNet;
 
 /// Where the container's addresses go.
@@ -147,7 +148,8 @@ impl IngressPolicy {
             "same-bridge" => Ok(IngressPolicy::SameBridge),
             "isolated" => Ok(IngressPolicy::Isolated),
             other => Err(Error::InvalidConfig(format!(
-                "unknown ingressPolicy {other:?}"
+                "unknown ingressPolicy {other}",
+                other = quoted(&other)
             ))),
         }
     }

@@ -13,6 +13,7 @@ use super::{IngressPolicy, Plan};
 use crate::netfilter::xtnft::{self, Batch, Dumped, Match, Rule, Target};
 use crate::netfilter::{Error, Family, Result};
 use crate::netlink::nfnl::NfSocket;
+use crate::quote::quoted;
 use ipnet::IpNet;
 
 const TABLE: &str = "filter";
@@ -245,7 +246,10 @@ pub fn check(plan: &Plan, family: Family, mine: &[&IpNet]) -> Result<()> {
     for ip in mine {
         for (rule, text) in address_rules(ip).iter().zip(printed(ip)) {
             if !has(cni, family, rule) {
-                return Err(mismatch(format!("rule {text:?} is missing")));
+                return Err(mismatch(format!(
+                    "rule {text} is missing",
+                    text = quoted(&text)
+                )));
             }
         }
     }

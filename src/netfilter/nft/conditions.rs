@@ -1,6 +1,7 @@
 //! portmap's `conditionsV4`/`conditionsV6` in nft syntax, parsed into expressions.
 
 use super::*;
+use crate::quote::quoted;
 
 /// One word of a condition: quoted words are names, never operators.
 pub(super) struct Word {
@@ -18,7 +19,8 @@ pub(super) fn words(conditions: &[String]) -> Result<Vec<Word>> {
     while let Some(c) = chars.next() {
         if c.is_control() && c != '\t' {
             return Err(crate::netfilter::Error::InvalidConfig(format!(
-                "nft condition {text:?} holds a control character"
+                "nft condition {text} holds a control character",
+                text = quoted(&text)
             )));
         }
         if c.is_whitespace() {
@@ -32,7 +34,8 @@ pub(super) fn words(conditions: &[String]) -> Result<Vec<Word>> {
                     Some(c) if !c.is_control() => word.push(c),
                     _ => {
                         return Err(crate::netfilter::Error::InvalidConfig(format!(
-                            "nft condition {text:?}: unterminated or invalid quoted string"
+                            "nft condition {text}: unterminated or invalid quoted string",
+                            text = quoted(&text)
                         )));
                     }
                 }
@@ -69,11 +72,12 @@ pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
     let whole = conditions.join(" ");
     let refuse = |word: Option<&Word>, why: &str| {
         let token = match word {
-            Some(w) => format!("token {:?}", w.text),
+            Some(w) => format!("token {}", quoted(&w.text)),
             None => "end of condition".to_string(),
         };
         crate::netfilter::Error::InvalidConfig(format!(
-            "nft condition {whole:?}: unsupported {token} ({why}; {SUPPORTED})"
+            "nft condition {whole}: unsupported {token} ({why}; {SUPPORTED})",
+            whole = quoted(&whole)
         ))
     };
     let mut it = words.iter().peekable();

@@ -17,13 +17,15 @@ use super::{Plan, Target as Dest};
 use crate::netfilter::xtnft::{self, Batch, Match, Proto, Rule, Target};
 use crate::netfilter::{Error, Family, Result};
 use crate::netlink::nfnl::NfSocket;
+use crate::quote::quoted;
 use ipnet::IpNet;
 use std::collections::BTreeMap;
 
 const TABLE: &str = "nat";
 
 fn proto(name: &str) -> Result<Proto> {
-    Proto::parse(name).ok_or_else(|| Error::InvalidConfig(format!("protocol {name:?}")))
+    Proto::parse(name)
+        .ok_or_else(|| Error::InvalidConfig(format!("protocol {name}", name = quoted(&name))))
 }
 
 fn mark(plan: &Plan) -> (u32, u32) {

@@ -10,6 +10,7 @@ use crate::netfilter::nft::{
 };
 use crate::netfilter::{Error, Family, Result};
 use crate::netlink::wire::Body;
+use crate::quote::quoted;
 use ipnet::IpNet;
 
 // linux/netfilter/nf_tables.h: NFT_META_IIFNAME
@@ -54,8 +55,9 @@ pub fn expressions(rule: &Rule, family: Family) -> Result<Vec<Expr>> {
 fn iface(out: &mut Vec<Expr>, key: u32, name: &str, negated: bool) -> Result<()> {
     if name.is_empty() || name.len() >= IFNAMSIZ {
         return Err(Error::InvalidConfig(format!(
-            "interface name {name:?}: iptables takes 1 to {} bytes",
-            IFNAMSIZ - 1
+            "interface name {name}: iptables takes 1 to {} bytes",
+            IFNAMSIZ - 1,
+            name = quoted(&name)
         )));
     }
     out.push(meta_load(key));

@@ -2,6 +2,7 @@
 //! and how error texts name the change and the link.
 
 use super::*;
+use crate::quote::quoted;
 
 /// One change to an existing link (RTM_SETLINK / RTM_NEWLINK on an index).
 #[derive(Debug, Clone)]
@@ -74,9 +75,11 @@ impl Change<'_> {
             Change::Master(None) => format!("release {link} from its master"),
             Change::Mtu(mtu) => format!("set mtu of {link} to {mtu}"),
             Change::Mac(mac) => format!("set mac of {link} to {}", format_mac(mac)),
-            Change::Name(name) => format!("rename {link} to {name:?}"),
+            Change::Name(name) => format!("rename {link} to {name}", name = quoted(&name)),
             Change::Alias("") => format!("clear alias of {link}"),
-            Change::Alias(alias) => format!("set alias of {link} to {alias:?}"),
+            Change::Alias(alias) => {
+                format!("set alias of {link} to {alias}", alias = quoted(&alias))
+            }
             Change::Netns(fd) => format!("move {link} to the network namespace of fd {fd}"),
             Change::TxQueueLen(q) => format!("set txqueuelen of {link} to {q}"),
             Change::Up(true) => format!("set {link} up"),
@@ -121,7 +124,7 @@ impl<'a> From<&'a Link> for LinkRef<'a> {
 impl std::fmt::Display for LinkRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.name {
-            Some(name) => write!(f, "link {name:?} ({})", self.index),
+            Some(name) => write!(f, "link {name} ({})", self.index, name = quoted(&name)),
             None => write!(f, "link {}", self.index),
         }
     }

@@ -3,6 +3,7 @@
 use super::headers::IfInfoMsg;
 use super::wire::{self, Body, NESTED};
 use super::{Error, Request, Result, Socket};
+use crate::quote::quoted;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
@@ -299,7 +300,7 @@ impl Socket {
 
     /// The link called `name`; an error with errno ENODEV when there is none.
     pub fn link_by_name(&mut self, name: &str) -> Result<Link> {
-        let op = format!("get link {name:?}");
+        let op = format!("get link {name}", name = quoted(&name));
         let body = Body::new(&IfInfoMsg::default().bytes()).str(IFLA_IFNAME, name);
         let links = self.links_matching(&op, body, NlmF::empty())?;
         links.into_iter().next().ok_or_else(|| not_found(op))
@@ -326,7 +327,7 @@ impl Socket {
 
     /// Creates a link; EEXIST when the name is taken.
     pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
-        let op = format!("create {} link {:?}", spec.kind.name(), spec.name);
+        let op = format!("create {} link {}", spec.kind.name(), quoted(&spec.name));
         self.apply(&op, &new_link_request(spec))
     }
 }

@@ -7,6 +7,7 @@ use super::Keys;
 use crate::cni::{CniResult, Error, Invocation};
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, parse_mac};
+use crate::quote::quoted;
 use std::path::{Component, Path, PathBuf};
 
 /// Drivers that hand a PCI device to userspace (DPDK): it has no netdev to move.
@@ -82,16 +83,17 @@ fn source(k: Keys, pci: String, aux: String) -> CniResult<Source> {
         crate::cni::config::link_name_key("device", &k.device)?;
         Source::Name(k.device)
     } else if !k.hwaddr.is_empty() {
-        let mac = parse_mac(&k.hwaddr)
-            .ok_or_else(|| Error::invalid_config(format!("invalid hwaddr {:?}", k.hwaddr)))?;
+        let mac = parse_mac(&k.hwaddr).ok_or_else(|| {
+            Error::invalid_config(format!("invalid hwaddr {}", quoted(&k.hwaddr)))
+        })?;
         Source::Mac(mac)
     } else if !k.kernelpath.is_empty() {
         let path = Path::new(&k.kernelpath);
         let climbs = path.components().any(|c| c == Component::ParentDir);
         if !k.kernelpath.starts_with("/sys/devices/") || climbs {
             return Err(Error::invalid_config(format!(
-                "kernel device path {:?} must be absolute and begin with /sys/devices/",
-                k.kernelpath
+                "kernel device path {} must be absolute and begin with /sys/devices/",
+                quoted(&k.kernelpath)
             )));
         }
         Source::KernelPath(path.to_path_buf())
@@ -142,7 +144,10 @@ pub(super) fn names_a_device(inv: &Invocation) -> CniResult<()> {
 /// A PCI address or device ID is one path component under a fixed sysfs directory.
 pub(super) fn checked_component(id: &str) -> CniResult<&str> {
     if id.is_empty() || id == "." || id == ".." || id.contains(['/', '\0']) {
-        return Err(Error::invalid_config(format!("invalid device id {id:?}")));
+        return Err(Error::invalid_config(format!(
+            "invalid device id {id}",
+            id = quoted(&id)
+        )));
     }
     Ok(id)
 }

@@ -19,6 +19,7 @@
 use crate::cni::{CniResult, Code, Error};
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, LinkKind, format_mac};
+use crate::quote::quoted;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::os::fd::RawFd;
@@ -87,14 +88,15 @@ pub fn decode(bytes: &[u8], container_id: &str, ifname: &str) -> CniResult<Recor
         .map_err(|e| Error::caused_by(Code::Internal, "undecodable", e))?;
     if (record.container_id.as_str(), record.ifname.as_str()) != (container_id, ifname) {
         return Err(Error::internal(format!(
-            "it is for container {:?} interface {:?}",
-            record.container_id, record.ifname
+            "it is for container {} interface {}",
+            quoted(&record.container_id),
+            quoted(&record.ifname)
         )));
     }
     if let Some(problem) = crate::cni::env::link_name_problem(&record.host_name) {
         return Err(Error::internal(format!(
-            "host name {:?} {problem}",
-            record.host_name
+            "host name {} {problem}",
+            quoted(&record.host_name)
         )));
     }
     Ok(record)
@@ -287,7 +289,12 @@ impl fmt::Display for Identity {
 
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "host device {:?} ({})", self.host_name, self.identity)
+        write!(
+            f,
+            "host device {} ({})",
+            quoted(&self.host_name),
+            self.identity
+        )
     }
 }
 
@@ -330,7 +337,7 @@ pub fn describe(link: &Link, view: View) -> String {
     } else {
         link.kind.name()
     };
-    let mut out = format!("{kind} link {:?}", link.name);
+    let mut out = format!("{kind} link {}", quoted(&link.name));
     let rel = relation(&link.kind);
     match lower(link, view) {
         Lower::None => {}

@@ -10,6 +10,7 @@ use crate::cni::{CniResult, Code, Error, Invocation};
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, LinkKind};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use std::os::fd::RawFd;
 
 /// DEL of an attachment with no record: ADD by the reference or by an older
@@ -44,7 +45,12 @@ pub(super) fn del_unrecorded(inv: &Invocation, ns: &NetNs, owner: Owner) -> CniR
             Ok(link) => link,
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => {
-                return Err(e).with_context(|| format!("failed to find {ifname:?} in containerNS"));
+                return Err(e).with_context(|| {
+                    format!(
+                        "failed to find {ifname} in containerNS",
+                        ifname = quoted(&ifname)
+                    )
+                });
             }
         };
         Ok(Some((link, view_from(&mut sock, &host_ns)?)))
@@ -69,7 +75,10 @@ pub(super) fn del_unrecorded(inv: &Invocation, ns: &NetNs, owner: Owner) -> CniR
             None => Ok(()),
             Some(why) => Err(Error::new(
                 Code::InvalidNetns,
-                format!("{ifname:?} changed as it left the container: {why}"),
+                format!(
+                    "{ifname} changed as it left the container: {why}",
+                    ifname = quoted(&ifname)
+                ),
             )),
         }
     })
@@ -80,20 +89,27 @@ fn alias_name(link: &Link, host: &mut Socket) -> CniResult<String> {
     let (alias, ifname) = (link.alias.as_str(), link.name.as_str());
     if alias.is_empty() {
         return Err(Error::internal(format!(
-            "failed to find original ifname for {ifname:?} (alias is not set)"
+            "failed to find original ifname for {ifname} (alias is not set)",
+            ifname = quoted(&ifname)
         )));
     }
     if let Some(problem) = crate::cni::env::link_name_problem(alias) {
         return Err(Error::new(
             Code::InvalidNetns,
-            format!("alias {alias:?} of {ifname:?} {problem}"),
+            format!(
+                "alias {alias} of {ifname} {problem}",
+                alias = quoted(&alias),
+                ifname = quoted(&ifname)
+            ),
         ));
     }
     match host.link_by_name(alias) {
         Ok(_) => Err(Error::new(
             Code::InvalidNetns,
             format!(
-                "alias {alias:?} of {ifname:?} names a host link that is already there: {ifname:?} not moved back"
+                "alias {alias} of {ifname} names a host link that is already there: {ifname} not moved back",
+                alias = quoted(&alias),
+                ifname = quoted(&ifname)
             ),
         )),
         Err(e) if e.is_not_found() => Ok(alias.to_string()),

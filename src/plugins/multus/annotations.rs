@@ -5,6 +5,7 @@
 
 use super::config::{BandwidthEntry, Conf, K8sArgs, PortMapEntry};
 use crate::cni::{CniResult, Code, Error};
+use crate::quote::quoted;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -68,14 +69,14 @@ pub fn load_pod(settings: &Conf, k8s: &K8sArgs, verb: Verb) -> CniResult<Option<
     // Both become path components: refuse anything Kubernetes would not name.
     if !is_dns_label(&k8s.namespace) {
         return Err(Error::invalid_env(format!(
-            "invalid K8S_POD_NAMESPACE {:?}: not a DNS-1123 label",
-            k8s.namespace
+            "invalid K8S_POD_NAMESPACE {}: not a DNS-1123 label",
+            quoted(&k8s.namespace)
         )));
     }
     if !is_dns_subdomain(&k8s.name) {
         return Err(Error::invalid_env(format!(
-            "invalid K8S_POD_NAME {:?}: not a DNS-1123 subdomain",
-            k8s.name
+            "invalid K8S_POD_NAME {}: not a DNS-1123 subdomain",
+            quoted(&k8s.name)
         )));
     }
     let path = settings
@@ -111,9 +112,9 @@ pub fn load_pod(settings: &Conf, k8s: &K8sArgs, verb: Verb) -> CniResult<Option<
             return Ok(None);
         }
         return Err(Error::internal(format!(
-            "expected pod UID {:?} but got {:?} from {}",
-            k8s.uid,
-            meta.uid,
+            "expected pod UID {} but got {} from {}",
+            quoted(&k8s.uid),
+            quoted(&meta.uid),
             path.display()
         )));
     }
@@ -208,14 +209,17 @@ fn parse_json_list(text: &str) -> CniResult<Vec<Selection>> {
         .enumerate()
         .map(|(i, r)| {
             let r = r.ok_or_else(|| bad(&format!("[{i}]"), "null"))?;
-            let entry = format!("[{i}] ({:?})", r.name);
+            let entry = format!("[{i}] ({})", quoted(&r.name));
             let default_route = r
                 .default_route
                 .map(|gws| {
                     gws.iter()
                         .map(|g| {
                             g.parse::<IpAddr>().map_err(|_| {
-                                bad(&entry, format!("invalid default-route address {g:?}"))
+                                bad(
+                                    &entry,
+                                    format!("invalid default-route address {g}", g = quoted(&g)),
+                                )
                             })
                         })
                         .collect::<CniResult<Vec<_>>>()
@@ -250,7 +254,7 @@ fn parse_json_list(text: &str) -> CniResult<Vec<Selection>> {
 
 /// `[namespace/]name[@ifname]`, each part checked as Multus checks it.
 fn parse_comma_item(item: &str) -> CniResult<Selection> {
-    let entry = format!("{item:?}");
+    let entry = format!("{item}", item = quoted(&item));
     let (namespace, rest) = match item.split('/').collect::<Vec<_>>()[..] {
         [name] => ("", name),
         [ns, name] => (ns.trim(), name),
@@ -266,8 +270,9 @@ fn parse_comma_item(item: &str) -> CniResult<Selection> {
             return Err(bad(
                 &entry,
                 format!(
-                    "{part:?} is not a DNS-1123 label (lower case alphanumerics or '-', \
-                     starting and ending with an alphanumeric)"
+                    "{part} is not a DNS-1123 label (lower case alphanumerics or '-', \
+                     starting and ending with an alphanumeric)",
+                    part = quoted(&part)
                 ),
             ));
         }
@@ -283,14 +288,14 @@ fn parse_comma_item(item: &str) -> CniResult<Selection> {
 /// The spec's value checks: a name, a namespace that is a label, an interface
 /// name the kernel takes, a MAC or IPoIB address, IPs with at least one entry.
 fn validate(i: usize, s: &Selection) -> CniResult<()> {
-    let entry = format!("[{i}] ({:?})", s.full_name());
+    let entry = format!("[{i}] ({})", quoted(&s.full_name()));
     if s.name.is_empty() {
         return Err(bad(&entry, "no network name"));
     }
     if !is_dns_label(&s.namespace) {
         return Err(bad(
             &entry,
-            format!("namespace {:?} is not a DNS-1123 label", s.namespace),
+            format!("namespace {} is not a DNS-1123 label", quoted(&s.namespace)),
         ));
     }
     if !s.interface.is_empty()
@@ -298,16 +303,22 @@ fn validate(i: usize, s: &Selection) -> CniResult<()> {
     {
         return Err(bad(
             &entry,
-            format!("interface name {:?} {problem}", s.interface),
+            format!("interface name {} {problem}", quoted(&s.interface)),
         ));
     }
     if !s.mac.is_empty() && parse_mac(&s.mac).is_none() {
-        return Err(bad(&entry, format!("failed to parse mac {:?}", s.mac)));
+        return Err(bad(
+            &entry,
+            format!("failed to parse mac {}", quoted(&s.mac)),
+        ));
     }
     if !s.infiniband_guid.is_empty() && parse_mac(&s.infiniband_guid).is_none() {
         return Err(bad(
             &entry,
-            format!("failed to validate infiniband GUID {:?}", s.infiniband_guid),
+            format!(
+                "failed to validate infiniband GUID {}",
+                quoted(&s.infiniband_guid)
+            ),
         ));
     }
     if let Some(ips) = &s.ips {
@@ -321,7 +332,10 @@ fn validate(i: usize, s: &Selection) -> CniResult<()> {
                 ip.parse::<IpAddr>().is_ok()
             };
             if !valid {
-                return Err(bad(&entry, format!("failed to parse IP address {ip:?}")));
+                return Err(bad(
+                    &entry,
+                    format!("failed to parse IP address {ip}", ip = quoted(&ip)),
+                ));
             }
         }
     }

@@ -5,6 +5,7 @@
 use super::log::{Level, Logger};
 use crate::cni::config::absolute_path;
 use crate::cni::{CniResult, Error, Invocation};
+use crate::quote::quoted;
 use crate::runtime::Runtime;
 use crate::runtime::cache::Cache;
 use serde::{Deserialize, Serialize};
@@ -167,8 +168,8 @@ impl Conf {
         } else {
             Level::parse(&k.log_level).ok_or_else(|| {
                 Error::invalid_config(format!(
-                    "invalid logLevel {:?}: not panic/error/verbose/debug",
-                    k.log_level
+                    "invalid logLevel {}: not panic/error/verbose/debug",
+                    quoted(&k.log_level)
                 ))
             })?
         };
@@ -251,9 +252,9 @@ impl Conf {
     pub fn report_unused(&self) {
         if !self.kubeconfig.is_empty() {
             eprintln!(
-                "multus: kubeconfig {:?} is not used: pods and network attachment \
+                "multus: kubeconfig {} is not used: pods and network attachment \
                  definitions are read from the runtime's pod annotations and from files",
-                self.kubeconfig
+                quoted(&self.kubeconfig)
             );
         }
     }

@@ -9,6 +9,7 @@ use super::annotations::Selection;
 use super::config::{BandwidthEntry, K8sArgs, PortMapEntry, RuntimeConfig};
 use crate::cni::result::go_escape;
 use crate::cni::{CniResult, Code, Error, Invocation};
+use crate::quote::quoted;
 use crate::runtime::RuntimeConf;
 use crate::runtime::conf::{self, NetworkList};
 use serde::{Deserialize, Serialize};
@@ -74,8 +75,9 @@ impl Delegate {
             list.cni_version = cni_version.to_string();
         }
         // The name names result cache files: checked before any path is made.
+        let name = quoted(&list.name);
         crate::cni::env::validate_network_name(&list.name)
-            .map_err(|e| e.context(format!("{source}: delegate network name {:?}", list.name)))?;
+            .map_err(|e| e.context(format!("{source}: delegate network name {name}")))?;
         // In-process, a delegate that is multus again would recurse until the
         // stack ends.
         if list.plugins.iter().any(|p| p.plugin_type == "multus") {

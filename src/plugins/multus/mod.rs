@@ -30,6 +30,7 @@ use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netlink::Socket;
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use crate::runtime::cache::Cached;
 use crate::runtime::{Attachment, Runtime, RuntimeConf};
 use annotations::Verb;
@@ -198,8 +199,9 @@ impl<'a> Call<'a> {
                     }
                     let net = &d.list.name;
                     return Err(e.context(format!(
-                        "[{}:{net}]: error adding container to network {net:?}",
-                        self.k8s.tag()
+                        "[{}:{net}]: error adding container to network {}",
+                        self.k8s.tag(),
+                        quoted(net)
                     )));
                 }
             };
@@ -228,9 +230,10 @@ impl<'a> Call<'a> {
     fn ifname_free(&self, d: &Delegate, ifname: &str) -> CniResult<()> {
         if link_exists(&self.inv.env.netns, ifname)? {
             return Err(Error::invalid_config(format!(
-                "DelegateAdd: cannot set {:?} interface name to {ifname:?}: validateIfName: \
+                "DelegateAdd: cannot set {} interface name to {}: validateIfName: \
                  interface name {ifname} already exists",
-                d.plugin_type()
+                quoted(d.plugin_type()),
+                quoted(ifname)
             )));
         }
         Ok(())
@@ -242,10 +245,14 @@ impl<'a> Call<'a> {
         let inv = self.inv;
         let rt = d.runtime_conf(inv, &self.k8s, &self.s.runtime_config, ifname, true);
         self.s.log.debug(&format!(
-            "DelegateAdd: {} ({}) as {ifname}: CNI_ARGS {:?}, capabilities {}",
+            "DelegateAdd: {} ({}) as {ifname}: CNI_ARGS {}, capabilities {}",
             d.name,
             d.list.name,
-            rt.args,
+            rt.args
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(";"),
             Value::Object(rt.capability_args.clone())
         ));
         let value = self.runtime.add(&d.list, &rt)?;
@@ -396,8 +403,8 @@ impl<'a> Call<'a> {
             Ok(Some(d)) => d,
             Ok(None) => {
                 return Err(Error::internal(format!(
-                    "no cached delegates for container {:?} in {}: was it added with this cniDir?",
-                    inv.env.container_id,
+                    "no cached delegates for container {} in {}: was it added with this cniDir?",
+                    quoted(&inv.env.container_id),
                     self.s.cni_dir.display()
                 )));
             }
@@ -412,7 +419,10 @@ impl<'a> Call<'a> {
                 } else {
                     ("DelegateCheck", d.plugin_type())
                 };
-                e.context(format!("DelegateCheck: error invoking {kind} - {what:?}"))
+                e.context(format!(
+                    "DelegateCheck: error invoking {kind} - {what}",
+                    what = quoted(&what)
+                ))
             })?;
         }
         Ok(())
@@ -553,8 +563,10 @@ fn ifnames(delegates: &[Delegate], runtime_ifname: &str) -> CniResult<Vec<String
         crate::cni::env::validate_ifname(name)?;
         if let Some(j) = names[..i].iter().position(|n| n == name) {
             return Err(Error::invalid_config(format!(
-                "interface name {name:?} of network {} is already used by network {}",
-                delegates[i].name, delegates[j].name
+                "interface name {name} of network {} is already used by network {}",
+                delegates[i].name,
+                delegates[j].name,
+                name = quoted(&name)
             )));
         }
     }
@@ -596,7 +608,10 @@ fn del_error(d: &Delegate, e: Error) -> Error {
     } else {
         ("DelegateDel", d.plugin_type())
     };
-    e.context(format!("DelegateDel: error invoking {kind} - {what:?}"))
+    e.context(format!(
+        "DelegateDel: error invoking {kind} - {what}",
+        what = quoted(&what)
+    ))
 }
 
 /// The device-info file of an attachment with a `deviceID` goes with it.

@@ -12,6 +12,7 @@ use super::nad::{self, NadIndex};
 use crate::cni::config::absolute_path;
 use crate::cni::result::go_escape;
 use crate::cni::{CniResult, Code, Error};
+use crate::quote::quoted;
 use serde_json::Value;
 use std::path::Path;
 
@@ -170,8 +171,10 @@ impl Call<'_> {
         if !resource.is_empty() && !sel.device_id.is_empty() && verb == Verb::Add {
             return Err(Error::invalid_config(format!(
                 "network-attachment-definition {}/{} takes its device from resource {resource}: \
-                 the selection's deviceID {:?} is refused",
-                nad.namespace, nad.name, sel.device_id
+                 the selection's deviceID {} is refused",
+                nad.namespace,
+                nad.name,
+                quoted(&sel.device_id)
             )));
         }
         let bytes = nad::cni_config(nad, &s.conf_dir)?;

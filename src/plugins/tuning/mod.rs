@@ -12,6 +12,7 @@ use crate::iface;
 use crate::netlink::link::{Change, Link, parse_mac};
 use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
+use crate::quote::quoted;
 use pattern::Pattern;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -111,7 +112,8 @@ fn sysctl_key(key: &str, ifname: &str) -> CniResult<String> {
         .any(|p| p.is_empty() || p == ".." || p == ".");
     if !path.starts_with("net/") || escapes || path.contains('\0') {
         return Err(Error::invalid_config(format!(
-            "invalid net sysctl key: {key:?}"
+            "invalid net sysctl key: {key}",
+            key = quoted(&key)
         )));
     }
     sysctl::path(&path).map_err(|e| Error::invalid_config(e.to_string()).with_source(e))?;
@@ -138,10 +140,9 @@ impl Conf {
         let mac_bytes = if mac.is_empty() {
             None
         } else {
-            Some(
-                parse_mac(&mac)
-                    .ok_or_else(|| Error::invalid_config(format!("invalid MAC address {mac:?}")))?,
-            )
+            Some(parse_mac(&mac).ok_or_else(|| {
+                Error::invalid_config(format!("invalid MAC address {mac}", mac = quoted(&mac)))
+            })?)
         };
         let mtu = args.mtu.unwrap_or(k.mtu);
         let mtu =
@@ -555,7 +556,7 @@ fn restore(ifname: &str, b: &Backup) -> CniResult<()> {
     }
     match parse_mac(&b.mac) {
         Some(mac) => changes.push(("MAC address", Change::Mac(mac))),
-        None if !b.mac.is_empty() => eprintln!("tuning: backed-up MAC {:?} skipped", b.mac),
+        None if !b.mac.is_empty() => eprintln!("tuning: backed-up MAC {} skipped", quoted(&b.mac)),
         None => {}
     }
     if let Some(p) = b.promisc {

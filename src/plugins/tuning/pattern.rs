@@ -7,6 +7,7 @@
 //! match costs O(pattern × key) whatever the pattern, so an allowlist line
 //! cannot stall ADD.
 
+use crate::quote::quoted;
 use std::fmt;
 
 /// A pattern the engine refused, with the engine's reason.
@@ -18,7 +19,12 @@ pub struct PatternError {
 
 impl fmt::Display for PatternError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid pattern {:?}: {}", self.pattern, self.source)
+        write!(
+            f,
+            "invalid pattern {}: {}",
+            quoted(&self.pattern),
+            self.source
+        )
     }
 }
 
