@@ -4,7 +4,7 @@
 //! `--trace` of every plugin of a chain, `netns exec`, `netns del`'s warning,
 //! and netns names that never resolve against the current directory.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     BIN, Netns, Outcome, PinnedNetns, Runtime, TempDir, cnitool_id, enter_test_host, run_in, skip,

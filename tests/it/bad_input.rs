@@ -1,7 +1,7 @@
 //! Bad input never panics: each case gives the spec's code, the expected message,
 //! exit status 1 and a CNI error JSON on stdout.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, enter_test_host};
 

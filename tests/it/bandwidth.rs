@@ -3,7 +3,7 @@
 //! reference's IFB and qdiscs; CHECK; DEL leaves no IFB and clears only what
 //! its ADD made; GC.
 
-mod harness;
+use crate::harness;
 
 use harness::{Netns, Runtime, enter_test_host, first_ip, peer_netns, run_in, sha512_prefix};
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! bridge end to end in throwaway namespaces: host side, container side,
 //! connectivity, CHECK, DEL idempotence, versions and bad configs.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Call, Netns, TempDir, VERSIONS, enter_test_host, kernel_supports, plugin_dir, run_in, skip,

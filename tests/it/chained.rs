@@ -1,7 +1,7 @@
 //! Every chained plugin prints prevResult, with only the reference's
 //! modifications, at 0.3.1, 0.4.0, 1.0.0 and 1.1.0.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::{Value, json};

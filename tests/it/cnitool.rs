@@ -1,7 +1,7 @@
 //! cnitool and the runtime library: testdata conflists end to end, libcni's
 //! cache layout both ways, chaining stdin, GC, STATUS, errors, named netns.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, Netns, Outcome, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! key, as text and as JSON, and exits 1; warnings alone exit 0, and so does
 //! a directory of good configs (`testdata/`).
 
-mod harness;
+use crate::harness;
 
 use harness::{Runtime, enter_test_host};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! bash sets them. `cni-multi <TAB>` offers cni-multi's own commands; network
 //! names come from the config directory and named namespaces from /run/netns.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, TempDir};
 use std::process::Command;

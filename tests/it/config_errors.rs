@@ -7,7 +7,7 @@
 //! runs in the test's own network namespace; the delegated cases (an IPAM
 //! plugin failing under bridge and ptp) do kernel work there before IPAM.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_other_plugin};
 use serde_json::{Value, json};

@@ -45,38 +45,38 @@ const PLUGINS: &[&str] = &[
     "multus",
 ];
 
-const BRIDGE: &str = "tests/bridge.rs";
-const MACVLAN: &str = "tests/macvlan.rs";
-const VIRT: &str = "tests/virtual_links.rs";
-const TAP: &str = "tests/tap.rs";
-const HOST_DEVICE: &str = "tests/host_device.rs";
-const HOST_LOCAL: &str = "tests/host_local.rs";
-const STATIC: &str = "tests/static_ipam.rs";
-const DHCP: &str = "tests/dhcp.rs";
-const PORTMAP: &str = "tests/portmap.rs";
-const BANDWIDTH: &str = "tests/bandwidth.rs";
-const TUNING: &str = "tests/tuning.rs";
-const FIREWALL: &str = "tests/firewall.rs";
-const KEYS_FX: &str = "tests/keys_effects.rs";
-const MULTUS: &str = "tests/multus.rs";
+const BRIDGE: &str = "tests/it/bridge.rs";
+const MACVLAN: &str = "tests/it/macvlan.rs";
+const VIRT: &str = "tests/it/virtual_links.rs";
+const TAP: &str = "tests/it/tap.rs";
+const HOST_DEVICE: &str = "tests/it/host_device.rs";
+const HOST_LOCAL: &str = "tests/it/host_local.rs";
+const STATIC: &str = "tests/it/static_ipam.rs";
+const DHCP: &str = "tests/it/dhcp.rs";
+const PORTMAP: &str = "tests/it/portmap/";
+const BANDWIDTH: &str = "tests/it/bandwidth.rs";
+const TUNING: &str = "tests/it/tuning.rs";
+const FIREWALL: &str = "tests/it/firewall.rs";
+const KEYS_FX: &str = "tests/it/keys_effects.rs";
+const MULTUS: &str = "tests/it/multus.rs";
 
 #[rustfmt::skip]
 const KEYS: &[(&str, &str, Covered)] = &[
     // types.NetConf (cni v1.3, vendored by v1.9.1), embedded by every plugin.
     ("common", "cniVersion", Test(BRIDGE, "every_version_gets_its_layout_and_l2_only_works")),
     ("common", "name", Test(HOST_LOCAL, "a_thousand_adds_are_distinct_round_robin_and_in_reference_format")),
-    ("common", "type", Test("tests/cnitool.rs", "testdata_conflists_add_check_del")),
-    ("common", "capabilities", Test("tests/cnitool.rs", "chaining_gives_each_plugin_the_exact_stdin_and_del_runs_in_reverse")),
+    ("common", "type", Test("tests/it/cnitool.rs", "testdata_conflists_add_check_del")),
+    ("common", "capabilities", Test("tests/it/cnitool.rs", "chaining_gives_each_plugin_the_exact_stdin_and_del_runs_in_reverse")),
     ("common", "ipam.type", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
     ("common", "dns", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
-    ("common", "prevResult", Test("tests/chained.rs", "outputs_are_prev_result_with_only_the_reference_changes")),
+    ("common", "prevResult", Test("tests/it/chained.rs", "outputs_are_prev_result_with_only_the_reference_changes")),
     ("common", "cni.dev/valid-attachments", Test(HOST_LOCAL, "gc_releases_exactly_the_attachments_not_listed")),
     // plugins/main/bridge NetConf.
     ("bridge", "bridge", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
     ("bridge", "isGateway", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
     ("bridge", "isDefaultGateway", Test(BRIDGE, "dual_stack_gateway_and_default_routes")),
     ("bridge", "forceAddress", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
-    ("bridge", "ipMasq", Test("tests/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
+    ("bridge", "ipMasq", Test("tests/it/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
     ("bridge", "ipMasqBackend", Test(PORTMAP, "nftables_ipmasq_for_bridge")),
     ("bridge", "mtu", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
     ("bridge", "hairpinMode", Test(BRIDGE, "add_builds_the_host_and_container_sides_and_containers_ping_each_other")),
@@ -86,8 +86,8 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("bridge", "vlanTrunk[].minID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
     ("bridge", "vlanTrunk[].maxID", Test(BRIDGE, "vlan_access_and_trunk_ports")),
     ("bridge", "preserveDefaultVlan", Test(BRIDGE, "vlan_access_and_trunk_ports")),
-    ("bridge", "vlan with isGateway", Test("tests/bridge.rs", "vlan_gateway_is_a_veth_port_of_that_vlan")),
-    ("bridge", "macspoofchk", Test("tests/macspoofchk.rs", "foreign_source_macs_are_dropped_and_the_ruleset_is_the_references")),
+    ("bridge", "vlan with isGateway", Test("tests/it/bridge.rs", "vlan_gateway_is_a_veth_port_of_that_vlan")),
+    ("bridge", "macspoofchk", Test("tests/it/macspoofchk.rs", "foreign_source_macs_are_dropped_and_the_ruleset_is_the_references")),
     ("bridge", "enabledad", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "disableContainerInterface", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
     ("bridge", "portIsolation", Test(BRIDGE, "bridge_options_force_address_promisc_isolation_dad_and_disabled_interface")),
@@ -96,9 +96,9 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("bridge", "runtimeConfig.mac", Test(KEYS_FX, "bridge_mac_from_args_cni_and_runtime_config_is_eth0s")),
     ("bridge", "CNI_ARGS MAC", Test(BRIDGE, "bad_configs_and_failures_leave_nothing_behind")),
     // plugins/main/ptp NetConf.
-    ("ptp", "ipMasq", Test("tests/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
+    ("ptp", "ipMasq", Test("tests/it/ipmasq.rs", "bridge_and_ptp_masquerade_with_the_reference_rules_and_del_restores_the_table")),
     ("ptp", "ipMasqBackend", Test(KEYS_FX, "ptp_ip_masq_backend_nftables_writes_the_nft_masquerade_rule")),
-    ("ptp", "mtu", Test("tests/ptp.rs", "ptp_routes_both_sides_and_the_container_pings_its_host")),
+    ("ptp", "mtu", Test("tests/it/ptp.rs", "ptp_routes_both_sides_and_the_container_pings_its_host")),
     // plugins/main/macvlan NetConf (+ MacEnvArgs).
     ("macvlan", "master", Test(MACVLAN, "two_macvlan_containers_on_one_master_reach_each_other")),
     ("macvlan", "mode", Test(MACVLAN, "master_defaults_to_the_default_route_interface_and_bad_configs_fail")),
@@ -126,7 +126,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("host-device", "DPDKMode", Test(HOST_DEVICE, "dpdk_mode_moves_nothing_and_reports_ipam_for_the_named_interface")),
     ("host-device", "runtimeConfig.deviceID", Test("src/plugins/host_device_tests.rs", "device_id_beats_pci_bus_id_and_falls_back_to_auxiliary")),
     // plugins/main/loopback and dummy: types.NetConf only.
-    ("loopback", "cniVersion", Test("tests/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
+    ("loopback", "cniVersion", Test("tests/it/loopback.rs", "add_brings_lo_up_and_reports_its_addresses_at_every_version")),
     ("dummy", "ipam", Test(VIRT, "dummy_with_ipam")),
     // plugins/main/tap NetConf (+ MacEnvArgs).
     ("tap", "multiQueue", Test(TAP, "tap_without_ipam_joins_a_bridge_in_the_container")),
@@ -178,7 +178,7 @@ const KEYS: &[(&str, &str, Covered)] = &[
     // plugins/meta/portmap PortMapConf / PortMapEntry.
     ("portmap", "backend", Test(PORTMAP, "nftables_backend_reachability_rules_and_del_restore_the_ruleset")),
     ("portmap", "snat", Test(KEYS_FX, "portmap_snat_false_writes_no_setmark_or_masquerade_rules")),
-    ("portmap", "conditionsV4", Test("tests/portmap.rs", "nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded")),
+    ("portmap", "conditionsV4", Test("tests/it/portmap/", "nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded")),
     ("portmap", "conditionsV6", Test(PORTMAP, "nft_conditions_v6_gate_ipv6_traffic_to_the_mapping")),
     ("portmap", "masqAll", Test(KEYS_FX, "portmap_masq_all_marks_every_source")),
     ("portmap", "markMasqBit", Test(KEYS_FX, "portmap_mark_masq_bit_sets_and_matches_that_bit")),
@@ -215,27 +215,27 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("tuning", "sysctl allowlist (/etc/cni/tuning/allowlist.conf)", Test(TUNING, "the_allowlist_refuses_a_sysctl_it_does_not_list_and_sets_nothing")),
     // plugins/meta/firewall FirewallNetConf.
     ("firewall", "backend", Test(FIREWALL, "nftables_backend_accepts_the_container_and_del_restores_the_ruleset")),
-    ("firewall", "backend firewalld", Test("tests/firewalld.rs", "firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it")),
-    ("firewall", "firewalldZone", Test("tests/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates")),
+    ("firewall", "backend firewalld", Test("tests/it/firewalld.rs", "firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it")),
+    ("firewall", "firewalldZone", Test("tests/it/firewalld.rs", "firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates")),
     ("firewall", "iptablesAdminChainName", Test(KEYS_FX, "firewall_admin_chain_name_is_the_chain_cni_forward_jumps_to")),
     ("firewall", "ingressPolicy", Test(FIREWALL, "same_bridge_policy_isolates_bridges")),
     // plugins/meta/sbr PluginConf (gateways/addSourceHints: upstream main, not yet released).
-    ("sbr", "table", Test("tests/sbr.rs", "a_fixed_table_gets_only_rules")),
-    ("sbr", "gateways", Test("tests/sbr.rs", "works_with_dual_stack_static_gateway_configuration")),
-    ("sbr", "addSourceHints", Test("tests/sbr.rs", "works_with_add_source_hints_enabled")),
+    ("sbr", "table", Test("tests/it/sbr.rs", "a_fixed_table_gets_only_rules")),
+    ("sbr", "gateways", Test("tests/it/sbr.rs", "works_with_dual_stack_static_gateway_configuration")),
+    ("sbr", "addSourceHints", Test("tests/it/sbr.rs", "works_with_add_source_hints_enabled")),
     // plugins/meta/vrf VRFNetConf.
-    ("vrf", "vrfname", Test("tests/vrf.rs", "interface_joins_the_vrf_with_its_routes")),
-    ("vrf", "table", Test("tests/vrf.rs", "vrf_with_a_table_is_shared_and_goes_with_its_last_member")),
+    ("vrf", "vrfname", Test("tests/it/vrf.rs", "interface_joins_the_vrf_with_its_routes")),
+    ("vrf", "table", Test("tests/it/vrf.rs", "vrf_with_a_table_is_shared_and_goes_with_its_last_member")),
     // mptcp: upstream's open plugin, ours ahead of its release.
-    ("mptcp", "endpoints[].flags", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
-    ("mptcp", "endpoints[].address", Test("tests/mptcp.rs", "mptcp_refuses_bad_configs")),
-    ("mptcp", "limits.subflows", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
-    ("mptcp", "limits.addAddrAccepted", Test("tests/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
+    ("mptcp", "endpoints[].flags", Test("tests/it/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
+    ("mptcp", "endpoints[].address", Test("tests/it/mptcp.rs", "mptcp_refuses_bad_configs")),
+    ("mptcp", "limits.subflows", Test("tests/it/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
+    ("mptcp", "limits.addAddrAccepted", Test("tests/it/mptcp.rs", "mptcp_sets_endpoints_and_limits_check_sees_them_del_removes_them")),
     // flannel-io/cni-plugin NetConf.
-    ("flannel", "subnetFile", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
-    ("flannel", "dataDir", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
-    ("flannel", "delegate", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
-    ("flannel", "ipam", Test("tests/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "subnetFile", Test("tests/it/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "dataDir", Test("tests/it/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "delegate", Test("tests/it/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
+    ("flannel", "ipam", Test("tests/it/flannel.rs", "delegate_config_matches_the_fixture_and_del_survives_subnet_env_removal")),
     ("flannel", "runtimeConfig", Test(KEYS_FX, "flannel_runtime_config_reaches_the_delegate")),
     // Multus's thin-plugin NetConf (k8snetworkplumbingwg/multus-cni), plus ours.
     ("multus", "confDir", Test(MULTUS, "selection_edge_cases_follow_the_spec")),
@@ -272,9 +272,24 @@ const KEYS: &[(&str, &str, Covered)] = &[
     ("multus", "v1.multus-cni.io/default-network", Test(MULTUS, "the_default_network_override_obeys_namespace_isolation")),
 ];
 
+/// A file, or every `.rs` file of a module directory (a path ending in `/`).
 fn read(path: &str) -> String {
     let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+    if path.ends_with('/') {
+        let mut files: Vec<_> = std::fs::read_dir(&full)
+            .unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+            .collect();
+        files.sort();
+        return files.iter().map(|f| read_file(f)).collect();
+    }
+    read_file(&full)
+}
+
+fn read_file(full: &std::path::Path) -> String {
+    std::fs::read_to_string(full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
 /// docs/differences.md, where cni-multi says how and why it differs.

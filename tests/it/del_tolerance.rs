@@ -5,7 +5,7 @@
 //! reference's config parsing on DEL. After an ADD attempt, DEL runs twice in
 //! the live netns and once with a netns that is gone.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, merged, plugin_dir};
 use serde_json::{Value, json};

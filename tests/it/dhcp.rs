@@ -6,9 +6,8 @@
 //!
 //! `CNI_MULTI_DHCP_CYCLES` sets the ADD/DEL cycles of the flatness test (2000).
 
-#[path = "harness/dhcp_lan.rs"]
-mod dhcp_lan;
-mod harness;
+use crate::harness::dhcp_lan;
+use crate::harness;
 
 use dhcp_lan::{Daemon, Lan, Reaped, finish, wait_for};
 

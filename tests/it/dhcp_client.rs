@@ -3,7 +3,7 @@
 //! veth, `eth0`, down until the client brings it up. The client API is driven
 //! directly, as the daemon drives it.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::dhcp::client::{self, Renewal, Request, Settings};
 use cni_multi::dhcp::lease::Lease;

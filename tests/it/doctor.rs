@@ -1,17 +1,14 @@
 //! `cnitool doctor` on every kind of state, through the scenario runner
-//! (tests/harness/doctor.rs): a dead pod's (netns deleted without DEL) and
+//! (tests/it/harness/doctor.rs): a dead pod's (netns deleted without DEL) and
 //! an ownerless pod's (cache entry removed, then netns deleted) state is
 //! listed and fixed, a live pod's is kept; live pods whose rules were flushed
 //! are repaired; thirty live pods of every main plugin are no finding; and
 //! the same for dhcp leases, firewalld zone sources and libcni 1.1's entries.
 
-#[path = "harness/dhcp_lan.rs"]
-mod dhcp_lan;
-#[path = "harness/doctor.rs"]
-mod doctor;
-#[path = "harness/firewalld.rs"]
-mod firewalld;
-mod harness;
+use crate::harness::dhcp_lan;
+use crate::harness::doctor;
+use crate::harness::firewalld;
+use crate::harness;
 
 use doctor::Fate::{Abandoned, Dead, Forgotten, Held, Ownerless};
 use doctor::Stage::{Fixed, Leaked, Made};
@@ -449,7 +446,7 @@ fn firewalld_sources_of_dead_and_ownerless_attachments_are_removed() {
 }
 
 /// The dhcp daemon's leases (a dnsmasq LAN and a daemon of the test's own,
-/// tests/harness/dhcp_lan.rs): a dead pod's is released by its DEL, one a pod
+/// tests/it/harness/dhcp_lan.rs): a dead pod's is released by its DEL, one a pod
 /// gave up without its cache entry through the daemon (dnsmasq gets the
 /// DHCPRELEASE), or as a file while the daemon is stopped (a daemon starting
 /// would take it up and renew it for ever).

@@ -1,13 +1,11 @@
 //! `cnitool doctor` on the node shapes where it could harm live pods or
 //! remove what is not its own: each test performs one hazard and checks that
 //! the live pod keeps what its ADD added (cache entry, reservation, rules,
-//! files) and still reaches its gateway (tests/harness/doctor.rs's `Node`).
+//! files) and still reaches its gateway (tests/it/harness/doctor.rs's `Node`).
 
-#[path = "harness/doctor.rs"]
-mod doctor;
-#[path = "harness/firewalld.rs"]
-mod firewalld;
-mod harness;
+use crate::harness::doctor;
+use crate::harness::firewalld;
+use crate::harness;
 
 use doctor::{Maker, Node, dnat_chain, findings, masq_chain, under};
 use harness::{Call, Outcome, enter_test_host, iptables_table, run_in};

@@ -10,11 +10,10 @@
 //! store, the plugins' dataDirs and multus's cniDir), `--fix` must bring the
 //! node back to that state exactly, and a second run must find nothing; live
 //! pods on the same networks keep their state and their hostPorts. The
-//! scenario runner is tests/harness/doctor.rs's (`Scenario` without rows).
+//! scenario runner is tests/it/harness/doctor.rs's (`Scenario` without rows).
 
-#[path = "harness/doctor.rs"]
-mod doctor;
-mod harness;
+use crate::harness::doctor;
+use crate::harness;
 
 use doctor::Fate::{Dead, Deleted, Killed, Ownerless};
 use doctor::{Maker, Node, REFERENCE, Scenario, under};

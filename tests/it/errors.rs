@@ -1,7 +1,7 @@
 //! Errors keep their cause: the kernel's errno text and a file's path reach the
 //! CNI error the runtime reads.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, enter_test_host, plugin_dir, run_in};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! started by each test in its own network namespace (loopback only, ports
 //! 2379/2380 there), its data and certificates in a temporary directory.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::etcd::{Client, Config, Error, EventKind, WatchMsg};
 use harness::{TempDir, enter_test_host, run_in, skip};

@@ -1,9 +1,9 @@
 //! firewall end to end (iptables backend): forwarding allowed for the
 //! container's addresses under a DROP policy, CHECK, DEL restoring the filter
 //! table, same-bridge isolation, refused backends and keys (firewalld:
-//! tests/firewalld.rs).
+//! tests/it/firewalld.rs).
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Netns, Runtime, enter_test_host, first_ip, iptables_table, merged, peer_netns, plugin_dir,

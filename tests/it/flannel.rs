@@ -2,7 +2,7 @@
 //! the container gets an address from FLANNEL_SUBNET, DEL works after
 //! subnet.env is gone.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::json;

@@ -4,11 +4,9 @@
 //! added through our `flannel` plugin. Ignored by a plain `cargo test` (they
 //! need etcd-server); the lane runs them with `--include-ignored`.
 
-#[path = "harness/etcd_cluster.rs"]
-mod etcd_cluster;
-mod harness;
-#[path = "harness/underlay.rs"]
-mod underlay;
+use crate::harness::etcd_cluster;
+use crate::harness;
+use crate::harness::underlay;
 
 use etcd_cluster::EtcdCluster;
 use harness::enter_test_host;

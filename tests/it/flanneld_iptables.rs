@@ -3,7 +3,7 @@
 //! however often they are ensured, other rules untouched, and all of it gone
 //! again.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::netfilter::Family;
 use cni_multi::netfilter::flannel::{Plan, ensure, has_random_fully, remove};

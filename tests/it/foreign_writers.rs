@@ -6,7 +6,7 @@
 //! name holds the foreign file. `install` then reports the name as clobbered
 //! and takes it back with `--force`, and `--rollback` gives it back again.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, TempDir};
 use std::path::Path;

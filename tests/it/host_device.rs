@@ -7,7 +7,7 @@
 //! tap; a macvlan in a pod with its own user namespace) is never moved back,
 //! and DEL succeeds.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Call, Netns, TempDir, enter_test_host, kernel_supports, merged, plugin_dir, run_in, skip,

@@ -1,7 +1,7 @@
 //! host-local end to end: allocation order, the on-disk format, concurrency,
 //! dual stack, requested IPs, exhaustion, GC and reference-written stores.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Outcome, TempDir, enter_test_host};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! config, with the host's tables unchanged; a prevResult that does not
 //! describe the container is refused instead of passing as a silent no-op.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, enter_test_host, iptables_table, nft_ruleset, plugin_dir, run_in};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! (`--rollback`). No call may fail (ETXTBSY, exec format errors or anything
 //! else), and a rollback leaves the directory byte for byte as it was.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, Netns, Outcome, TempDir, enter_test_host};
 use serde_json::json;

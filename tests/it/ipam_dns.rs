@@ -1,9 +1,9 @@
 //! macvlan, ipvlan, vlan and host-device keep IPAM's DNS in their result when
 //! their config has no `dns` (the reference's drop it); a config `dns` that
 //! says something still replaces it. A DHCP lease's name servers reaching the
-//! result is tests/dhcp.rs's.
+//! result is tests/it/dhcp.rs's.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, enter_test_host, kernel_supports, plugin_dir, run_in, skip};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! leaves masqueraded; DEL (also with the netns gone, also for rules written by
 //! the Go plugins) leaves the nat table as it was.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Call, Netns, Outcome, TempDir, enter_test_host, iptables_table, plugin_dir, run_in,

@@ -1,8 +1,8 @@
-//! Config keys that had no test of their own (tests/config_keys.rs lists them):
+//! Config keys that had no test of their own (tests/it/config_keys.rs lists them):
 //! each test sets the keys its name gives, through the real binary in throwaway
 //! namespaces, and checks what they change. One module per plugin.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Call, Netns, Runtime, TempDir, enter_test_host, first_ip, iptables_table, kernel_supports,

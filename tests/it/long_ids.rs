@@ -7,7 +7,7 @@
 //! nothing behind; the doctor finds and fixes a dead pod's state under the
 //! bounded names and keeps a live pod's.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::runtime::cache::Cache;
 use cni_multi::runtime::{Attachment, Runtime, RuntimeConf, conf};

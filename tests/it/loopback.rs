@@ -1,6 +1,6 @@
 //! loopback end to end, in throwaway namespaces, at every spec version.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, VERSIONS, enter_test_host};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! and the container's own passing, DEL (twice, and with the table gone), a
 //! failed ADD undone, GC of attachments not in the valid list.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, in_netns, plugin_dir, run_in, skip};
 use nix::libc;

@@ -1,7 +1,7 @@
 //! macvlan end to end: two containers on one master reach each other, the
 //! default-route master, MAC and MTU, CHECK, DEL idempotence.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::{Value, json};

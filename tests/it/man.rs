@@ -3,7 +3,7 @@
 //! it): one per command, each naming every option and subcommand, and each
 //! rendered by man(1) without a warning.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, TempDir};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! the config gives and the namespace's limits, read back with `ip mptcp`;
 //! CHECK notices them gone; DEL removes them; bad configs are refused (7).
 
-mod harness;
+use crate::harness;
 
 use harness::{Netns, TempDir, enter_test_host, plugin_dir, skip};
 use serde_json::{Value, json};

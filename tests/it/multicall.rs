@@ -1,6 +1,6 @@
 //! argv[0] dispatch, `--help`/`--list`/`--version`, unknown names, and symlinks.sh.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, TempDir};
 use std::process::Command;

@@ -5,7 +5,7 @@
 //! edge cases, GC and STATUS, and a run through `cni-multi cnitool` with the
 //! pod annotations in CAP_ARGS.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, Outcome, TempDir, enter_test_host, make_eth0, plugin_dir};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! removes a link uses; VXLAN links, permanent neighbours, FDB entries and
 //! onlink routes (a VXLAN overlay's per-peer state), each checked with iproute2.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::netlink::Socket;
 use cni_multi::netlink::addr::Family;

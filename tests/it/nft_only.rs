@@ -2,7 +2,7 @@
 //! backend is not set takes nftables instead of failing (bridge ipMasq and
 //! portmap here), and DEL leaves nothing in either.
 
-mod harness;
+use crate::harness;
 
 use harness::{Netns, Outcome, TempDir, enter_test_host, nft_ruleset, plugin_dir};
 use serde_json::json;

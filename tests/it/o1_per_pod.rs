@@ -7,7 +7,7 @@
 //! - the nftables backends (portmap, ipMasq, firewall, macspoofchk): the
 //!   nfnetlink dump requests sent and the bytes received.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, Call, TempDir, enter_test_host};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! given to the doctor that is not there is an error, and `--version` names
 //! the commit and the reference releases matched.
 
-mod harness;
+use crate::harness;
 
 use harness::{BIN, Netns, Outcome, TempDir, enter_test_host};
 use std::os::unix::fs::PermissionsExt;

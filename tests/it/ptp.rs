@@ -1,7 +1,7 @@
 //! ptp end to end: point-to-point routes on both sides, host <-> container
 //! connectivity, CHECK, DEL idempotence.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! interface's address leave by that interface (strict rp_filter on the host
 //! drops them otherwise); rules and tables as the reference; DEL removes rules.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Netns, Runtime, enter_test_host, peer_netns, plugin_dir, run_in, tcp_fetch, tcp_server,

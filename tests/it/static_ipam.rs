@@ -1,7 +1,7 @@
 //! static IPAM end to end: address sources and their priority, results at every
 //! version, CHECK against prevResult, DEL without state.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, VERSIONS, enter_test_host};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! tap end to end: a persistent tap in the container with owner, group, MTU,
 //! MAC, a bridge in the container, IPAM; CHECK; DEL idempotence.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, Outcome, TempDir, enter_test_host, plugin_dir};
 use serde_json::{Value, json};

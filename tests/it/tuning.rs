@@ -1,7 +1,7 @@
 //! tuning end to end: sysctls and link attributes applied in the container,
 //! backed up in the reference's format, restored on DEL; bad keys refused.
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, plugin_dir};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! ipvlan, vlan and dummy: config validation everywhere; link tests where the
 //! kernel has these link kinds (they skip with a printed reason elsewhere).
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, TempDir, enter_test_host, kernel_supports, plugin_dir, run_in, skip};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! vrf: config checks everywhere; VRF tests where the kernel has VRFs (they skip
 //! with a printed reason here, asserting the clean failure instead).
 
-mod harness;
+use crate::harness;
 
 use harness::{Call, Netns, enter_test_host, kernel_supports, plugin_dir, skip};
 use serde_json::{Value, json};

@@ -9,7 +9,7 @@
 //! crossed: iptables' delete-by-spec removes what we wrote, our delete by
 //! handle removes what iptables wrote, and the tables end equal.
 
-mod harness;
+use crate::harness;
 
 use cni_multi::netfilter::Family;
 use cni_multi::netlink::nfnl::NfSocket;

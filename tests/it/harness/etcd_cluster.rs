@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use crate::harness::{Netns, TempDir};
-use crate::underlay::{Proc, Underlay, command_in, log_tail};
+use crate::harness::underlay::{Proc, Underlay, command_in, log_tail};
 use base64::Engine;
 use std::net::IpAddr;
 use std::process::{Output, Stdio};

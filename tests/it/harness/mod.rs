@@ -4,6 +4,12 @@
 
 #![allow(dead_code)]
 
+pub mod dhcp_lan;
+pub mod doctor;
+pub mod etcd_cluster;
+pub mod firewalld;
+pub mod underlay;
+
 use nix::sched::{CloneFlags, setns, unshare};
 use serde_json::Value;
 use std::collections::BTreeMap;

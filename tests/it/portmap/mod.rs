@@ -3,7 +3,7 @@
 //! hostIP; reference rule forms; DEL/GC restore the table; Go-written rules are
 //! removed; execs per ADD; concurrency.
 
-mod harness;
+use crate::harness;
 
 use harness::{
     Netns, Outcome, Runtime, TempDir, enter_test_host, first_ip, iptables_table, merged,
