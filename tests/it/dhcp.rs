@@ -6,8 +6,8 @@
 //!
 //! `CNI_MULTI_DHCP_CYCLES` sets the ADD/DEL cycles of the flatness test (2000).
 
-use crate::harness::dhcp_lan;
 use crate::harness;
+use crate::harness::dhcp_lan;
 
 use dhcp_lan::{Daemon, Lan, Reaped, finish, wait_for};
 

@@ -5,10 +5,10 @@
 //! are repaired; thirty live pods of every main plugin are no finding; and
 //! the same for dhcp leases, firewalld zone sources and libcni 1.1's entries.
 
+use crate::harness;
 use crate::harness::dhcp_lan;
 use crate::harness::doctor;
 use crate::harness::firewalld;
-use crate::harness;
 
 use doctor::Fate::{Abandoned, Dead, Forgotten, Held, Ownerless};
 use doctor::Stage::{Fixed, Leaked, Made};

@@ -3,9 +3,9 @@
 //! the live pod keeps what its ADD added (cache entry, reservation, rules,
 //! files) and still reaches its gateway (tests/it/harness/doctor.rs's `Node`).
 
+use crate::harness;
 use crate::harness::doctor;
 use crate::harness::firewalld;
-use crate::harness;
 
 use doctor::{Maker, Node, dnat_chain, findings, masq_chain, under};
 use harness::{Call, Outcome, enter_test_host, iptables_table, run_in};

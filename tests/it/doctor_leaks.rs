@@ -12,8 +12,8 @@
 //! pods on the same networks keep their state and their hostPorts. The
 //! scenario runner is tests/it/harness/doctor.rs's (`Scenario` without rows).
 
-use crate::harness::doctor;
 use crate::harness;
+use crate::harness::doctor;
 
 use doctor::Fate::{Dead, Deleted, Killed, Ownerless};
 use doctor::{Maker, Node, REFERENCE, Scenario, under};

@@ -5,8 +5,8 @@
 //! never touched). The plugin finds the bus through DBUS_SYSTEM_BUS_ADDRESS;
 //! zone sources are read back with dbus-send and in firewalld's nft ruleset.
 
-use crate::harness::firewalld;
 use crate::harness;
+use crate::harness::firewalld;
 
 use firewalld::{Bus, FIREWALLD, Firewalld, ZONE, tools_missing};
 use harness::{

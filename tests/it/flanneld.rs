@@ -4,8 +4,8 @@
 //! added through our `flannel` plugin. Ignored by a plain `cargo test` (they
 //! need etcd-server); the lane runs them with `--include-ignored`.
 
-use crate::harness::etcd_cluster;
 use crate::harness;
+use crate::harness::etcd_cluster;
 use crate::harness::underlay;
 
 use etcd_cluster::EtcdCluster;

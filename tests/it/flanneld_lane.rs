@@ -4,8 +4,8 @@
 //! plain `cargo test` (they need etcd-server and take seconds each); the lane
 //! runs them with `--include-ignored`.
 
-use crate::harness::etcd_cluster;
 use crate::harness;
+use crate::harness::etcd_cluster;
 use crate::harness::underlay;
 
 use etcd_cluster::EtcdCluster;

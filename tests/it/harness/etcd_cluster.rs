@@ -5,8 +5,8 @@
 //! Included with `#[path]`, beside `mod harness;` and the underlay.
 #![allow(dead_code)]
 
-use crate::harness::{Netns, TempDir};
 use crate::harness::underlay::{Proc, Underlay, command_in, log_tail};
+use crate::harness::{Netns, TempDir};
 use base64::Engine;
 use std::net::IpAddr;
 use std::process::{Output, Stdio};
