@@ -161,8 +161,9 @@ lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
 # --nocapture: tests that skip on this kernel print why, and CI logs show it.
+# tests/leftovers.sh fails the run if it left a file, mount or process behind.
 unit:
-	$(CARGO) test --locked -- --nocapture
+	./tests/leftovers.sh $(CARGO) test --locked -- --nocapture
 
 install-check: build
 	./tests/install-check.sh

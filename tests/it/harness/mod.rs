@@ -379,9 +379,29 @@ impl TempDir {
 }
 
 impl Drop for TempDir {
+    /// Unmounts whatever is mounted under the directory (pinned namespaces,
+    /// the directory itself made a mount point by `netns add`), then removes
+    /// it: also when the test panicked, so nothing of a test stays in /tmp.
     fn drop(&mut self) {
+        for point in mounts_under(&self.0) {
+            let _ = nix::mount::umount2(&point, nix::mount::MntFlags::MNT_DETACH);
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The mount points at or under `dir` in the calling thread's mount
+/// namespace, deepest first (so each unmounts before what it sits on).
+pub fn mounts_under(dir: &Path) -> Vec<PathBuf> {
+    let table = std::fs::read_to_string("/proc/thread-self/mountinfo").unwrap_or_default();
+    let mut points: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|p| PathBuf::from(p.replace("\\040", " ")))
+        .filter(|p| p.starts_with(dir))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    points
 }
 
 /// A CNI_PATH directory with every plugin name linked to the binary under test,
@@ -593,22 +613,7 @@ pub fn sha512_prefix(s: &str, n: usize) -> String {
 /// with a default route through the host: a client or a remote server.
 pub fn peer_netns(host_if: &str) -> Netns {
     let peer = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            host_if,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "p0",
-            "netns",
-            peer.path(),
-        ],
-    );
+    veth_into(&peer, host_if, "p0");
     run_in(None, "ip", &["addr", "add", "192.0.2.1/24", "dev", host_if]);
     run_in(None, "ip", &["link", "set", host_if, "up"]);
     peer.sh("ip", &["addr", "add", "192.0.2.2/24", "dev", "p0"]);
@@ -616,6 +621,31 @@ pub fn peer_netns(host_if: &str) -> Netns {
     peer.sh("ip", &["link", "set", "lo", "up"]);
     peer.sh("ip", &["route", "add", "default", "via", "192.0.2.1"]);
     peer
+}
+
+/// A veth pair from the test's host (`host_if`, left down) into `ns`
+/// (`peer_if`): the wire most tests put between the host and a peer.
+pub fn veth_into(ns: &Netns, host_if: &str, peer_if: &str) {
+    let args = [
+        "link", "add", host_if, "type", "veth", "peer", "name", peer_if,
+    ];
+    let mut args = args.to_vec();
+    args.extend(["netns", ns.path()]);
+    run_in(None, "ip", &args);
+}
+
+/// The plugin most chains start with: a gateway bridge `bridge`, addresses
+/// from host-local's `subnet` kept in `data_dir` (`@STORE@` for a
+/// `Runtime`'s store). `merged` adds or overrides keys.
+pub fn bridge_host_local(bridge: &str, subnet: &str, data_dir: &str) -> Value {
+    serde_json::json!({"type": "bridge", "bridge": bridge, "isGateway": true,
+        "ipam": {"type": "host-local", "subnet": subnet, "dataDir": data_dir}})
+}
+
+/// `plugin` (a `bridge_host_local`) with host-local's default route too.
+pub fn with_default_route(mut plugin: Value) -> Value {
+    plugin["ipam"]["routes"] = serde_json::json!([{"dst": "0.0.0.0/0"}]);
+    plugin
 }
 
 /// `base` with the keys of `extra` set (both JSON objects).
