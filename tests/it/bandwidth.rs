@@ -5,7 +5,10 @@
 
 use crate::harness;
 
-use harness::{Netns, Runtime, enter_test_host, first_ip, peer_netns, run_in, sha512_prefix};
+use harness::{
+    Netns, Runtime, bridge_host_local, enter_test_host, first_ip, peer_netns, run_in,
+    sha512_prefix, with_default_route,
+};
 use serde_json::json;
 use std::io::{Read, Write};
 use std::os::fd::AsFd;
@@ -17,8 +20,7 @@ const RATE: u64 = 8_000_000;
 fn setup() -> Runtime {
     let rt = Runtime::new("bw");
     let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
-        {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
-         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": "@STORE@"}},
+        bridge_host_local("cni-bw0", "10.90.0.0/24", "@STORE@"),
         {"type": "bandwidth", "capabilities": {"bandwidth": true}, "dataDir": "@STORE@/bw"}]});
     rt.write_list("bw.conflist", &list);
     rt
@@ -197,9 +199,7 @@ fn unshaped_subnets_bypass_the_limit_and_others_are_shaped() {
     let s = setup();
     // The same network, but traffic with the bridge's own subnet is not shaped.
     let list = json!({"cniVersion": "1.0.0", "name": "bw-net", "plugins": [
-        {"type": "bridge", "bridge": "cni-bw0", "isGateway": true,
-         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "dataDir": "@STORE@",
-                  "routes": [{"dst": "0.0.0.0/0"}]}},
+        with_default_route(bridge_host_local("cni-bw0", "10.90.0.0/24", "@STORE@")),
         {"type": "bandwidth", "capabilities": {"bandwidth": true}, "unshapedSubnets": ["10.90.0.0/24"]}]});
     s.write_list("bw.conflist", &list);
     // A remote client at 192.0.2.2, outside the unshaped subnet.

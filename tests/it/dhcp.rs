@@ -11,7 +11,7 @@ use crate::harness::dhcp_lan;
 
 use dhcp_lan::{Daemon, Lan, Reaped, finish, wait_for};
 
-use harness::{BIN, Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_in};
+use harness::{BIN, Call, Netns, TempDir, enter_test_host, merged, plugin_dir, run_in, veth_into};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -832,22 +832,7 @@ fn skip_default_leaves_routers_and_subnet_mask_out_of_the_request_list() {
 /// `eth0` in `ns`, a veth whose peer `host_end` stays in the test host; both down.
 /// (With `host_end` up, a daemon that brings `eth0` up gets a carrier and sends.)
 fn eth0_down_in(ns: &Netns, host_end: &str) {
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            host_end,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            ns.path(),
-        ],
-    );
+    veth_into(ns, host_end, "eth0");
 }
 
 fn eth0_is_up(ns: &Netns) -> bool {

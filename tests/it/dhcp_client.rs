@@ -9,7 +9,7 @@ use cni_multi::dhcp::client::{self, Renewal, Request, Settings};
 use cni_multi::dhcp::lease::Lease;
 use cni_multi::dhcp::wire::{Message, MessageType, code};
 use cni_multi::dhcp::{Error, options};
-use harness::{Netns, TempDir, enter_test_host, run_in};
+use harness::{Netns, TempDir, enter_test_host, run_in, veth_into};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -112,22 +112,7 @@ fn listening_on_67() -> bool {
 fn lan() -> Netns {
     enter_test_host();
     let ctr = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "lan0",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            ctr.path(),
-        ],
-    );
+    veth_into(&ctr, "lan0", "eth0");
     run_in(None, "ip", &["addr", "add", "10.77.0.1/24", "dev", "lan0"]);
     run_in(None, "ip", &["link", "set", "lan0", "up"]);
     run_in(None, "ip", &["link", "set", "lo", "up"]);

@@ -6,8 +6,8 @@
 use crate::harness;
 
 use harness::{
-    Netns, Runtime, enter_test_host, first_ip, iptables_table, merged, peer_netns, plugin_dir,
-    run_in, tcp_fetch, tcp_server,
+    Netns, Runtime, bridge_host_local, enter_test_host, first_ip, iptables_table, merged,
+    peer_netns, plugin_dir, run_in, tcp_fetch, tcp_server, with_default_route,
 };
 use serde_json::{Value, json};
 
@@ -38,9 +38,7 @@ fn network(rt: &Runtime, name: &str, bridge: &str, subnet: &str, firewall: Value
     let list = json!({
         "cniVersion": "1.0.0", "name": name,
         "plugins": [
-            {"type": "bridge", "bridge": bridge, "isGateway": true,
-             "ipam": {"type": "host-local", "subnet": subnet, "dataDir": "@STORE@",
-                      "routes": [{"dst": "0.0.0.0/0"}]}},
+            with_default_route(bridge_host_local(bridge, subnet, "@STORE@")),
             merged(json!({"type": "firewall"}), firewall)
         ]
     });

@@ -6,7 +6,7 @@ use crate::harness;
 
 use harness::{
     Call, Netns, Outcome, TempDir, enter_test_host, iptables_table, plugin_dir, run_in,
-    sha512_prefix,
+    sha512_prefix, veth_into,
 };
 use serde_json::{Value, json};
 
@@ -33,22 +33,7 @@ fn call(plugin: &str, cmd: &str, ns: &str, id: &str, c: &Value, bin: &TempDir) -
 /// only masqueraded traffic gets answers.
 fn outside() -> Netns {
     let out = Netns::new();
-    run_in(
-        None,
-        "ip",
-        &[
-            "link",
-            "add",
-            "to-out",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "out0",
-            "netns",
-            out.path(),
-        ],
-    );
+    veth_into(&out, "to-out", "out0");
     run_in(
         None,
         "ip",

@@ -5,7 +5,8 @@
 use crate::harness;
 
 use harness::{
-    Netns, Runtime, enter_test_host, peer_netns, plugin_dir, run_in, tcp_fetch, tcp_server,
+    Netns, Runtime, bridge_host_local, enter_test_host, peer_netns, plugin_dir, run_in, tcp_fetch,
+    tcp_server, with_default_route,
 };
 use serde_json::json;
 
@@ -13,12 +14,11 @@ use serde_json::json;
 fn replies_leave_by_the_interface_of_their_source_address() {
     enter_test_host();
     let s = Runtime::new("sbr");
+    let store = &s.store.0.to_string_lossy();
     let net_a = json!({"cniVersion": "1.0.0", "name": "net-a", "plugins": [
-        {"type": "bridge", "bridge": "cni-sa", "isGateway": true,
-         "ipam": {"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": s.store.0, "routes": [{"dst": "0.0.0.0/0"}]}}]});
+        with_default_route(bridge_host_local("cni-sa", "10.81.0.0/24", store))]});
     let net_b = json!({"cniVersion": "1.0.0", "name": "net-b", "plugins": [
-        {"type": "bridge", "bridge": "cni-sb", "isGateway": true,
-         "ipam": {"type": "host-local", "subnet": "10.82.0.0/24", "dataDir": s.store.0}},
+        bridge_host_local("cni-sb", "10.82.0.0/24", store),
         {"type": "sbr"}]});
     std::fs::write(s.conf.0.join("a.conflist"), net_a.to_string()).expect("conf");
     std::fs::write(s.conf.0.join("b.conflist"), net_b.to_string()).expect("conf");

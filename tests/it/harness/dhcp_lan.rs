@@ -4,7 +4,7 @@
 //! (included with `#[path]`, beside `mod harness;`).
 #![allow(dead_code)]
 
-use crate::harness::{self, BIN, Netns, TempDir, run_in};
+use crate::harness::{self, BIN, Netns, TempDir, run_in, veth_into};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::fs::File;
@@ -28,22 +28,7 @@ impl Lan {
     /// (`--dhcp-option=...`) and `lease` time when `serve`.
     pub fn new(dir: &TempDir, serve: bool, lease: &str, options: &[&str]) -> Lan {
         let ns = Netns::new();
-        run_in(
-            None,
-            "ip",
-            &[
-                "link",
-                "add",
-                "lan-m",
-                "type",
-                "veth",
-                "peer",
-                "name",
-                "lan0",
-                "netns",
-                ns.path(),
-            ],
-        );
+        veth_into(&ns, "lan-m", "lan0");
         run_in(None, "ip", &["link", "set", "lan-m", "up"]);
         ns.sh("ip", &["addr", "add", "10.77.0.1/24", "dev", "lan0"]);
         ns.sh("ip", &["link", "set", "lan0", "up"]);
