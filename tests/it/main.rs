@@ -39,6 +39,7 @@ mod install;
 mod ipam_dns;
 mod ipmasq;
 mod keys_effects;
+mod leftovers;
 mod long_ids;
 mod loopback;
 mod macspoofchk;

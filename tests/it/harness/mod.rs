@@ -374,6 +374,7 @@ impl TempDir {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&p).expect("create temp dir");
+        register_with_leftovers_check();
         TempDir(p)
     }
 }
@@ -383,11 +384,33 @@ impl Drop for TempDir {
     /// the directory itself made a mount point by `netns add`), then removes
     /// it: also when the test panicked, so nothing of a test stays in /tmp.
     fn drop(&mut self) {
-        for point in mounts_under(&self.0) {
-            let _ = nix::mount::umount2(&point, nix::mount::MntFlags::MNT_DETACH);
+        // Again until none is left: unmounting one can uncover another
+        // (a propagated copy hidden under it).
+        for _ in 0..8 {
+            let points = mounts_under(&self.0);
+            if points.is_empty() {
+                break;
+            }
+            for point in points {
+                let _ = nix::mount::umount2(&point, nix::mount::MntFlags::MNT_DETACH);
+            }
         }
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Under `tests/leftovers.sh` (which sets `CNI_MULTI_TEST_RUN` to a directory
+/// of its own), leaves this process's pid there: the names of its temporary
+/// directories carry it, so the check after the run finds what this run left
+/// in /tmp and nothing of other runs on the machine.
+fn register_with_leftovers_check() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Some(run) = std::env::var_os("CNI_MULTI_TEST_RUN") {
+            let mark = Path::new(&run).join(std::process::id().to_string());
+            std::fs::write(&mark, b"").expect("register with the leftovers check");
+        }
+    });
 }
 
 /// The mount points at or under `dir` in the calling thread's mount
