@@ -107,7 +107,7 @@ DEFAULT_HOST_ONLY="host_local::a_thousand_adds_are_distinct_round_robin_and_in_r
  o1_per_pod::portmap_nftables_add_and_del_read_the_same_at_10_and_500_pods
  o1_per_pod::bridge_ipmasq_and_macspoofchk_add_and_del_read_the_same_at_10_and_500_pods
  o1_per_pod::firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods
- xtnft::an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10"
+ xtnft::scale::an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
@@ -222,7 +222,7 @@ if [ -n "${KERNEL_TESTS:-}" ]; then
         [ "$entry" = "$group" ] || filter=${entry#*::}
         grep -q "^$group " "$work/all-tests" || die "KERNEL_TESTS: no test group '$group'"
         awk -v g="$group" -v f="$filter" \
-            '$1 == g && index(substr($2, length(g) + 3), f) > 0' "$work/all-tests" \
+            '$1 == g && (f == "" || index(substr($2, length(g) + 3), f) > 0)' "$work/all-tests" \
             >>"$work/selected-tests"
         grep -q "^$group " "$work/selected-tests" || die "KERNEL_TESTS: no test in '$group' matches '$filter'"
     done
