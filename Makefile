@@ -13,7 +13,7 @@
 #                      PLUGIN_DIR=/usr/lib/cni for the reference, RUNTIMES=...)
 #   make test-flanneld the flanneld lane: a real etcd cluster (three members) and
 #                      nodes as network namespaces on one underlay segment, pods
-#                      added through the flannel plugin (tests/flanneld*.rs, whose
+#                      added through the flannel plugin (tests/it/flanneld*.rs, whose
 #                      tests are #[ignore]d by `make test`; installs etcd)
 #   make test-kernel   the whole suite inside a VM booted from Debian's stock kernel
 #                      (ipvlan, 8021q, dummy, vrf, VLAN filtering, SCTP), where a
@@ -166,8 +166,9 @@ lint:
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
 # --nocapture: tests that skip on this kernel print why, and CI logs show it.
+# tests/leftovers.sh fails the run if it left a file, mount or process behind.
 unit:
-	$(CARGO) test --locked -- --nocapture
+	./tests/leftovers.sh $(CARGO) test --locked -- --nocapture
 
 install-check: build
 	./tests/install-check.sh
@@ -181,11 +182,11 @@ first-run: build
 
 test: deps lint install-check first-run unit
 
-# Every test of tests/flanneld*.rs, the ignored ones included (a plain
-# `cargo test` skips them: they need etcd-server and seconds each).
-FLANNELD_TESTS := $(foreach t,$(sort $(wildcard tests/flanneld*.rs)),--test $(basename $(notdir $(t))))
+# Every test of the modules tests/it/flanneld*.rs, the ignored ones included
+# (a plain `cargo test` skips them: they need etcd-server and seconds each).
+FLANNELD_TESTS := $(foreach t,$(sort $(wildcard tests/it/flanneld*.rs)),$(basename $(notdir $(t)))::)
 test-flanneld: deps
-	$(CARGO) test --locked $(FLANNELD_TESTS) -- --include-ignored
+	$(CARGO) test --locked --test it -- --include-ignored $(FLANNELD_TESTS)
 
 # Builds and installs cni-multi itself (into a temp dir) unless PLUGIN_DIR is set.
 test-runtimes:

@@ -13,26 +13,26 @@ need dnsmasq dnsmasq
 need ping iputils-ping
 # portmap tests load and list conntrack entries (the plugin itself uses netlink).
 need conntrack conntrack
-# tests/doctor_leaks.rs kills ADDs at chosen syscalls with strace's --inject;
-# tests/o1_per_pod.rs counts what one ADD and one DEL read.
+# tests/it/doctor_leaks.rs kills ADDs at chosen syscalls with strace's --inject;
+# tests/it/o1_per_pod.rs counts what one ADD and one DEL read.
 need strace strace
-# firewall's firewalld backend (tests/firewalld.rs): a private bus and the real daemon.
+# firewall's firewalld backend (tests/it/firewalld.rs): a private bus and the real daemon.
 need dbus-daemon dbus-daemon
 need dbus-send dbus-bin
 need firewalld firewalld
 # ring (rustls, for flanneld's etcd TLS) compiles C: clang builds it for aarch64
 # (make ARCH=arm64). The flanneld lane (make test-flanneld) and
-# tests/etcd_client.rs run a real etcd; openssl makes the TLS test's certificates.
+# tests/it/etcd_client.rs run a real etcd; openssl makes the TLS test's certificates.
 need clang clang
 need etcd etcd-server
 need etcdctl etcd-client
 need openssl openssl
 # The flanneld lane asks the daemon's health probes over HTTP.
 need curl curl
-# tests/man.rs renders the generated manual pages as man(1) and lintian do.
+# tests/it/man.rs renders the generated manual pages as man(1) and lintian do.
 need man man-db
 # Go's libcni 1.1 (Debian's source package) and Go, for the doctor's tests on
-# attachments a runtime made through it (tests/doctor.rs, bench/libcni).
+# attachments a runtime made through it (tests/it/doctor.rs, bench/libcni).
 need go golang-go
 [ -d /usr/share/gocode/src/github.com/containernetworking/cni/libcni ] || missing="$missing golang-github-appc-cni-dev"
 # The reference's plugins (Go), for the tests that share a node with them.

@@ -1,8 +1,9 @@
 #!/bin/bash
 # Runs inside the stock-kernel VM (started by tests/kernel/run.sh): loads the
 # modules the tests need from the Debian kernel's /lib/modules, then runs every
-# test binary listed in $SHARED/binaries with CNI_MULTI_REQUIRE_KERNEL=1.
-# Writes $SHARED/<name>.log and $SHARED/<name>.rc per binary, $SHARED/modules.rc,
+# group of tests listed in $SHARED/run-groups ("group binary": the tests named
+# in $SHARED/groups/<group>, of that test binary) with CNI_MULTI_REQUIRE_KERNEL=1.
+# Writes $SHARED/<group>.log and $SHARED/<group>.rc per group, $SHARED/modules.rc,
 # and $SHARED/guest.done last; the host reads them after the VM is gone.
 #   guest.sh SHARED_DIR REPO_DIR
 set -u
@@ -74,23 +75,22 @@ fi
 export CNI_MULTI_REQUIRE_KERNEL=1
 export RUST_BACKTRACE=1
 
-# One test binary, from a tmpfs copy; its output goes to the console in one
+# The test binaries, copied to tmpfs once (every group of the test crate runs
+# the same one).
+while read -r _ bin; do
+    [ -e "$fast/$bin" ] || cp "$shared/bin/$bin" "$fast/$bin"
+done <"$shared/run-groups"
+
+# One group: its tests by exact name; its output goes to the console in one
 # piece when it ends (two run at a time).
-run_binary() {
-    local name=$1 start rc skips=()
+run_group() {
+    local name=$1 bin start rc tests=()
     start=$(date +%s)
-    while read -r bin test; do
-        [ "$bin" = "$name" ] && skips+=(--skip "$test")
-    done <"$shared/skip"
-    # --skip matches substrings: the host-only names are long and unique.
-    while read -r bin filter; do
-        [ "$bin" = "$name" ] && skips+=("$filter")
-    done <"$shared/filters"
-    cp "$shared/bin/$name" "$fast/$name"
-    timeout -k 10 "$per_binary_timeout" "$fast/$name" --test-threads="$threads" --nocapture \
-        "${skips[@]}" >"$shared/$name.log" 2>&1
+    bin=$(awk -v g="$name" '$1 == g {print $2}' "$shared/run-groups")
+    mapfile -t tests <"$shared/groups/$name"
+    timeout -k 10 "$per_binary_timeout" "$fast/$bin" --test-threads="$threads" --nocapture \
+        --exact "${tests[@]}" >"$shared/$name.log" 2>&1
     rc=$?
-    rm -f "$fast/$name"
     echo "$rc" >"$shared/$name.rc"
     {
         flock 9
@@ -101,12 +101,12 @@ run_binary() {
 }
 
 # Under TCG most tests are chains of process starts on one vCPU, so two
-# binaries run at once, longest first (under TCG, without the host-only stress
+# groups run at once, longest first (under TCG, without the host-only stress
 # loops: portmap, hostile_input, unit tests, cnitool, bridge ~1 min, most
 # others well under). bandwidth measures throughput: it runs first and alone.
 alone="bandwidth"
 longest="dhcp portmap hostile_input unit-lib-cni_multi bridge cnitool chained ipmasq host_local multus"
-names=$(cut -d' ' -f1 "$shared/binaries")
+names=$(cut -d' ' -f1 "$shared/run-groups")
 ordered=""
 for n in $longest; do
     echo "$names" | grep -qx "$n" && ordered="$ordered $n"
@@ -115,7 +115,7 @@ for n in $names; do
     case " $alone $ordered " in *" $n "*) ;; *) ordered="$ordered $n" ;; esac
 done
 for n in $alone; do
-    echo "$names" | grep -qx "$n" && run_binary "$n"
+    echo "$names" | grep -qx "$n" && run_group "$n"
 done
 running=0
 for n in $ordered; do
@@ -123,7 +123,7 @@ for n in $ordered; do
         wait -n
         running=$((running - 1))
     fi
-    run_binary "$n" &
+    run_group "$n" &
     running=$((running + 1))
 done
 wait

@@ -3,8 +3,10 @@
 # kernel (package linux-image-amd64, with its modules), where ipvlan, 8021q,
 # dummy, vrf, bridge VLAN filtering and SCTP exist. The VM runs this machine's
 # own userland (virtme-ng shares / read-only over 9p), so the test binaries are
-# built here and run there unchanged: every test binary of `cargo test` (all
-# tests/*.rs and the crate's unit tests), two at a time; under TCG less the
+# built here and run there unchanged: every test of `cargo test` (the
+# integration test crate tests/it, one group per top-level module such as
+# `bridge` or `portmap`, and the crate's unit tests), two groups at a time;
+# under TCG less the
 # few host-only stress loops named below, and tests that need nothing of the
 # stock kernel but crawl under emulation (the reference's Go plugins, firewalld). CNI_MULTI_REQUIRE_KERNEL=1 turns
 # every skip into a failure: "kernel lacks X" and "tool X missing" alike (the
@@ -17,17 +19,21 @@
 #
 #   KERNEL_VM_ACCEL=auto|kvm|tcg   (default auto: KVM if a probe boot works)
 #   KERNEL_VM_MEMORY=2G  KERNEL_VM_CPUS=2
-#   KERNEL_TEST_THREADS=2          libtest threads per test binary in the VM
+#   KERNEL_TEST_THREADS=2          libtest threads per group in the VM
 #   KERNEL_VM_TIMEOUT=1800         seconds for the whole VM run (boot + tests)
-#   KERNEL_BINARY_TIMEOUT=900      seconds for one test binary in the VM
+#   KERNEL_BINARY_TIMEOUT=900      seconds for one group of tests in the VM
 #   KERNEL_LANE_VENV=/var/tmp/cni-multi-vng-venv
 #   KERNEL_LANE_KEEP=1             keep the log directory even on success
-#   KERNEL_HOST_ONLY="bin:test ..."  tests not run in the VM under TCG (default
+#   KERNEL_HOST_ONLY="module::test ..."  tests not run in the VM under TCG, by
+#                                  their full path in the test crate (default
 #                                  below; set it empty to run every test there)
-#   KERNEL_TESTS="bin[:filter] ..."  run only these test binaries (tests/<bin>.rs),
-#                                  each optionally with a libtest name filter,
-#                                  e.g. KERNEL_TESTS=virtual_links:ipvlan
-# Ends with "N passed, M failed" (libtest results of every binary; a binary
+#   KERNEL_TESTS="group[::filter] ..."  run only these groups (a module of
+#                                  tests/it such as `virtual_links`, or a unit
+#                                  test binary such as unit-lib-cni_multi), each
+#                                  optionally with a libtest name filter on the
+#                                  rest of the path, e.g.
+#                                  KERNEL_TESTS=virtual_links::ipvlan
+# Ends with "N passed, M failed" (libtest results of every group; a group
 # that failed without a result line counts as one failure); exits 1 on any
 # failure, a missing module, or a VM that did not finish.
 set -euo pipefail
@@ -53,55 +59,55 @@ VENV=${KERNEL_LANE_VENV:-/var/tmp/cni-multi-vng-venv}
 # annotation decoded by a debug build: minutes each under TCG, all of it
 # process starts and CPU), and the per-pod cost tests beside 500 pods. Every other test of every binary runs in the VM.
 # With KVM they run in the VM too.
-DEFAULT_HOST_ONLY="host_local:a_thousand_adds_are_distinct_round_robin_and_in_reference_format
- ipmasq:del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
- portmap:hundred_add_del_cycles_and_gc_leave_only_the_shared_chains
- portmap:nftables_backend_runs_no_process_and_cycles_leave_nothing
- dhcp:the_daemon_stays_flat_over_many_add_del_cycles
- portmap:reference_portmap_adds_all_succeed_while_our_dels_loop
- firewall:reference_firewall_adds_all_succeed_while_our_dels_loop
- firewalld:firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it
- firewalld:firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates
- firewalld:unset_backend_is_firewalld_when_it_owns_its_name_else_iptables
- firewalld:del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone
- firewalld:gc_removes_the_sources_of_unkept_attachments
- firewalld:the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes
- doctor:firewalld_sources_of_dead_and_ownerless_attachments_are_removed
- doctor_hazards:spoofed_reload_signals_from_another_user_cause_no_pass
- doctor:libcni_1_1_attachments_are_judged_fixed_and_repaired
- doctor_leaks:adds_killed_at_every_mutating_syscall_are_found_and_fixed
- install:install_killed_at_any_rename_rolls_back_or_reinstalls
- install:install_killed_at_any_backup_link_rolls_back_or_reinstalls
- foreign_writers:cp_over_a_plugin_name_costs_that_name_only
- foreign_writers:cp_force_over_a_plugin_name_costs_that_name_only
- foreign_writers:install_1_over_a_plugin_name_costs_that_name_only
- foreign_writers:an_o_trunc_write_through_a_plugin_name_costs_that_name_only
- config_errors:the_reference_says_what_the_table_says_it_does
- install:a_run_prints_one_summary_line_and_a_dry_run_says_would
- install:a_dry_run_works_for_a_user_who_cannot_write
- foreign_writers:shutil_copyfile_over_a_plugin_name_costs_that_name_only
- foreign_writers:tar_x_over_a_plugin_name_costs_that_name_only
- foreign_writers:dd_conv_notrunc_over_a_plugin_name_costs_that_name_only
- foreign_writers:a_binary_clobbered_through_a_link_is_reported_and_repaired
- foreign_writers:a_name_left_to_another_installer_is_neither_taken_nor_reported
- etcd_client:keys_put_range_prefix_create_if_absent_conditional_put_and_delete
- etcd_client:a_lease_is_granted_kept_alive_and_its_revocation_deletes_its_key
- etcd_client:a_watch_sees_puts_and_deletes_in_order_from_its_start_revision_and_progress
- etcd_client:a_watch_from_below_the_compaction_horizon_says_compacted
- etcd_client:auth_refuses_a_wrong_password_and_authenticates_again_when_the_token_expires
- etcd_client:tls_with_a_client_certificate_works_and_without_one_or_with_another_ca_fails
- etcd_client:calls_and_watches_fail_over_from_a_dead_endpoint_and_say_when_none_is_left
- doctor:every_kind_of_dead_and_ownerless_state_is_found_and_fixed_and_live_state_kept
- doctor_leaks:leaks_of_the_reference_plugins_are_found_and_fixed_on_a_mixed_node
- doctor_leaks:leaks_of_our_plugins_are_found_and_fixed
- install:an_older_build_is_upgraded_and_rolled_back_under_load
- install:the_reference_is_replaced_with_force_and_rolled_back_under_load
- multus:del_from_a_128000_selection_annotation_runs_at_most_the_cap
- o1_per_pod:host_local_add_and_del_touch_the_same_files_at_10_and_500_pods
- o1_per_pod:portmap_nftables_add_and_del_read_the_same_at_10_and_500_pods
- o1_per_pod:bridge_ipmasq_and_macspoofchk_add_and_del_read_the_same_at_10_and_500_pods
- o1_per_pod:firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods
- xtnft:an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10"
+DEFAULT_HOST_ONLY="host_local::a_thousand_adds_are_distinct_round_robin_and_in_reference_format
+ ipmasq::del_with_the_netns_gone_still_removes_the_rules_and_cycles_leave_nothing
+ portmap::iptables::hundred_add_del_cycles_and_gc_leave_only_the_shared_chains
+ portmap::nftables::nftables_backend_runs_no_process_and_cycles_leave_nothing
+ dhcp::the_daemon_stays_flat_over_many_add_del_cycles
+ portmap::iptables::reference_portmap_adds_all_succeed_while_our_dels_loop
+ firewall::reference_firewall_adds_all_succeed_while_our_dels_loop
+ firewalld::firewalld_backend_makes_the_address_a_trusted_source_check_sees_it_del_removes_it
+ firewalld::firewalld_zone_is_configurable_for_both_families_add_is_idempotent_and_ingress_policy_isolates
+ firewalld::unset_backend_is_firewalld_when_it_owns_its_name_else_iptables
+ firewalld::del_succeeds_and_says_so_when_firewalld_or_its_bus_is_gone
+ firewalld::gc_removes_the_sources_of_unkept_attachments
+ firewalld::the_watcher_repairs_after_each_firewalld_reload_and_fails_when_the_bus_goes
+ doctor::firewalld_sources_of_dead_and_ownerless_attachments_are_removed
+ doctor_hazards::spoofed_reload_signals_from_another_user_cause_no_pass
+ doctor::libcni_1_1_attachments_are_judged_fixed_and_repaired
+ doctor_leaks::adds_killed_at_every_mutating_syscall_are_found_and_fixed
+ install::install_killed_at_any_rename_rolls_back_or_reinstalls
+ install::install_killed_at_any_backup_link_rolls_back_or_reinstalls
+ foreign_writers::cp_over_a_plugin_name_costs_that_name_only
+ foreign_writers::cp_force_over_a_plugin_name_costs_that_name_only
+ foreign_writers::install_1_over_a_plugin_name_costs_that_name_only
+ foreign_writers::an_o_trunc_write_through_a_plugin_name_costs_that_name_only
+ config_errors::the_reference_says_what_the_table_says_it_does
+ install::a_run_prints_one_summary_line_and_a_dry_run_says_would
+ install::a_dry_run_works_for_a_user_who_cannot_write
+ foreign_writers::shutil_copyfile_over_a_plugin_name_costs_that_name_only
+ foreign_writers::tar_x_over_a_plugin_name_costs_that_name_only
+ foreign_writers::dd_conv_notrunc_over_a_plugin_name_costs_that_name_only
+ foreign_writers::a_binary_clobbered_through_a_link_is_reported_and_repaired
+ foreign_writers::a_name_left_to_another_installer_is_neither_taken_nor_reported
+ etcd_client::keys_put_range_prefix_create_if_absent_conditional_put_and_delete
+ etcd_client::a_lease_is_granted_kept_alive_and_its_revocation_deletes_its_key
+ etcd_client::a_watch_sees_puts_and_deletes_in_order_from_its_start_revision_and_progress
+ etcd_client::a_watch_from_below_the_compaction_horizon_says_compacted
+ etcd_client::auth_refuses_a_wrong_password_and_authenticates_again_when_the_token_expires
+ etcd_client::tls_with_a_client_certificate_works_and_without_one_or_with_another_ca_fails
+ etcd_client::calls_and_watches_fail_over_from_a_dead_endpoint_and_say_when_none_is_left
+ doctor::every_kind_of_dead_and_ownerless_state_is_found_and_fixed_and_live_state_kept
+ doctor_leaks::leaks_of_the_reference_plugins_are_found_and_fixed_on_a_mixed_node
+ doctor_leaks::leaks_of_our_plugins_are_found_and_fixed
+ install::an_older_build_is_upgraded_and_rolled_back_under_load
+ install::the_reference_is_replaced_with_force_and_rolled_back_under_load
+ multus::del_from_a_128000_selection_annotation_runs_at_most_the_cap
+ o1_per_pod::host_local_add_and_del_touch_the_same_files_at_10_and_500_pods
+ o1_per_pod::portmap_nftables_add_and_del_read_the_same_at_10_and_500_pods
+ o1_per_pod::bridge_ipmasq_and_macspoofchk_add_and_del_read_the_same_at_10_and_500_pods
+ o1_per_pod::firewall_nftables_add_and_del_read_the_same_at_10_and_500_pods
+ xtnft::scale::an_add_and_a_del_read_as_much_beside_500_attachments_as_beside_10"
 # virtme-ng and its dependencies, pinned (1.42 ships its guest init prebuilt).
 VNG_PINS="virtme-ng==1.42 argcomplete==3.7.2 requests==2.34.2 certifi==2026.10.18
  charset-normalizer==3.5.2 idna==3.20 urllib3==2.8.0"
@@ -162,8 +168,8 @@ trap cleanup EXIT
 log "building the test binaries (cargo test --no-run)"
 cargo test --no-run --locked --message-format=json >"$work/build.json" ||
     die "cargo test --no-run failed"
-# One "name path" line per test binary: integration tests by their tests/*.rs
-# name, the crate's own unit tests as unit-<kind>-<name>.
+# One "name path" line per test binary: the integration test crate as `it`,
+# the crate's own unit tests as unit-<kind>-<name>.
 /usr/bin/python3 - "$work/build.json" "$work/binaries" "$work/cni-multi-path" <<'PY'
 import json, sys
 seen, plugin = {}, None
@@ -188,25 +194,43 @@ with open(sys.argv[2], "w") as out:
 if plugin:
     open(sys.argv[3], "w").write(plugin + "\n")
 PY
-expected=$(for f in tests/*.rs; do basename "$f" .rs; done | sort)
-for t in $expected; do
-    grep -q "^$t " "$work/binaries" || die "no test binary built for tests/$t.rs"
-done
 [ -s "$work/cni-multi-path" ] || die "the build made no cni-multi binary"
-# KERNEL_TESTS narrows the run to some binaries, each with an optional filter.
-: >"$work/filters"
+for b in it unit-lib-cni_multi; do
+    grep -q "^$b " "$work/binaries" || die "no test binary '$b' built"
+done
+# Every test by its full name: "group name" lines, the group being a top-level
+# module of tests/it (its tests/it/<group>.rs or tests/it/<group>/) or, for
+# the unit test binaries, the binary.
+: >"$work/all-tests"
+while read -r bin path; do
+    "$path" --list --format terse 2>/dev/null | sed -n 's/: test$//p' | while read -r t; do
+        if [ "$bin" = it ]; then echo "${t%%::*} $t"; else echo "$bin $t"; fi
+    done >>"$work/all-tests"
+done <"$work/binaries"
+for f in tests/it/*.rs tests/it/*/mod.rs; do
+    m=$(basename "${f%/mod.rs}" .rs)
+    case "$m" in main | harness) continue ;; esac
+    grep -q "^$m " "$work/all-tests" || die "no tests listed for tests/it module '$m'"
+done
+# KERNEL_TESTS narrows the run to some groups, each with an optional filter
+# on the rest of the test's path (a substring, as libtest filters).
 if [ -n "${KERNEL_TESTS:-}" ]; then
-    : >"$work/selected"
+    : >"$work/selected-tests"
     for entry in $KERNEL_TESTS; do
-        bin=${entry%%:*}
-        line=$(grep "^$bin " "$work/binaries") || die "KERNEL_TESTS: no test binary '$bin'"
-        echo "$line" >>"$work/selected"
-        [ "$entry" = "$bin" ] || echo "$bin ${entry#*:}" >>"$work/filters"
+        group=${entry%%::*}
+        filter=""
+        [ "$entry" = "$group" ] || filter=${entry#*::}
+        grep -q "^$group " "$work/all-tests" || die "KERNEL_TESTS: no test group '$group'"
+        awk -v g="$group" -v f="$filter" \
+            '$1 == g && (f == "" || index(substr($2, length(g) + 3), f) > 0)' "$work/all-tests" \
+            >>"$work/selected-tests"
+        grep -q "^$group " "$work/selected-tests" || die "KERNEL_TESTS: no test in '$group' matches '$filter'"
     done
-    cp "$work/binaries" "$work/all-binaries"
-    mv "$work/selected" "$work/binaries"
+    sort -u "$work/selected-tests" >"$work/tests"
+else
+    cp "$work/all-tests" "$work/tests"
 fi
-log "$(wc -l <"$work/binaries") test binaries: $(cut -d' ' -f1 "$work/binaries" | tr '\n' ' ')"
+log "$(wc -l <"$work/tests") tests in $(cut -d' ' -f1 "$work/tests" | sort -u | wc -l) groups"
 # A snapshot of what was just built: the VM runs these copies (the tests find
 # the plugin binary at its build path, where the guest mounts the copy), so a
 # build in this checkout while the VM runs cannot change them under it.
@@ -248,17 +272,27 @@ if [ "$ACCEL" = tcg ]; then
 else
     host_only=${KERNEL_HOST_ONLY-}
 fi
-: >"$work/skip"
 for entry in $host_only; do
-    bin=${entry%%:*}
-    test=${entry#*:}
-    grep -q "^$bin " "$work/all-binaries" 2>/dev/null || grep -q "^$bin " "$work/binaries" ||
-        die "KERNEL_HOST_ONLY: no test binary '$bin'"
-    grep -q "^$bin " "$work/binaries" || continue
-    grep -q "fn $test()" "tests/$bin.rs" || die "KERNEL_HOST_ONLY: no test '$test' in tests/$bin.rs"
-    echo "$bin $test" >>"$work/skip"
-    log "host-only under $ACCEL (not run in the VM; make test runs it): $bin::$test"
+    grep -q " $entry\$" "$work/all-tests" || die "KERNEL_HOST_ONLY: no test '$entry'"
+    grep -q " $entry\$" "$work/tests" || continue
+    grep -v " $entry\$" "$work/tests" >"$work/tests.next" || true
+    mv "$work/tests.next" "$work/tests"
+    log "host-only under $ACCEL (not run in the VM; make test runs it): $entry"
 done
+# What the guest runs: "group binary" per group left, and each group's exact
+# test names in groups/<group>.
+mkdir "$work/groups"
+: >"$work/run-groups"
+while read -r group test; do
+    echo "$test" >>"$work/groups/$group"
+done <"$work/tests"
+for f in "$work"/groups/*; do
+    group=$(basename "$f")
+    case "$group" in unit-*) bin=$group ;; *) bin=it ;; esac
+    echo "$group $bin" >>"$work/run-groups"
+done
+[ -s "$work/run-groups" ] || die "no test left to run in the VM"
+log "$(wc -l <"$work/run-groups") groups: $(cut -d' ' -f1 "$work/run-groups" | tr '\n' ' ')"
 
 # --- the VM --------------------------------------------------------------------
 # / is shared read-only; the repository gets a throwaway overlay (tests may
@@ -302,7 +336,7 @@ while read -r name _; do
     fi
     passed=$((passed + p))
     failed=$((failed + f))
-done <"$work/binaries"
+done <"$work/run-groups"
 log "lane wall time $(( $(date +%s) - lane_start ))s (accelerator $ACCEL)"
 if [ "${#problems[@]}" -gt 0 ]; then
     keep=1

@@ -1,5 +1,5 @@
 //! The encoding without root: expressions of rule shapes as iptables-nft
-//! writes them (tests/xtnft.rs compares them with iptables-nft itself on a
+//! writes them (tests/it/xtnft.rs compares them with iptables-nft itself on a
 //! kernel), the batches of each plugin pinned by golden files in
 //! `testdata/netfilter/xtnft-*.txt`, and the comparison of rules read back.
 
