@@ -3,7 +3,7 @@
 //! Rust's `{:?}` of a string prints, as Go's `%q` does), so a name with white
 //! space or a terminal escape in it reads as one name. The one place
 //! `{:?}` formats anything a user reads: every other text shows a value
-//! with its `Display` (tests/house.rs checks).
+//! with its `Display` (tests/it/house.rs checks).
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
