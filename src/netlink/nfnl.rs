@@ -4,7 +4,7 @@
 
 use super::headers::NfGenMsg;
 use super::uapi::netlink::{NLM_F_ACK, NLM_F_REPLACE, NLM_F_REQUEST};
-pub use super::uapi::netlink::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL};
+pub use super::uapi::netlink::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_DUMP, NLM_F_ECHO, NLM_F_EXCL};
 use super::uapi::nfnetlink::{
     NFNETLINK_V0, NFNL_MSG_BATCH_BEGIN, NFNL_MSG_BATCH_END, NFNL_SUBSYS_NFTABLES,
 };
@@ -106,8 +106,16 @@ impl NfSocket {
 
     /// Commits the messages as one transaction: all or nothing.
     pub fn transaction(&mut self, msgs: &[NfMsg]) -> Result<()> {
+        self.transaction_echoed(msgs).map(drop)
+    }
+
+    /// As [`NfSocket::transaction`]; the objects the kernel echoes (for the
+    /// messages flagged `NLM_F_ECHO`: e.g. a new rule with its handle), each
+    /// with the index of its message.
+    pub fn transaction_echoed(&mut self, msgs: &[NfMsg]) -> Result<Vec<(usize, Vec<u8>)>> {
+        let mut echoed = Vec::new();
         if msgs.is_empty() {
-            return Ok(());
+            return Ok(echoed);
         }
         let mut out = Vec::new();
         let begin = self.next_seq();
@@ -120,7 +128,8 @@ impl NfSocket {
             &[],
         );
         let mut pending = std::collections::BTreeMap::new();
-        for m in msgs {
+        let mut index = std::collections::BTreeMap::new();
+        for (i, m) in msgs.iter().enumerate() {
             let seq = self.next_seq();
             let ty = (NFNL_SUBSYS_NFTABLES << 8) | m.kind;
             frame(
@@ -132,6 +141,7 @@ impl NfSocket {
                 &m.attrs,
             );
             pending.insert(seq, m.what.as_str());
+            index.insert(seq, i);
         }
         let end = self.next_seq();
         frame(&mut out, NFNL_MSG_BATCH_END, NLM_F_REQUEST, end, BATCH, &[]);
@@ -151,6 +161,10 @@ impl NfSocket {
                 .map_err(|e| Error::local("nf_tables batch", e))?;
             for msg in wire::messages(datagram) {
                 if msg.ty != NLMSG_ERROR {
+                    // An echo: the object's attributes follow the nfgenmsg.
+                    if let (Some(i), Some(attrs)) = (index.get(&msg.seq), msg.payload.get(4..)) {
+                        echoed.push((*i, attrs.to_vec()));
+                    }
                     continue;
                 }
                 let (errno, extack) = wire::error_of(&msg);
@@ -160,7 +174,7 @@ impl NfSocket {
                 }
             }
         }
-        Ok(())
+        Ok(echoed)
     }
 
     /// A dump request (e.g. GETRULE of one chain); returns each object's attributes.

@@ -22,6 +22,11 @@ pub struct Record {
     pub ifname: String,
     #[serde(default)]
     pub addresses: Vec<IpNet>,
+    /// The handles of the attachment's rules where the plugin writes them
+    /// over netlink and finds them by handle (firewall on iptables-nft):
+    /// each address with its rules' handles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handles: Vec<(std::net::IpAddr, [u64; 2])>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -69,11 +74,22 @@ pub fn network_hash(network: &str) -> String {
 
 /// Records this invocation's attachment with `addresses`.
 pub fn write(dir: &Path, inv: &Invocation, addresses: &[IpNet]) -> CniResult<()> {
+    write_handles(dir, inv, addresses, &[])
+}
+
+/// [`write`], with the handles of the attachment's rules.
+pub fn write_handles(
+    dir: &Path,
+    inv: &Invocation,
+    addresses: &[IpNet],
+    handles: &[(std::net::IpAddr, [u64; 2])],
+) -> CniResult<()> {
     let record = Record {
         network: inv.conf.name().to_string(),
         container_id: inv.env.container_id.clone(),
         ifname: inv.env.ifname.clone(),
         addresses: addresses.to_vec(),
+        handles: handles.to_vec(),
     };
     let bytes = serde_json::to_vec(&record).map_err(|e| {
         Error::caused_by(crate::cni::Code::Internal, "failed to encode the record", e)
@@ -86,6 +102,19 @@ pub fn write(dir: &Path, inv: &Invocation, addresses: &[IpNet]) -> CniResult<()>
 /// looked at counts as recorded).
 pub fn exists(dir: &Path, inv: &Invocation) -> bool {
     !matches!(std::fs::symlink_metadata(path(dir, inv)), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// This invocation's record: Ok(None) when there is none; an error when it
+/// cannot be read or decoded.
+pub fn read(dir: &Path, inv: &Invocation) -> CniResult<Option<Record>> {
+    let path = path(dir, inv);
+    match crate::files::read_state_string_limited(&path, MAX_RECORD) {
+        Ok(text) => crate::cni::json::from_str::<Record>(&text)
+            .map(Some)
+            .map_err(|e| Error::new(crate::cni::Code::Io, format!("cannot use the record: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::from(e).context("failed to read the attachment's record")),
+    }
 }
 
 /// Removes this invocation's record; none is fine.
@@ -198,6 +227,7 @@ mod tests {
 
     fn rec(network: &str, id: &str, ifname: &str, ip: &str) -> Record {
         Record {
+            handles: Vec::new(),
             network: network.into(),
             container_id: id.into(),
             ifname: ifname.into(),

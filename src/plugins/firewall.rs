@@ -226,10 +226,32 @@ impl Plugin for Firewall {
         if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
             return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
         }
+        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        // An earlier record: a repeated ADD (its rules looked for, first at
+        // their remembered handles); an unreadable one counts as earlier.
+        let known = match attachments::read(&dir, inv) {
+            Ok(None) => rules::Known {
+                fresh: true,
+                handles: Vec::new(),
+            },
+            Ok(Some(r)) => rules::Known {
+                fresh: false,
+                handles: r.handles,
+            },
+            Err(_) => rules::Known::default(),
+        };
         // Before any rule, so that GC finds what a failed ADD left.
-        attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
+        attachments::write(&dir, inv, &ips)?;
         let plan = conf.plan(inv, ips, bridge);
-        conf.on_target(target, |t| rules::add(t, &plan))?;
+        let remembered = std::cell::RefCell::new(Vec::new());
+        conf.on_target(target, |t| {
+            *remembered.borrow_mut() = rules::add_known(t, &plan, &known)?;
+            Ok(())
+        })?;
+        let remembered = remembered.into_inner();
+        if !remembered.is_empty() {
+            attachments::write_handles(&dir, inv, &plan.addresses, &remembered)?;
+        }
         Ok(prev)
     }
 
@@ -250,6 +272,12 @@ impl Plugin for Firewall {
             Vec::new()
         };
         let plan = conf.plan(inv, ips, String::new());
+        // The handles ADD remembered (checked before use; none is fine).
+        let remembered = attachments::data_dir(inv, DEFAULT_DATA_DIR)
+            .ok()
+            .and_then(|dir| attachments::read(&dir, inv).ok().flatten())
+            .map(|r| r.handles)
+            .unwrap_or_default();
         if zone_sources {
             rules::del(Target::Firewalld, &plan)?;
         }
@@ -260,7 +288,7 @@ impl Plugin for Firewall {
                     .map_or(true, |dir| attachments::exists(&dir, inv));
                 rules::del_nftables(&plan, recorded)?;
             } else {
-                rules::del(Target::Rules(backend), &plan)?;
+                rules::del_known(Target::Rules(backend), &plan, &remembered)?;
             }
         }
         // A dataDir ADD would refuse means ADD recorded nothing.

@@ -613,3 +613,92 @@ fn gc_removes_the_rules_of_unkept_attachments_nftables() {
     enter_test_host();
     gc_removes_only_the_unkept_attachment("nftables", || run_in(None, "nft", &["list", "ruleset"]));
 }
+
+/// On iptables-nft our ADD remembers its rules' handles in the attachment's
+/// record and DEL deletes them by handle; where they are not there (another
+/// writer's rules) both fall back to reading CNI-FORWARD. Crossed with the
+/// reference (Debian's binary) in both directions and both families: a
+/// repeated ADD of ours adds nothing, the reference's DEL removes what we
+/// added, our DEL removes what the reference added (with a stale record of
+/// ours, and without any), and the shared chains stay.
+#[test]
+fn remembered_handles_cross_with_the_references_add_and_del() {
+    const REFERENCE: &str = "/usr/lib/cni/firewall";
+    assert!(
+        std::path::Path::new(REFERENCE).exists(),
+        "{REFERENCE} missing: install containernetworking-plugins (tests/install-deps.sh)"
+    );
+    enter_test_host();
+    let bin = plugin_dir();
+    let data = bin.0.join("fw-records");
+    let conf = json!({"cniVersion": "1.0.0", "name": "fw-cross", "type": "firewall",
+                      "backend": "iptables", "dataDir": data,
+                      "prevResult": {"cniVersion": "1.0.0",
+                                     "ips": [{"address": "10.52.0.5/24"}, {"address": "fd00:52::5/64"}]}})
+    .to_string();
+    let ours = |cmd: &str| {
+        let out = harness::Call::new("firewall", cmd, "/run/netns/fw-none", &conf)
+            .path(&bin)
+            .run();
+        assert_eq!(out.status, 0, "our {cmd}: {out:?}");
+    };
+    let theirs = |cmd: &str| {
+        let out = harness::run_other_plugin(REFERENCE, cmd, "ctr-1", "/run/netns/fw-none", &conf);
+        assert!(out.status.success(), "reference {cmd}: {out:?}");
+    };
+    let rules = [
+        "-A CNI-FORWARD -d 10.52.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+        "-A CNI-FORWARD -s 10.52.0.5/32 -j ACCEPT",
+        "-A CNI-FORWARD -d fd00:52::5/128 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+        "-A CNI-FORWARD -s fd00:52::5/128 -j ACCEPT",
+    ];
+    let count = |what: &str| {
+        let tables = format!(
+            "{}\n{}",
+            filter(),
+            run_in(None, "ip6tables-save", &["-t", "filter"])
+        );
+        for rule in rules {
+            let n = tables.lines().filter(|l| *l == rule).count();
+            assert_eq!(
+                n,
+                usize::from(what.ends_with("there")),
+                "{what}: {rule}\n{tables}"
+            );
+        }
+        for line in SHARED {
+            assert_eq!(
+                tables.lines().filter(|l| *l == line).count(),
+                2,
+                "{what}: {line}"
+            );
+        }
+    };
+    let record = || {
+        std::fs::read_dir(&data)
+            .expect("records")
+            .flatten()
+            .map(|f| std::fs::read_to_string(f.path()).expect("record"))
+            .collect::<String>()
+    };
+    let nft = run_in(None, "iptables", &["--version"]).contains("nf_tables");
+    ours("ADD");
+    count("our ADD: there");
+    if nft {
+        assert!(record().contains("\"handles\""), "{}", record());
+    }
+    ours("ADD");
+    count("our repeated ADD: there");
+    theirs("DEL");
+    count("the reference's DEL of our ADD: gone");
+    theirs("ADD");
+    count("the reference's ADD after: there");
+    ours("DEL");
+    count("our DEL with a stale record: gone");
+    theirs("ADD");
+    count("the reference's ADD: there");
+    ours("DEL");
+    count("our DEL without a record: gone");
+    ours("DEL");
+    count("our DEL again: gone");
+}

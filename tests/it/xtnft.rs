@@ -581,23 +581,35 @@ mod scale {
     /// The bytes `verb` received on nfnetlink sockets, all processes and
     /// threads summed (one strace file each, so no call is split).
     fn nfnetlink_bytes(net: &Runtime, verb: &str, ns: &Netns, caps: &serde_json::Value) -> u64 {
-        let dir = net
-            .conf
-            .0
-            .join(format!("{verb}-{}", ns.path().replace('/', "_")));
+        traced(net, verb, ns, caps, "trace=recvfrom,recvmsg")
+            .iter()
+            .flat_map(|text| text.lines())
+            .filter(|l| l.contains("<NETLINK:[NETFILTER:"))
+            .filter_map(|l| {
+                let (_, n) = l.rsplit_once(") = ")?;
+                n.trim().parse::<u64>().ok()
+            })
+            .sum()
+    }
+
+    /// The strace logs (one per process and thread) of `verb` with `calls` traced.
+    fn traced(
+        net: &Runtime,
+        verb: &str,
+        ns: &Netns,
+        caps: &serde_json::Value,
+        calls: &str,
+    ) -> Vec<String> {
+        let dir = net.conf.0.join(format!(
+            "{verb}-{}-{}",
+            ns.path().replace('/', "_"),
+            calls.replace([',', '='], "_")
+        ));
         std::fs::create_dir_all(&dir).expect("strace dir");
         let cnitool = net.command(&[verb, "scale-net", ns.path()], caps, None);
         let mut traced = Command::new("strace");
         traced
-            .args([
-                "-f",
-                "-ff",
-                "-qq",
-                "-yy",
-                "-e",
-                "trace=recvfrom,recvmsg",
-                "-o",
-            ])
+            .args(["-f", "-ff", "-qq", "-yy", "-e", calls, "-o"])
             .arg(dir.join("t"))
             .arg(cnitool.get_program())
             .args(cnitool.get_args())
@@ -607,19 +619,11 @@ mod scale {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         Outcome::of(traced.spawn().expect("strace")).ok();
-        let mut sum = 0;
-        for file in std::fs::read_dir(&dir).expect("strace files").flatten() {
-            let text = std::fs::read_to_string(file.path()).expect("strace log");
-            sum += text
-                .lines()
-                .filter(|l| l.contains("<NETLINK:[NETFILTER:"))
-                .filter_map(|l| {
-                    let (_, n) = l.rsplit_once(") = ")?;
-                    n.trim().parse::<u64>().ok()
-                })
-                .sum::<u64>();
-        }
-        sum
+        std::fs::read_dir(&dir)
+            .expect("strace files")
+            .flatten()
+            .map(|file| std::fs::read_to_string(file.path()).expect("strace log"))
+            .collect()
     }
 
     #[test]
@@ -664,6 +668,118 @@ mod scale {
             table.matches(":CNI-DN-").count(),
             500,
             "only the fabricated ones are left"
+        );
+    }
+
+    /// `count` attachments' firewall address rules in CNI-FORWARD (both
+    /// families), with the chains and jumps the first ADD makes, as
+    /// iptables-nft-restore writes them; `first` numbers them.
+    fn fabricate_firewall(first: usize, count: usize) {
+        for family in [Family::V4, Family::V6] {
+            let mut lines = vec!["*filter".to_string()];
+            if first == 0 {
+                lines.extend([
+                    ":CNI-FORWARD - [0:0]".to_string(),
+                    ":CNI-ADMIN - [0:0]".to_string(),
+                    "-I FORWARD 1 -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD"
+                        .to_string(),
+                    "-A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN"
+                        .to_string(),
+                ]);
+            }
+            for i in first..first + count {
+                let host = match family {
+                    Family::V4 => format!("10.62.{}.{}/32", i / 250, i % 250 + 2),
+                    Family::V6 => format!("fd62::{:x}/128", i + 2),
+                };
+                lines.push(format!(
+                    "-A CNI-FORWARD -d {host} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
+                ));
+                lines.push(format!("-A CNI-FORWARD -s {host} -j ACCEPT"));
+            }
+            lines.push("COMMIT\n".to_string());
+            nft_restore(&host(), family, &lines.join("\n"));
+        }
+    }
+
+    /// The firewall's ADD and DEL on iptables-nft find the attachment's
+    /// rules by handle: beside 10 and beside 500 other attachments' rules
+    /// in CNI-FORWARD they read the same nfnetlink bytes, send the same
+    /// dump requests, and exec nothing but the plugins.
+    #[test]
+    fn a_firewall_add_and_del_read_as_much_beside_500_attachments_as_beside_10() {
+        enter_test_host();
+        let name = "a_firewall_add_and_del_read_as_much_beside_500_attachments_as_beside_10";
+        if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
+            harness::skip(name, "iptables is not the nf_tables flavour");
+            return;
+        }
+        let net = Runtime::new("fwscale");
+        net.write_list(
+            "fwscale.conflist",
+            &json!({"cniVersion": "1.0.0", "name": "scale-net", "plugins": [
+                {"type": "bridge", "bridge": "cni-fs0",
+                 "ipam": {"type": "host-local", "dataDir": "@STORE@", "ranges": [
+                     [{"subnet": "10.63.0.0/24"}], [{"subnet": "fd63::/64"}]]}},
+                {"type": "firewall", "backend": "iptables", "dataDir": "@STORE@/fw"}]}),
+        );
+        let caps = json!({});
+        let dumps = |logs: &[String]| {
+            logs.iter()
+                .flat_map(|t| t.lines())
+                .filter(|l| l.contains("<NETLINK:[NETFILTER:") && l.contains("NLM_F_DUMP"))
+                .count()
+        };
+        let execs = |logs: &[String]| {
+            let mut progs: Vec<String> = logs
+                .iter()
+                .flat_map(|t| t.lines())
+                .filter(|l| {
+                    l.starts_with("execve(")
+                        && !l.ends_with("= -1 ENOENT (No such file or directory)")
+                })
+                .filter_map(|l| l.split('"').nth(1).map(String::from))
+                .filter_map(|p| p.rsplit('/').next().map(String::from))
+                .collect();
+            progs.sort();
+            progs
+        };
+        let mut read = Vec::new();
+        for (first, count) in [(0, 10), (10, 490)] {
+            fabricate_firewall(first, count);
+            let ns = Netns::new();
+            let bytes = [
+                nfnetlink_bytes(&net, "add", &ns, &caps),
+                nfnetlink_bytes(&net, "del", &ns, &caps),
+            ];
+            let ns = Netns::new();
+            let mut seen = Vec::new();
+            for (verb, bytes) in ["add", "del"].into_iter().zip(bytes) {
+                let logs = traced(&net, verb, &ns, &caps, "trace=execve,sendto,sendmsg");
+                let accepts = nft_save(&host(), Family::V4, "filter")
+                    .matches("-j ACCEPT")
+                    .count();
+                let added = usize::from(verb == "add") * 2;
+                assert_eq!(accepts, 2 * (first + count) + added, "after {verb}");
+                let progs = execs(&logs);
+                assert!(
+                    progs.iter().all(|p| !p.contains("tables")),
+                    "{verb} ran {progs:?}"
+                );
+                seen.push((bytes, dumps(&logs), progs));
+            }
+            assert!(seen.iter().all(|s| s.0 > 0), "nothing read: {seen:?}");
+            read.push(seen);
+        }
+        assert_eq!(
+            read[0], read[1],
+            "[(bytes, dump requests, execs) of ADD, of DEL] beside 10, then beside 500"
+        );
+        let table = nft_save(&host(), Family::V4, "filter");
+        assert_eq!(
+            table.matches("-j ACCEPT").count(),
+            1000,
+            "only the fabricated ones are left: {table}"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! FORWARD, an admin chain for operators, per-address accept rules, and the
 //! optional bridge isolation stages; the reference's names, comments and order.
 
-use super::{IngressPolicy, Plan};
+use super::{IngressPolicy, Known, Plan, Remembered};
 use crate::netfilter::iptables::{self, Batch, Saved, jumps};
 use crate::netfilter::{Error, Family, Result, by_family, xtnft};
 use crate::quote::quoted;
@@ -193,16 +193,26 @@ pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], saved: &Saved) ->
 /// ADD: accept the container's addresses in CNI-FORWARD (one restore per
 /// family). The caller holds the lock.
 pub fn add(plan: &Plan) -> Result<()> {
+    add_known(plan, &Known::default()).map(drop)
+}
+
+/// [`add`] given what is known of the attachment's earlier ADD; the handles
+/// of the rules written over netlink.
+pub fn add_known(plan: &Plan, known: &Known) -> Result<Vec<Remembered>> {
+    let mut remembered = Vec::new();
     for (family, mine) in by_family(&plan.addresses) {
         // iptables-nft: over netlink, no process (on failure nothing was
         // changed, and the restore below reports why).
-        if xtnft::applies(family) && super::xtnft::add(plan, family, &mine).is_ok() {
+        if xtnft::applies(family)
+            && let Ok(handles) = super::xtnft::add_remembering(plan, family, &mine, known)
+        {
+            remembered.extend(handles);
             continue;
         }
         let saved = iptables::save(family, "filter")?;
         iptables::apply(&add_batch(plan, family, &mine, &saved))?;
     }
-    Ok(())
+    Ok(remembered)
 }
 
 /// The isolation stages' batch of one family, from its saved `filter` table.
@@ -268,8 +278,14 @@ pub fn known_del_batch(family: Family, mine: &[&IpNet]) -> Batch {
 /// they are all there (the common DEL), then from the saved table. The
 /// caller holds the lock.
 pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
+    del_known(addresses, &[])
+}
+
+/// [`del_addresses`] given the handles remembered at ADD (rules still at
+/// them are deleted by handle, over iptables-nft, without reading the chain).
+pub fn del_known(addresses: &[IpNet], known: &[Remembered]) -> Result<()> {
     for (family, mine) in by_family(addresses) {
-        if xtnft::applies(family) && super::xtnft::del(family, &mine).is_ok() {
+        if xtnft::applies(family) && super::xtnft::del_remembering(family, &mine, known).is_ok() {
             continue;
         }
         if iptables::apply(&known_del_batch(family, &mine)).is_ok() {

@@ -36,25 +36,46 @@ pub struct Plan {
     pub zone: String,
 }
 
+/// An address and the handles of its two rules in its family's CNI-FORWARD,
+/// as iptables-nft over netlink wrote them: what lets DEL (and a repeated
+/// ADD) find them without reading the chain, which holds every pod's rules.
+pub type Remembered = (std::net::IpAddr, [u64; 2]);
+
+/// What the caller remembers of an attachment's earlier ADD.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// No earlier ADD of this attachment (it had no record): ADD appends its
+    /// rules without looking for them in CNI-FORWARD.
+    pub fresh: bool,
+    /// Handles remembered at that ADD (checked before use).
+    pub handles: Vec<Remembered>,
+}
+
 /// ADD: the addresses let through. With firewalld, the isolation stages are
 /// iptables rules all the same (as the reference).
 pub fn add(target: Target, plan: &Plan) -> Result<()> {
+    add_known(target, plan, &Known::default()).map(drop)
+}
+
+/// [`add`] given what is `known` of the attachment's earlier ADD: the handles
+/// to remember of the rules written over iptables-nft (none elsewhere).
+pub fn add_known(target: Target, plan: &Plan, known: &Known) -> Result<Vec<Remembered>> {
     match target {
         Target::Rules(Backend::Iptables) => {
             let _lock = lock()?;
-            iptables::add(plan)
+            iptables::add_known(plan, known)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
-            nftables::add(plan)
+            nftables::add(plan).map(|()| Vec::new())
         }
         Target::Firewalld => {
             firewalld::add(&plan.zone, &plan.addresses)?;
             if plan.policy == IngressPolicy::Open {
-                return Ok(());
+                return Ok(Vec::new());
             }
             let _lock = lock()?;
-            iptables::isolate(plan)
+            iptables::isolate(plan).map(|()| Vec::new())
         }
     }
 }
@@ -62,11 +83,16 @@ pub fn add(target: Target, plan: &Plan) -> Result<()> {
 /// DEL: the addresses' rules (or zone sources) removed. The iptables rules
 /// and the zone sources carry only addresses: without them nothing is done.
 pub fn del(target: Target, plan: &Plan) -> Result<()> {
+    del_known(target, plan, &[])
+}
+
+/// [`del`] given the handles remembered at ADD (see [`Known`]).
+pub fn del_known(target: Target, plan: &Plan, known: &[Remembered]) -> Result<()> {
     match target {
         Target::Rules(Backend::Iptables) if plan.addresses.is_empty() => Ok(()),
         Target::Rules(Backend::Iptables) => {
             let _lock = lock()?;
-            iptables::del(plan)
+            iptables::del_known(&plan.addresses, known)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;

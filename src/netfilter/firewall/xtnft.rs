@@ -9,7 +9,7 @@
 //! when the policy needs them.
 
 use super::iptables::{ADMIN_COMMENT, FORWARD_CHAIN, FORWARD_COMMENT, STAGE1, STAGE2, printed};
-use super::{IngressPolicy, Plan};
+use super::{IngressPolicy, Known, Plan, Remembered};
 use crate::netfilter::xtnft::{self, Batch, Dumped, Match, Rule, Target};
 use crate::netfilter::{Error, Family, Result};
 use crate::netlink::nfnl::NfSocket;
@@ -124,6 +124,40 @@ fn isolation(batch: &mut Batch, plan: &Plan, family: Family, found: &Found) -> R
 /// where missing, the isolation stages, each address's rules unless there.
 pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], found: &Found) -> Result<Batch> {
     let admin = plan.admin_chain.as_str();
+    let admin_jumped = found
+        .cni_forward
+        .as_ref()
+        .is_some_and(|r| r.rules.iter().any(|d| d.jumps_to(admin)));
+    let there = |_: &IpNet, _: usize, rule: &Rule| held(&found.cni_forward, family, rule);
+    Ok(build(plan, family, mine, found, admin_jumped, &there)?.0)
+}
+
+/// Where an ADD appended each address's two rules: the indices of their
+/// messages in its batch (None: the rule was there, with its handle if known).
+type Appended = Vec<(IpNet, [std::result::Result<usize, Option<u64>>; 2])>;
+
+/// The handle of the rule of CNI-FORWARD (as read) that is `rule`.
+fn held(read: &Option<Read>, family: Family, rule: &Rule) -> Option<Option<u64>> {
+    read.as_ref()
+        .and_then(|r| r.rules.iter().find(|d| d.is(rule, family)))
+        .map(|d| Some(d.handle))
+}
+
+/// Whether an address's rule (given the address and the rule's index among
+/// its two) is there: Some, with its handle if known.
+type There<'a> = dyn Fn(&IpNet, usize, &Rule) -> Option<Option<u64>> + 'a;
+
+/// [`add_batch`] given whether CNI-FORWARD jumps to the admin chain and
+/// which address rules are there.
+fn build(
+    plan: &Plan,
+    family: Family,
+    mine: &[&IpNet],
+    found: &Found,
+    admin_jumped: bool,
+    there: &There,
+) -> Result<(Batch, Appended)> {
+    let admin = plan.admin_chain.as_str();
     let mut batch = Batch::new(family, TABLE);
     let cni = &found.cni_forward;
     if cni.is_none() {
@@ -138,21 +172,26 @@ pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], found: &Found) ->
         }
         batch.insert_first(FORWARD, &jump(FORWARD_CHAIN, FORWARD_COMMENT))?;
     }
-    let admin_jumped = cni
-        .as_ref()
-        .is_some_and(|r| r.rules.iter().any(|d| d.jumps_to(admin)));
     if !admin_jumped {
         batch.insert_first(FORWARD_CHAIN, &jump(admin, ADMIN_COMMENT))?;
     }
     isolation(&mut batch, plan, family, found)?;
+    let mut appended = Vec::new();
     for ip in mine {
-        for rule in address_rules(ip) {
-            if !has(cni, family, &rule) {
-                batch.append(FORWARD_CHAIN, &rule)?;
-            }
+        let mut at = [Err(None), Err(None)];
+        for (i, (slot, rule)) in at.iter_mut().zip(address_rules(ip)).enumerate() {
+            *slot = match there(ip, i, &rule) {
+                Some(handle) => Err(handle),
+                None => {
+                    let index = batch.len();
+                    batch.append(FORWARD_CHAIN, &rule)?;
+                    Ok(index)
+                }
+            };
         }
+        appended.push((**ip, at));
     }
-    Ok(batch)
+    Ok((batch, appended))
 }
 
 /// A chain's rules and whether anything jumps to it; None when absent.
@@ -218,6 +257,129 @@ pub fn del(family: Family, mine: &[&IpNet]) -> Result<()> {
     let rules = xtnft::chain_rules(&mut sock, family, TABLE, FORWARD_CHAIN)?;
     let mut batch = Batch::new(family, TABLE);
     for handle in del_handles(&rules, family, mine) {
+        batch.delete_rule(FORWARD_CHAIN, handle);
+    }
+    batch.commit(&mut sock)
+}
+
+/// The remembered handles of `ip`'s two rules, when CNI-FORWARD still holds
+/// them there (a GET of each, no dump).
+fn at_handles(
+    sock: &mut NfSocket,
+    family: Family,
+    ip: &IpNet,
+    known: &[Remembered],
+) -> Result<Option<[u64; 2]>> {
+    let Some((_, handles)) = known.iter().find(|(addr, _)| *addr == ip.addr()) else {
+        return Ok(None);
+    };
+    for (rule, handle) in address_rules(ip).iter().zip(handles) {
+        match xtnft::rule_at(sock, family, TABLE, FORWARD_CHAIN, *handle)? {
+            Some(d) if d.is(rule, family) => {}
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(*handles))
+}
+
+/// ADD in one family reading nothing that grows with the node's pods:
+/// chains by name, FORWARD (a rule or two per writer, none per pod) for its
+/// jump to CNI-FORWARD, the admin chain's use count less its own rules for
+/// the jump to it (a jump to it from elsewhere counts too), the isolation
+/// stages (a few rules per bridge), and the address rules at their
+/// remembered handles. CNI-FORWARD itself is read only for an attachment
+/// that is not `known.fresh` (a repeated ADD, or one of unknown provenance)
+/// whose rules are not at their handles. The handles of `mine`'s rules, as
+/// the kernel echoes them, are returned to be remembered.
+pub fn add_remembering(
+    plan: &Plan,
+    family: Family,
+    mine: &[&IpNet],
+    known: &Known,
+) -> Result<Vec<Remembered>> {
+    let mut sock = xtnft::open()?;
+    let s = &mut sock;
+    let admin = plan.admin_chain.as_str();
+    let forward = xtnft::exists(s, family, TABLE, FORWARD)?;
+    let cni = xtnft::chain_use(s, family, TABLE, FORWARD_CHAIN)?.is_some();
+    let mut hits = Vec::new();
+    if cni {
+        for ip in mine {
+            if let Some(h) = at_handles(s, family, ip, &known.handles)? {
+                hits.push((ip.addr(), h));
+            }
+        }
+    }
+    let dumped = if cni && !known.fresh && hits.len() < mine.len() {
+        Some(xtnft::chain_rules(s, family, TABLE, FORWARD_CHAIN)?)
+    } else {
+        None
+    };
+    let jumped = cni
+        && forward
+        && xtnft::chain_rules(s, family, TABLE, FORWARD)?
+            .iter()
+            .any(|d| d.jumps_to(FORWARD_CHAIN));
+    let admin_use = xtnft::chain_use(s, family, TABLE, admin)?;
+    let admin_jumped = match (&dumped, admin_use) {
+        (Some(rules), _) => rules.iter().any(|d| d.jumps_to(admin)),
+        (None, Some(used)) if cni => {
+            used as usize > xtnft::chain_rules(s, family, TABLE, admin)?.len()
+        }
+        (None, _) => false,
+    };
+    let mut found = Found {
+        forward,
+        cni_forward: cni.then(|| Read {
+            rules: dumped.unwrap_or_default(),
+            jumped,
+        }),
+        admin: admin_use.is_some(),
+        ..Found::default()
+    };
+    if plan.policy != IngressPolicy::Open && !plan.bridge.is_empty() {
+        found.stages = [read(s, family, STAGE1)?, read(s, family, STAGE2)?];
+    }
+    let there = |ip: &IpNet, i: usize, rule: &Rule| match hits
+        .iter()
+        .find(|(addr, _)| *addr == ip.addr())
+    {
+        Some((_, h)) => h.get(i).map(|h| Some(*h)),
+        None => held(&found.cni_forward, family, rule),
+    };
+    let (batch, appended) = build(plan, family, mine, &found, admin_jumped, &there)?;
+    let echo: Vec<usize> = appended
+        .iter()
+        .flat_map(|(_, at)| at.iter().filter_map(|a| a.as_ref().ok().copied()))
+        .collect();
+    let echoed = batch.commit_echoed(s, &echo)?;
+    let handle = |a: &std::result::Result<usize, Option<u64>>| match a {
+        Ok(index) => echo
+            .iter()
+            .position(|i| i == index)
+            .and_then(|p| echoed.get(p).copied().flatten()),
+        Err(known) => *known,
+    };
+    Ok(appended
+        .iter()
+        .filter_map(|(ip, [d, s])| Some((ip.addr(), [handle(d)?, handle(s)?])))
+        .collect())
+}
+
+/// DEL of `mine` in one family: by their remembered handles when CNI-FORWARD
+/// still holds the rules there (GETs, no dump), else as [`del`] (rules
+/// another writer made, or moved).
+pub fn del_remembering(family: Family, mine: &[&IpNet], known: &[Remembered]) -> Result<()> {
+    let mut sock = xtnft::open()?;
+    let mut handles = Vec::new();
+    for ip in mine {
+        match at_handles(&mut sock, family, ip, known)? {
+            Some(h) => handles.extend(h),
+            None => return del(family, mine),
+        }
+    }
+    let mut batch = Batch::new(family, TABLE);
+    for handle in handles {
         batch.delete_rule(FORWARD_CHAIN, handle);
     }
     batch.commit(&mut sock)

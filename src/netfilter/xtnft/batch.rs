@@ -10,7 +10,7 @@ use super::encode::expressions;
 use super::rule::Rule;
 use crate::netfilter::nft::{Expr, nfproto};
 use crate::netfilter::{Error, Family, Result};
-use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NfMsg, NfSocket};
+use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_ECHO, NLM_F_EXCL, NfMsg, NfSocket};
 use crate::netlink::wire::{Body, NESTED};
 
 // linux/netfilter/nf_tables.h
@@ -65,6 +65,11 @@ impl Batch {
 
     pub fn is_empty(&self) -> bool {
         self.msgs.is_empty()
+    }
+
+    /// How many messages the batch holds: the index the next one gets.
+    pub fn len(&self) -> usize {
+        self.msgs.len()
     }
 
     fn push(&mut self, kind: u16, flags: u16, attrs: Vec<u8>, what: String) {
@@ -198,6 +203,33 @@ impl Batch {
     /// Commits the batch, all or nothing; an empty batch sends nothing.
     pub fn commit(self, sock: &mut NfSocket) -> Result<()> {
         Ok(sock.transaction(&self.msgs)?)
+    }
+
+    /// Commits the batch as [`Batch::commit`], the kernel asked to echo the
+    /// new rules of messages `echo` (indices from [`Batch::len`]): their
+    /// handles, in that order (None where none came back). The echo flag
+    /// asks for a copy of what the kernel wrote; it changes nothing written.
+    pub fn commit_echoed(
+        mut self,
+        sock: &mut NfSocket,
+        echo: &[usize],
+    ) -> Result<Vec<Option<u64>>> {
+        for i in echo {
+            if let Some(m) = self.msgs.get_mut(*i).filter(|m| m.kind == NFT_MSG_NEWRULE) {
+                m.flags |= NLM_F_ECHO;
+            }
+        }
+        let echoed = sock.transaction_echoed(&self.msgs)?;
+        Ok(echo
+            .iter()
+            .map(|i| {
+                echoed
+                    .iter()
+                    .filter(|(at, _)| at == i)
+                    .find_map(|(_, attrs)| super::Dumped::of(attrs.clone()))
+                    .map(|d| d.handle)
+            })
+            .collect())
     }
 
     /// The messages as text, for golden files (see `nft::Tx::golden`).

@@ -7,6 +7,7 @@ pub const NLM_F_CREATE: u16 = 0x400;
 pub const NLM_F_EXCL: u16 = 0x200;
 pub const NLM_F_APPEND: u16 = 0x800;
 pub const NLM_F_REPLACE: u16 = 0x100;
+pub const NLM_F_ECHO: u16 = 0x8;
 
 /// `struct nlmsghdr` length.
 pub const HDR_LEN: usize = 16;
