@@ -272,12 +272,7 @@ impl Plugin for Firewall {
             Vec::new()
         };
         let plan = conf.plan(inv, ips, String::new());
-        // The handles ADD remembered (checked before use; none is fine).
-        let remembered = attachments::data_dir(inv, DEFAULT_DATA_DIR)
-            .ok()
-            .and_then(|dir| attachments::read(&dir, inv).ok().flatten())
-            .map(|r| r.handles)
-            .unwrap_or_default();
+        let remembered = remembered(inv);
         if zone_sources {
             rules::del(Target::Firewalld, &plan)?;
         }
@@ -333,7 +328,10 @@ impl Plugin for Firewall {
         let conf = Conf::load(inv)?;
         let ips = addresses(&prev(inv)?);
         let plan = conf.plan(inv, ips, String::new());
-        Ok(conf.on_target(conf.target()?, |t| rules::check(t, &plan))?)
+        let remembered = remembered(inv);
+        Ok(conf.on_target(conf.target()?, |t| {
+            rules::check_known(t, &plan, &remembered)
+        })?)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
@@ -355,4 +353,13 @@ impl Plugin for Firewall {
             ))
         }
     }
+}
+
+/// The handles ADD remembered (checked before use; none is fine).
+fn remembered(inv: &Invocation) -> Vec<rules::Remembered> {
+    attachments::data_dir(inv, DEFAULT_DATA_DIR)
+        .ok()
+        .and_then(|dir| attachments::read(&dir, inv).ok().flatten())
+        .map(|r| r.handles)
+        .unwrap_or_default()
 }

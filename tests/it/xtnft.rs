@@ -435,7 +435,7 @@ mod firewall {
         let (p, addrs) = (p.clone(), mine(p, family));
         in_netns(Some(ns.path()), move || {
             let refs: Vec<&IpNet> = addrs.iter().collect();
-            xtnft::check(&p, family, &refs)
+            xtnft::check(&p, family, &refs, &[])
         })
     }
 
@@ -702,14 +702,14 @@ mod scale {
         }
     }
 
-    /// The firewall's ADD and DEL on iptables-nft find the attachment's
-    /// rules by handle: beside 10 and beside 500 other attachments' rules
-    /// in CNI-FORWARD they read the same nfnetlink bytes, send the same
-    /// dump requests, and exec nothing but the plugins.
+    /// The firewall's ADD, CHECK and DEL on iptables-nft find the
+    /// attachment's rules by handle: beside 10 and beside 500 other
+    /// attachments' rules in CNI-FORWARD they read the same nfnetlink bytes,
+    /// send the same dump requests, and exec nothing but the plugins.
     #[test]
-    fn a_firewall_add_and_del_read_as_much_beside_500_attachments_as_beside_10() {
+    fn a_firewall_add_check_and_del_read_as_much_beside_500_attachments_as_beside_10() {
         enter_test_host();
-        let name = "a_firewall_add_and_del_read_as_much_beside_500_attachments_as_beside_10";
+        let name = "a_firewall_add_check_and_del_read_as_much_beside_500_attachments_as_beside_10";
         if !run_in(None, "iptables", &["--version"]).contains("nf_tables") {
             harness::skip(name, "iptables is not the nf_tables flavour");
             return;
@@ -750,16 +750,17 @@ mod scale {
             let ns = Netns::new();
             let bytes = [
                 nfnetlink_bytes(&net, "add", &ns, &caps),
+                nfnetlink_bytes(&net, "check", &ns, &caps),
                 nfnetlink_bytes(&net, "del", &ns, &caps),
             ];
             let ns = Netns::new();
             let mut seen = Vec::new();
-            for (verb, bytes) in ["add", "del"].into_iter().zip(bytes) {
+            for (verb, bytes) in ["add", "check", "del"].into_iter().zip(bytes) {
                 let logs = traced(&net, verb, &ns, &caps, "trace=execve,sendto,sendmsg");
                 let accepts = nft_save(&host(), Family::V4, "filter")
                     .matches("-j ACCEPT")
                     .count();
-                let added = usize::from(verb == "add") * 2;
+                let added = usize::from(verb != "del") * 2;
                 assert_eq!(accepts, 2 * (first + count) + added, "after {verb}");
                 let progs = execs(&logs);
                 assert!(
@@ -773,7 +774,7 @@ mod scale {
         }
         assert_eq!(
             read[0], read[1],
-            "[(bytes, dump requests, execs) of ADD, of DEL] beside 10, then beside 500"
+            "[(bytes, dump requests, execs) of ADD, CHECK, DEL] beside 10, then beside 500"
         );
         let table = nft_save(&host(), Family::V4, "filter");
         assert_eq!(

@@ -299,12 +299,13 @@ pub fn del_known(addresses: &[IpNet], known: &[Remembered]) -> Result<()> {
     Ok(())
 }
 
-/// CHECK: the chains and each address's rules are there.
-pub fn check(plan: &Plan) -> Result<()> {
+/// CHECK: the chains and each address's rules are there (on iptables-nft,
+/// found by the handles ADD remembered where they still hold them).
+pub fn check(plan: &Plan, known: &[Remembered]) -> Result<()> {
     let admin = plan.admin_chain.as_str();
     for (family, mine) in by_family(&plan.addresses) {
         if xtnft::applies(family) {
-            match super::xtnft::check(plan, family, &mine) {
+            match super::xtnft::check(plan, family, &mine, known) {
                 Ok(()) => continue,
                 Err(e @ Error::Mismatch { .. }) => return Err(e),
                 Err(_) => {}

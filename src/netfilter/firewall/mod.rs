@@ -152,8 +152,13 @@ pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
 
 /// CHECK: what ADD wrote is there (read only: no lock).
 pub fn check(target: Target, plan: &Plan) -> Result<()> {
+    check_known(target, plan, &[])
+}
+
+/// [`check`] given the handles remembered at ADD (see [`Known`]).
+pub fn check_known(target: Target, plan: &Plan, known: &[Remembered]) -> Result<()> {
     match target {
-        Target::Rules(Backend::Iptables) => iptables::check(plan),
+        Target::Rules(Backend::Iptables) => iptables::check(plan, known),
         Target::Rules(Backend::Nftables) => nftables::check(plan),
         Target::Firewalld => firewalld::check(&plan.zone, &plan.addresses),
     }

@@ -393,9 +393,14 @@ fn mismatch(detail: String) -> Error {
 }
 
 /// CHECK in one family: CNI-FORWARD jumped to and jumping to the admin
-/// chain, each address's rules there (the legacy check's verdicts).
-pub fn check(plan: &Plan, family: Family, mine: &[&IpNet]) -> Result<()> {
+/// chain, each address's rules there (the legacy check's verdicts). With
+/// every address's rules at their remembered handles, it reads what ADD
+/// reads (FORWARD, the admin chain's use count, GETs), never CNI-FORWARD.
+pub fn check(plan: &Plan, family: Family, mine: &[&IpNet], known: &[Remembered]) -> Result<()> {
     let mut sock = xtnft::open()?;
+    if let Some(verdict) = check_at_handles(&mut sock, plan, family, mine, known)? {
+        return verdict;
+    }
     let found = find(&mut sock, plan, family, false)?;
     let cni = &found.cni_forward;
     let admin = plan.admin_chain.as_str();
@@ -416,4 +421,38 @@ pub fn check(plan: &Plan, family: Family, mine: &[&IpNet]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// CHECK by the remembered handles: None when an address's rules are not at
+/// them (no handles, or rules the reference wrote), for the full read.
+fn check_at_handles(
+    s: &mut NfSocket,
+    plan: &Plan,
+    family: Family,
+    mine: &[&IpNet],
+    known: &[Remembered],
+) -> Result<Option<Result<()>>> {
+    if known.is_empty() || xtnft::chain_use(s, family, TABLE, FORWARD_CHAIN)?.is_none() {
+        return Ok(None);
+    }
+    for ip in mine {
+        if at_handles(s, family, ip, known)?.is_none() {
+            return Ok(None);
+        }
+    }
+    let admin = plan.admin_chain.as_str();
+    let jumped = xtnft::exists(s, family, TABLE, FORWARD)?
+        && xtnft::chain_rules(s, family, TABLE, FORWARD)?
+            .iter()
+            .any(|d| d.jumps_to(FORWARD_CHAIN));
+    let admin_jumped = match xtnft::chain_use(s, family, TABLE, admin)? {
+        Some(used) => used as usize > xtnft::chain_rules(s, family, TABLE, admin)?.len(),
+        None => false,
+    };
+    if !jumped || !admin_jumped {
+        return Ok(Some(Err(mismatch(format!(
+            "{FORWARD_CHAIN} is not set up"
+        )))));
+    }
+    Ok(Some(Ok(())))
 }
