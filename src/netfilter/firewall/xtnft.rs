@@ -194,6 +194,14 @@ fn build(
     Ok((batch, appended))
 }
 
+/// Whether FORWARD (a rule or two per writer, none per pod) jumps to
+/// CNI-FORWARD.
+fn forward_jumps_to_cni(sock: &mut NfSocket, family: Family) -> Result<bool> {
+    Ok(xtnft::chain_rules(sock, family, TABLE, FORWARD)?
+        .iter()
+        .any(|d| d.jumps_to(FORWARD_CHAIN)))
+}
+
 /// A chain's rules and whether anything jumps to it; None when absent.
 fn read(sock: &mut NfSocket, family: Family, chain: &str) -> Result<Option<Read>> {
     let Some(used) = xtnft::chain_use(sock, family, TABLE, chain)? else {
@@ -315,11 +323,7 @@ pub fn add_remembering(
     } else {
         None
     };
-    let jumped = cni
-        && forward
-        && xtnft::chain_rules(s, family, TABLE, FORWARD)?
-            .iter()
-            .any(|d| d.jumps_to(FORWARD_CHAIN));
+    let jumped = cni && forward && forward_jumps_to_cni(s, family)?;
     let admin_use = xtnft::chain_use(s, family, TABLE, admin)?;
     let admin_jumped = match (&dumped, admin_use) {
         (Some(rules), _) => rules.iter().any(|d| d.jumps_to(admin)),
@@ -441,14 +445,8 @@ fn check_at_handles(
         }
     }
     let admin = plan.admin_chain.as_str();
-    let jumped = xtnft::exists(s, family, TABLE, FORWARD)?
-        && xtnft::chain_rules(s, family, TABLE, FORWARD)?
-            .iter()
-            .any(|d| d.jumps_to(FORWARD_CHAIN));
-    let admin_jumped = match xtnft::chain_use(s, family, TABLE, admin)? {
-        Some(used) => used as usize > xtnft::chain_rules(s, family, TABLE, admin)?.len(),
-        None => false,
-    };
+    let jumped = xtnft::exists(s, family, TABLE, FORWARD)? && forward_jumps_to_cni(s, family)?;
+    let admin_jumped = read(s, family, admin)?.is_some_and(|r| r.jumped);
     if !jumped || !admin_jumped {
         return Ok(Some(Err(mismatch(format!(
             "{FORWARD_CHAIN} is not set up"
