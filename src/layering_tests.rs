@@ -8,7 +8,7 @@
 //! | 2 protocol | cni | 0-1 |
 //! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 |
 //! | 4 rules and protocols | netfilter, dhcp | 0-3 |
-//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), runtime (libcni: lists, result cache; delegating plugins and cnitool run networks through it) | 0-4 |
+//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), libcni (network lists, the result cache, running delegates; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
 //! | 7 daemons | daemons | 0-6 |
 //! | 8 front ends | cnitool, install | 0-7 |
@@ -29,7 +29,7 @@ fn layer(module: &str) -> Option<u8> {
         "cni" => 2,
         "netlink" | "netns" | "ipam" | "dbus" | "etcd" => 3,
         "netfilter" | "dhcp" => 4,
-        "iface" | "boundary" | "runtime" => 5,
+        "iface" | "boundary" | "libcni" => 5,
         "plugins" => 6,
         "daemons" => 7,
         "cnitool" | "install" => 8,

@@ -13,6 +13,7 @@ pub mod files;
 pub mod iface;
 pub mod install;
 pub mod ipam;
+pub mod libcni;
 pub mod lockfile;
 pub mod multicall;
 pub mod netfilter;
@@ -20,7 +21,6 @@ pub mod netlink;
 pub mod netns;
 pub mod plugins;
 pub mod quote;
-pub mod runtime;
 
 #[cfg(test)]
 #[path = "layering_tests.rs"]
