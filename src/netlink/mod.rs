@@ -20,6 +20,7 @@ pub mod headers;
 pub mod link;
 pub mod mptcp;
 pub mod neigh;
+mod netconf;
 pub mod nfnl;
 mod nfnl_release;
 pub mod nsid;
