@@ -6,7 +6,7 @@
 //! | 0 utilities | alloc, digest, files, goflags (Go's flag syntax, for both daemons), quote | nothing of the crate (files: digest; goflags: quote) |
 //! | 1 locks | lockfile | 0 |
 //! | 2 protocol | cni | 0-1 |
-//! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 |
+//! | 3 kernel and OS | netlink, kernel (/proc/sys and ioctls), netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 (kernel: netlink's error) |
 //! | 4 rules and protocols | netfilter, dhcp (the protocol, the client and `dhcp daemon`) | 0-3 |
 //! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), libcni (network lists, the result cache, running delegates; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
@@ -19,15 +19,20 @@
 use std::path::{Path, PathBuf};
 
 /// Within a layer, these modules (user, used) build on one another: state
-/// file names hash with `digest`; Go flag errors quote the flag.
-const WITHIN_A_LAYER: &[(&str, &str)] = &[("files", "digest"), ("goflags", "quote")];
+/// file names hash with `digest`; Go flag errors quote the flag; a tap
+/// failure is a `netlink::Error` like any link operation's.
+const WITHIN_A_LAYER: &[(&str, &str)] = &[
+    ("files", "digest"),
+    ("goflags", "quote"),
+    ("kernel", "netlink"),
+];
 
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
         "alloc" | "digest" | "files" | "goflags" | "quote" => 0,
         "lockfile" => 1,
         "cni" => 2,
-        "netlink" | "netns" | "ipam" | "dbus" | "etcd" => 3,
+        "netlink" | "kernel" | "netns" | "ipam" | "dbus" | "etcd" => 3,
         "netfilter" | "dhcp" => 4,
         "iface" | "boundary" | "libcni" => 5,
         "plugins" => 6,
@@ -221,6 +226,7 @@ fn layers_below_the_plugins_choose_no_cni_code() {
     for (name, text) in production_sources() {
         let layer = [
             "netlink/",
+            "kernel/",
             "netfilter/",
             "ipam/",
             "dhcp/",

@@ -14,6 +14,7 @@ pub mod goflags;
 pub mod iface;
 pub mod install;
 pub mod ipam;
+pub mod kernel;
 pub mod libcni;
 pub mod lockfile;
 pub mod multicall;

@@ -26,9 +26,7 @@ mod nfnl_release;
 pub mod nsid;
 pub mod route;
 pub mod rule;
-pub mod sysctl;
 pub mod tc;
-pub mod tun;
 pub mod uapi;
 pub mod wire;
 

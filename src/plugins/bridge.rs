@@ -6,13 +6,14 @@ use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
 use crate::iface;
+use crate::kernel::sysctl;
 use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
+use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{
     Change, Kind, Link, LinkKind, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
 };
-use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
 use crate::quote::quoted;
 use ipnet::IpNet;

@@ -5,9 +5,9 @@ use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::iface::{self, Addressing};
+use crate::kernel::tun::{TapSpec, create_tap};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, LinkKind};
-use crate::netlink::tun::{TapSpec, create_tap};
 use crate::quote::quoted;
 use serde::Deserialize;
 
