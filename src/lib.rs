@@ -1,12 +1,12 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod alloc;
-pub mod boundary;
 pub mod cni;
 pub mod cnitool;
 pub mod dbus;
 pub mod dhcp;
 pub mod digest;
+pub mod error_codes;
 pub mod etcd;
 pub mod files;
 pub mod flanneld;

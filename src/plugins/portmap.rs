@@ -117,7 +117,7 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
             ("conditionsV4", &conditions_v4, false),
             ("conditionsV6", &conditions_v6, true),
         ] {
-            // Code 7 (boundary.rs: a netfilter InvalidConfig).
+            // Code 7 (error_codes.rs: a netfilter InvalidConfig).
             crate::netfilter::nft::parse_conditions(conditions, v6).context(key)?;
         }
     }
