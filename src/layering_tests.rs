@@ -8,7 +8,7 @@
 //! | 2 protocol | cni | 0-1 |
 //! | 3 kernel and OS | netlink, kernel (/proc/sys and ioctls), netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 (kernel: netlink's error) |
 //! | 4 rules and protocols | netfilter, dhcp (the protocol, the client and `dhcp daemon`) | 0-3 |
-//! | 5 plugin helpers | iface, error_codes (layer errors to CNI errors and codes), libcni (network lists, the result cache, running delegates; delegating plugins and cnitool run networks through it) | 0-4 |
+//! | 5 plugin helpers | attach (what plugins share to attach a container), error_codes (layer errors to CNI errors and codes), libcni (network lists, the result cache, running delegates; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
 //! | 7 daemons | flanneld (reads subnet.env with the flannel plugin's parser) | 0-6 |
 //! | 8 front ends | cnitool, install | 0-7 |
@@ -34,7 +34,7 @@ fn layer(module: &str) -> Option<u8> {
         "cni" => 2,
         "netlink" | "kernel" | "netns" | "ipam" | "dbus" | "etcd" => 3,
         "netfilter" | "dhcp" => 4,
-        "iface" | "error_codes" | "libcni" => 5,
+        "attach" | "error_codes" | "libcni" => 5,
         "plugins" => 6,
         "flanneld" => 7,
         "cnitool" | "install" => 8,

@@ -1,6 +1,7 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod alloc;
+pub mod attach;
 pub mod cni;
 pub mod cnitool;
 pub mod dbus;
@@ -11,7 +12,6 @@ pub mod etcd;
 pub mod files;
 pub mod flanneld;
 pub mod goflags;
-pub mod iface;
 pub mod install;
 pub mod ipam;
 pub mod kernel;
