@@ -4,8 +4,8 @@
 //! below spec 1.1.0 succeeds without asking any plugin.
 
 use crate::cni::version;
+use crate::libcni::conf::NetworkList;
 use crate::quote::quoted;
-use crate::runtime::conf::NetworkList;
 
 /// The error's text with a hint to run as root, when not running as root and
 /// the text carries EPERM or EACCES in any of the forms the layers and the

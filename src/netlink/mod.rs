@@ -20,14 +20,13 @@ pub mod headers;
 pub mod link;
 pub mod mptcp;
 pub mod neigh;
+mod netconf;
 pub mod nfnl;
 mod nfnl_release;
 pub mod nsid;
 pub mod route;
 pub mod rule;
-pub mod sysctl;
 pub mod tc;
-pub mod tun;
 pub mod uapi;
 pub mod wire;
 

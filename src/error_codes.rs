@@ -24,8 +24,8 @@ impl From<crate::netns::Error> for Error {
     }
 }
 
-impl From<crate::netlink::sysctl::Error> for Error {
-    fn from(e: crate::netlink::sysctl::Error) -> Self {
+impl From<crate::kernel::sysctl::Error> for Error {
+    fn from(e: crate::kernel::sysctl::Error) -> Self {
         Error::internal(e.to_string()).with_source(e)
     }
 }
