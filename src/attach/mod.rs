@@ -28,7 +28,7 @@ pub use container::{ContainerLinkGuard, delete_for_del, delete_in_container, ope
 pub use result::{adopt_ipam_result, ips_of, result_interface};
 pub use single::{
     Addressing, check_single, config_dns_over, configure_single, create_in_container,
-    default_route_link, del_single, find_master, finish_single, gc_ipam, gc_masq,
-    mtu_within_master, optional_mtu, requested_mac, status_ipam,
+    default_route_link, del_single, find_master, finish_single, gc_ipam, mtu_within_master,
+    optional_mtu, requested_mac, status_ipam,
 };
 pub use veth::{VethPair, random_name, setup_veth};

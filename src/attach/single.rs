@@ -10,8 +10,6 @@ use super::veth::random_name;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::{CniResult, Error, Invocation, NetResult};
-use crate::netfilter::Kept;
-use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{Change, Link, LinkKind, NewLink, parse_mac};
@@ -230,26 +228,6 @@ pub fn gc_ipam(inv: &Invocation) -> CniResult<()> {
         Some(_) => Delegate::ipam(inv)?.gc(),
         None => Ok(()),
     }
-}
-
-/// GC of ipMasq (the reference has none): the masquerading of this
-/// network's attachments not in `cni.dev/valid-attachments`; without that
-/// list nothing is known to be stale.
-pub fn gc_masq(inv: &Invocation, masq: &IpMasq) -> CniResult<()> {
-    if !masq.is_enabled() {
-        return Ok(());
-    }
-    let Some(valid) = inv.conf.valid_attachments()? else {
-        return Ok(());
-    };
-    let keep: Vec<Kept> = valid
-        .into_iter()
-        .map(|a| Kept {
-            container_id: a.container_id,
-            ifname: a.ifname,
-        })
-        .collect();
-    Ok(masq.gc(inv.conf.name(), &keep)?)
 }
 
 /// STATUS forwarded to the IPAM plugin, when there is one.

@@ -16,7 +16,7 @@
 //! refills it, keeps exactly one jump to it, and removes the part not
 //! wanted. The builders are pure (plan + saved tables → batches).
 
-use super::iptables::{self, Batch, Saved, jumps, quote};
+use super::iptables::{Batch, Flavour, Saved, jumps, quote};
 use super::{Error, Family, Result, each_parallel, lock};
 use ipnet::IpNet;
 
@@ -25,6 +25,8 @@ pub const FORWARD_CHAIN: &str = "FLANNEL-FWD";
 const MASQ_COMMENT: &str = "flanneld masq";
 const FORWARD_COMMENT: &str = "flanneld forward";
 const KUBE_PROXY_MARK: &str = "0x4000/0x4000";
+/// flanneld's rules are written with the tools PATH names, as flannel's.
+const TOOLS: Flavour = Flavour::Default;
 
 /// One family's rules: flannel's network and this node's subnet of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,9 +199,9 @@ pub fn ensure(plans: &[Plan]) -> Result<()> {
     let _lock = lock()?;
     each_parallel(plans, |plan| {
         let family = plan.family()?;
-        let nat = iptables::save(family, "nat")?;
-        let filter = iptables::save(family, "filter")?;
-        iptables::apply_all(family, &ensure_batches(plan, &nat, &filter)?)
+        let nat = TOOLS.save(family, "nat")?;
+        let filter = TOOLS.save(family, "filter")?;
+        TOOLS.apply_all(family, &ensure_batches(plan, &nat, &filter)?)
     })
 }
 
@@ -208,9 +210,9 @@ pub fn ensure(plans: &[Plan]) -> Result<()> {
 pub fn remove(families: &[Family]) -> Result<()> {
     let _lock = lock()?;
     each_parallel(families, |&family| {
-        let nat = iptables::save_existing(family, "nat")?.unwrap_or_default();
-        let filter = iptables::save_existing(family, "filter")?.unwrap_or_default();
-        iptables::apply_all(family, &remove_batches(family, &nat, &filter))
+        let nat = TOOLS.save_existing(family, "nat")?.unwrap_or_default();
+        let filter = TOOLS.save_existing(family, "filter")?.unwrap_or_default();
+        TOOLS.apply_all(family, &remove_batches(family, &nat, &filter))
     })
 }
 
@@ -236,7 +238,7 @@ pub fn random_fully_supported(version_output: &str) -> bool {
 
 /// Whether the family's iptables takes `--random-fully` (runs `iptables --version`).
 pub fn has_random_fully(family: Family) -> bool {
-    std::process::Command::new(iptables::flavour().command(family))
+    std::process::Command::new(TOOLS.command(family))
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -200,9 +200,11 @@ impl Batch {
     }
 }
 
-/// Which iptables tools run: those PATH resolves `iptables-save` and the
-/// like to (what every plugin uses), or one flavour by its own name (for a
-/// host that switched, whose old flavour may still hold rules).
+/// Which iptables tools an operation runs: those PATH resolves `iptables-save`
+/// and the like to (what every plugin uses), or one flavour by its own name
+/// (for a host that switched, whose old flavour may still hold rules). It is
+/// part of the iptables backend's value ([`super::Backend::Iptables`]), handed
+/// down to every read and write, so a thread runs whatever it was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavour {
     Default,
@@ -224,28 +226,148 @@ impl Flavour {
             Flavour::Nft => format!("{base}-nft"),
         }
     }
-}
 
-thread_local! {
-    static FLAVOUR: std::cell::Cell<Flavour> = const { std::cell::Cell::new(Flavour::Default) };
-}
+    fn tool(self, family: Family, what: &str) -> String {
+        format!("{}-{what}", self.command(family))
+    }
 
-/// Until dropped, this thread's iptables operations run the flavour's tools.
-pub struct FlavourGuard(Flavour);
+    /// A command for the family's tool, by its located path when found.
+    fn process(self, family: Family, what: &str) -> (String, Command) {
+        let name = self.tool(family, what);
+        let cmd = match locate(&name) {
+            Some(path) => Command::new(path),
+            None => Command::new(&name),
+        };
+        (name, cmd)
+    }
 
-/// Runs this thread's iptables operations in `flavour` while the guard lives.
-pub fn use_flavour(flavour: Flavour) -> FlavourGuard {
-    FlavourGuard(FLAVOUR.with(|f| f.replace(flavour)))
-}
+    /// `iptables-save -t <table>` (or ip6tables-save): one process.
+    pub fn save(self, family: Family, table: &str) -> Result<Saved> {
+        self.save_existing(family, table)?
+            .ok_or_else(|| Error::NoTable {
+                tool: self.tool(family, "save"),
+                table: table.to_string(),
+            })
+    }
 
-/// The flavour this thread's iptables operations run.
-pub fn flavour() -> Flavour {
-    FLAVOUR.with(|f| f.get())
-}
+    /// As `save`, for DEL and GC: None when nothing of ours can exist in the
+    /// table (the tool is not installed, or the kernel has no such table); an
+    /// error when the state could not be read, so a DEL never reports success
+    /// over rules it did not see.
+    pub fn save_existing(self, family: Family, table: &str) -> Result<Option<Saved>> {
+        let (bin, mut cmd) = self.process(family, "save");
+        let out = match cmd.args(["-t", table]).stdin(Stdio::null()).output() {
+            Ok(out) => out,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(Error::Tool {
+                    tool: bin,
+                    op: "run",
+                    source,
+                });
+            }
+        };
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            // iptables-legacy on a kernel without the table's module.
+            if stderr.contains("Table does not exist") {
+                return Ok(None);
+            }
+            return Err(Error::ToolFailed {
+                command: format!("{bin} -t {table}"),
+                status: out.status,
+                stderr: stderr.trim().to_string(),
+                input: None,
+            });
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        // iptables-nft exits 0 with only this comment for a table it cannot read:
+        // taken as empty, a DEL would report success over rules it never saw.
+        if text.contains("is incompatible, use 'nft' tool") {
+            return Err(Error::Incompatible {
+                tool: bin,
+                table: table.to_string(),
+            });
+        }
+        Ok(Some(Saved::parse(&text)))
+    }
 
-impl Drop for FlavourGuard {
-    fn drop(&mut self) {
-        FLAVOUR.with(|f| f.set(self.0));
+    /// Applies a batch with one `iptables-restore --noflush --wait`; empty
+    /// batches run nothing.
+    pub fn apply(self, batch: &Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let input = batch.render()?;
+        let (bin, cmd) = self.process(batch.family, "restore");
+        restore(&bin, cmd, &input)
+    }
+
+    /// Applies several tables' batches of `family` with one `iptables-restore
+    /// --noflush --wait`; nothing to do runs nothing.
+    pub fn apply_all(self, family: Family, batches: &[Batch]) -> Result<()> {
+        if let Some(other) = batches.iter().find(|b| b.family != family) {
+            return Err(Error::InvalidConfig(format!(
+                "a {} batch for table {} among {family} ones",
+                other.family, other.table
+            )));
+        }
+        let input = render_all(batches)?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let (bin, cmd) = self.process(family, "restore");
+        restore(&bin, cmd, &input)
+    }
+
+    /// Whether the family's tools are the nf_tables flavour, whose state can
+    /// then be read (and rules written) over netlink instead. The two
+    /// multi-call binaries of iptables are known by name (no exec on every
+    /// operation); any other tool (a wrapper, a renamed binary) is asked: `-V`
+    /// prints `(nf_tables)`.
+    pub fn is_nft_based(self, family: Family) -> bool {
+        let Some(path) = locate(&self.tool(family, "restore")) else {
+            return false;
+        };
+        let real = fs_err::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        match real.file_name().and_then(|n| n.to_str()) {
+            Some("xtables-nft-multi") => true,
+            Some("xtables-legacy-multi") => false,
+            _ => Command::new(&path)
+                .arg("-V")
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("(nf_tables)")),
+        }
+    }
+
+    /// Whether the family's `nat` table belongs to another nftables user in a
+    /// form iptables-nft cannot read (it has sets): writes would go in, but no
+    /// `iptables-save` could show them again. One netlink request, no exec.
+    pub fn nat_foreign(self, family: Family) -> bool {
+        self.is_nft_based(family)
+            && crate::netfilter::nft::open()
+                .and_then(|mut sock| {
+                    crate::netfilter::nft::has_sets(
+                        &mut sock,
+                        crate::netfilter::nft::nfproto(family),
+                        "nat",
+                    )
+                })
+                .unwrap_or(false)
+    }
+
+    /// Whether the family's tools are installed (looked up on PATH, no process
+    /// run: detection must not cost an exec per operation).
+    pub fn usable(self, family: Family) -> bool {
+        locate(&self.tool(family, "restore")).is_some()
+            && locate(&self.tool(family, "save")).is_some()
+    }
+
+    /// Each family's `nat` table as saved (None: no such table, or no tools).
+    pub fn nat_tables(self) -> [(Family, Option<Saved>); 2] {
+        [Family::V4, Family::V6].map(|f| (f, self.save_existing(f, "nat").ok().flatten()))
     }
 }
 
@@ -257,11 +379,6 @@ pub fn flavours() -> Vec<Flavour> {
         .collect()
 }
 
-/// Each family's `nat` table as saved (None: no such table, or no tools).
-pub fn nat_tables() -> [(Family, Option<Saved>); 2] {
-    [Family::V4, Family::V6].map(|f| (f, save_existing(f, "nat").ok().flatten()))
-}
-
 /// The flavour the default tools are not, when both flavours' tools are
 /// installed and the default is one of them.
 pub fn other_flavour() -> Option<Flavour> {
@@ -269,19 +386,14 @@ pub fn other_flavour() -> Option<Flavour> {
         [Family::V4, Family::V6].iter().any(|&family| {
             ["save", "restore"]
                 .iter()
-                .all(|what| locate(&format!("{}-{what}", f.command(family))).is_some())
+                .all(|what| locate(&f.tool(family, what)).is_some())
         })
     };
-    let _default = use_flavour(Flavour::Default);
-    if !usable(Family::V4) && !usable(Family::V6) {
-        return None;
-    }
-    let family = if usable(Family::V4) {
-        Family::V4
-    } else {
-        Family::V6
-    };
-    let other = if is_nft_based(family) {
+    let default = Flavour::Default;
+    let family = [Family::V4, Family::V6]
+        .into_iter()
+        .find(|&f| default.usable(f))?;
+    let other = if default.is_nft_based(family) {
         Flavour::Legacy
     } else {
         Flavour::Nft
@@ -301,10 +413,6 @@ fn legacy_tables() -> bool {
         .any(|p| std::fs::read_to_string(p).is_ok_and(|t| !t.trim().is_empty()))
 }
 
-fn tool(family: Family, what: &str) -> String {
-    format!("{}-{what}", flavour().command(family))
-}
-
 /// The first executable `name` on PATH: what a shell would run. Running it by
 /// this path spares the child one failed execve per PATH entry before it.
 fn locate(name: &str) -> Option<std::path::PathBuf> {
@@ -312,76 +420,6 @@ fn locate(name: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
-}
-
-/// A command for the family's tool, by its located path when found.
-fn command(family: Family, what: &str) -> (String, Command) {
-    let name = tool(family, what);
-    let cmd = match locate(&name) {
-        Some(path) => Command::new(path),
-        None => Command::new(&name),
-    };
-    (name, cmd)
-}
-
-/// `iptables-save -t <table>` (or ip6tables-save): one process.
-pub fn save(family: Family, table: &str) -> Result<Saved> {
-    save_existing(family, table)?.ok_or_else(|| Error::NoTable {
-        tool: tool(family, "save"),
-        table: table.to_string(),
-    })
-}
-
-/// As `save`, for DEL and GC: None when nothing of ours can exist in the table
-/// (the tool is not installed, or the kernel has no such table); an error when
-/// the state could not be read, so a DEL never reports success over rules it
-/// did not see.
-pub fn save_existing(family: Family, table: &str) -> Result<Option<Saved>> {
-    let (bin, mut cmd) = command(family, "save");
-    let out = match cmd.args(["-t", table]).stdin(Stdio::null()).output() {
-        Ok(out) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(Error::Tool {
-                tool: bin,
-                op: "run",
-                source,
-            });
-        }
-    };
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        // iptables-legacy on a kernel without the table's module.
-        if stderr.contains("Table does not exist") {
-            return Ok(None);
-        }
-        return Err(Error::ToolFailed {
-            command: format!("{bin} -t {table}"),
-            status: out.status,
-            stderr: stderr.trim().to_string(),
-            input: None,
-        });
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    // iptables-nft exits 0 with only this comment for a table it cannot read:
-    // taken as empty, a DEL would report success over rules it never saw.
-    if text.contains("is incompatible, use 'nft' tool") {
-        return Err(Error::Incompatible {
-            tool: bin,
-            table: table.to_string(),
-        });
-    }
-    Ok(Some(Saved::parse(&text)))
-}
-
-/// Applies a batch with one `iptables-restore --noflush --wait`; empty batches run nothing.
-pub fn apply(batch: &Batch) -> Result<()> {
-    if batch.is_empty() {
-        return Ok(());
-    }
-    let input = batch.render()?;
-    let (bin, cmd) = command(batch.family, "restore");
-    restore(&bin, cmd, &input)
 }
 
 /// The restore input of several tables' batches (one family): each table
@@ -392,33 +430,6 @@ pub fn render_all(batches: &[Batch]) -> Result<String> {
         input.push_str(&batch.render()?);
     }
     Ok(input)
-}
-
-/// A family as an error text names it.
-fn family_name(family: Family) -> &'static str {
-    match family {
-        Family::V4 => "IPv4",
-        Family::V6 => "IPv6",
-    }
-}
-
-/// Applies several tables' batches of `family` with one `iptables-restore
-/// --noflush --wait`; nothing to do runs nothing.
-pub fn apply_all(family: Family, batches: &[Batch]) -> Result<()> {
-    if let Some(other) = batches.iter().find(|b| b.family != family) {
-        return Err(Error::InvalidConfig(format!(
-            "a {} batch for table {} among {family} ones",
-            family_name(other.family),
-            other.table,
-            family = family_name(family)
-        )));
-    }
-    let input = render_all(batches)?;
-    if input.is_empty() {
-        return Ok(());
-    }
-    let (bin, cmd) = command(family, "restore");
-    restore(&bin, cmd, &input)
 }
 
 /// Runs `cmd` (a restore tool) on `input`. The input is written from a thread
@@ -463,64 +474,25 @@ fn restore(bin: &str, mut cmd: Command, input: &str) -> Result<()> {
     }
 }
 
-/// Whether the family's iptables is the nf_tables flavour, whose state can then
-/// be read over netlink instead of by `iptables-save`. The two multi-call
-/// binaries of iptables are known by name (no exec on every operation); any
-/// other tool (a wrapper, a renamed binary) is asked: `-V` prints `(nf_tables)`.
-pub fn is_nft_based(family: Family) -> bool {
-    let Some(path) = locate(&tool(family, "restore")) else {
-        return false;
-    };
-    let real = fs_err::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    match real.file_name().and_then(|n| n.to_str()) {
-        Some("xtables-nft-multi") => true,
-        Some("xtables-legacy-multi") => false,
-        _ => Command::new(&path)
-            .arg("-V")
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("(nf_tables)")),
-    }
-}
-
-/// Whether the family's `nat` table belongs to another nftables user in a form
-/// iptables-nft cannot read (it has sets): writes would go in, but no
-/// `iptables-save` could show them again. One netlink request, no exec.
-pub fn nat_foreign(family: Family) -> bool {
-    is_nft_based(family)
-        && crate::netfilter::nft::open()
-            .and_then(|mut sock| {
-                crate::netfilter::nft::has_sets(
-                    &mut sock,
-                    crate::netfilter::nft::nfproto(family),
-                    "nat",
-                )
-            })
-            .unwrap_or(false)
-}
-
-/// Whether the family's tools are installed (looked up on PATH, no process run:
-/// detection must not cost an exec per operation).
-pub fn usable(family: Family) -> bool {
-    locate(&tool(family, "restore")).is_some() && locate(&tool(family, "save")).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_flavour_guard_names_the_tools_until_dropped() {
-        assert_eq!(tool(Family::V4, "save"), "iptables-save");
-        {
-            let _legacy = use_flavour(Flavour::Legacy);
-            assert_eq!(tool(Family::V4, "save"), "iptables-legacy-save");
-            let _nft = use_flavour(Flavour::Nft);
-            assert_eq!(tool(Family::V6, "restore"), "ip6tables-nft-restore");
-        }
-        assert_eq!(flavour(), Flavour::Default);
-        assert_eq!(tool(Family::V6, "restore"), "ip6tables-restore");
+    fn a_flavour_names_its_tools() {
+        assert_eq!(Flavour::Default.tool(Family::V4, "save"), "iptables-save");
+        assert_eq!(
+            Flavour::Legacy.tool(Family::V4, "save"),
+            "iptables-legacy-save"
+        );
+        assert_eq!(
+            Flavour::Nft.tool(Family::V6, "restore"),
+            "ip6tables-nft-restore"
+        );
+        assert_eq!(
+            Flavour::Default.tool(Family::V6, "restore"),
+            "ip6tables-restore"
+        );
     }
 
     #[test]

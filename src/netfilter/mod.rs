@@ -2,6 +2,7 @@
 //! chain names, hashes and comments, and one lock so that the read-modify-write
 //! of shared chains by concurrent plugin runs cannot interleave.
 
+pub mod apply;
 mod error;
 pub mod firewall;
 pub mod flannel;
@@ -15,25 +16,38 @@ pub mod portmap;
 pub mod xtnft;
 
 pub use crate::netlink::addr::Family;
+pub use apply::{Apply, Kernel};
 pub use error::{Error, Result};
+pub use iptables::Flavour;
 
 use crate::digest::sha512_hex;
 use nix::fcntl::Flock;
 use std::fs::File;
 use std::path::Path;
 
-/// Which netfilter implementation rules go to.
+/// Which netfilter implementation rules go to; with iptables, which
+/// flavour's tools (a plugin's are the ones PATH names, [`Backend::IPTABLES`];
+/// the doctor also reads and removes the other flavour's rules).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
-    Iptables,
+    Iptables(Flavour),
     Nftables,
 }
 
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Backend {
+    /// iptables with the tools PATH names: what a config's `iptables` means.
+    pub const IPTABLES: Backend = Backend::Iptables(Flavour::Default);
+
     /// Its config value.
     pub fn name(self) -> &'static str {
         match self {
-            Backend::Iptables => "iptables",
+            Backend::Iptables(_) => "iptables",
             Backend::Nftables => "nftables",
         }
     }
@@ -41,10 +55,11 @@ impl Backend {
     /// A `backend`/`ipMasqBackend` config value.
     pub fn parse(s: &str) -> Result<Backend> {
         match s {
-            "iptables" => Ok(Backend::Iptables),
+            "iptables" => Ok(Backend::IPTABLES),
             "nftables" => Ok(Backend::Nftables),
             other => Err(Error::InvalidConfig(format!(
-                "unknown backend {other:?} (iptables or nftables)"
+                "unknown backend {other} (iptables or nftables)",
+                other = crate::quote::quoted(&other)
             ))),
         }
     }
@@ -54,7 +69,9 @@ impl Backend {
     /// user's, or nf_tables answers.
     pub fn usable(self) -> bool {
         match self {
-            Backend::Iptables => iptables::usable(Family::V4) && !iptables::nat_foreign(Family::V4),
+            Backend::Iptables(flavour) => {
+                flavour.usable(Family::V4) && !flavour.nat_foreign(Family::V4)
+            }
             Backend::Nftables => crate::netlink::nfnl::available(),
         }
     }
@@ -62,10 +79,7 @@ impl Backend {
     /// The reference's rule: iptables unless its tools are missing and nf_tables
     /// answers (which needs no userland here: rules go over netlink).
     pub fn detect() -> Result<Backend> {
-        [Backend::Iptables, Backend::Nftables]
-            .into_iter()
-            .find(|b| b.usable())
-            .ok_or(Error::NoBackend)
+        Choice::Detect.backend(&Kernel)
     }
 
     /// The backends a DEL removes rules from: the configured one; without
@@ -73,32 +87,79 @@ impl Backend {
     /// tools installed or removed since, or the key dropped from the config),
     /// and re-detecting one would leave that one's rules while DEL succeeds.
     pub fn for_del(configured: Option<Backend>) -> Vec<Backend> {
-        match configured {
-            Some(b) => vec![b],
-            None => [Backend::Iptables, Backend::Nftables]
-                .into_iter()
-                .filter(|b| b.usable())
-                .collect(),
-        }
+        Choice::from(configured).for_del(&Kernel)
     }
 
     /// Where an ADD or CHECK that failed on `chosen` with `err` goes next:
     /// nftables, when iptables was only detected (no backend configured),
     /// turned out unusable although installed, and nf_tables answers.
     pub fn instead(configured: Option<Backend>, chosen: Backend, err: &Error) -> Option<Backend> {
-        (configured.is_none()
-            && chosen == Backend::Iptables
-            && err.iptables_unusable()
-            && Backend::Nftables.usable())
-        .then_some(Backend::Nftables)
+        Choice::from(configured).instead(&Kernel, chosen, err)
     }
 
     /// The configured backend, else the detected one.
     pub fn choose(configured: Option<&str>) -> Result<Backend> {
-        match configured.filter(|s| !s.is_empty()) {
-            Some(s) => Backend::parse(s),
-            None => Backend::detect(),
+        Choice::parse(configured)?.backend(&Kernel)
+    }
+}
+
+/// What a config's backend key says: a backend, or (unset or empty) none, so
+/// that ADD detects one and DEL cleans every one usable. Decoded once, with
+/// the config; the host is asked (through an [`Apply`]) only when an
+/// operation needs to know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Detect,
+    Configured(Backend),
+}
+
+impl From<Option<Backend>> for Choice {
+    fn from(configured: Option<Backend>) -> Choice {
+        configured.map_or(Choice::Detect, Choice::Configured)
+    }
+}
+
+impl Choice {
+    /// A backend key's value: unset or empty is [`Choice::Detect`].
+    pub fn parse(value: Option<&str>) -> Result<Choice> {
+        match value.filter(|s| !s.is_empty()) {
+            Some(s) => Backend::parse(s).map(Choice::Configured),
+            None => Ok(Choice::Detect),
         }
+    }
+
+    /// The backend an ADD writes to: the configured one, else the
+    /// reference's rule (iptables unless its tools are missing and nf_tables
+    /// answers).
+    pub fn backend(self, nf: &dyn Apply) -> Result<Backend> {
+        match self {
+            Choice::Configured(b) => Ok(b),
+            Choice::Detect => [Backend::IPTABLES, Backend::Nftables]
+                .into_iter()
+                .find(|&b| nf.usable(b))
+                .ok_or(Error::NoBackend),
+        }
+    }
+
+    /// The backends a DEL or GC removes rules from (see [`Backend::for_del`]).
+    pub fn for_del(self, nf: &dyn Apply) -> Vec<Backend> {
+        match self {
+            Choice::Configured(b) => vec![b],
+            Choice::Detect => [Backend::IPTABLES, Backend::Nftables]
+                .into_iter()
+                .filter(|&b| nf.usable(b))
+                .collect(),
+        }
+    }
+
+    /// Where an ADD or CHECK that failed on `chosen` goes next (see
+    /// [`Backend::instead`]).
+    pub fn instead(self, nf: &dyn Apply, chosen: Backend, err: &Error) -> Option<Backend> {
+        (self == Choice::Detect
+            && matches!(chosen, Backend::Iptables(_))
+            && err.iptables_unusable()
+            && nf.usable(Backend::Nftables))
+        .then_some(Backend::Nftables)
     }
 }
 
@@ -127,19 +188,9 @@ pub fn each_parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Result<()> + Sync) 
     if let [only] = items {
         return f(only);
     }
-    // The threads run the iptables flavour this one does.
-    let flavour = iptables::flavour();
     std::thread::scope(|scope| {
         let f = &f;
-        let running: Vec<_> = items
-            .iter()
-            .map(|i| {
-                scope.spawn(move || {
-                    let _flavour = iptables::use_flavour(flavour);
-                    f(i)
-                })
-            })
-            .collect();
+        let running: Vec<_> = items.iter().map(|i| scope.spawn(move || f(i))).collect();
         let mut first = Ok(());
         for thread in running {
             // A panic stays a panic, as if the work had run here.

@@ -1,26 +1,27 @@
 //! bridge: a veth pair per container, the host end enslaved to a Linux bridge
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
-use crate::attach;
 use crate::cni::delegate::{Delegate, Rollback};
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::kernel::sysctl;
+use crate::attach;
+use crate::netfilter::Kernel;
 use crate::netfilter::macspoof;
-use crate::netfilter::masq::IpMasq;
-use crate::netlink::Socket;
+use crate::netfilter::masq::Masquerade;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{
     Change, Kind, Link, LinkKind, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
 };
+use crate::kernel::sysctl;
+use crate::netlink::Socket;
 use crate::netns::NetNs;
 use crate::quote::quoted;
 use ipnet::IpNet;
 use nix::libc;
 use serde::Deserialize;
 use std::time::Duration;
-use vlans::{forwardable_groups, group_fwd_mask_in_range, vlans};
+use vlans::{Vlans, forwardable_groups, group_fwd_mask_in_range, vlans};
 
 pub struct Bridge;
 
@@ -60,78 +61,110 @@ pub(crate) struct Keys {
     mac: Option<String>,
 }
 
+/// What the bridge is to its containers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A switch only: no address of the network on it.
+    Switch,
+    /// `isGateway`: it holds each network's gateway address.
+    Gateway,
+    /// `isDefaultGateway` (a gateway too): also the containers' default route.
+    DefaultGateway,
+}
+
+/// How a container's traffic comes back to it through the bridge, in
+/// kubelet's `--hairpin-mode` words: not at all, `hairpinMode` on its port,
+/// or `promiscMode` on the bridge. The reference refuses both at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hairpin {
+    None,
+    Veth,
+    PromiscuousBridge,
+}
+
+/// The container's interface: addressed from IPAM, with DAD as `enabledad`
+/// says; without IPAM only set up; or left down (`disableContainerInterface`,
+/// which IPAM may not go with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Container {
+    Addressed { dad: bool },
+    Up,
+    Down,
+}
+
 /// The validated config.
 struct Conf {
     bridge: String,
-    is_gateway: bool,
-    is_default_gateway: bool,
+    role: Role,
+    /// `forceAddress`: a conflicting address on the bridge is replaced.
     force_address: bool,
     mtu: Option<u32>,
-    hairpin: bool,
-    promisc: bool,
-    vlan: u16,
-    trunk: Vec<u16>,
-    preserve_default_vlan: bool,
-    enable_dad: bool,
-    disable_container_interface: bool,
+    hairpin: Hairpin,
     port_isolation: bool,
+    vlans: Vlans,
+    container: Container,
     group_fwd_mask: Option<u16>,
     macspoofchk: bool,
     mac: Option<[u8; 6]>,
     dns: Option<Dns>,
-    layer3: bool,
-    masq: IpMasq,
+    masq: Masquerade,
 }
 
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
-        let trunk = vlans(&k)?;
+        let vlans = vlans(&k)?;
         let group_fwd_mask = forwardable_groups(k.group_fwd_mask)?;
-        if k.hairpin_mode && k.promisc_mode {
-            return Err(Error::invalid_config(
-                "cannot set hairpin mode and promiscuous mode at the same time",
-            ));
-        }
-        let layer3 = inv.conf.ipam_type().is_some();
-        if k.disable_container_interface && layer3 {
-            return Err(Error::invalid_config(
-                "cannot use IPAM when 'disableContainerInterface' flag is set",
-            ));
-        }
+        let hairpin = match (k.hairpin_mode, k.promisc_mode) {
+            (false, false) => Hairpin::None,
+            (true, false) => Hairpin::Veth,
+            (false, true) => Hairpin::PromiscuousBridge,
+            (true, true) => {
+                return Err(Error::invalid_config(
+                    "cannot set hairpin mode and promiscuous mode at the same time",
+                ));
+            }
+        };
+        let container = match (inv.conf.ipam_type(), k.disable_container_interface) {
+            (Some(_), true) => {
+                return Err(Error::invalid_config(
+                    "cannot use IPAM when 'disableContainerInterface' flag is set",
+                ));
+            }
+            (Some(_), false) => Container::Addressed { dad: k.enabledad },
+            (None, false) => Container::Up,
+            (None, true) => Container::Down,
+        };
         crate::cni::config::link_name_key("bridge", &k.bridge)?;
         let bridge = if k.bridge.is_empty() {
             DEFAULT_BRIDGE.to_string()
         } else {
             k.bridge
         };
-        let is_gateway = k.is_gateway || k.is_default_gateway;
-        if is_gateway && k.vlan != 0 && layer3 {
-            let gateway = vlan_gateway_name(&bridge, k.vlan);
+        let role = match (k.is_gateway, k.is_default_gateway) {
+            (_, true) => Role::DefaultGateway,
+            (true, false) => Role::Gateway,
+            (false, false) => Role::Switch,
+        };
+        let addressed = matches!(container, Container::Addressed { .. });
+        if role != Role::Switch && vlans.access != 0 && addressed {
+            let gateway = vlan_gateway_name(&bridge, vlans.access);
             crate::cni::config::link_name_key("vlan gateway", &gateway)?;
         }
-        let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
-        let mtu = attach::optional_mtu(k.mtu)?;
-        let mac = attach::requested_mac(inv, k.mac)?;
+        let masq = Masquerade::from_keys(k.ip_masq, k.ip_masq_backend.as_deref())?;
         Ok(Conf {
             bridge,
-            is_gateway,
-            is_default_gateway: k.is_default_gateway,
+            role,
             force_address: k.force_address,
-            mtu,
-            hairpin: k.hairpin_mode,
-            promisc: k.promisc_mode,
-            vlan: k.vlan as u16,
-            trunk,
-            preserve_default_vlan: k.preserve_default_vlan,
-            enable_dad: k.enabledad,
-            disable_container_interface: k.disable_container_interface,
+            mtu: attach::optional_mtu(k.mtu)?,
+            hairpin,
             port_isolation: k.port_isolation,
+            vlans,
+            container,
             group_fwd_mask,
             macspoofchk: k.macspoofchk,
-            mac,
+            mac: attach::requested_mac(inv, k.mac)?,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
-            layer3,
             masq,
         })
     }
@@ -176,19 +209,20 @@ impl Plugin for Bridge {
             Some(ipam) => Some(adopt_ipam(ipam, &mut result)?),
             None => None,
         };
-        let gateways = match conf.is_gateway {
-            true => assign_gateways(&mut result, conf.is_default_gateway),
-            false => Vec::new(),
+        let gateways = match conf.role {
+            Role::Switch => Vec::new(),
+            Role::Gateway => assign_gateways(&mut result, false),
+            Role::DefaultGateway => assign_gateways(&mut result, true),
         };
         // ipMasq's rules need only the addresses: they are written while the
         // container side and the gateways are configured.
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
         let id = inv.env.container_id.as_str();
         conf.masq
-            .add_during(inv.conf.name(), id, ifname, &ips, || {
-                configure_container(&ns, &conf, ifname, &result)?;
+            .add_during(&Kernel, inv.conf.name(), id, ifname, &ips, || {
+                configure_container(&ns, conf.container, ifname, &result)?;
                 configure_gateways(&mut host, &conf, &bridge, created, &gateways, &mut result)?;
-                if !conf.disable_container_interface {
+                if conf.container != Container::Down {
                     wait_oper_up(&mut host, veth.host.index)?;
                 }
                 Ok::<(), Error>(())
@@ -216,7 +250,8 @@ impl Plugin for Bridge {
         if k.macspoofchk {
             macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
         }
-        super::del_ip_masq(inv, k.ip_masq, k.ip_masq_backend)
+        let masq = Masquerade::for_del(k.ip_masq, k.ip_masq_backend.as_deref());
+        super::masquerade::del(inv, masq, &Kernel)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
@@ -231,7 +266,7 @@ impl Plugin for Bridge {
                 quoted(&conf.bridge)
             )));
         }
-        if conf.promisc && !bridge.is_promisc() {
+        if conf.hairpin == Hairpin::PromiscuousBridge && !bridge.is_promisc() {
             return Err(Error::internal(format!(
                 "bridge {} is not in promiscuous mode",
                 quoted(&conf.bridge)
@@ -263,7 +298,7 @@ impl Plugin for Bridge {
             macspoof_gc(inv, &conf)?;
         }
         attach::gc_ipam(inv)?;
-        attach::gc_masq(inv, &conf.masq)
+        super::masquerade::gc(inv, conf.masq, &Kernel)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
@@ -287,7 +322,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
             let mut spec = NewLink::new(
                 &conf.bridge,
                 Kind::Bridge {
-                    vlan_filtering: conf.vlan != 0 || !conf.trunk.is_empty(),
+                    vlan_filtering: conf.vlans.filtering(),
                     group_fwd_mask: conf.group_fwd_mask,
                 },
             );
@@ -323,7 +358,7 @@ fn ensure_bridge(sock: &mut Socket, conf: &Conf) -> CniResult<(Link, bool)> {
         sock.set_bridge_group_fwd_mask(link.index, mask)
             .with_context(|| format!("could not set groupFwdMask of {}", quoted(&conf.bridge)))?;
     }
-    if conf.promisc && !link.is_promisc() {
+    if conf.hairpin == Hairpin::PromiscuousBridge && !link.is_promisc() {
         sock.set_link(&link, Change::Promisc(true))?;
     }
     if !link.is_up() {
@@ -363,38 +398,28 @@ fn attach_port(sock: &mut Socket, conf: &Conf, bridge: &Link, host: &Link) -> Cn
                 bridge.name
             )
         })?;
-    if conf.hairpin || conf.port_isolation {
+    let hairpin = conf.hairpin == Hairpin::Veth;
+    if hairpin || conf.port_isolation {
         let flags = PortFlags {
-            hairpin: conf.hairpin,
+            hairpin,
             isolated: conf.port_isolation,
         };
         sock.set_bridge_port(host.index, flags)
             .with_context(|| format!("failed to setup hairpin mode for {}", host.name))?;
     }
-    set_port_vlans(
-        sock,
-        host,
-        conf.vlan,
-        &conf.trunk,
-        conf.preserve_default_vlan,
-    )
+    set_port_vlans(sock, host, &conf.vlans)
 }
 
-/// With an access `vlan` or a `trunk`: the port's VLANs. Unless
+/// With an access VLAN or a trunk: the port's VLANs. Unless
 /// `preserve_default`, first every VLAN the kernel gave the new port goes (the
 /// bridge's default PVID, 1 unless changed). The access VLAN (VLAN 1 for a
 /// trunk without one) is the untagged PVID, the trunk's are tagged.
-fn set_port_vlans(
-    sock: &mut Socket,
-    port: &Link,
-    vlan: u16,
-    trunk: &[u16],
-    preserve_default: bool,
-) -> CniResult<()> {
+fn set_port_vlans(sock: &mut Socket, port: &Link, vlans: &Vlans) -> CniResult<()> {
+    let (vlan, trunk) = (vlans.access, &vlans.trunk);
     if vlan == 0 && trunk.is_empty() {
         return Ok(());
     }
-    if !preserve_default {
+    if !vlans.preserve_default {
         for vid in sock.bridge_port_vlans(port.index)? {
             sock.delete_bridge_vlan(port.index, vid).with_context(|| {
                 format!(
@@ -448,7 +473,7 @@ fn macspoof_gc(inv: &Invocation, conf: &Conf) -> CniResult<()> {
     Ok(macspoof::gc(&valid, owned)?)
 }
 
-fn vlan_gateway_name(bridge: &str, vlan: i64) -> String {
+fn vlan_gateway_name(bridge: &str, vlan: u16) -> String {
     format!("{bridge}.{vlan}")
 }
 
@@ -456,7 +481,7 @@ fn vlan_gateway_name(bridge: &str, vlan: i64) -> String {
 /// and reused after: a veth `<bridge>.<vlan>` in the host namespace that holds
 /// the gateway addresses, its peer a bridge port in that VLAN (untagged PVID).
 fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResult<Link> {
-    let name = vlan_gateway_name(&bridge.name, i64::from(conf.vlan));
+    let name = vlan_gateway_name(&bridge.name, conf.vlans.access);
     match host.link_by_name(&name) {
         Ok(link) => return Ok(link),
         Err(e) if e.is_not_found() => {}
@@ -470,7 +495,12 @@ fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResu
         .with_context(|| format!("failed to create vlan gateway {name}", name = quoted(&name)))?;
     let attach = |host: &mut Socket| -> CniResult<()> {
         host.set_link(&pair.host, Change::Master(Some(bridge.index)))?;
-        set_port_vlans(host, &pair.host, conf.vlan, &[], conf.preserve_default_vlan)?;
+        let access_only = Vlans {
+            access: conf.vlans.access,
+            trunk: Vec::new(),
+            preserve_default: conf.vlans.preserve_default,
+        };
+        set_port_vlans(host, &pair.host, &access_only)?;
         host.set_link(&pair.container, Change::Up(true))?;
         Ok(())
     };
@@ -581,29 +611,33 @@ fn adopt_ipam<'d, 'a>(
     Ok(guard)
 }
 
-/// The container's interface: up, or (layer 3) its addresses and routes,
-/// with ARP notification and DAD as the reference sets them.
-fn configure_container(ns: &NetNs, conf: &Conf, ifname: &str, result: &NetResult) -> CniResult<()> {
-    let (layer3, enable_dad) = (conf.layer3, conf.enable_dad);
-    let disabled = conf.disable_container_interface;
+/// The container's interface: its addresses and routes, with ARP
+/// notification and DAD as the reference sets them; or up; or left as it is.
+fn configure_container(
+    ns: &NetNs,
+    container: Container,
+    ifname: &str,
+    result: &NetResult,
+) -> CniResult<()> {
     ns.run(|| -> CniResult<()> {
         let mut sock = Socket::open()?;
-        if layer3 {
-            let link = sock.link_by_name(ifname)?;
-            attach::set_arp_notify(&mut sock, link.index);
-            if enable_dad {
-                attach::set_conf("ipv6", ifname, "enhanced_dad", "1");
-                attach::set_conf("ipv6", ifname, "accept_dad", "1");
-            } else {
-                attach::set_conf("ipv6", ifname, "accept_dad", "0");
+        let dad = match container {
+            Container::Addressed { dad } => dad,
+            Container::Up => {
+                let link = sock.link_by_name(ifname)?;
+                return Ok(sock.set_link(&link, Change::Up(true))?);
             }
-            attach::configure(&mut sock, ifname, result)
-        } else if !disabled {
-            let link = sock.link_by_name(ifname)?;
-            Ok(sock.set_link(&link, Change::Up(true))?)
+            Container::Down => return Ok(()),
+        };
+        let link = sock.link_by_name(ifname)?;
+        attach::set_arp_notify(&mut sock, link.index);
+        if dad {
+            attach::set_conf("ipv6", ifname, "enhanced_dad", "1");
+            attach::set_conf("ipv6", ifname, "accept_dad", "1");
         } else {
-            Ok(())
+            attach::set_conf("ipv6", ifname, "accept_dad", "0");
         }
+        attach::configure(&mut sock, ifname, result)
     })?
 }
 
@@ -617,7 +651,7 @@ fn configure_gateways(
     gateways: &[IpNet],
     result: &mut NetResult,
 ) -> CniResult<()> {
-    if !gateways.is_empty() && conf.vlan == 0 {
+    if !gateways.is_empty() && conf.vlans.access == 0 {
         let mut added = false;
         for gw in gateways {
             added |= ensure_address(host, bridge, *gw, conf.force_address)?;

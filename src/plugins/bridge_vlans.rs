@@ -24,20 +24,45 @@ pub(super) fn group_fwd_mask_in_range(mask: i64) -> CniResult<u16> {
     u16::try_from(mask).map_err(|_| Error::invalid_config(format!("invalid groupFwdMask {mask}")))
 }
 
-/// The VLAN checks of the reference's config loading, which its DEL makes too:
-/// the trunk's VLAN IDs.
-pub(super) fn vlans(k: &Keys) -> CniResult<Vec<u16>> {
-    if !(0..=4094).contains(&k.vlan) {
-        return Err(Error::invalid_config(format!(
-            "invalid VLAN ID {} (must be between 0 and 4094)",
-            k.vlan
-        )));
+/// The host port's VLANs: the untagged access `vlan` (0: none), the trunk's
+/// tagged IDs (`vlanTrunk`), and whether the IDs the kernel gave the port
+/// stay (`preserveDefaultVlan`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Vlans {
+    pub access: u16,
+    pub trunk: Vec<u16>,
+    pub preserve_default: bool,
+}
+
+impl Vlans {
+    /// Whether the bridge filters by VLAN (set when it is created).
+    pub fn filtering(&self) -> bool {
+        self.access != 0 || !self.trunk.is_empty()
     }
-    Ok(k.vlan_trunk
+}
+
+/// The VLAN checks of the reference's config loading, which its DEL makes too.
+pub(super) fn vlans(k: &Keys) -> CniResult<Vlans> {
+    let access = u16::try_from(k.vlan)
+        .ok()
+        .filter(|v| *v <= 4094)
+        .ok_or_else(|| {
+            Error::invalid_config(format!(
+                "invalid VLAN ID {} (must be between 0 and 4094)",
+                k.vlan
+            ))
+        })?;
+    let trunk = k
+        .vlan_trunk
         .as_deref()
         .map(trunk_ids)
         .transpose()?
-        .unwrap_or_default())
+        .unwrap_or_default();
+    Ok(Vlans {
+        access,
+        trunk,
+        preserve_default: k.preserve_default_vlan,
+    })
 }
 
 pub(super) fn trunk_ids(entries: &[TrunkKeys]) -> CniResult<Vec<u16>> {

@@ -43,7 +43,7 @@ impl Conf {
         let k: Keys = inv.conf.plugin_keys()?;
         let target = match k.backend.as_str() {
             "" => None,
-            "iptables" => Some(Target::Rules(Backend::Iptables)),
+            "iptables" => Some(Target::Rules(Backend::IPTABLES)),
             "nftables" => Some(Target::Rules(Backend::Nftables)),
             "firewalld" => Some(Target::Firewalld),
             other => {
@@ -263,7 +263,7 @@ impl Plugin for Firewall {
         };
         let (zone_sources, backends) = conf.del_targets();
         // Only the nftables rules are found without prevResult's addresses.
-        let ips = if zone_sources || backends.contains(&Backend::Iptables) {
+        let ips = if zone_sources || backends.contains(&Backend::IPTABLES) {
             inv.conf
                 .container_prev_result()?
                 .map(|prev| addresses(&prev))
@@ -337,8 +337,8 @@ impl Plugin for Firewall {
     fn status(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         let usable = match conf.target {
-            Some(Target::Rules(Backend::Iptables)) => {
-                crate::netfilter::iptables::usable(crate::netfilter::Family::V4)
+            Some(Target::Rules(Backend::Iptables(flavour))) => {
+                flavour.usable(crate::netfilter::Family::V4)
             }
             Some(Target::Rules(Backend::Nftables)) => crate::netlink::nfnl::available(),
             Some(Target::Firewalld) => firewalld::running(),

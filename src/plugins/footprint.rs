@@ -8,6 +8,7 @@
 
 use super::entry::{Entry, Files, Repair};
 use crate::cni::json::map_field;
+use crate::netfilter::masq::Masquerade;
 use crate::libcni::conf::PluginConf;
 use ipnet::IpNet;
 use serde_json::{Map, Value};
@@ -28,8 +29,9 @@ pub struct Footprint {
     pub dhcp_socket: Option<PathBuf>,
     /// bridge's bridge.
     pub bridge: Option<String>,
-    /// bridge's and ptp's masquerading: `ipMasq`, `ipMasqBackend`.
-    pub ip_masq: Option<(bool, Option<String>)>,
+    /// bridge's and ptp's masquerading (`ipMasq`, `ipMasqBackend`) as their
+    /// ADD decodes it: off for a backend it refuses, which wrote none.
+    pub masquerade: Masquerade,
     /// multus's `cniDir` (its delegates' cache and per-pod files).
     pub cni_dir: Option<PathBuf>,
     /// The firewalld zone firewall puts sources in (backend firewalld or unset).
@@ -50,7 +52,7 @@ impl Default for Footprint {
             host_local: None,
             dhcp_socket: None,
             bridge: None,
-            ip_masq: None,
+            masquerade: Masquerade::Off,
             cni_dir: None,
             firewalld_zone: None,
             iptables: false,
@@ -97,9 +99,8 @@ pub(super) fn bridge(raw: &Map<String, Value>, f: &mut Footprint) {
 
 /// The masquerading of bridge and ptp.
 pub(super) fn ip_masq(raw: &Map<String, Value>, f: &mut Footprint) {
-    let on = map_field(raw, "ipMasq").and_then(Value::as_bool);
-    let backend = text(raw, "ipMasqBackend").map(str::to_string);
-    f.ip_masq = Some((on == Some(true), backend));
+    let on = map_field(raw, "ipMasq").and_then(Value::as_bool) == Some(true);
+    f.masquerade = Masquerade::from_keys(on, text(raw, "ipMasqBackend")).unwrap_or_default();
 }
 
 /// portmap's rules: iptables unless `backend` says otherwise.
@@ -163,6 +164,7 @@ fn subnets(ipam: &Map<String, Value>) -> Vec<IpNet> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::netfilter::{Backend, Choice};
 
     fn of(conf: Value) -> Footprint {
         let raw = conf.as_object().cloned().unwrap_or_default();
@@ -176,7 +178,7 @@ mod tests {
             "ipam": {"type": "host-local", "subnet": "10.1.0.0/24",
                 "ranges": [[{"subnet": "10.2.0.0/24"}], [{"subnet": "fd00::/64"}, {"x": 1}]]}}));
         assert_eq!(b.bridge.as_deref(), Some("cni0"));
-        assert_eq!(b.ip_masq, Some((true, None)));
+        assert_eq!(b.masquerade, Masquerade::On(Choice::Detect));
         assert_eq!(b.host_local, Some(PathBuf::from("/var/lib/cni/networks")));
         let nets: Vec<String> = b.subnets.iter().map(ToString::to_string).collect();
         assert_eq!(nets, ["10.1.0.0/24", "10.2.0.0/24", "fd00::/64"]);
@@ -193,5 +195,16 @@ mod tests {
         assert_eq!(d.dhcp_socket, Some(PathBuf::from("/run/cni/dhcp.sock")));
         let m = of(serde_json::json!({"type": "multus", "cniDir": "/x/multus"}));
         assert_eq!(m.cni_dir, Some(PathBuf::from("/x/multus")));
+        let p = of(serde_json::json!({"type": "ptp", "ipMasq": true, "ipMasqBackend": "nftables"}));
+        assert_eq!(
+            p.masquerade,
+            Masquerade::On(Choice::Configured(Backend::Nftables))
+        );
+        let p = of(serde_json::json!({"type": "ptp", "ipMasq": true, "ipMasqBackend": "bogus"}));
+        assert_eq!(
+            p.masquerade,
+            Masquerade::Off,
+            "ADD refuses it: none written"
+        );
     }
 }

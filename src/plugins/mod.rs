@@ -17,6 +17,7 @@ pub mod installed;
 mod ipvlan;
 mod loopback;
 mod macvlan;
+mod masquerade;
 mod mptcp;
 pub mod multus;
 pub(crate) mod portmap;
@@ -311,31 +312,6 @@ pub fn lookup(name: &str) -> Option<&'static PluginInfo> {
 /// The table entry of the plugin called `name`.
 pub fn entry(name: &str) -> Option<&'static Entry> {
     PLUGINS.iter().find(|e| e.name() == name)
-}
-
-/// DEL's masquerade cleanup for bridge and ptp: found by chain name, so it
-/// works when the netns (and its addresses) are gone.
-fn del_ip_masq(
-    inv: &crate::cni::Invocation,
-    enabled: bool,
-    backend: Option<String>,
-) -> crate::cni::CniResult<()> {
-    // The addresses ADD masqueraded, where prevResult has them (an unreadable
-    // prevResult is no reason to leave the rules: they are found by name).
-    let ips: Vec<ipnet::IpNet> = inv
-        .conf
-        .prev_result()
-        .ok()
-        .flatten()
-        .map(|prev| prev.ips.iter().map(|ip| ip.address).collect())
-        .unwrap_or_default();
-    crate::netfilter::masq::IpMasq::for_del(enabled, backend).del(
-        inv.conf.name(),
-        &inv.env.container_id,
-        &inv.env.ifname,
-        &ips,
-    )?;
-    Ok(())
 }
 
 /// Decodes a config into every plugin's own key struct, as each plugin's

@@ -8,7 +8,7 @@ use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
-use crate::netfilter::{Backend, Family};
+use crate::netfilter::{Backend, Family, Flavour};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, IPV4_DEVCONF_ROUTE_LOCALNET};
 use crate::quote::quoted;
@@ -113,18 +113,18 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
         // Encoded here already: a condition we cannot express is refused
         // (naming its word) before anything is changed, never dropped. (DEL
         // does not need them: a config whose ADD was refused still deletes.)
-        for (key, conditions, v6) in [
-            ("conditionsV4", &conditions_v4, false),
-            ("conditionsV6", &conditions_v6, true),
+        for (key, conditions, family) in [
+            ("conditionsV4", &conditions_v4, Family::V4),
+            ("conditionsV6", &conditions_v6, Family::V6),
         ] {
             // Code 7 (error_codes.rs: a netfilter InvalidConfig).
-            crate::netfilter::nft::parse_conditions(conditions, v6).context(key)?;
+            crate::netfilter::nft::parse_conditions(conditions, family).context(key)?;
         }
     }
     let configured = match (k.backend.as_deref().filter(|b| !b.is_empty()), syntax) {
         (Some(b), Some(iptables)) => {
             let b = Backend::parse(b)?;
-            if (b == Backend::Iptables) != iptables {
+            if (b == Backend::IPTABLES) != iptables {
                 return Err(Error::invalid_config(format!(
                     "conditions are in {} syntax but backend is {b}",
                     if iptables { "iptables" } else { "nftables" },
@@ -134,7 +134,7 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
             Some(b)
         }
         (Some(b), None) => Some(Backend::parse(b)?),
-        (None, Some(true)) => Some(Backend::Iptables),
+        (None, Some(true)) => Some(Backend::IPTABLES),
         (None, Some(false)) => Some(Backend::Nftables),
         (None, None) => None,
     };
@@ -184,7 +184,7 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
     let backend = match configured {
         Some(b) => b,
         // Nothing to map: no need to probe (DEL probes on its own).
-        None if mappings.is_empty() => Backend::Iptables,
+        None if mappings.is_empty() => Backend::IPTABLES,
         None => Backend::detect()?,
     };
     let plan = Plan {
@@ -319,9 +319,9 @@ impl Plugin for Portmap {
         // Without a configured backend both are cleaned: detection may have
         // chosen either at ADD time.
         let iptables = configured != Some(Backend::Nftables);
-        let nftables = configured != Some(Backend::Iptables);
-        if iptables && crate::netfilter::iptables::usable(Family::V4) {
-            rules::del(Backend::Iptables, &plan)?;
+        let nftables = configured != Some(Backend::IPTABLES);
+        if iptables && Flavour::Default.usable(Family::V4) {
+            rules::del(Backend::IPTABLES, &plan)?;
         }
         if nftables && crate::netlink::nfnl::available() {
             // An unreadable dataDir leaves it unknown: as if recorded.
@@ -373,8 +373,8 @@ impl Plugin for Portmap {
             return Ok(());
         };
         let keep: Vec<String> = valid.iter().map(|a| a.container_id.clone()).collect();
-        if crate::netfilter::iptables::usable(Family::V4) {
-            rules::gc(Backend::Iptables, inv.conf.name(), &keep, &[])?;
+        if Flavour::Default.usable(Family::V4) {
+            rules::gc(Backend::IPTABLES, inv.conf.name(), &keep, &[])?;
         }
         let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
         let split = Split::read(&dir, "portmap", inv.conf.name(), &valid)?;

@@ -2,12 +2,13 @@
 //! reaches everything through the gateway on the host end, the host reaches the
 //! container through a /32 (/128) route.
 
-use crate::attach;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::netfilter::masq::IpMasq;
+use crate::attach;
+use crate::netfilter::Kernel;
+use crate::netfilter::masq::Masquerade;
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, LinkKind};
 use crate::netlink::route::{RT_SCOPE_HOST, RT_SCOPE_LINK, Route};
@@ -26,7 +27,7 @@ pub(crate) struct Keys {
 }
 
 struct Conf {
-    masq: IpMasq,
+    masq: Masquerade,
     mtu: Option<u32>,
     dns: Option<Dns>,
 }
@@ -35,7 +36,7 @@ impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         Ok(Conf {
-            masq: IpMasq::new(k.ip_masq, k.ip_masq_backend)?,
+            masq: Masquerade::from_keys(k.ip_masq, k.ip_masq_backend.as_deref())?,
             mtu: attach::optional_mtu(k.mtu)?,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
         })
@@ -91,6 +92,7 @@ impl Plugin for Ptp {
         }
         let ips: Vec<IpNet> = result.ips.iter().map(|ip| ip.address).collect();
         conf.masq.add(
+            &Kernel,
             inv.conf.name(),
             &inv.env.container_id,
             &inv.env.ifname,
@@ -107,7 +109,8 @@ impl Plugin for Ptp {
         let k: Keys = inv.conf.plugin_keys()?;
         Delegate::ipam(inv)?.del()?;
         attach::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
-        super::del_ip_masq(inv, k.ip_masq, k.ip_masq_backend)
+        let masq = Masquerade::for_del(k.ip_masq, k.ip_masq_backend.as_deref());
+        super::masquerade::del(inv, masq, &Kernel)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
@@ -120,7 +123,8 @@ impl Plugin for Ptp {
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
         Delegate::ipam(inv)?.gc()?;
         let k: Keys = inv.conf.plugin_keys()?;
-        attach::gc_masq(inv, &IpMasq::for_del(k.ip_masq, k.ip_masq_backend))
+        let masq = Masquerade::for_del(k.ip_masq, k.ip_masq_backend.as_deref());
+        super::masquerade::gc(inv, masq, &Kernel)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

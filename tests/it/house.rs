@@ -406,3 +406,41 @@ fn the_link_kind_rule_flags_each_shape() {
         assert!(!compares_a_link_kind_as_a_string(line), "{line}");
     }
 }
+
+/// A line of code (not a comment) that declares a thread-local.
+fn declares_a_thread_local(line: &str) -> bool {
+    let code = line.trim_start();
+    !code.starts_with("//") && code.contains("thread_local!")
+}
+
+/// The netfilter layer's verbs get what they run on as arguments (the
+/// backend, and with iptables which flavour's tools): no `thread_local!`
+/// there, whose value a caller sets out of sight and threads must be handed.
+#[test]
+fn no_thread_local_in_the_netfilter_layer() {
+    let files = src("src/netfilter");
+    assert!(files.len() > 20, "only {} files", files.len());
+    let mut found = Vec::new();
+    for p in files {
+        let text = std::fs::read_to_string(&p).expect("read");
+        for (i, line) in text.lines().enumerate() {
+            if declares_a_thread_local(line) {
+                found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "thread-locals in the netfilter layer (pass the value down):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_thread_local_rule_sees_declarations_not_comments() {
+    assert!(declares_a_thread_local("thread_local! {"));
+    assert!(declares_a_thread_local(
+        "    std::thread_local!(static X: u8 = 0);"
+    ));
+    assert!(!declares_a_thread_local("    // no thread_local! here"));
+}

@@ -834,8 +834,8 @@ mod check_scale {
         };
         let (m, p) = probe(size.parse().expect("size"));
         in_netns(Some(&host), move || {
-            masq::check(Backend::Iptables, &m).expect("ipMasq CHECK");
-            portmap::check(Backend::Iptables, &p).expect("portmap CHECK");
+            masq::check(Backend::IPTABLES, &m).expect("ipMasq CHECK");
+            portmap::check(Backend::IPTABLES, &p).expect("portmap CHECK");
         });
     }
 
@@ -927,15 +927,15 @@ mod check_scale {
         for (first, count) in [(0, 10), (10, 490)] {
             scale::fabricate(first, count);
             let (m, p) = probe(first + count);
-            masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
-            portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+            masq::add(Backend::IPTABLES, &m).expect("ipMasq ADD");
+            portmap::add(Backend::IPTABLES, &p).expect("portmap ADD");
             let cost = check_cost(&host, first + count);
             assert_eq!(cost.execs, [exe.to_string_lossy()], "CHECK ran a process");
             assert!(cost.dumps <= 4, "{cost:?}");
             eprintln!("CHECK beside {}: {cost:?}", first + count);
             costs.push(cost);
-            masq::del(Backend::Iptables, &m).expect("ipMasq DEL");
-            portmap::del(Backend::Iptables, &p).expect("portmap DEL");
+            masq::del(Backend::IPTABLES, &m).expect("ipMasq DEL");
+            portmap::del(Backend::IPTABLES, &p).expect("portmap DEL");
         }
         assert_eq!(costs[0], costs[1], "CHECK beside 10, then beside 500");
     }
@@ -952,10 +952,10 @@ mod check_scale {
             return;
         }
         let (m, p) = probe(7);
-        masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
-        portmap::add(Backend::Iptables, &p).expect("portmap ADD");
-        masq::check(Backend::Iptables, &m).expect("ipMasq CHECK");
-        portmap::check(Backend::Iptables, &p).expect("portmap CHECK");
+        masq::add(Backend::IPTABLES, &m).expect("ipMasq ADD");
+        portmap::add(Backend::IPTABLES, &p).expect("portmap ADD");
+        masq::check(Backend::IPTABLES, &m).expect("ipMasq CHECK");
+        portmap::check(Backend::IPTABLES, &p).expect("portmap CHECK");
         let chain = cni_multi::netfilter::chain_name("", "scale-net", "probe-00007");
         let jump = format!(
             "-s 10.60.200.9/32 -m comment --comment \"name: \\\"scale-net\\\" id: \\\"probe-00007\\\"\" -j {chain}"
@@ -969,7 +969,7 @@ mod check_scale {
             .collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         run_in(None, "iptables", &args);
-        let e = masq::check(Backend::Iptables, &m).expect_err("jump gone");
+        let e = masq::check(Backend::IPTABLES, &m).expect_err("jump gone");
         assert!(
             e.to_string()
                 .contains("no POSTROUTING jump from 10.60.200.9"),
@@ -977,7 +977,7 @@ mod check_scale {
         );
         let dn = p.dnat_chain();
         run_in(None, "ip6tables", &["-t", "nat", "-F", &dn]);
-        let e = portmap::check(Backend::Iptables, &p).expect_err("DNAT gone");
+        let e = portmap::check(Backend::IPTABLES, &p).expect_err("DNAT gone");
         assert!(e.to_string().contains("no rule for tcp port 8095"), "{e}");
     }
 
@@ -1011,7 +1011,7 @@ mod save {
     use super::*;
     use cni_multi::netfilter::firewall::{self, IngressPolicy};
     use cni_multi::netfilter::iptables::Saved;
-    use cni_multi::netfilter::{Backend, masq, portmap, xtnft};
+    use cni_multi::netfilter::{Backend, Flavour, masq, portmap, xtnft};
     use harness::run_in;
 
     fn saved(family: Family, table: &str) -> Saved {
@@ -1038,7 +1038,7 @@ mod save {
             .map(|a| a.parse().expect("net"))
             .collect();
         let m = masq::Plan::new("save-net", "ctr-1", "eth0", &addrs);
-        masq::add(Backend::Iptables, &m).expect("ipMasq ADD");
+        masq::add(Backend::IPTABLES, &m).expect("ipMasq ADD");
         let mut p = portmap::Plan::named("save-net", "ctr-1");
         let mapping = |host_port, protocol: &str, host_ip: Option<&str>| portmap::Mapping {
             host_port,
@@ -1055,7 +1055,7 @@ mod save {
             .iter()
             .map(|a| portmap::Target { address: *a })
             .collect();
-        portmap::add(Backend::Iptables, &p).expect("portmap ADD");
+        portmap::add(Backend::IPTABLES, &p).expect("portmap ADD");
         let fw = firewall::Plan {
             container_id: "ctr-1".into(),
             addresses: addrs.clone(),
@@ -1107,7 +1107,7 @@ mod save {
                 .is_none()
         );
         assert!(
-            xtnft::saved(Family::V4, "nat")
+            xtnft::saved(Flavour::Default, Family::V4, "nat")
                 .expect("by the tool")
                 .is_some_and(|s| s
                     .rules

@@ -7,7 +7,7 @@
 use super::engine::{Label, Named, Object, Owner};
 use super::node::Node;
 use crate::netfilter::Family;
-use crate::netfilter::iptables::{Flavour, use_flavour};
+use crate::netfilter::iptables::Flavour;
 use anyhow::Result;
 use std::net::IpAddr;
 
@@ -21,15 +21,15 @@ pub struct Owned {
     pub addresses: Vec<IpAddr>,
 }
 
-/// The objects of `kind` for `chains`, read in `flavour`; `remove(network,
-/// container)` is the plugin's DEL of that container's rules (run in the
-/// same flavour).
+/// The objects of `kind` for `chains`, read in `flavour`; `remove(flavour,
+/// network, container)` is the plugin's DEL of that container's rules (run
+/// in the same flavour).
 pub fn objects(
     node: &Node,
     kind: &'static str,
     action: &'static str,
     (flavour, chains): (Flavour, Vec<Owned>),
-    remove: fn(&str, &str) -> Result<()>,
+    remove: fn(Flavour, &str, &str) -> Result<()>,
 ) -> Vec<Object> {
     chains
         .into_iter()
@@ -38,14 +38,8 @@ pub fn objects(
             let named = Named::new(&m.network, &m.container_id, "");
             let (family, chain) = (m.family, m.chain.clone());
             let (network, id) = (m.network.clone(), m.container_id.clone());
-            let present = Box::new(move |_: &Node| {
-                let _flavour = use_flavour(flavour);
-                present(family, &chain)
-            });
-            let remove = Box::new(move |_: &Node| {
-                let _flavour = use_flavour(flavour);
-                remove(&network, &id)
-            });
+            let present = Box::new(move |_: &Node| present(flavour, family, &chain));
+            let remove = Box::new(move |_: &Node| remove(flavour, &network, &id));
             Object {
                 label_when_dead: Label::Object,
                 addresses: m.addresses,
@@ -57,21 +51,22 @@ pub fn objects(
         .collect()
 }
 
-/// Whether iptables (either family) can be read here at all.
-pub fn usable() -> bool {
-    crate::netfilter::iptables::usable(Family::V4) || crate::netfilter::iptables::usable(Family::V6)
+/// Whether the flavour's iptables (either family) can be read here at all.
+pub fn usable(flavour: Flavour) -> bool {
+    flavour.usable(Family::V4) || flavour.usable(Family::V6)
 }
 
 /// Whether the family's `nat` table still has the chain: looked up by name
 /// over netlink on the nf_tables flavour, else in the saved table.
-fn present(family: Family, chain: &str) -> Result<bool> {
+fn present(flavour: Flavour, family: Family, chain: &str) -> Result<bool> {
     use crate::netfilter::xtnft;
-    if xtnft::applies(family)
+    if xtnft::applies(flavour, family)
         && let Ok(found) =
             xtnft::open().and_then(|mut s| xtnft::exists(&mut s, family, "nat", chain))
     {
         return Ok(found);
     }
-    Ok(crate::netfilter::iptables::save_existing(family, "nat")?
+    Ok(flavour
+        .save_existing(family, "nat")?
         .is_some_and(|s| s.has_chain(chain)))
 }

@@ -17,7 +17,7 @@ use super::node::Node;
 use crate::netfilter::firewall::{
     self, IngressPolicy, Plan, Target, firewalld, iptables, nftables,
 };
-use crate::netfilter::iptables::{Flavour, use_flavour};
+use crate::netfilter::iptables::Flavour;
 use crate::netfilter::{Backend, Family};
 use anyhow::Result;
 use ipnet::IpNet;
@@ -28,9 +28,8 @@ pub const ACTION: &str = "remove the address's accept rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for flavour in crate::netfilter::iptables::flavours() {
-        let _flavour = use_flavour(flavour);
-        if super::chains::usable() {
-            let objects = iptables::read()?
+        if super::chains::usable(flavour) {
+            let objects = iptables::read(flavour)?
                 .into_iter()
                 .map(|net| object(node, flavour, net))
                 .collect();
@@ -48,14 +47,8 @@ fn object(node: &Node, flavour: Flavour, net: IpNet) -> Object {
         flavour.command(family),
         iptables::FORWARD_CHAIN
     );
-    let present = Box::new(move |_: &Node| {
-        let _flavour = use_flavour(flavour);
-        Ok(iptables::read()?.contains(&net))
-    });
-    let remove = Box::new(move |_: &Node| {
-        let _flavour = use_flavour(flavour);
-        Ok(firewall::del_addresses(&[net])?)
-    });
+    let present = Box::new(move |_: &Node| Ok(iptables::read(flavour)?.contains(&net)));
+    let remove = Box::new(move |_: &Node| Ok(firewall::del_addresses(flavour, &[net])?));
     Object {
         addresses: vec![ip],
         // Its DEL runs the default tools only.

@@ -19,11 +19,10 @@ pub const ACTION_NFT: &str = "remove the attachment's rules";
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     engine::findings(node, nft_objects(node)?, out)?;
     for flavour in crate::netfilter::iptables::flavours() {
-        let _flavour = crate::netfilter::iptables::use_flavour(flavour);
-        if !chains::usable() {
+        if !chains::usable(flavour) {
             continue;
         }
-        let owned = iptables::read()?
+        let owned = iptables::read(flavour)?
             .into_iter()
             .map(|(family, m)| Owned {
                 family,
@@ -33,11 +32,9 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 addresses: m.sources,
             })
             .collect();
-        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |network, id| {
-            Ok(masq::del(
-                Backend::Iptables,
-                &Plan::new(network, id, "", &[]),
-            )?)
+        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |f, network, id| {
+            let plan = Plan::new(network, id, "", &[]);
+            Ok(masq::del(Backend::Iptables(f), &plan)?)
         });
         engine::findings(node, objects, out)?;
     }

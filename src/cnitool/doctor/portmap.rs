@@ -19,11 +19,10 @@ pub const ACTION_NFT: &str = "remove the container's rules";
 
 pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
     for flavour in crate::netfilter::iptables::flavours() {
-        let _flavour = crate::netfilter::iptables::use_flavour(flavour);
-        if !chains::usable() {
+        if !chains::usable(flavour) {
             continue;
         }
-        let owned = iptables::read()?
+        let owned = iptables::read(flavour)?
             .into_iter()
             .map(|(family, m)| Owned {
                 family,
@@ -33,8 +32,11 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 addresses: m.targets,
             })
             .collect();
-        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |network, id| {
-            Ok(portmap::del(Backend::Iptables, &Plan::named(network, id))?)
+        let objects = chains::objects(node, KIND, ACTION, (flavour, owned), |f, network, id| {
+            Ok(portmap::del(
+                Backend::Iptables(f),
+                &Plan::named(network, id),
+            )?)
         });
         engine::findings(node, objects, out)?;
     }

@@ -17,13 +17,13 @@ use super::Finding;
 use super::engine::Named;
 use super::node::{Cached, Node, State};
 use crate::cni::env::Command;
-use crate::libcni::conf::{NetworkList, PluginConf};
-use crate::libcni::{Implementation, RuntimeConf};
-use crate::netfilter::iptables::{Saved, nat_tables};
-use crate::netfilter::masq::{self, IpMasq, Plan};
-use crate::netfilter::{Backend, Family, chain_name};
+use crate::netfilter::iptables::{Flavour, Saved};
+use crate::netfilter::masq::{self, Masquerade, Plan};
+use crate::netfilter::{Backend, Choice, Family, Kernel, chain_name};
 use crate::plugins::Repair;
 use crate::plugins::footprint::Footprint;
+use crate::libcni::{Implementation, RuntimeConf};
+use crate::libcni::conf::{NetworkList, PluginConf};
 use anyhow::Result;
 use ipnet::IpNet;
 use serde_json::Value;
@@ -53,7 +53,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
             // Rules this process cannot see (no iptables tools here, as in
             // the doctor's image) are not judged missing.
             let footprint = Footprint::of(plugin);
-            let unseen = !iptables_here.get_or_init(super::chains::usable);
+            let unseen = !iptables_here.get_or_init(|| super::chains::usable(Flavour::Default));
             let what = &plugin.plugin_type;
             let (object, action) = match footprint.repair {
                 Repair::OwnVerbs { nat: Some(_) } if footprint.iptables && unseen => continue,
@@ -67,7 +67,7 @@ pub fn find(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
                 }
                 Repair::Masquerading if unseen && auto_masq(&footprint) => continue,
                 Repair::Masquerading => match masq_plan(a, list, plugin)? {
-                    Some((Backend::Iptables, _))
+                    Some((Backend::Iptables(_), _))
                         if nat.has(&families, "POSTROUTING", "", &list.name, a) =>
                     {
                         continue;
@@ -101,7 +101,7 @@ impl Nat {
     /// per-container chain (`CNI-<prefix><hash>`) jumped to from `from`.
     fn has(&self, families: &[Family], from: &str, prefix: &str, net: &str, a: &Cached) -> bool {
         let chain = chain_name(prefix, net, &a.entry.container_id);
-        let tables = self.0.get_or_init(nat_tables);
+        let tables = self.0.get_or_init(|| Flavour::Default.nat_tables());
         let jumped = |s: &Saved| s.has_chain(&chain) && s.jumps_to(from, &chain);
         let has = |f: &Family| {
             tables
@@ -201,24 +201,12 @@ fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> 
     if check(node, a, list, plugin, result).is_ok() {
         return Ok(true);
     }
-    node.runtime.plugin_verb(
-        list,
-        plugin,
-        Command::Add,
-        &rt,
-        result,
-        Implementation::OnCniPath,
-    )?;
+    node.runtime
+        .plugin_verb(list, plugin, Command::Add, &rt, result, Implementation::OnCniPath)?;
     if !cached.holds(a) {
         // A DEL began while we added: what we added would outlive it.
-        node.runtime.plugin_verb(
-            list,
-            plugin,
-            Command::Del,
-            &rt,
-            result,
-            Implementation::OnCniPath,
-        )?;
+        node.runtime
+            .plugin_verb(list, plugin, Command::Del, &rt, result, Implementation::OnCniPath)?;
         return Ok(false);
     }
     Ok(check(node, a, list, plugin, result).is_ok())
@@ -234,22 +222,14 @@ fn check(
     let rt = RuntimeConf::of_cached(&a.entry, &a.netns);
     // Our CHECK reads the rules the reference writes as its own (and does not
     // share the reference portmap's CHECK failing every IPv4-only pod).
-    node.runtime.plugin_verb(
-        list,
-        plugin,
-        Command::Check,
-        &rt,
-        result,
-        Implementation::Ours,
-    )
+    node.runtime
+        .plugin_verb(list, plugin, Command::Check, &rt, result, Implementation::Ours)
 }
 
 /// Whether masquerading's backend is left to the host's tools (which the
 /// ADD saw and this process may not).
 fn auto_masq(f: &Footprint) -> bool {
-    f.ip_masq
-        .as_ref()
-        .is_some_and(|(on, b)| *on && b.as_deref().is_none_or(str::is_empty))
+    f.masquerade == Masquerade::On(Choice::Detect)
 }
 
 /// The masquerading plan of a bridge or ptp plugin with ipMasq (None for any
@@ -259,12 +239,7 @@ fn masq_plan(
     list: &NetworkList,
     plugin: &PluginConf,
 ) -> Result<Option<(Backend, Plan)>> {
-    let Some((on, backend)) = Footprint::of(plugin).ip_masq else {
-        return Ok(None);
-    };
-    let Ok(m) = IpMasq::new(on, backend) else {
-        return Ok(None);
-    };
+    let masquerade = Footprint::of(plugin).masquerade;
     let e = &a.entry;
-    Ok(m.plan(&list.name, &e.container_id, &e.ifname, &e.nets())?)
+    Ok(masquerade.plan(&Kernel, &list.name, &e.container_id, &e.ifname, &e.nets())?)
 }

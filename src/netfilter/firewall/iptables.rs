@@ -3,7 +3,7 @@
 //! optional bridge isolation stages; the reference's names, comments and order.
 
 use super::{IngressPolicy, Known, Plan, Remembered};
-use crate::netfilter::iptables::{self, Batch, Saved, jumps};
+use crate::netfilter::iptables::{Batch, Flavour, Saved, jumps};
 use crate::netfilter::{Error, Family, Result, by_family, xtnft};
 use crate::quote::quoted;
 use ipnet::IpNet;
@@ -192,25 +192,25 @@ pub fn add_batch(plan: &Plan, family: Family, mine: &[&IpNet], saved: &Saved) ->
 
 /// ADD: accept the container's addresses in CNI-FORWARD (one restore per
 /// family). The caller holds the lock.
-pub fn add(plan: &Plan) -> Result<()> {
-    add_known(plan, &Known::default()).map(drop)
+pub fn add(flavour: Flavour, plan: &Plan) -> Result<()> {
+    add_known(flavour, plan, &Known::default()).map(drop)
 }
 
 /// [`add`] given what is known of the attachment's earlier ADD; the handles
 /// of the rules written over netlink.
-pub fn add_known(plan: &Plan, known: &Known) -> Result<Vec<Remembered>> {
+pub fn add_known(flavour: Flavour, plan: &Plan, known: &Known) -> Result<Vec<Remembered>> {
     let mut remembered = Vec::new();
     for (family, mine) in by_family(&plan.addresses) {
         // iptables-nft: over netlink, no process (on failure nothing was
         // changed, and the restore below reports why).
-        if xtnft::applies(family)
+        if xtnft::applies(flavour, family)
             && let Ok(handles) = super::xtnft::add_remembering(plan, family, &mine, known)
         {
             remembered.extend(handles);
             continue;
         }
-        let saved = iptables::save(family, "filter")?;
-        iptables::apply(&add_batch(plan, family, &mine, &saved))?;
+        let saved = flavour.save(family, "filter")?;
+        flavour.apply(&add_batch(plan, family, &mine, &saved))?;
     }
     Ok(remembered)
 }
@@ -226,16 +226,16 @@ pub fn isolate_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 /// The isolation stages alone, for the families of the plan's addresses:
 /// what the reference writes with iptables whatever its backend (firewalld
 /// included). The caller holds the lock.
-pub fn isolate(plan: &Plan) -> Result<()> {
+pub fn isolate(flavour: Flavour, plan: &Plan) -> Result<()> {
     if plan.policy == IngressPolicy::Open {
         return Ok(());
     }
     for (family, _) in by_family(&plan.addresses) {
-        if xtnft::applies(family) && super::xtnft::isolate(plan, family).is_ok() {
+        if xtnft::applies(flavour, family) && super::xtnft::isolate(plan, family).is_ok() {
             continue;
         }
-        let saved = iptables::save(family, "filter")?;
-        iptables::apply(&isolate_batch(plan, family, &saved))?;
+        let saved = flavour.save(family, "filter")?;
+        flavour.apply(&isolate_batch(plan, family, &saved))?;
     }
     Ok(())
 }
@@ -255,8 +255,8 @@ pub fn del_batch(family: Family, mine: &[&IpNet], saved: &Saved) -> Batch {
 /// (the reference's, one iptables call per rule) may be between creating
 /// CNI-FORWARD and appending to it, with no lock of ours to tell. The caller
 /// holds the lock.
-pub fn del(plan: &Plan) -> Result<()> {
-    del_addresses(&plan.addresses)
+pub fn del(flavour: Flavour, plan: &Plan) -> Result<()> {
+    del_addresses(flavour, &plan.addresses)
 }
 
 /// The DEL batch of one family when the rules are taken to be there: each
@@ -277,41 +277,43 @@ pub fn known_del_batch(family: Family, mine: &[&IpNet]) -> Batch {
 /// netlink; else first by their specs, which needs no `iptables-save` when
 /// they are all there (the common DEL), then from the saved table. The
 /// caller holds the lock.
-pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
-    del_known(addresses, &[])
+pub fn del_addresses(flavour: Flavour, addresses: &[IpNet]) -> Result<()> {
+    del_known(flavour, addresses, &[])
 }
 
 /// [`del_addresses`] given the handles remembered at ADD (rules still at
 /// them are deleted by handle, over iptables-nft, without reading the chain).
-pub fn del_known(addresses: &[IpNet], known: &[Remembered]) -> Result<()> {
+pub fn del_known(flavour: Flavour, addresses: &[IpNet], known: &[Remembered]) -> Result<()> {
     for (family, mine) in by_family(addresses) {
-        if xtnft::applies(family) && super::xtnft::del_remembering(family, &mine, known).is_ok() {
+        if xtnft::applies(flavour, family)
+            && super::xtnft::del_remembering(family, &mine, known).is_ok()
+        {
             continue;
         }
-        if iptables::apply(&known_del_batch(family, &mine)).is_ok() {
+        if flavour.apply(&known_del_batch(family, &mine)).is_ok() {
             continue;
         }
-        let Some(saved) = iptables::save_existing(family, "filter")? else {
+        let Some(saved) = flavour.save_existing(family, "filter")? else {
             continue;
         };
-        iptables::apply(&del_batch(family, &mine, &saved))?;
+        flavour.apply(&del_batch(family, &mine, &saved))?;
     }
     Ok(())
 }
 
 /// CHECK: the chains and each address's rules are there (on iptables-nft,
 /// found by the handles ADD remembered where they still hold them).
-pub fn check(plan: &Plan, known: &[Remembered]) -> Result<()> {
+pub fn check(flavour: Flavour, plan: &Plan, known: &[Remembered]) -> Result<()> {
     let admin = plan.admin_chain.as_str();
     for (family, mine) in by_family(&plan.addresses) {
-        if xtnft::applies(family) {
+        if xtnft::applies(flavour, family) {
             match super::xtnft::check(plan, family, &mine, known) {
                 Ok(()) => continue,
                 Err(e @ Error::Mismatch { .. }) => return Err(e),
                 Err(_) => {}
             }
         }
-        let saved = iptables::save(family, "filter")?;
+        let saved = flavour.save(family, "filter")?;
         if !saved.jumps_to("FORWARD", FORWARD_CHAIN) || !saved.jumps_to(FORWARD_CHAIN, admin) {
             return Err(Error::Mismatch {
                 owner: "firewall",
@@ -359,12 +361,13 @@ pub fn accepted(saved: &Saved) -> Vec<IpNet> {
     out
 }
 
-/// What [`accepted`] finds in each family's `filter` table on this node
-/// (read only: no lock; a family without its tools or table has none).
-pub fn read() -> Result<Vec<IpNet>> {
+/// What [`accepted`] finds in each family's `filter` table on this node, as
+/// the flavour's tools show it (read only: no lock; a family without its
+/// tools or table has none).
+pub fn read(flavour: Flavour) -> Result<Vec<IpNet>> {
     let mut out = Vec::new();
     for family in [Family::V4, Family::V6] {
-        if let Some(saved) = xtnft::saved(family, "filter")? {
+        if let Some(saved) = xtnft::saved(flavour, family, "filter")? {
             out.extend(accepted(&saved));
         }
     }

@@ -9,7 +9,7 @@ pub mod iptables;
 pub mod nftables;
 pub mod xtnft;
 
-use crate::netfilter::{Backend, Error, Result, lock};
+use crate::netfilter::{Backend, Error, Flavour, Result, lock};
 use crate::quote::quoted;
 use ipnet::IpNet;
 
@@ -61,9 +61,9 @@ pub fn add(target: Target, plan: &Plan) -> Result<()> {
 /// to remember of the rules written over iptables-nft (none elsewhere).
 pub fn add_known(target: Target, plan: &Plan, known: &Known) -> Result<Vec<Remembered>> {
     match target {
-        Target::Rules(Backend::Iptables) => {
+        Target::Rules(Backend::Iptables(flavour)) => {
             let _lock = lock()?;
-            iptables::add_known(plan, known)
+            iptables::add_known(flavour, plan, known)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
@@ -75,7 +75,7 @@ pub fn add_known(target: Target, plan: &Plan, known: &Known) -> Result<Vec<Remem
                 return Ok(Vec::new());
             }
             let _lock = lock()?;
-            iptables::isolate(plan).map(|()| Vec::new())
+            iptables::isolate(Flavour::Default, plan).map(|()| Vec::new())
         }
     }
 }
@@ -89,10 +89,10 @@ pub fn del(target: Target, plan: &Plan) -> Result<()> {
 /// [`del`] given the handles remembered at ADD (see [`Known`]).
 pub fn del_known(target: Target, plan: &Plan, known: &[Remembered]) -> Result<()> {
     match target {
-        Target::Rules(Backend::Iptables) if plan.addresses.is_empty() => Ok(()),
-        Target::Rules(Backend::Iptables) => {
+        Target::Rules(Backend::Iptables(_)) if plan.addresses.is_empty() => Ok(()),
+        Target::Rules(Backend::Iptables(flavour)) => {
             let _lock = lock()?;
-            iptables::del_known(&plan.addresses, known)
+            iptables::del_known(flavour, &plan.addresses, known)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
@@ -125,12 +125,12 @@ pub fn del_nftables(plan: &Plan, recorded: bool) -> Result<()> {
 /// picks the plans (the plugin's records of its attachments).
 pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
     match target {
-        Target::Rules(Backend::Iptables) => {
+        Target::Rules(Backend::Iptables(flavour)) => {
             let addresses: Vec<IpNet> = stale.iter().flat_map(|p| p.addresses.clone()).collect();
             if addresses.is_empty() {
                 return Ok(());
             }
-            del_addresses(&addresses)
+            del_addresses(flavour, &addresses)
         }
         Target::Rules(Backend::Nftables) => {
             let _lock = lock()?;
@@ -143,11 +143,12 @@ pub fn gc(target: Target, stale: &[Plan]) -> Result<()> {
     }
 }
 
-/// The iptables rules of `addresses` removed, whoever's they were (GC's,
-/// and the doctor's for addresses no attachment holds).
-pub fn del_addresses(addresses: &[IpNet]) -> Result<()> {
+/// The iptables rules of `addresses` removed with the flavour's tools,
+/// whoever's they were (GC's, and the doctor's for addresses no attachment
+/// holds).
+pub fn del_addresses(flavour: Flavour, addresses: &[IpNet]) -> Result<()> {
     let _lock = lock()?;
-    iptables::del_addresses(addresses)
+    iptables::del_addresses(flavour, addresses)
 }
 
 /// CHECK: what ADD wrote is there (read only: no lock).
@@ -158,7 +159,7 @@ pub fn check(target: Target, plan: &Plan) -> Result<()> {
 /// [`check`] given the handles remembered at ADD (see [`Known`]).
 pub fn check_known(target: Target, plan: &Plan, known: &[Remembered]) -> Result<()> {
     match target {
-        Target::Rules(Backend::Iptables) => iptables::check(plan, known),
+        Target::Rules(Backend::Iptables(flavour)) => iptables::check(flavour, plan, known),
         Target::Rules(Backend::Nftables) => nftables::check(plan),
         Target::Firewalld => firewalld::check(&plan.zone, &plan.addresses),
     }

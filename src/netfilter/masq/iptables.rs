@@ -8,7 +8,7 @@
 //! are read over nf_tables netlink, so a repeated ADD and a DEL need no save either.
 
 use super::Plan;
-use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
+use crate::netfilter::iptables::{Batch, Flavour, Saved, comment_container, jumps};
 use crate::netfilter::{
     Error, Family, Result, attachment_comment, by_family, chain_name, each_parallel, go_quote, nft,
     xtnft,
@@ -43,8 +43,13 @@ pub enum State {
 /// `expected`: the hosts (and comment) whose jumps a DEL expects; when the
 /// chain's use count is exactly theirs, POSTROUTING (a rule per container) is
 /// not dumped: a jump that differs fails the restore, and the table is read.
-fn state(family: Family, chain: &str, expected: Option<(&[IpAddr], &str)>) -> State {
-    if !iptables::is_nft_based(family) {
+fn state(
+    flavour: Flavour,
+    family: Family,
+    chain: &str,
+    expected: Option<(&[IpAddr], &str)>,
+) -> State {
+    if !flavour.is_nft_based(family) {
         return State::Unread;
     }
     let f = nft::nfproto(family);
@@ -201,25 +206,26 @@ pub fn add_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
     batch
 }
 
-/// Masquerades traffic of the plan's addresses (as allocated). Needs no lock (see `masq::add`).
-pub fn add(plan: &Plan) -> Result<()> {
+/// Masquerades traffic of the plan's addresses (as allocated) with the
+/// flavour's tools. Needs no lock (see `masq::add`).
+pub fn add(flavour: Flavour, plan: &Plan) -> Result<()> {
     let (chain, _) = names(plan);
     each_parallel(&by_family(&plan.addresses), |(family, _)| {
         let family = *family;
         // iptables-nft: the same rules over netlink, no process (on failure
         // nothing was changed, and the restore below reports why).
-        if xtnft::applies(family) && super::xtnft::add(plan, family).is_ok() {
+        if xtnft::applies(flavour, family) && super::xtnft::add(plan, family).is_ok() {
             return Ok(());
         }
-        let state = state(family, &chain, None);
+        let state = state(flavour, family, &chain, None);
         // The restore is atomic: if the state was not as read, fall back.
         if let Some(batch) = known_add_batch(plan, family, &state)
-            && iptables::apply(&batch).is_ok()
+            && flavour.apply(&batch).is_ok()
         {
             return Ok(());
         }
-        let saved = iptables::save(family, "nat")?;
-        iptables::apply(&add_batch(plan, family, &saved))
+        let saved = flavour.save(family, "nat")?;
+        flavour.apply(&add_batch(plan, family, &saved))
     })
 }
 
@@ -252,27 +258,27 @@ pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 /// Removes the container's masquerading in every family, found by chain name,
 /// so it works without the container's addresses (netns already gone). The
 /// caller holds the lock.
-pub fn del(plan: &Plan) -> Result<()> {
+pub fn del(flavour: Flavour, plan: &Plan) -> Result<()> {
     let (chain, comment) = names(plan);
     each_parallel(&[Family::V4, Family::V6], |&family| {
-        if xtnft::applies(family) && super::xtnft::del(plan, family).is_ok() {
+        if xtnft::applies(flavour, family) && super::xtnft::del(plan, family).is_ok() {
             return Ok(());
         }
         let hosts: Vec<IpAddr> = of_family(plan, family).iter().map(|ip| ip.addr()).collect();
-        match state(family, &chain, Some((&hosts, &comment))) {
+        match state(flavour, family, &chain, Some((&hosts, &comment))) {
             State::Absent => return Ok(()),
             State::Present(jumping) => {
-                if iptables::apply(&quick_del(plan, family, &jumping)).is_ok() {
+                if flavour.apply(&quick_del(plan, family, &jumping)).is_ok() {
                     return Ok(());
                 }
             }
             State::Unread | State::Unclear => {}
         }
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = flavour.save_existing(family, "nat")? else {
             // No ip6tables here: nothing of that family can exist.
             return Ok(());
         };
-        iptables::apply(&del_batch(plan, family, &saved))
+        flavour.apply(&del_batch(plan, family, &saved))
     })
 }
 
@@ -343,16 +349,16 @@ pub fn check_saved(plan: &Plan, family: Family, saved: &Saved) -> Result<()> {
 /// CHECK: what ADD wrote, in each family of the plan's addresses (read
 /// only). With iptables-nft, over netlink and reading only the attachment's
 /// own objects; the table is saved only when netlink did not answer.
-pub fn check(plan: &Plan) -> Result<()> {
+pub fn check(flavour: Flavour, plan: &Plan) -> Result<()> {
     for (family, _) in by_family(&plan.addresses) {
-        if xtnft::applies(family) {
+        if xtnft::applies(flavour, family) {
             match super::xtnft::check(plan, family) {
                 Ok(()) => continue,
                 Err(e @ Error::Mismatch { .. }) => return Err(e),
                 Err(_) => {}
             }
         }
-        check_saved(plan, family, &iptables::save(family, "nat")?)?;
+        check_saved(plan, family, &flavour.save(family, "nat")?)?;
     }
     Ok(())
 }
@@ -412,12 +418,12 @@ fn shared(saved: &Saved, chain: &str, prefix: &str, id: &str) -> bool {
 
 /// GC: removes the masquerading of `network`'s attachments whose container
 /// is not in `keep`, one restore per family. The caller holds the lock.
-pub fn gc(network: &str, keep: &[String]) -> Result<()> {
+pub fn gc(flavour: Flavour, network: &str, keep: &[String]) -> Result<()> {
     each_parallel(&[Family::V4, Family::V6], |&family| {
-        let Some(saved) = xtnft::saved(family, "nat")? else {
+        let Some(saved) = xtnft::saved(flavour, family, "nat")? else {
             return Ok(());
         };
-        iptables::apply(&gc_batch(network, keep, family, &saved))
+        flavour.apply(&gc_batch(network, keep, family, &saved))
     })
 }
 
@@ -482,17 +488,18 @@ pub fn masqueraded(saved: &Saved) -> Vec<Masqueraded> {
     out
 }
 
-/// What [`masqueraded`] finds in each family's `nat` table on this node
-/// (read only: no lock; a family without its tools or table has none).
-pub fn read() -> Result<Vec<(Family, Masqueraded)>> {
+/// What [`masqueraded`] finds in each family's `nat` table on this node, as
+/// the flavour's tools show it (read only: no lock; a family without its
+/// tools or table has none).
+pub fn read(flavour: Flavour) -> Result<Vec<(Family, Masqueraded)>> {
     let mut out = Vec::new();
     for family in [Family::V4, Family::V6] {
         // Another nftables user's nat table: no plugin writes there, and no
         // iptables-save can show it.
-        if iptables::nat_foreign(family) {
+        if flavour.nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = xtnft::saved(family, "nat")? {
+        if let Some(saved) = xtnft::saved(flavour, family, "nat")? {
             out.extend(masqueraded(&saved).into_iter().map(|m| (family, m)));
         }
     }

@@ -1,10 +1,12 @@
-//! ipMasq for bridge and ptp: the `ipMasq` / `ipMasqBackend` keys and the
-//! backend choice here, the rules of each backend in `iptables.rs` (the
-//! reference's `CNI-<hash>` chains) and `nftables.rs`.
+//! ipMasq for bridge and ptp: the `ipMasq` / `ipMasqBackend` keys decoded
+//! once into a [`Masquerade`] and the backend choice here, the rules of each
+//! backend in `iptables.rs` (the reference's `CNI-<hash>` chains; `xtnft.rs`
+//! the same rules over netlink on iptables-nft) and `nftables.rs`.
 //!
-//! The verbs are `add`, `del`, `check` and `gc` of a [`Plan`] (`gc` of a
-//! network and the containers to keep), the netfilter lock taken here and
-//! nowhere below (`check` only reads: no lock). bridge's and ptp's CHECK do
+//! A [`Masquerade`] hands each operation as an [`Op`] to an [`Apply`] (on a
+//! node, `run` of it here). The verbs are `add`, `del`, `check` and `gc` of
+//! a [`Plan`] (`gc` of a network and the containers to keep), the netfilter
+//! lock taken here and nowhere below (`check` only reads: no lock). bridge's and ptp's CHECK do
 //! not look at ipMasq, as in the reference; their GC (the reference has
 //! none) removes a network's stale attachments: iptables chains are named by
 //! a hash of network and container, so they are told apart by the
@@ -17,11 +19,11 @@ pub mod iptables;
 pub mod nftables;
 pub mod xtnft;
 
-use crate::netfilter::{Backend, Kept, Result, lock};
+use crate::netfilter::{Apply, Backend, Choice, Kept, Result, lock};
 use ipnet::IpNet;
 
 /// Everything one attachment's masquerading depends on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub network: String,
     pub container_id: String,
@@ -41,6 +43,29 @@ impl Plan {
     }
 }
 
+/// One masquerading operation, as data: what [`Apply::masq`] is handed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// Masquerade traffic from the plan's addresses.
+    Add(Plan),
+    /// Remove the attachment's masquerading, found without its addresses.
+    Del(Plan),
+    /// Whether the attachment's masquerading is as ADD wrote it (read only).
+    Check(Plan),
+    /// Remove the masquerading of `network`'s attachments not in `keep`.
+    Gc { network: String, keep: Vec<Kept> },
+}
+
+/// Runs `op` in `backend` on this node (what [`crate::netfilter::Kernel`] does).
+pub fn run(backend: Backend, op: &Op) -> Result<()> {
+    match op {
+        Op::Add(plan) => add(backend, plan),
+        Op::Del(plan) => del(backend, plan),
+        Op::Check(plan) => check(backend, plan),
+        Op::Gc { network, keep } => gc(backend, network, keep),
+    }
+}
+
 /// Masquerades traffic from the plan's addresses.
 pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
     match backend {
@@ -50,7 +75,7 @@ pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
         // restore commits atomically (iptables-nft retries a commit another
         // one overtook; iptables-legacy waits for the xtables lock). Under
         // the lock, parallel ADDs queued behind each other's restore.
-        Backend::Iptables => iptables::add(plan),
+        Backend::Iptables(flavour) => iptables::add(flavour, plan),
         // The shared table goes with its last rule (DEL), so an ADD must not
         // run between a DEL's read and its commit.
         Backend::Nftables => {
@@ -64,7 +89,7 @@ pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
 pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::del(plan),
+        Backend::Iptables(flavour) => iptables::del(flavour, plan),
         Backend::Nftables => nftables::del(plan),
     }
 }
@@ -72,7 +97,7 @@ pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
 /// Whether the attachment's masquerading is as its ADD wrote it (read only: no lock).
 pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
     match backend {
-        Backend::Iptables => iptables::check(plan),
+        Backend::Iptables(flavour) => iptables::check(flavour, plan),
         Backend::Nftables => nftables::check(plan),
     }
 }
@@ -81,76 +106,90 @@ pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
 pub fn gc(backend: Backend, network: &str, keep: &[Kept]) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::gc(network, &Kept::containers(keep)),
+        Backend::Iptables(flavour) => iptables::gc(flavour, network, &Kept::containers(keep)),
         Backend::Nftables => nftables::gc(network, keep),
     }
 }
 
-/// The `ipMasq` / `ipMasqBackend` keys of bridge and ptp.
-#[derive(Debug, Clone, Default)]
-pub struct IpMasq {
-    enabled: bool,
-    backend: Option<String>,
+/// bridge's and ptp's masquerading, their `ipMasq` and `ipMasqBackend`
+/// decoded once: off, or on in the configured backend (or, with none, the
+/// one ADD detects; DEL and GC clean every one usable here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Masquerade {
+    #[default]
+    Off,
+    On(Choice),
 }
 
-impl IpMasq {
-    pub fn new(enabled: bool, backend: Option<String>) -> Result<IpMasq> {
-        if let Some(b) = backend.as_deref().filter(|b| !b.is_empty()) {
-            Backend::parse(b)?;
-        }
-        Ok(IpMasq { enabled, backend })
-    }
-
-    pub fn is_enabled(&self) -> bool {
-        self.enabled
-    }
-
-    /// For DEL, which takes what ADD refuses: an unknown backend counts as
-    /// unset (the reference's DEL tears down both backends whatever the key says).
-    pub fn for_del(enabled: bool, backend: Option<String>) -> IpMasq {
-        IpMasq::new(enabled, backend.clone()).unwrap_or(IpMasq {
-            enabled,
-            backend: None,
+impl Masquerade {
+    /// The keys as ADD (and CHECK, GC and validation) takes them: an unknown
+    /// backend is refused, whether masquerading is on or not.
+    pub fn from_keys(on: bool, backend: Option<&str>) -> Result<Masquerade> {
+        let choice = Choice::parse(backend)?;
+        Ok(if on {
+            Masquerade::On(choice)
+        } else {
+            Masquerade::Off
         })
     }
 
-    pub fn add(
-        &self,
-        network: &str,
-        container_id: &str,
-        ifname: &str,
-        ips: &[IpNet],
-    ) -> Result<()> {
-        if !self.enabled || ips.is_empty() {
-            return Ok(());
+    /// The keys as DEL takes them, which takes what ADD refuses: an unknown
+    /// backend counts as unset (the reference's DEL tears down both backends
+    /// whatever the key says).
+    pub fn for_del(on: bool, backend: Option<&str>) -> Masquerade {
+        match on {
+            true => Masquerade::On(Choice::parse(backend).unwrap_or(Choice::Detect)),
+            false => Masquerade::Off,
         }
-        let backend = Backend::choose(self.backend.as_deref())?;
-        let plan = Plan::new(network, container_id, ifname, ips);
-        add(backend, &plan).or_else(
-            |e| match Backend::instead(self.configured()?, backend, &e) {
-                Some(other) => add(other, &plan),
-                None => Err(e),
-            },
-        )
+    }
+
+    pub fn is_on(self) -> bool {
+        self != Masquerade::Off
     }
 
     /// The backend and plan an ADD with these addresses writes; None when it
     /// writes nothing (masquerading off, no addresses).
     pub fn plan(
-        &self,
+        self,
+        nf: &dyn Apply,
         network: &str,
         container_id: &str,
         ifname: &str,
         ips: &[IpNet],
     ) -> Result<Option<(Backend, Plan)>> {
-        if !self.enabled || ips.is_empty() {
+        let Masquerade::On(choice) = self else {
+            return Ok(None);
+        };
+        if ips.is_empty() {
             return Ok(None);
         }
-        let backend = Backend::choose(self.backend.as_deref())?;
-        Ok(Some((
-            backend,
-            Plan::new(network, container_id, ifname, ips),
-        )))
+        let plan = Plan::new(network, container_id, ifname, ips);
+        Ok(Some((choice.backend(nf)?, plan)))
+    }
+
+    /// Masquerades the attachment's addresses; where iptables was only
+    /// detected and turns out unusable, in nftables instead.
+    pub fn add(
+        self,
+        nf: &dyn Apply,
+        network: &str,
+        container_id: &str,
+        ifname: &str,
+        ips: &[IpNet],
+    ) -> Result<()> {
+        let Some((backend, plan)) = self.plan(nf, network, container_id, ifname, ips)? else {
+            return Ok(());
+        };
+        let op = Op::Add(plan);
+        nf.masq(backend, &op).or_else(|e| {
+            let Masquerade::On(choice) = self else {
+                return Err(e);
+            };
+            match choice.instead(nf, backend, &e) {
+                Some(other) => nf.masq(other, &op),
+                None => Err(e),
+            }
+        })
     }
 
     /// Runs `work` while this attachment's rules are added on a thread of
@@ -159,7 +198,8 @@ impl IpMasq {
     /// fails, rules that were added are removed again; when only the rules
     /// fail, theirs is the error.
     pub fn add_during<E: From<super::Error>>(
-        &self,
+        self,
+        nf: &dyn Apply,
         network: &str,
         container_id: &str,
         ifname: &str,
@@ -167,11 +207,11 @@ impl IpMasq {
         work: impl FnOnce() -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         // No thread when there is nothing to masquerade.
-        if !self.enabled || ips.is_empty() {
+        if !self.is_on() || ips.is_empty() {
             return work();
         }
         let (worked, added) = std::thread::scope(|scope| {
-            let adding = scope.spawn(|| self.add(network, container_id, ifname, ips));
+            let adding = scope.spawn(|| self.add(nf, network, container_id, ifname, ips));
             let worked = work();
             // A panic stays a panic, as if the rules had been added here.
             let added = adding
@@ -182,48 +222,113 @@ impl IpMasq {
         match (worked, added) {
             (Ok(()), added) => added.map_err(E::from),
             (Err(e), Ok(())) => {
-                let _ = self.del(network, container_id, ifname, ips);
+                let _ = self.del(nf, network, container_id, ifname, ips);
                 Err(e)
             }
             (Err(e), Err(_)) => Err(e),
         }
     }
 
-    /// GC when enabled: as DEL, in the configured backend or else in every
-    /// one usable here (ADD may have detected either).
-    pub fn gc(&self, network: &str, keep: &[Kept]) -> Result<()> {
-        if !self.enabled {
+    /// GC when on: as DEL, in the configured backend or else in every one
+    /// usable here (ADD may have detected either).
+    pub fn gc(self, nf: &dyn Apply, network: &str, keep: Vec<Kept>) -> Result<()> {
+        let Masquerade::On(choice) = self else {
             return Ok(());
-        }
-        Backend::for_del(self.configured()?)
+        };
+        let op = Op::Gc {
+            network: network.to_string(),
+            keep,
+        };
+        choice
+            .for_del(nf)
             .into_iter()
-            .try_for_each(|backend| gc(backend, network, keep))
+            .try_for_each(|backend| nf.masq(backend, &op))
     }
 
-    fn configured(&self) -> Result<Option<Backend>> {
-        self.backend
-            .as_deref()
-            .filter(|b| !b.is_empty())
-            .map(Backend::parse)
-            .transpose()
-    }
-
-    /// Always attempted when enabled, even without the container's addresses
+    /// Always attempted when on, even without the container's addresses
     /// (`ips`, from prevResult where there is one: they spare reading every
     /// container's jump); without `ipMasqBackend`, in every backend usable here.
     pub fn del(
-        &self,
+        self,
+        nf: &dyn Apply,
         network: &str,
         container_id: &str,
         ifname: &str,
         ips: &[IpNet],
     ) -> Result<()> {
-        if !self.enabled {
+        let Masquerade::On(choice) = self else {
             return Ok(());
-        }
-        let plan = Plan::new(network, container_id, ifname, ips);
-        Backend::for_del(self.configured()?)
+        };
+        let op = Op::Del(Plan::new(network, container_id, ifname, ips));
+        choice
+            .for_del(nf)
             .into_iter()
-            .try_for_each(|backend| del(backend, &plan))
+            .try_for_each(|backend| nf.masq(backend, &op))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::netfilter::apply::Fake;
+    use crate::netfilter::{Flavour, Kept};
+
+    fn kept(id: &str) -> Vec<Kept> {
+        vec![Kept {
+            container_id: id.into(),
+            ifname: "eth0".into(),
+        }]
+    }
+
+    /// GC goes where DEL goes: the configured backend, else each usable
+    /// one; off, nowhere.
+    #[test]
+    fn gc_in_the_configured_backend_or_each_usable_one() {
+        let both = [Backend::IPTABLES, Backend::Nftables];
+        let gc = |network: &str| Op::Gc {
+            network: network.into(),
+            keep: kept("ctr1"),
+        };
+        for (masquerade, wanted) in [
+            (Masquerade::Off, Vec::new()),
+            (
+                Masquerade::On(Choice::Configured(Backend::Nftables)),
+                vec![(Backend::Nftables, gc("n"))],
+            ),
+            (
+                Masquerade::On(Choice::Detect),
+                vec![(Backend::IPTABLES, gc("n")), (Backend::Nftables, gc("n"))],
+            ),
+        ] {
+            let nf = Fake::with(&both);
+            masquerade.gc(&nf, "n", kept("ctr1")).expect("gc");
+            assert_eq!(nf.applied(), wanted, "{masquerade:?}");
+        }
+    }
+
+    /// The keys decode once, as ADD and as DEL take them.
+    #[test]
+    fn keys_decode_once_into_a_masquerade() {
+        let on = |b| Masquerade::from_keys(true, b).map_err(|e| e.to_string());
+        assert_eq!(on(None), Ok(Masquerade::On(Choice::Detect)));
+        assert_eq!(
+            on(Some("iptables")),
+            Ok(Masquerade::On(Choice::Configured(Backend::Iptables(
+                Flavour::Default
+            ))))
+        );
+        assert_eq!(
+            on(Some("bogus")),
+            Err("unknown backend \"bogus\" (iptables or nftables)".into())
+        );
+        assert!(Masquerade::from_keys(false, Some("bogus")).is_err());
+        assert_eq!(
+            Masquerade::for_del(true, Some("bogus")),
+            Masquerade::On(Choice::Detect)
+        );
+        assert_eq!(
+            Masquerade::for_del(false, Some("nftables")),
+            Masquerade::Off
+        );
     }
 }

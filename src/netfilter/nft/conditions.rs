@@ -1,6 +1,7 @@
 //! portmap's `conditionsV4`/`conditionsV6` in nft syntax, parsed into expressions.
 
 use super::*;
+use crate::netfilter::Family;
 use crate::quote::quoted;
 
 /// One word of a condition: quoted words are names, never operators.
@@ -67,8 +68,21 @@ pub(super) const SUPPORTED: &str = "supported: `ip saddr|daddr [!=] ADDR[/LEN]` 
 /// `conditionsV6`) for a table of one family, encoded as expressions. Every
 /// word is understood or the whole is refused naming it: a condition silently
 /// dropped would open a port wider than configured.
-pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
+pub fn parse_conditions(conditions: &[String], family: Family) -> Result<Vec<Expr>> {
     let words = words(conditions)?;
+    // This family's address keyword, and what is said when another is used.
+    let (own, wrong_keyword, wrong_address) = match family {
+        Family::V4 => (
+            "ip",
+            "conditionsV4 match IPv4 packets: use `ip`",
+            "expected an IPv4 address or network",
+        ),
+        Family::V6 => (
+            "ip6",
+            "conditionsV6 match IPv6 packets: use `ip6`",
+            "expected an IPv6 address or network",
+        ),
+    };
     let whole = conditions.join(" ");
     let refuse = |word: Option<&Word>, why: &str| {
         let token = match word {
@@ -86,15 +100,8 @@ pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
         let keyword = if w.quoted { "" } else { w.text.as_str() };
         match keyword {
             "ip" | "ip6" => {
-                if (keyword == "ip6") != v6 {
-                    return Err(refuse(
-                        Some(w),
-                        if v6 {
-                            "conditionsV6 match IPv6 packets: use `ip6`"
-                        } else {
-                            "conditionsV4 match IPv4 packets: use `ip`"
-                        },
-                    ));
+                if keyword != own {
+                    return Err(refuse(Some(w), wrong_keyword));
                 }
                 let field = match it.next() {
                     Some(f) if !f.quoted && f.text == "saddr" => Field::Saddr,
@@ -110,17 +117,8 @@ pub fn parse_conditions(conditions: &[String], v6: bool) -> Result<Vec<Expr>> {
                             .ok()
                             .or_else(|| v.parse::<IpAddr>().ok().map(IpNet::from))
                     })
-                    .filter(|n| n.addr().is_ipv6() == v6)
-                    .ok_or_else(|| {
-                        refuse(
-                            value,
-                            if v6 {
-                                "expected an IPv6 address or network"
-                            } else {
-                                "expected an IPv4 address or network"
-                            },
-                        )
-                    })?;
+                    .filter(|n| Family::of(n.addr()) == family)
+                    .ok_or_else(|| refuse(value, wrong_address))?;
                 out.extend(match_addr(field, net, eq));
             }
             "iifname" | "oifname" => {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::netfilter::Family;
 
 #[test]
 fn comments_are_userdata_tlvs() {
@@ -65,9 +66,9 @@ fn render(e: &Expr) -> String {
     }
 }
 
-fn encoded(conditions: &[&str], v6: bool) -> Vec<String> {
+fn encoded(conditions: &[&str], family: Family) -> Vec<String> {
     let conditions: Vec<String> = conditions.iter().map(|c| c.to_string()).collect();
-    parse_conditions(&conditions, v6)
+    parse_conditions(&conditions, family)
         .expect("valid conditions")
         .iter()
         .map(render)
@@ -80,10 +81,10 @@ fn encoded(conditions: &[&str], v6: bool) -> Vec<String> {
 /// (and `nft list` prints back as the same prefix).
 #[test]
 fn conditions_encode_as_nft_does() {
-    let golden: [(&[&str], bool, &[&str]); 11] = [
+    let golden: [(&[&str], Family, &[&str]); 11] = [
         (
             &["ip saddr 10.0.0.0/8"],
-            false,
+            Family::V4,
             &[
                 "[ payload load 4b @ network header + 12 => reg 1 ]",
                 "[ bitwise reg 1 = ( reg 1 & 0x000000ff ) ^ 0x00000000 ]",
@@ -92,7 +93,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["ip", "saddr", "!=", "10.16.0.0/12"],
-            false,
+            Family::V4,
             &[
                 "[ payload load 4b @ network header + 12 => reg 1 ]",
                 "[ bitwise reg 1 = ( reg 1 & 0x0000f0ff ) ^ 0x00000000 ]",
@@ -101,7 +102,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["ip daddr != 1.2.3.4"],
-            false,
+            Family::V4,
             &[
                 "[ payload load 4b @ network header + 16 => reg 1 ]",
                 "[ cmp neq reg 1 0x04030201 ]",
@@ -109,7 +110,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["iifname \"eth0\""],
-            false,
+            Family::V4,
             &[
                 "[ meta load iifname => reg 1 ]",
                 "[ cmp eq reg 1 0x30687465 0x00000000 0x00000000 0x00000000 ]",
@@ -117,7 +118,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["oifname != \"br*\""],
-            false,
+            Family::V4,
             &[
                 "[ meta load oifname => reg 1 ]",
                 "[ cmp neq reg 1 0x00007262 ]",
@@ -125,7 +126,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["meta iifname eth1"],
-            true,
+            Family::V6,
             &[
                 "[ meta load iifname => reg 1 ]",
                 "[ cmp eq reg 1 0x31687465 0x00000000 0x00000000 0x00000000 ]",
@@ -133,7 +134,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["meta l4proto tcp"],
-            false,
+            Family::V4,
             &[
                 "[ meta load l4proto => reg 1 ]",
                 "[ cmp eq reg 1 0x00000006 ]",
@@ -141,7 +142,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["meta", "l4proto", "!=", "17"],
-            true,
+            Family::V6,
             &[
                 "[ meta load l4proto => reg 1 ]",
                 "[ cmp neq reg 1 0x00000011 ]",
@@ -149,7 +150,7 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["tcp dport 8080"],
-            false,
+            Family::V4,
             &[
                 "[ meta load l4proto => reg 1 ]",
                 "[ cmp eq reg 1 0x00000006 ]",
@@ -159,24 +160,27 @@ fn conditions_encode_as_nft_does() {
         ),
         (
             &["meta mark 0x10"],
-            false,
+            Family::V4,
             &["[ meta load mark => reg 1 ]", "[ cmp eq reg 1 0x00000010 ]"],
         ),
         (
             &["ip6 daddr != ::1"],
-            true,
+            Family::V6,
             &[
                 "[ payload load 16b @ network header + 24 => reg 1 ]",
                 "[ cmp neq reg 1 0x00000000 0x00000000 0x00000000 0x01000000 ]",
             ],
         ),
     ];
-    for (conditions, v6, expected) in golden {
-        assert_eq!(encoded(conditions, v6), expected, "{conditions:?}");
+    for (conditions, family, expected) in golden {
+        assert_eq!(encoded(conditions, family), expected, "{conditions:?}");
     }
     // Several matches in one list, split or not, are one conjunction.
-    let joined = encoded(&["ip saddr 10.0.0.0/8 iifname \"eth0\""], false);
-    let split = encoded(&["ip", "saddr", "10.0.0.0/8", "iifname", "\"eth0\""], false);
+    let joined = encoded(&["ip saddr 10.0.0.0/8 iifname \"eth0\""], Family::V4);
+    let split = encoded(
+        &["ip", "saddr", "10.0.0.0/8", "iifname", "\"eth0\""],
+        Family::V4,
+    );
     assert_eq!(joined, split);
     assert_eq!(joined.len(), 5);
     // The exact bytes of one expression: name, then the nested data.
@@ -200,26 +204,30 @@ fn conditions_encode_as_nft_does() {
 
 #[test]
 fn conditions_nft_cannot_take_from_us_are_refused_naming_the_token() {
-    for (conditions, v6, token) in [
-        (vec!["ip saddr 10.0.0.0/8 counter"], false, "\"counter\""),
-        (vec!["ip6 saddr fd00::/8"], false, "\"ip6\""),
-        (vec!["ip saddr 10.0.0.1"], true, "\"ip\""),
-        (vec!["ip saddr fd00::1"], false, "\"fd00::1\""),
-        (vec!["ip", "protocol", "tcp"], false, "\"protocol\""),
-        (vec!["ip saddr { 10.0.0.1, 10.0.0.2 }"], false, "\"{\""),
+    for (conditions, family, token) in [
+        (
+            vec!["ip saddr 10.0.0.0/8 counter"],
+            Family::V4,
+            "\"counter\"",
+        ),
+        (vec!["ip6 saddr fd00::/8"], Family::V4, "\"ip6\""),
+        (vec!["ip saddr 10.0.0.1"], Family::V6, "\"ip\""),
+        (vec!["ip saddr fd00::1"], Family::V4, "\"fd00::1\""),
+        (vec!["ip", "protocol", "tcp"], Family::V4, "\"protocol\""),
+        (vec!["ip saddr { 10.0.0.1, 10.0.0.2 }"], Family::V4, "\"{\""),
         (
             vec!["iifname \"a-very-long-interface\""],
-            false,
+            Family::V4,
             "\"a-very-long-interface\"",
         ),
-        (vec!["meta skuid 0"], false, "\"skuid\""),
-        (vec!["meta l4proto bogus"], false, "\"bogus\""),
-        (vec!["tcp dport 70000"], false, "\"70000\""),
-        (vec!["ip saddr"], false, "end of condition"),
-        (vec!["drop"], false, "\"drop\""),
+        (vec!["meta skuid 0"], Family::V4, "\"skuid\""),
+        (vec!["meta l4proto bogus"], Family::V4, "\"bogus\""),
+        (vec!["tcp dport 70000"], Family::V4, "\"70000\""),
+        (vec!["ip saddr"], Family::V4, "end of condition"),
+        (vec!["drop"], Family::V4, "\"drop\""),
     ] {
         let conditions: Vec<String> = conditions.iter().map(|c| c.to_string()).collect();
-        let err = parse_conditions(&conditions, v6)
+        let err = parse_conditions(&conditions, family)
             .err()
             .unwrap_or_else(|| panic!("{conditions:?} was accepted"));
         assert!(
@@ -229,9 +237,9 @@ fn conditions_nft_cannot_take_from_us_are_refused_naming_the_token() {
         assert!(err.to_string().contains(token), "{conditions:?}: {err}");
     }
     let bad = vec!["iifname \"eth0".to_string()];
-    assert!(parse_conditions(&bad, false).is_err());
+    assert!(parse_conditions(&bad, Family::V4).is_err());
     let bad = vec!["ip saddr 10.0.0.1\n".to_string()];
-    assert!(parse_conditions(&bad, false).is_err());
+    assert!(parse_conditions(&bad, Family::V4).is_err());
 }
 
 #[test]

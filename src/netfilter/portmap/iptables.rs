@@ -3,7 +3,7 @@
 //! chain per container, all of one ADD in one restore per family.
 
 use super::{Plan, Target};
-use crate::netfilter::iptables::{self, Batch, Saved, comment_container, jumps};
+use crate::netfilter::iptables::{Batch, Flavour, Saved, comment_container, jumps};
 use crate::netfilter::{Error, Family, Result, chain_name, each_parallel, go_quote, nft, xtnft};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -205,8 +205,8 @@ enum SharedState {
     Unknown,
 }
 
-fn shared_state(plan: &Plan, family: Family) -> SharedState {
-    if !iptables::is_nft_based(family) {
+fn shared_state(flavour: Flavour, plan: &Plan, family: Family) -> SharedState {
+    if !flavour.is_nft_based(family) {
         return SharedState::Unknown;
     }
     let f = nft::nfproto(family);
@@ -288,8 +288,8 @@ fn write_container_rules(batch: &mut Batch, plan: &Plan, family: Family, target:
 }
 
 /// Adds (or rewrites) the container's mappings for each family it has an
-/// address of. The caller holds the lock.
-pub fn add(plan: &Plan) -> Result<()> {
+/// address of, with the flavour's tools. The caller holds the lock.
+pub fn add(flavour: Flavour, plan: &Plan) -> Result<()> {
     let add_one = |target: &Target| -> Result<()> {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
@@ -297,25 +297,27 @@ pub fn add(plan: &Plan) -> Result<()> {
         }
         // iptables-nft: the same rules over netlink, no process (on failure
         // nothing was changed, and the restore below reports why).
-        if xtnft::applies(family)
+        if xtnft::applies(flavour, family)
             && plan.conditions(family).is_empty()
             && super::xtnft::add(plan, family, target).is_ok()
         {
             return Ok(());
         }
-        let fresh = match shared_state(plan, family) {
+        let fresh = match shared_state(flavour, plan, family) {
             SharedState::Ready => Some(false),
             SharedState::Fresh => Some(true),
             SharedState::Unknown => None,
         };
         // The restore is atomic: if the state changed meanwhile, fall back.
         if let Some(fresh) = fresh
-            && iptables::apply(&known_add_batch(plan, family, target, fresh)).is_ok()
+            && flavour
+                .apply(&known_add_batch(plan, family, target, fresh))
+                .is_ok()
         {
             return Ok(());
         }
-        let saved = iptables::save(family, "nat")?;
-        iptables::apply(&add_batch(plan, family, target, &saved))
+        let saved = flavour.save(family, "nat")?;
+        flavour.apply(&add_batch(plan, family, target, &saved))
     };
     // Two addresses of one family write the same chain: one after the other.
     let targets = &plan.targets;
@@ -384,8 +386,8 @@ enum Known {
     Unknown,
 }
 
-fn known(plan: &Plan, family: Family) -> Known {
-    if !iptables::is_nft_based(family) {
+fn known(flavour: Flavour, plan: &Plan, family: Family) -> Known {
+    if !flavour.is_nft_based(family) {
         return Known::Unknown;
     }
     let f = nft::nfproto(family);
@@ -434,41 +436,41 @@ pub fn del_batch(plan: &Plan, family: Family, saved: &Saved) -> Batch {
 
 /// Removes the container's rules in the plan's families, found by name (no
 /// mappings needed). The shared chains stay (see `gc`). The caller holds the lock.
-pub fn del(plan: &Plan) -> Result<()> {
+pub fn del(flavour: Flavour, plan: &Plan) -> Result<()> {
     each_parallel(&plan.del_families(), |&family| {
-        if xtnft::applies(family) && super::xtnft::del(plan, family).is_ok() {
+        if xtnft::applies(flavour, family) && super::xtnft::del(plan, family).is_ok() {
             return Ok(());
         }
-        match known(plan, family) {
+        match known(flavour, plan, family) {
             Known::Absent => return Ok(()),
             // The restore is atomic: a spec that differs fails it, and the table is read.
-            Known::Quick(batch) if iptables::apply(&batch).is_ok() => return Ok(()),
+            Known::Quick(batch) if flavour.apply(&batch).is_ok() => return Ok(()),
             Known::Quick(_) | Known::Unknown => {}
         }
-        let Some(saved) = iptables::save_existing(family, "nat")? else {
+        let Some(saved) = flavour.save_existing(family, "nat")? else {
             return Ok(());
         };
-        iptables::apply(&del_batch(plan, family, &saved))
+        flavour.apply(&del_batch(plan, family, &saved))
     })
 }
 
 /// CHECK: the container chain holds a DNAT per mapping and is jumped to.
 /// With iptables-nft, over netlink and reading only the container's own
 /// objects; the table is saved only when netlink did not answer.
-pub fn check(plan: &Plan) -> Result<()> {
+pub fn check(flavour: Flavour, plan: &Plan) -> Result<()> {
     for target in &plan.targets {
         let family = Family::of(target.address.addr());
         if plan.mappings_for(family).is_empty() {
             continue;
         }
-        if xtnft::applies(family) {
+        if xtnft::applies(flavour, family) {
             match super::xtnft::check(plan, family, target) {
                 Ok(()) => continue,
                 Err(e @ Error::Mismatch { .. }) => return Err(e),
                 Err(_) => {}
             }
         }
-        let saved = iptables::save(family, "nat")?;
+        let saved = flavour.save(family, "nat")?;
         let chain = plan.dnat_chain();
         if !saved.has_chain(&chain) || !saved.jumps_to(DNAT_CHAIN, &chain) {
             return Err(Error::Mismatch {
@@ -546,12 +548,12 @@ pub fn gc_batch(network: &str, keep: &[String], family: Family, saved: &Saved) -
 
 /// GC: removes the rules of attachments of `network` whose container is not
 /// in `keep`. The caller holds the lock.
-pub fn gc(network: &str, keep: &[String]) -> Result<()> {
+pub fn gc(flavour: Flavour, network: &str, keep: &[String]) -> Result<()> {
     for family in [Family::V4, Family::V6] {
-        let Some(saved) = xtnft::saved(family, "nat")? else {
+        let Some(saved) = xtnft::saved(flavour, family, "nat")? else {
             continue;
         };
-        iptables::apply(&gc_batch(network, keep, family, &saved))?;
+        flavour.apply(&gc_batch(network, keep, family, &saved))?;
     }
     Ok(())
 }
@@ -620,17 +622,18 @@ pub fn mapped(saved: &Saved) -> Vec<Mapped> {
     out
 }
 
-/// What [`mapped`] finds in each family's `nat` table on this node (read
-/// only: no lock; a family without its tools or table has none).
-pub fn read() -> Result<Vec<(Family, Mapped)>> {
+/// What [`mapped`] finds in each family's `nat` table on this node, as the
+/// flavour's tools show it (read only: no lock; a family without its tools
+/// or table has none).
+pub fn read(flavour: Flavour) -> Result<Vec<(Family, Mapped)>> {
     let mut out = Vec::new();
     for family in [Family::V4, Family::V6] {
         // Another nftables user's nat table: no plugin writes there, and no
         // iptables-save can show it.
-        if iptables::nat_foreign(family) {
+        if flavour.nat_foreign(family) {
             continue;
         }
-        if let Some(saved) = xtnft::saved(family, "nat")? {
+        if let Some(saved) = xtnft::saved(flavour, family, "nat")? {
             out.extend(mapped(&saved).into_iter().map(|m| (family, m)));
         }
     }

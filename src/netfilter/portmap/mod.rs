@@ -15,7 +15,7 @@ use std::net::IpAddr;
 pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::add(plan),
+        Backend::Iptables(flavour) => iptables::add(flavour, plan),
         Backend::Nftables => nftables::add(plan),
     }
 }
@@ -25,7 +25,7 @@ pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
 pub fn del(backend: Backend, plan: &Plan) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::del(plan),
+        Backend::Iptables(flavour) => iptables::del(flavour, plan),
         Backend::Nftables => nftables::del(plan, true),
     }
 }
@@ -41,7 +41,7 @@ pub fn del_nftables(plan: &Plan, recorded: bool) -> Result<()> {
 /// CHECK: what ADD writes is there (read only: no lock).
 pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
     match backend {
-        Backend::Iptables => iptables::check(plan),
+        Backend::Iptables(flavour) => iptables::check(flavour, plan),
         Backend::Nftables => nftables::check(plan),
     }
 }
@@ -54,7 +54,7 @@ pub fn check(backend: Backend, plan: &Plan) -> Result<()> {
 pub fn gc(backend: Backend, network: &str, keep: &[String], stale: &[String]) -> Result<()> {
     let _lock = lock()?;
     match backend {
-        Backend::Iptables => iptables::gc(network, keep),
+        Backend::Iptables(flavour) => iptables::gc(flavour, network, keep),
         Backend::Nftables => nftables::gc(stale),
     }
 }

@@ -166,7 +166,7 @@ pub fn add_tx(plan: &Plan, target: &Target, table: &Table, previous: &Mine) -> R
     let mappings = plan.mappings_for(family);
     // The configuration was validated at load; parsed again here so that a
     // condition can never be dropped on the way to the kernel.
-    let conditions = nft::parse_conditions(plan.conditions(family), family == Family::V6)?;
+    let conditions = nft::parse_conditions(plan.conditions(family), family)?;
     let f = nfproto(family);
     let comment = crate::netfilter::container_comment(&plan.container_id);
     let mut tx = Tx::new();

@@ -31,32 +31,32 @@ pub use encode::expressions;
 pub use lookup::{Dumped, chain_rules, chain_use, exists, jump_rules_into, jumps_into, rule_at};
 pub use rule::{Match, Proto, Rule, Target};
 
-use crate::netfilter::{Family, Result, iptables};
+use crate::netfilter::iptables::{Flavour, Saved};
+use crate::netfilter::{Family, Result};
 
-/// Whether this family's rules go over nf_tables netlink: its iptables is the
-/// nf_tables flavour (as the tools on PATH, or the flavour this thread runs,
-/// say).
-pub fn applies(family: Family) -> bool {
-    iptables::is_nft_based(family)
+/// Whether this family's rules go over nf_tables netlink: the flavour's
+/// iptables is the nf_tables one.
+pub fn applies(flavour: Flavour, family: Family) -> bool {
+    flavour.is_nft_based(family)
 }
 
 /// `table` of `family` as `iptables-save -t TABLE` prints it, for the
 /// readers of whole tables (GC, the doctor): over netlink on the nf_tables
 /// flavour (no process), else (or when a rule of ours there has a shape not
-/// printed here, or netlink failed) by the tool. None as
-/// `iptables::save_existing`.
-pub fn saved(family: Family, table: &str) -> Result<Option<iptables::Saved>> {
-    if applies(family)
+/// printed here, or netlink failed) by the flavour's tool. None as
+/// `Flavour::save_existing`.
+pub fn saved(flavour: Flavour, family: Family, table: &str) -> Result<Option<Saved>> {
+    if applies(flavour, family)
         && let Ok(Some(saved)) = read_table(family, table)
     {
         return Ok(Some(saved));
     }
-    iptables::save_existing(family, table)
+    flavour.save_existing(family, table)
 }
 
 /// `table` of `family` read over netlink alone, as [`saved`] reads it there
 /// (None: a rule of ours it cannot print).
-pub fn read_table(family: Family, table: &str) -> Result<Option<iptables::Saved>> {
+pub fn read_table(family: Family, table: &str) -> Result<Option<Saved>> {
     save::save(&mut open()?, family, table)
 }
 
