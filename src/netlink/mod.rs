@@ -40,6 +40,7 @@ use neli::utils::Groups;
 use nix::libc;
 use std::fmt;
 use std::os::fd::AsRawFd;
+use uapi::netlink::NLMSG_MIN_TYPE;
 use wire::{NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR};
 
 /// A failed netlink operation: what was tried, the kernel's errno and its text.
@@ -295,7 +296,7 @@ impl Socket {
                         return finish(op, interrupted, replies);
                     }
                     // NOOP / OVERRUN: control messages, not replies.
-                    ty if ty < 0x10 => {}
+                    ty if ty < NLMSG_MIN_TYPE => {}
                     _ => replies.push(Buffer::from(msg.payload)),
                 }
             }
