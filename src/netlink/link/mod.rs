@@ -229,18 +229,24 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn name(&self) -> &'static str {
+    /// The kind of link this makes, as a dump reads it back.
+    pub fn link_kind(&self) -> LinkKind {
         match self {
-            Kind::Veth { .. } => "veth",
-            Kind::Bridge { .. } => "bridge",
-            Kind::Macvlan { .. } => "macvlan",
-            Kind::Ipvlan { .. } => "ipvlan",
-            Kind::Vlan { .. } => "vlan",
-            Kind::Dummy => "dummy",
-            Kind::Vrf { .. } => "vrf",
-            Kind::Ifb => "ifb",
-            Kind::Vxlan(_) => "vxlan",
+            Kind::Veth { .. } => LinkKind::Veth,
+            Kind::Bridge { .. } => LinkKind::Bridge,
+            Kind::Macvlan { .. } => LinkKind::Macvlan,
+            Kind::Ipvlan { .. } => LinkKind::Ipvlan,
+            Kind::Vlan { .. } => LinkKind::Vlan,
+            Kind::Dummy => LinkKind::Dummy,
+            Kind::Vrf { .. } => LinkKind::Vrf,
+            Kind::Ifb => LinkKind::Ifb,
+            Kind::Vxlan(_) => LinkKind::Vxlan,
         }
+    }
+
+    /// Its IFLA_INFO_KIND, from `LinkKind`'s one table of names.
+    pub fn name(&self) -> &'static str {
+        self.link_kind().known_name()
     }
 
     fn parent(&self) -> Option<u32> {
@@ -516,7 +522,7 @@ impl Socket {
             .bytes(),
         )
         .nest(IFLA_LINKINFO, |i| {
-            i.str(IFLA_INFO_KIND, "bridge")
+            i.str(IFLA_INFO_KIND, LinkKind::Bridge.name())
                 .nest(IFLA_INFO_DATA, |d| bridge_data(d, false, Some(mask)))
         });
         self.change(
