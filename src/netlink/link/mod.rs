@@ -2,7 +2,7 @@
 
 use super::headers::IfInfoMsg;
 use super::wire::{self, Body, NESTED};
-use super::{Error, Request, Result, Socket};
+use super::{Error, Object, Request, Result, Socket};
 use crate::quote::quoted;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
@@ -284,14 +284,9 @@ impl NewLink {
     }
 }
 
+/// A lookup that found no link: ENODEV, as the kernel answers a GET by name.
 fn not_found(op: String) -> Error {
-    Error {
-        op,
-        errno: libc::ENODEV,
-        extack: None,
-        detail: "no such device".into(),
-        cause: Some(nix::errno::Errno::ENODEV),
-    }
+    super::kernel_error(&op, libc::ENODEV, None)
 }
 
 impl Socket {
@@ -335,6 +330,7 @@ impl Socket {
     pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
         let op = format!("create {} link {}", spec.kind.name(), quoted(&spec.name));
         self.apply(&op, &new_link_request(spec))
+            .map_err(|e| e.about(Object::Link(spec.name.clone())))
     }
 }
 
@@ -473,6 +469,10 @@ impl Socket {
             }
             .bytes()
         };
+        let renamed_to = match change {
+            Change::Name(name) => Some(name.to_string()),
+            _ => None,
+        };
         let body = match change {
             Change::Up(on) => Body::new(&flag(IFF_UP, on)),
             Change::Promisc(on) => Body::new(&flag(IFF_PROMISC, on)),
@@ -508,6 +508,10 @@ impl Socket {
             NlmF::empty(),
             Buffer::from(body.into_bytes()),
         )
+        .map_err(|e| match renamed_to {
+            Some(name) => e.about(Object::Link(name)),
+            None => e,
+        })
     }
 
     /// Sets which link-local groups (01-80-C2-00-00-0X, bit X) bridge
