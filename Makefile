@@ -20,7 +20,7 @@
 #                      skip fails (tests/kernel/run.sh)
 #   make fuzz-smoke    every cargo-fuzz target briefly over its corpus (fuzz/smoke.sh)
 #   make bench         benchmark (docs/benchmarks.md)
-#   make hot-layout    regenerate src/hot-text.ld, the link order of plugin code
+#   make hot-layout    regenerate bench/hot-text.ld, the link order of plugin code
 #   make deb           Debian package $(DEB) (dpkg-deb): /usr/lib/cni, /opt/cni/bin,
 #                      systemd units, manual pages; replaces containernetworking-plugins
 #                      (ARCH=arm64: target/arm64/cni-multi.deb)
@@ -70,11 +70,11 @@ ifeq ($(filter $(RUST_ARCH)-unknown-linux-musl,$(TARGET)),)
 $(error ARCH=$(ARCH) on $(MACHINE) needs TARGET=$(RUST_ARCH)-unknown-linux-musl: rustup target add $(RUST_ARCH)-unknown-linux-musl)
 endif
 RELR    := -C link-arg=-zpack-relative-relocs
-LINK    := -C linker=rust-lld $(RELR) -C link-arg=-T$(CURDIR)/src/hot-text.ld
+LINK    := -C linker=rust-lld $(RELR) -C link-arg=-T$(CURDIR)/bench/hot-text.ld
 QEMU    := qemu-$(RUST_ARCH)-static
 else
 RELR    := -C link-arg=-Wl,-z,pack-relative-relocs
-LINK    := $(RELR) -C link-arg=-Wl,-T,$(CURDIR)/src/hot-text.ld
+LINK    := $(RELR) -C link-arg=-Wl,-T,$(CURDIR)/bench/hot-text.ld
 QEMU    :=
 endif
 # ring (rustls's primitives, for flanneld's etcd TLS) compiles C and assembly
@@ -102,7 +102,7 @@ all: build
 
 # +crt-static needs an explicit --target, or proc-macro crates fail to build
 # (musl links statically by default; the flag is harmless there).
-# src/hot-text.ld links the code plugin runs execute, and the read-only data it
+# bench/hot-text.ld links the code plugin runs execute, and the read-only data it
 # references, ahead of the rest, so a run maps ~1.4 MB of the binary instead of
 # nearly all of it (`make hot-layout`). Its patterns are section names, traced
 # on x86_64; linked into arm64 too, where a loopback ADD then runs code from
@@ -203,7 +203,7 @@ fuzz-smoke:
 bench: build
 	./bench/run.sh
 
-# The order `build` links the code plugin runs execute in (src/hot-text.ld,
+# The order `build` links the code plugin runs execute in (bench/hot-text.ld,
 # bench/layout.rs): traces plugin runs of an unstripped build, as root. Run it
 # after changes that move much code, then `make bench` for the peak RSS.
 # Built with `build`'s very RUSTFLAGS: they are part of each crate's metadata
@@ -215,7 +215,7 @@ hot-layout:
 	$(CC_ENV) RUSTFLAGS="-C target-feature=+crt-static $(LINK)" CARGO_TARGET_DIR=target/hot-layout \
 		$(CARGO) rustc --release --locked --target $(TARGET) --bin cni-multi -- \
 		-C strip=none -C link-arg=-Wl,-Map=$(CURDIR)/$(HOT_BIN).map
-	BENCH_BIN=$(HOT_BIN) BENCH_LAYOUT=src/hot-text.ld ./bench/run.sh
+	BENCH_BIN=$(HOT_BIN) BENCH_LAYOUT=bench/hot-text.ld ./bench/run.sh
 
 clean:
 	$(CARGO) clean

@@ -16,7 +16,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CNI_MULTI_COMMIT");
     println!("cargo:rerun-if-changed=build.rs");
     // `make build` links with it: a regenerated layout must relink the binary.
-    println!("cargo:rerun-if-changed=src/hot-text.ld");
+    println!("cargo:rerun-if-changed=bench/hot-text.ld");
     let commit = match std::env::var("CNI_MULTI_COMMIT") {
         Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
         _ => head().unwrap_or_else(|| "unknown".to_string()),

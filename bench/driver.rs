@@ -787,6 +787,39 @@ fn progress(what: &str) {
     eprintln!("bench: [{:.0} s] {what}", start.elapsed().as_secs_f64());
 }
 
+/// Waits (at most 90 s) until the CPUs are at least 90% idle over a second:
+/// the rows before leave deferred kernel work behind (a thousand namespaces
+/// and veths destroyed by workqueues after their DELs returned), which would
+/// otherwise be timed in the rows that follow.
+fn settle() {
+    fn busy_idle() -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+        let v: Vec<u64> = cpu
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal
+        let idle = v.get(3)? + v.get(4)?;
+        let total: u64 = v.iter().take(8).sum();
+        Some((total, idle))
+    }
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(90) {
+        let Some((t0, i0)) = busy_idle() else { return };
+        std::thread::sleep(Duration::from_secs(1));
+        let Some((t1, i1)) = busy_idle() else { return };
+        let (dt, di) = (t1.saturating_sub(t0), i1.saturating_sub(i0));
+        if dt == 0 || di * 10 >= dt * 9 {
+            break;
+        }
+    }
+    progress(&format!(
+        "  settled in {:.0} s",
+        start.elapsed().as_secs_f64()
+    ));
+}
+
 fn first20(v: &[f64]) -> f64 {
     percentile(&v[..20.min(v.len())], 0.5)
 }
@@ -1001,6 +1034,7 @@ fn measure<'a>(
     let (big, scale) = (scale, scale.min(300));
     let mut results: BTreeMap<&str, Value> = BTreeMap::new();
     for im in impls {
+        settle();
         progress(&format!("{} ({})", im.label, im.plugin_dir.display()));
         let mut r = serde_json::Map::new();
         let mut lat = serde_json::Map::new();
@@ -1102,6 +1136,7 @@ fn measure<'a>(
             progress(&format!("{}", r["status_gc"]));
         }
         if wanted("parallel") {
+            settle();
             progress("  30 parallel");
             r.insert("parallel".into(), b.parallel(im, 30, false)?);
             progress("  30 parallel, ipMasq");
@@ -1109,6 +1144,7 @@ fn measure<'a>(
             progress(&format!("{} {}", r["parallel"], r["parallel_ipmasq"]));
         }
         if wanted("floor_parallel") {
+            settle();
             progress("  floor of 30 parallel bridge(ipMasq) ADDs");
             r.insert(
                 "floor_parallel".into(),

@@ -1,6 +1,6 @@
 //! `make hot-layout`: which functions plugin runs execute, and which read-only
 //! data that code references, written as the linker script `make build` links
-//! with (src/hot-text.ld), so that both sit together at the front of .text and
+//! with (bench/hot-text.ld), so that both sit together at the front of .text and
 //! .rodata.
 //!
 //! Why: the kernel maps a binary's file pages in 64 KB fault-around windows,

@@ -3,14 +3,14 @@
 //!
 //! | layer | modules | may use |
 //! | --- | --- | --- |
-//! | 0 utilities | alloc, digest, files, quote | nothing of the crate (files: digest) |
+//! | 0 utilities | alloc, digest, files, goflags (Go's flag syntax, for both daemons), quote | nothing of the crate (files: digest; goflags: quote) |
 //! | 1 locks | lockfile | 0 |
 //! | 2 protocol | cni | 0-1 |
-//! | 3 kernel and OS | netlink, netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 |
-//! | 4 rules and protocols | netfilter, dhcp | 0-3 |
-//! | 5 plugin helpers | iface, boundary (layer errors to CNI codes), runtime (libcni: lists, result cache; delegating plugins and cnitool run networks through it) | 0-4 |
+//! | 3 kernel and OS | netlink, kernel (/proc/sys and ioctls), netns, ipam, dbus (a system-bus client), etcd (an etcd v3 client) | 0-2 (kernel: netlink's error) |
+//! | 4 rules and protocols | netfilter, dhcp (the protocol, the client and `dhcp daemon`) | 0-3 |
+//! | 5 plugin helpers | attach (what plugins share to attach a container), error_codes (layer errors to CNI errors and codes), libcni (network lists, the result cache, running delegates; delegating plugins and cnitool run networks through it) | 0-4 |
 //! | 6 plugins | plugins | 0-5 |
-//! | 7 daemons | daemons | 0-6 |
+//! | 7 daemons | flanneld (reads subnet.env with the flannel plugin's parser) | 0-6 |
 //! | 8 front ends | cnitool, install | 0-7 |
 //! | 9 dispatch on argv | multicall (main.rs calls it) | 0-8 |
 //!
@@ -19,19 +19,24 @@
 use std::path::{Path, PathBuf};
 
 /// Within a layer, these modules (user, used) build on one another: state
-/// file names hash with `digest`.
-const WITHIN_A_LAYER: &[(&str, &str)] = &[("files", "digest")];
+/// file names hash with `digest`; Go flag errors quote the flag; a tap
+/// failure is a `netlink::Error` like any link operation's.
+const WITHIN_A_LAYER: &[(&str, &str)] = &[
+    ("files", "digest"),
+    ("goflags", "quote"),
+    ("kernel", "netlink"),
+];
 
 fn layer(module: &str) -> Option<u8> {
     Some(match module {
-        "alloc" | "digest" | "files" | "quote" => 0,
+        "alloc" | "digest" | "files" | "goflags" | "quote" => 0,
         "lockfile" => 1,
         "cni" => 2,
-        "netlink" | "netns" | "ipam" | "dbus" | "etcd" => 3,
+        "netlink" | "kernel" | "netns" | "ipam" | "dbus" | "etcd" => 3,
         "netfilter" | "dhcp" => 4,
-        "iface" | "boundary" | "runtime" => 5,
+        "attach" | "error_codes" | "libcni" => 5,
         "plugins" => 6,
-        "daemons" => 7,
+        "flanneld" => 7,
         "cnitool" | "install" => 8,
         "multicall" => 9,
         _ => return None,
@@ -212,7 +217,7 @@ fn errors_keep_their_cause() {
 }
 
 /// The kernel and rules layers report what failed; which CNI code that is gets
-/// decided in `boundary.rs` or by the plugin. (netns's return-to-home guard is
+/// decided in `error_codes.rs` or by the plugin. (netns's return-to-home guard is
 /// the one exception: it cannot return an error, so it prints the CNI error
 /// itself and exits.)
 #[test]
@@ -221,6 +226,7 @@ fn layers_below_the_plugins_choose_no_cni_code() {
     for (name, text) in production_sources() {
         let layer = [
             "netlink/",
+            "kernel/",
             "netfilter/",
             "ipam/",
             "dhcp/",

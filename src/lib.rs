@@ -1,18 +1,21 @@
 //! cni-multi: the CNI reference plugins as one multicall binary.
 
 pub mod alloc;
-pub mod boundary;
+pub mod attach;
 pub mod cni;
 pub mod cnitool;
-pub mod daemons;
 pub mod dbus;
 pub mod dhcp;
 pub mod digest;
+pub mod error_codes;
 pub mod etcd;
 pub mod files;
-pub mod iface;
+pub mod flanneld;
+pub mod goflags;
 pub mod install;
 pub mod ipam;
+pub mod kernel;
+pub mod libcni;
 pub mod lockfile;
 pub mod multicall;
 pub mod netfilter;
@@ -20,7 +23,6 @@ pub mod netlink;
 pub mod netns;
 pub mod plugins;
 pub mod quote;
-pub mod runtime;
 
 #[cfg(test)]
 #[path = "layering_tests.rs"]

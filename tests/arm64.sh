@@ -143,9 +143,9 @@ esac
 ! readelf -lW "$BIN" | grep -q INTERP || fail "$BIN names a program interpreter"
 ! readelf -dW "$BIN" | grep -q NEEDED || fail "$BIN needs shared libraries"
 hot=$(readelf -SW "$BIN" | sed -n 's/.*\] \.text\.hot *PROGBITS *[0-9a-f]* [0-9a-f]* \([0-9a-f]*\) .*/\1/p')
-[ $((0x${hot:-0})) -ge 65536 ] || fail "$BIN has no .text.hot section of plugin code (src/hot-text.ld not linked)"
+[ $((0x${hot:-0})) -ge 65536 ] || fail "$BIN has no .text.hot section of plugin code (bench/hot-text.ld not linked)"
 rohot=$(readelf -SW "$BIN" | sed -n 's/.*\] \.rodata\.hot *PROGBITS *[0-9a-f]* [0-9a-f]* \([0-9a-f]*\) .*/\1/p')
-[ $((0x${rohot:-0})) -ge 16384 ] || fail "$BIN has no .rodata.hot section of plugin data (src/hot-text.ld not linked)"
+[ $((0x${rohot:-0})) -ge 16384 ] || fail "$BIN has no .rodata.hot section of plugin data (bench/hot-text.ld not linked)"
 size=$(stat -c %s "$BIN")
 say "ok: $BIN: static aarch64 ELF, $size bytes ($((0x$hot)) of them hot plugin code)"
 

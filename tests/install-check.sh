@@ -6,15 +6,15 @@ set -eu
 bin=target/cni-multi
 file -L "$bin" | grep -q "statically linked\|static-pie linked" || {
     echo "install-check: $bin is not statically linked: $(file -L "$bin")" >&2; exit 1; }
-# The plugins' code is linked in front (src/hot-text.ld): without it a
+# The plugins' code is linked in front (bench/hot-text.ld): without it a
 # plugin run maps nearly all of the text.
 hot=$(objdump -h "$bin" | awk '$2 == ".text.hot" { print $3 }')
 [ $((0x${hot:-0})) -ge 65536 ] || {
-    echo "install-check: $bin has no .text.hot section of plugin code (src/hot-text.ld not linked)" >&2; exit 1; }
+    echo "install-check: $bin has no .text.hot section of plugin code (bench/hot-text.ld not linked)" >&2; exit 1; }
 # ...and the read-only data that code references, apart from the daemons'.
 rohot=$(objdump -h "$bin" | awk '$2 == ".rodata.hot" { print $3 }')
 [ $((0x${rohot:-0})) -ge 16384 ] || {
-    echo "install-check: $bin has no .rodata.hot section of plugin data (src/hot-text.ld not linked, or written before it placed data)" >&2; exit 1; }
+    echo "install-check: $bin has no .rodata.hot section of plugin data (bench/hot-text.ld not linked, or written before it placed data)" >&2; exit 1; }
 # Packed relocations (RELR): start-up reads a few KB, not an entry per pointer.
 readelf -SW "$bin" | grep -q '\.relr\.dyn' || {
     echo "install-check: $bin has no .relr.dyn (not linked with -z pack-relative-relocs)" >&2; exit 1; }

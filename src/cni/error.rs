@@ -147,7 +147,7 @@ impl std::error::Error for Error {
 
 /// `result.context("failed to X")?`: a layer error becomes a CNI error whose
 /// message says what was being done, with the layer error kept as its source.
-/// The code is the one the layer error maps to (the `From` impls in `boundary.rs`).
+/// The code is the one the layer error maps to (the `From` impls in `error_codes.rs`).
 pub trait Context<T> {
     fn context(self, what: impl fmt::Display) -> CniResult<T>;
     /// As `context`, with the text built only on failure.

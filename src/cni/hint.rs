@@ -1,7 +1,7 @@
 //! What a user can do about a failure the kernel or the file system reported
 //! with an errno: one short hint, chosen by the errno and by what was being
 //! done ("File exists" asks for something else on a link name than on a
-//! route). Plugins put it in a CNI error's `details` (`boundary.rs`), so the
+//! route). Plugins put it in a CNI error's `details` (`error_codes.rs`), so the
 //! message stays the reference's words; cnitool adds it to its own message.
 //! No hint where the errno alone does not say what to do.
 

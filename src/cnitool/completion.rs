@@ -223,9 +223,9 @@ fn networks(dir: &Path) -> Vec<String> {
             continue;
         };
         let loaded = if is_list {
-            crate::runtime::conf::list_from_bytes(&bytes, path)
+            crate::libcni::conf::list_from_bytes(&bytes, path)
         } else {
-            crate::runtime::conf::conf_from_bytes(&bytes, path)
+            crate::libcni::conf::conf_from_bytes(&bytes, path)
         };
         if let Ok(list) = loaded
             && !names.contains(&list.name)

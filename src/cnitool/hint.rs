@@ -6,8 +6,8 @@
 
 use crate::cni::hint::{self, Doing};
 use crate::cni::version;
+use crate::libcni::conf::NetworkList;
 use crate::quote::quoted;
-use crate::runtime::conf::NetworkList;
 use nix::libc;
 
 /// The error's text with the hint for a denial, when the text carries EPERM

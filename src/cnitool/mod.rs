@@ -2,7 +2,7 @@
 //! with its env variables and container IDs) plus `list`, `validate`,
 //! `status-of` (multus's network-status of a pod), `netns`, `completion`, `doctor`
 //! (stale CNI state of the node), `ls` and `--container-id` (the attachments
-//! runtimes made) and `--trace`, as a thin clap front end over `runtime`.
+//! runtimes made) and `--trace`, as a thin clap front end over `libcni`.
 
 mod attachments;
 mod completion;
@@ -13,11 +13,11 @@ mod trace;
 mod validate;
 
 use crate::cni::version;
+use crate::libcni::cache::{Cache, DEFAULT_CACHE_DIR};
+use crate::libcni::conf::{self, NetworkList};
+use crate::libcni::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
 use crate::netns::named;
 use crate::quote::quoted;
-use crate::runtime::cache::{Cache, DEFAULT_CACHE_DIR};
-use crate::runtime::conf::{self, NetworkList};
-use crate::runtime::{Attachment, Runtime, RuntimeConf, cnitool_container_id};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use serde_json::{Map, Value};

@@ -13,8 +13,8 @@ use super::Settings;
 use crate::cni::env::{CmdArgs, Command};
 use crate::cni::json::Recorder;
 use crate::cni::{PluginInfo, version};
+use crate::libcni::conf::{self, NetworkList, PluginConf};
 use crate::quote::quoted;
-use crate::runtime::conf::{self, NetworkList, PluginConf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -397,7 +397,7 @@ fn plugin_keys(
     r: &mut NetworkReport,
 ) -> Option<Box<PluginReport>> {
     let at = (info.name, Some(i));
-    let stdin = crate::runtime::stdin_for(&list.plugins[i], list, None, None, &[]);
+    let stdin = crate::libcni::stdin_for(&list.plugins[i], list, None, None, &[]);
     let recorder = Arc::new(Recorder::default());
     let env = CmdArgs {
         container_id: "cnitool-validate".into(),

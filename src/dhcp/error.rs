@@ -1,5 +1,5 @@
 //! The dhcp layer's error. It names the interface or operation and keeps the
-//! cause; which CNI code it becomes is decided in `boundary.rs`.
+//! cause; which CNI code it becomes is decided in `error_codes.rs`.
 
 use crate::quote::quoted;
 use std::fmt;

@@ -11,11 +11,11 @@
 //!   rebind, RELEASE; retries and backoff as the reference.
 //! - `protocol`: the plugin <-> daemon messages over the unix socket (JSON
 //!   lines, versioned).
-//!
-//! The daemon itself (flags, socket, lease keepers, state files) lives above
-//! the plugins, in `daemons/dhcp.rs`.
+//! - `daemon`: `dhcp daemon` itself (flags, socket, lease keepers, state
+//!   files); it uses nothing above this layer.
 
 pub mod client;
+pub mod daemon;
 pub mod error;
 pub mod lease;
 pub mod options;

@@ -30,9 +30,9 @@ pub fn install(from: &Path, to: &Path, dry_run: bool, verbose: bool) -> Result<(
         let bytes = crate::files::read_limited(&path, crate::files::MAX_FILE)
             .with_context(|| format!("failed to read {}", path.display()))?;
         let parsed = if name.ends_with(".conflist") {
-            crate::runtime::conf::list_from_bytes(&bytes, &path)
+            crate::libcni::conf::list_from_bytes(&bytes, &path)
         } else {
-            crate::runtime::conf::conf_from_bytes(&bytes, &path)
+            crate::libcni::conf::conf_from_bytes(&bytes, &path)
         };
         parsed.map_err(|e| anyhow::anyhow!("{}: refused: {}", path.display(), e.msg))?;
         configs.push((name, bytes));

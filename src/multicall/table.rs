@@ -60,15 +60,15 @@ pub static SUBCOMMANDS: &[Subcommand] = &[
 
 /// The daemons take their arguments without their own name.
 fn dhcp_daemon_main(args: Vec<OsString>) -> i32 {
-    crate::daemons::dhcp::main(args.get(1..).unwrap_or_default().to_vec())
+    crate::dhcp::daemon::main(args.get(1..).unwrap_or_default().to_vec())
 }
 
 fn flanneld_main(args: Vec<OsString>) -> i32 {
-    crate::daemons::flanneld::main(args.get(1..).unwrap_or_default().to_vec())
+    crate::flanneld::main(args.get(1..).unwrap_or_default().to_vec())
 }
 
 fn dhcp_daemon() -> clap::Command {
-    crate::daemons::dhcp::command()
+    crate::dhcp::daemon::command()
         .name("daemon")
         .about("The dhcp plugin's lease daemon")
 }
@@ -76,7 +76,7 @@ fn dhcp_daemon() -> clap::Command {
 /// flanneld's description is a paragraph: a line for lists, the paragraph
 /// for its page.
 fn flanneld() -> clap::Command {
-    let cmd = crate::daemons::flanneld::command();
+    let cmd = crate::flanneld::command();
     let long = cmd.get_about().cloned().unwrap_or_default();
     cmd.about("flannel's network daemon on etcd (also run as flanneld)")
         .long_about(long)

@@ -6,9 +6,9 @@ use super::table::{Route, SUBCOMMANDS, Subcommand, route};
 use super::{commands, names, usage};
 use crate::cni::{ArgsPolicy, NetConf, PluginInfo};
 use crate::cnitool::doctor::kinds;
+use crate::libcni::conf::PluginConf;
 use crate::plugins::footprint::Footprint;
 use crate::plugins::{Entry, Files, PLUGINS, Repair, STATELESS, State, decode_with};
-use crate::runtime::conf::PluginConf;
 use std::ffi::OsString;
 
 fn fake_decode(_: &NetConf) -> usize {

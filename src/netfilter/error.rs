@@ -1,6 +1,6 @@
 //! What a netfilter operation reports: the tool, table, netlink request,
 //! firewalld call or lock that failed, with its cause kept as `source()`. Which CNI code each
-//! becomes is decided in `boundary.rs`, not here.
+//! becomes is decided in `error_codes.rs`, not here.
 
 use crate::quote::quoted;
 use std::path::PathBuf;

@@ -20,14 +20,13 @@ pub mod headers;
 pub mod link;
 pub mod mptcp;
 pub mod neigh;
+mod netconf;
 pub mod nfnl;
 mod nfnl_release;
 pub mod nsid;
 pub mod route;
 pub mod rule;
-pub mod sysctl;
 pub mod tc;
-pub mod tun;
 pub mod uapi;
 pub mod wire;
 
@@ -158,9 +157,9 @@ impl Channel {
         nix::sys::socket::setsockopt(
             &fd,
             nix::sys::socket::sockopt::ReceiveTimeout,
-            &nix::sys::time::TimeVal::new(
-                libc::time_t::try_from(RECV_TIMEOUT.as_secs()).unwrap_or(libc::time_t::MAX),
-                0,
+            // 30 s: within every platform's time_t, so `seconds` cannot panic.
+            &<nix::sys::time::TimeVal as nix::sys::time::TimeValLike>::seconds(
+                i64::try_from(RECV_TIMEOUT.as_secs()).unwrap_or(30),
             ),
         )?;
         Ok(Channel {

@@ -7,10 +7,10 @@
 //! the peer index its `eth0` claims is no proof. DEL touches the host veth
 //! only when ADD recorded it (root-owned state) and it still proves so.
 
+use crate::attach;
 use crate::cni::error::Context;
 use crate::cni::result::{Interface, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Kind, Link, LinkKind, NewLink};
 use crate::netlink::tc::{TIME_UNITS_PER_SEC, Tbf, tick_in_usec};
@@ -314,7 +314,7 @@ pub fn aliased_owner(name: &str, alias: &str) -> Option<(String, String)> {
 /// proven from the host side: its peer is the container's interface, in the
 /// container's namespace (the index the container's end names is the container's word).
 fn host_interface(sock: &mut Socket, inv: &Invocation, prev: &NetResult) -> CniResult<Link> {
-    let ns = iface::open_netns(&inv.env.netns)?;
+    let ns = attach::open_netns(&inv.env.netns)?;
     let ifname = inv.env.ifname.clone();
     let container = ns.run(move || Socket::open().and_then(|mut s| s.link_by_name(&ifname)))??;
     if container.kind != LinkKind::Veth {

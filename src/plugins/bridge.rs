@@ -1,18 +1,19 @@
 //! bridge: a veth pair per container, the host end enslaved to a Linux bridge
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
+use crate::attach;
 use crate::cni::delegate::{Delegate, Rollback};
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
+use crate::kernel::sysctl;
 use crate::netfilter::macspoof;
 use crate::netfilter::masq::IpMasq;
+use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{
     Change, Kind, Link, LinkKind, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
 };
-use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
 use crate::quote::quoted;
 use ipnet::IpNet;
@@ -110,8 +111,8 @@ impl Conf {
             crate::cni::config::link_name_key("vlan gateway", &gateway)?;
         }
         let masq = IpMasq::new(k.ip_masq, k.ip_masq_backend.clone())?;
-        let mtu = iface::optional_mtu(k.mtu)?;
-        let mac = iface::requested_mac(inv, k.mac)?;
+        let mtu = attach::optional_mtu(k.mtu)?;
+        let mac = attach::requested_mac(inv, k.mac)?;
         Ok(Conf {
             bridge,
             is_gateway,
@@ -149,11 +150,11 @@ impl Plugin for Bridge {
         let conf = Conf::load(inv)?;
         let mut host = Socket::open()?;
         let (bridge, created) = ensure_bridge(&mut host, &conf)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
-        let veth = iface::setup_veth(&mut host, &ns, ifname, conf.mtu, conf.mac)?;
+        let veth = attach::setup_veth(&mut host, &ns, ifname, conf.mtu, conf.mac)?;
         // From here on, a failure removes the container end (and with it the host end).
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let cleanup = attach::ContainerLinkGuard::new(&ns, ifname);
         attach_port(&mut host, &conf, &bridge, &veth.host)?;
         // As the reference: once the veth exists, before IPAM; undone if ADD fails.
         let spoofchk = match conf.macspoofchk {
@@ -162,9 +163,9 @@ impl Plugin for Bridge {
         };
         let mut result = NetResult::new();
         result.interfaces = vec![
-            iface::result_interface(&bridge, None),
-            iface::result_interface(&veth.host, None),
-            iface::result_interface(&veth.container, Some(&inv.env.netns)),
+            attach::result_interface(&bridge, None),
+            attach::result_interface(&veth.host, None),
+            attach::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
         let ipam = inv
             .conf
@@ -211,7 +212,7 @@ impl Plugin for Bridge {
         let k: Keys = inv.conf.plugin_keys()?;
         vlans(&k)?;
         group_fwd_mask_in_range(k.group_fwd_mask)?;
-        iface::del_single(inv)?;
+        attach::del_single(inv)?;
         if k.macspoofchk {
             macspoof::teardown(&inv.env.container_id, &inv.env.ifname)?;
         }
@@ -237,7 +238,7 @@ impl Plugin for Bridge {
             )));
         }
         // The container veth, its MAC, addresses and routes (and IPAM's CHECK).
-        let container = iface::check_single(inv, Some(LinkKind::Veth))?;
+        let container = attach::check_single(inv, Some(LinkKind::Veth))?;
         let ifname = inv.env.ifname.as_str();
         let peer = container.parent.ok_or_else(|| {
             Error::internal(format!(
@@ -261,12 +262,12 @@ impl Plugin for Bridge {
         if conf.macspoofchk {
             macspoof_gc(inv, &conf)?;
         }
-        iface::gc_ipam(inv)?;
-        iface::gc_masq(inv, &conf.masq)
+        attach::gc_ipam(inv)?;
+        attach::gc_masq(inv, &conf.masq)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }
 
@@ -465,7 +466,7 @@ fn ensure_vlan_gateway(host: &mut Socket, conf: &Conf, bridge: &Link) -> CniResu
         }
     }
     let here = NetNs::current()?;
-    let pair = iface::setup_veth(host, &here, &name, Some(bridge.mtu), None)
+    let pair = attach::setup_veth(host, &here, &name, Some(bridge.mtu), None)
         .with_context(|| format!("failed to create vlan gateway {name}", name = quoted(&name)))?;
     let attach = |host: &mut Socket| -> CniResult<()> {
         host.set_link(&pair.host, Change::Master(Some(bridge.index)))?;
@@ -576,7 +577,7 @@ fn adopt_ipam<'d, 'a>(
     result: &mut NetResult,
 ) -> CniResult<Rollback<'d, 'a>> {
     let (ipam_result, guard) = ipam.add_guarded()?;
-    iface::adopt_ipam_result(result, ipam_result, 2)?;
+    attach::adopt_ipam_result(result, ipam_result, 2)?;
     Ok(guard)
 }
 
@@ -589,14 +590,14 @@ fn configure_container(ns: &NetNs, conf: &Conf, ifname: &str, result: &NetResult
         let mut sock = Socket::open()?;
         if layer3 {
             let link = sock.link_by_name(ifname)?;
-            iface::set_arp_notify(&mut sock, link.index);
+            attach::set_arp_notify(&mut sock, link.index);
             if enable_dad {
-                iface::set_conf("ipv6", ifname, "enhanced_dad", "1");
-                iface::set_conf("ipv6", ifname, "accept_dad", "1");
+                attach::set_conf("ipv6", ifname, "enhanced_dad", "1");
+                attach::set_conf("ipv6", ifname, "accept_dad", "1");
             } else {
-                iface::set_conf("ipv6", ifname, "accept_dad", "0");
+                attach::set_conf("ipv6", ifname, "accept_dad", "0");
             }
-            iface::configure(&mut sock, ifname, result)
+            attach::configure(&mut sock, ifname, result)
         } else if !disabled {
             let link = sock.link_by_name(ifname)?;
             Ok(sock.set_link(&link, Change::Up(true))?)
@@ -630,7 +631,7 @@ fn configure_gateways(
         {
             result.interfaces[0].mac = format_mac(&mac);
         }
-        iface::enable_forwarding(host, &result.ips)?;
+        attach::enable_forwarding(host, &result.ips)?;
         return Ok(());
     }
     if !gateways.is_empty() {
@@ -639,11 +640,11 @@ fn configure_gateways(
         let gateway = ensure_vlan_gateway(host, conf, bridge)?;
         result
             .interfaces
-            .push(iface::result_interface(&gateway, None));
+            .push(attach::result_interface(&gateway, None));
         for gw in gateways {
             ensure_address(host, &gateway, *gw, conf.force_address)?;
         }
-        iface::enable_forwarding(host, &result.ips)?;
+        attach::enable_forwarding(host, &result.ips)?;
     }
     // Unpinned, a bridge takes the lowest port MAC: read what it is now.
     result.interfaces[0].mac = host.link_by_index(bridge.index)?.mac_string();

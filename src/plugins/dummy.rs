@@ -1,8 +1,8 @@
 //! dummy: a dummy interface in the container carrying IPAM's addresses.
 
+use crate::attach;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::link::{Kind, LinkKind, NewLink};
 
 pub struct Dummy;
@@ -28,31 +28,31 @@ impl Plugin for Dummy {
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         needs_ipam(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
-        let link = iface::create_in_container(&ns, NewLink::new("", Kind::Dummy), ifname, false)?;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let link = attach::create_in_container(&ns, NewLink::new("", Kind::Dummy), ifname, false)?;
+        let cleanup = attach::ContainerLinkGuard::new(&ns, ifname);
         let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        result.interfaces = vec![attach::result_interface(&link, Some(&inv.env.netns))];
         // dummy keeps IPAM's DNS (reference behaviour).
-        let result = iface::configure_single(inv, &ns, ifname, result, true)?;
+        let result = attach::configure_single(inv, &ns, ifname, result, true)?;
         cleanup.keep();
         Ok(result)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        iface::del_single(inv)
+        attach::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, Some(LinkKind::Dummy)).map(drop)
+        attach::check_single(inv, Some(LinkKind::Dummy)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }

@@ -47,7 +47,7 @@ pub struct State {
 pub enum Files {
     None,
     /// `<containerID>@<ifname>[@<network hash>].json` per attachment
-    /// (`attachments::record_owner`).
+    /// (`attach::records::record_owner`).
     Records,
     /// tuning's backups, `<containerID>_<ifname>.json` (`tuning::backup_file`).
     Backups,

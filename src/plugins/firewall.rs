@@ -3,7 +3,7 @@
 //! isolation; or, with firewalld (chosen, or found running), makes them
 //! sources of a firewalld zone. Its output is prevResult, unchanged.
 
-use super::attachments::{self, Split};
+use crate::attach::records::{self, Split};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netfilter::Backend;
@@ -226,10 +226,10 @@ impl Plugin for Firewall {
         if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
             return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
         }
-        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
         // An earlier record: a repeated ADD (its rules looked for, first at
         // their remembered handles); an unreadable one counts as earlier.
-        let known = match attachments::read(&dir, inv) {
+        let known = match records::read(&dir, inv) {
             Ok(None) => rules::Known {
                 fresh: true,
                 handles: Vec::new(),
@@ -241,7 +241,7 @@ impl Plugin for Firewall {
             Err(_) => rules::Known::default(),
         };
         // Before any rule, so that GC finds what a failed ADD left.
-        attachments::write(&dir, inv, &ips)?;
+        records::write(&dir, inv, &ips)?;
         let plan = conf.plan(inv, ips, bridge);
         let remembered = std::cell::RefCell::new(Vec::new());
         conf.on_target(target, |t| {
@@ -250,7 +250,7 @@ impl Plugin for Firewall {
         })?;
         let remembered = remembered.into_inner();
         if !remembered.is_empty() {
-            attachments::write_handles(&dir, inv, &plan.addresses, &remembered)?;
+            records::write_handles(&dir, inv, &plan.addresses, &remembered)?;
         }
         Ok(prev)
     }
@@ -279,16 +279,16 @@ impl Plugin for Firewall {
         for backend in backends {
             if backend == Backend::Nftables {
                 // An unreadable dataDir leaves it unknown: as if recorded.
-                let recorded = attachments::data_dir(inv, DEFAULT_DATA_DIR)
-                    .map_or(true, |dir| attachments::exists(&dir, inv));
+                let recorded = records::data_dir(inv, DEFAULT_DATA_DIR)
+                    .map_or(true, |dir| records::exists(&dir, inv));
                 rules::del_nftables(&plan, recorded)?;
             } else {
                 rules::del_known(Target::Rules(backend), &plan, &remembered)?;
             }
         }
         // A dataDir ADD would refuse means ADD recorded nothing.
-        if let Ok(dir) = attachments::data_dir(inv, DEFAULT_DATA_DIR) {
-            attachments::remove(&dir, inv)?;
+        if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
+            records::remove(&dir, inv)?;
         }
         Ok(())
     }
@@ -303,7 +303,7 @@ impl Plugin for Firewall {
         let Some(conf) = del_conf(inv)? else {
             return Ok(());
         };
-        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
         let split = Split::read(&dir, "firewall", inv.conf.name(), &valid)?;
         if split.stale.is_empty() {
             return Ok(());
@@ -357,9 +357,9 @@ impl Plugin for Firewall {
 
 /// The handles ADD remembered (checked before use; none is fine).
 fn remembered(inv: &Invocation) -> Vec<rules::Remembered> {
-    attachments::data_dir(inv, DEFAULT_DATA_DIR)
+    records::data_dir(inv, DEFAULT_DATA_DIR)
         .ok()
-        .and_then(|dir| attachments::read(&dir, inv).ok().flatten())
+        .and_then(|dir| records::read(&dir, inv).ok().flatten())
         .map(|r| r.handles)
         .unwrap_or_default()
 }

@@ -8,7 +8,7 @@
 
 use super::entry::{Entry, Files, Repair};
 use crate::cni::json::map_field;
-use crate::runtime::conf::PluginConf;
+use crate::libcni::conf::PluginConf;
 use ipnet::IpNet;
 use serde_json::{Map, Value};
 use std::path::PathBuf;

@@ -15,10 +15,10 @@ mod device;
 mod record;
 mod unrecorded;
 
+use crate::attach;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, LinkKind};
 use crate::netns::NetNs;
@@ -64,7 +64,7 @@ impl Plugin for HostDevice {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let target = target(inv)?;
         let dir = data_dir(&inv.conf.plugin_keys()?)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         if target.dpdk {
             return add_dpdk(inv);
@@ -99,9 +99,9 @@ impl Plugin for HostDevice {
             return Err(Error::from(e).context("failed to record the host device"));
         }
         let mut result = NetResult::new();
-        result.interfaces = vec![iface::result_interface(&link, Some(&inv.env.netns))];
+        result.interfaces = vec![attach::result_interface(&link, Some(&inv.env.netns))];
         let has_ipam = inv.conf.ipam_type().is_some();
-        let mut result = match iface::configure_single(inv, &ns, ifname, result, false) {
+        let mut result = match attach::configure_single(inv, &ns, ifname, result, false) {
             Ok(r) => r,
             Err(e) => {
                 // Give the device back rather than strand it in the container;
@@ -114,7 +114,7 @@ impl Plugin for HostDevice {
         };
         // Without IPAM the reference prints the link alone, without DNS.
         if has_ipam {
-            iface::config_dns_over(inv, &mut result);
+            attach::config_dns_over(inv, &mut result);
         }
         Ok(result)
     }
@@ -163,7 +163,7 @@ impl Plugin for HostDevice {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         if target(inv)?.dpdk {
-            iface::open_netns(&inv.env.netns)?;
+            attach::open_netns(&inv.env.netns)?;
             if inv.conf.ipam_type().is_some() {
                 crate::cni::delegate::Delegate::ipam(inv)?.check()?;
             }
@@ -172,15 +172,15 @@ impl Plugin for HostDevice {
                 .ok_or_else(|| Error::invalid_config("Required prevResult missing"))?;
             return Ok(());
         }
-        iface::check_single(inv, None).map(drop)
+        attach::check_single(inv, None).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }
 
@@ -193,8 +193,8 @@ fn add_dpdk(inv: &Invocation) -> CniResult<NetResult> {
     }
     let ipam = crate::cni::delegate::Delegate::ipam(inv)?;
     let (ipam_result, rollback) = ipam.add_guarded()?;
-    iface::adopt_ipam_result(&mut result, ipam_result, 0)?;
-    iface::config_dns_over(inv, &mut result);
+    attach::adopt_ipam_result(&mut result, ipam_result, 0)?;
+    attach::config_dns_over(inv, &mut result);
     rollback.keep();
     Ok(result)
 }

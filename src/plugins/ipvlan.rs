@@ -1,9 +1,9 @@
 //! ipvlan: an ipvlan interface on a master, created straight into the container.
 //! Chained after another plugin with no IPAM of its own, it reuses prevResult's IPs.
 
+use crate::attach::{self, Addressing};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
 use crate::quote::quoted;
 use serde::Deserialize;
@@ -56,9 +56,9 @@ impl Conf {
                 }
             }
         }
-        let master = iface::find_master(inv, &master_name, k.link_in_container)?;
+        let master = attach::find_master(inv, &master_name, k.link_in_container)?;
         Ok(Conf {
-            mtu: iface::mtu_within_master(k.mtu, &master)?,
+            mtu: attach::mtu_within_master(k.mtu, &master)?,
             master,
             mode,
             link_in_container: k.link_in_container,
@@ -76,12 +76,12 @@ impl Plugin for Ipvlan {
         let k: Keys = inv.conf.plugin_keys()?;
         mode_from_str(&k.mode)?;
         crate::cni::config::link_name_key("master", &k.master)?;
-        iface::optional_mtu(k.mtu).map(drop)
+        attach::optional_mtu(k.mtu).map(drop)
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         // Chained with no IPAM of its own: prevResult's addresses.
         let addressing = match (inv.conf.ipam_type(), inv.conf.prev_result()?) {
@@ -96,18 +96,18 @@ impl Plugin for Ipvlan {
             },
         );
         spec.mtu = conf.mtu;
-        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
-        iface::finish_single(inv, &ns, &link, true, addressing)
+        let link = attach::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        attach::finish_single(inv, &ns, &link, true, addressing)
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
-        iface::del_single(inv)
+        attach::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some(LinkKind::Ipvlan))?;
+        let link = attach::check_single(inv, Some(LinkKind::Ipvlan))?;
         if link.ipvlan_mode() != Some(conf.mode) {
             return Err(Error::internal(
                 "container ipvlan mode does not match the config",
@@ -117,10 +117,10 @@ impl Plugin for Ipvlan {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }

@@ -1,9 +1,9 @@
 //! macvlan: a macvlan interface on a master (the default-route interface unless
 //! configured), created straight into the container and renamed to CNI_IFNAME.
 
+use crate::attach::{self, Addressing};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, LinkKind, MacvlanMode, NewLink};
 use crate::quote::quoted;
 use serde::Deserialize;
@@ -48,11 +48,11 @@ impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let k: Keys = inv.conf.plugin_keys()?;
         let mode = mode_from_str(&k.mode)?;
-        let master = iface::find_master(inv, &k.master, k.link_in_container)?;
+        let master = attach::find_master(inv, &k.master, k.link_in_container)?;
         Ok(Conf {
             mode,
-            mtu: iface::mtu_within_master(k.mtu, &master)?,
-            mac: iface::requested_mac(inv, k.mac)?,
+            mtu: attach::mtu_within_master(k.mtu, &master)?,
+            mac: attach::requested_mac(inv, k.mac)?,
             link_in_container: k.link_in_container,
             bc_queue_len: k.bcqueuelen,
             master,
@@ -70,13 +70,13 @@ impl Plugin for Macvlan {
         let k: Keys = inv.conf.plugin_keys()?;
         mode_from_str(&k.mode)?;
         crate::cni::config::link_name_key("master", &k.master)?;
-        iface::optional_mtu(k.mtu)?;
-        iface::requested_mac(inv, k.mac).map(drop)
+        attach::optional_mtu(k.mtu)?;
+        attach::requested_mac(inv, k.mac).map(drop)
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let mut spec = NewLink::new(
             "",
@@ -88,11 +88,11 @@ impl Plugin for Macvlan {
         );
         spec.mtu = conf.mtu;
         spec.mac = conf.mac;
-        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        let link = attach::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
         // Announcements only for addresses: an L2-only link keeps the kernel's
         // defaults (as the reference).
         let announce = inv.conf.ipam_type().is_some();
-        iface::finish_single(
+        attach::finish_single(
             inv,
             &ns,
             &link,
@@ -103,12 +103,12 @@ impl Plugin for Macvlan {
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
-        iface::del_single(inv)
+        attach::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some(LinkKind::Macvlan))?;
+        let link = attach::check_single(inv, Some(LinkKind::Macvlan))?;
         let want = MacvlanMode(conf.mode);
         if link.macvlan_mode() != Some(want) {
             let found = link
@@ -122,10 +122,10 @@ impl Plugin for Macvlan {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }

@@ -3,7 +3,6 @@
 //! (and so `symlinks.sh`), `install`, the doctor and its repair, fuzzing and
 //! the tests.
 
-pub(crate) mod attachments;
 pub mod bandwidth;
 pub mod bridge;
 pub(crate) mod dhcp;

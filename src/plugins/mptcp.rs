@@ -6,10 +6,10 @@
 //! Everything lives in the container's namespace, so DEL only tidies an
 //! interface that stays; GC has nothing to collect.
 
+use crate::attach;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::mptcp::{
     Endpoint, FLAGS, LIMIT_MAX, Limits, MPTCP_PM_ADDR_FLAG_FULLMESH, MPTCP_PM_ADDR_FLAG_SIGNAL,
@@ -207,7 +207,7 @@ impl Plugin for Mptcp {
         let prev = prev(inv)?;
         let ifname = inv.env.ifname.clone();
         let ifaddrs = iface_addresses(&prev, &ifname);
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         ns.run(move || -> CniResult<()> {
             let mut pm = path_manager()?;
             let wanted = conf.wanted(&ifaddrs, ifindex(&ifname)?)?;
@@ -258,7 +258,7 @@ impl Plugin for Mptcp {
         let prev = prev(inv)?;
         let ifname = inv.env.ifname.clone();
         let ifaddrs = iface_addresses(&prev, &ifname);
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         ns.run(move || -> CniResult<()> {
             let mut pm = path_manager()?;
             let have = pm.endpoints()?;

@@ -2,7 +2,7 @@
 //! masquerading for hairpin and localhost, in the reference's iptables chains
 //! or nftables table. Its output is prevResult, unchanged.
 
-use super::attachments::{self, Split};
+use crate::attach::records::{self, Split};
 use crate::cni::capabilities::PortMapping;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
@@ -117,7 +117,7 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
             ("conditionsV4", &conditions_v4, false),
             ("conditionsV6", &conditions_v6, true),
         ] {
-            // Code 7 (boundary.rs: a netfilter InvalidConfig).
+            // Code 7 (error_codes.rs: a netfilter InvalidConfig).
             crate::netfilter::nft::parse_conditions(conditions, v6).context(key)?;
         }
     }
@@ -325,8 +325,8 @@ impl Plugin for Portmap {
         }
         if nftables && crate::netlink::nfnl::available() {
             // An unreadable dataDir leaves it unknown: as if recorded.
-            let recorded = attachments::data_dir(inv, DEFAULT_DATA_DIR)
-                .map_or(true, |dir| attachments::exists(&dir, inv));
+            let recorded = records::data_dir(inv, DEFAULT_DATA_DIR)
+                .map_or(true, |dir| records::exists(&dir, inv));
             rules::del_nftables(&plan, recorded)?;
         }
         // After the rules: a packet in between would make a new entry with the
@@ -336,8 +336,8 @@ impl Plugin for Portmap {
             eprintln!("portmap: stale UDP conntrack entries may remain: {e}");
         }
         // A dataDir ADD would refuse means ADD recorded nothing.
-        if let Ok(dir) = attachments::data_dir(inv, DEFAULT_DATA_DIR) {
-            attachments::remove(&dir, inv)?;
+        if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
+            records::remove(&dir, inv)?;
         }
         Ok(())
     }
@@ -376,7 +376,7 @@ impl Plugin for Portmap {
         if crate::netfilter::iptables::usable(Family::V4) {
             rules::gc(Backend::Iptables, inv.conf.name(), &keep, &[])?;
         }
-        let dir = attachments::data_dir(inv, DEFAULT_DATA_DIR)?;
+        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
         let split = Split::read(&dir, "portmap", inv.conf.name(), &valid)?;
         if split.stale.is_empty() || !crate::netlink::nfnl::available() {
             return Ok(());
@@ -411,7 +411,7 @@ fn add_rules(
 ) -> CniResult<crate::netfilter::Result<()>> {
     if backend == Backend::Nftables {
         let ips: Vec<_> = targets.iter().map(|t| t.address).collect();
-        attachments::write(&attachments::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
+        records::write(&records::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
     }
     Ok(rules::add(backend, plan))
 }

@@ -2,11 +2,11 @@
 //! reaches everything through the gateway on the host end, the host reaches the
 //! container through a /32 (/128) route.
 
+use crate::attach;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netfilter::masq::IpMasq;
 use crate::netlink::Socket;
 use crate::netlink::link::{Link, LinkKind};
@@ -36,7 +36,7 @@ impl Conf {
         let k: Keys = inv.conf.plugin_keys()?;
         Ok(Conf {
             masq: IpMasq::new(k.ip_masq, k.ip_masq_backend)?,
-            mtu: iface::optional_mtu(k.mtu)?,
+            mtu: attach::optional_mtu(k.mtu)?,
             dns: inv.conf.common.dns.clone().filter(|d| !d.is_empty()),
         })
     }
@@ -55,10 +55,10 @@ impl Plugin for Ptp {
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         let ipam = Delegate::ipam(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let (ipam_result, rollback) = ipam.add_guarded()?;
         let mut result = NetResult::new();
-        iface::adopt_ipam_result(&mut result, ipam_result, 1)?;
+        attach::adopt_ipam_result(&mut result, ipam_result, 1)?;
         if let Some(ip) = result.ips.iter().find(|ip| ip.gateway.is_none()) {
             return Err(Error::internal(format!(
                 "IPAM result for {} has no gateway: ptp needs one per address",
@@ -66,20 +66,20 @@ impl Plugin for Ptp {
             )));
         }
         let mut host = Socket::open()?;
-        iface::enable_forwarding(&mut host, &result.ips)?;
+        attach::enable_forwarding(&mut host, &result.ips)?;
 
         let ifname = inv.env.ifname.as_str();
-        let veth = iface::setup_veth(&mut host, &ns, ifname, conf.mtu, None)?;
-        let cleanup = iface::ContainerLinkGuard::new(&ns, ifname);
+        let veth = attach::setup_veth(&mut host, &ns, ifname, conf.mtu, None)?;
+        let cleanup = attach::ContainerLinkGuard::new(&ns, ifname);
         result.interfaces = vec![
-            iface::result_interface(&veth.host, None),
-            iface::result_interface(&veth.container, Some(&inv.env.netns)),
+            attach::result_interface(&veth.host, None),
+            attach::result_interface(&veth.container, Some(&inv.env.netns)),
         ];
 
         let configured = result.clone();
         ns.run(|| -> CniResult<()> {
             let mut sock = Socket::open()?;
-            iface::configure(&mut sock, ifname, &configured)?;
+            attach::configure(&mut sock, ifname, &configured)?;
             route_via_gateways(&mut sock, ifname, &configured)
         })??;
         host_side(&mut host, &veth.host, &result)?;
@@ -106,7 +106,7 @@ impl Plugin for Ptp {
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let k: Keys = inv.conf.plugin_keys()?;
         Delegate::ipam(inv)?.del()?;
-        iface::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
+        attach::delete_for_del(&inv.env.netns, &inv.env.ifname)?;
         super::del_ip_masq(inv, k.ip_masq, k.ip_masq_backend)
     }
 
@@ -114,13 +114,13 @@ impl Plugin for Ptp {
         Conf::load(inv)?;
         // ptp always has IPAM; check_single runs its CHECK.
         Delegate::ipam(inv)?;
-        iface::check_single(inv, Some(LinkKind::Veth)).map(drop)
+        attach::check_single(inv, Some(LinkKind::Veth)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
         Delegate::ipam(inv)?.gc()?;
         let k: Keys = inv.conf.plugin_keys()?;
-        iface::gc_masq(inv, &IpMasq::for_del(k.ip_masq, k.ip_masq_backend))
+        attach::gc_masq(inv, &IpMasq::for_del(k.ip_masq, k.ip_masq_backend))
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {

@@ -2,10 +2,10 @@
 //! its addresses leave by that interface: a `from <ip>` rule per address into
 //! its own table holding the interface's routes. Its output is prevResult.
 
+use crate::attach;
 use crate::cni::error::Context;
 use crate::cni::result::{IpConfig, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::route::{RT_SCOPE_LINK, RT_TABLE_MAIN, Route};
@@ -289,7 +289,7 @@ impl Plugin for Sbr {
             )));
         }
         let plan = Plan::of(&k)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let _lock = lock()?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {

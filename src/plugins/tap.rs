@@ -1,14 +1,14 @@
 //! tap: a persistent tap device in the container (for VMs in pods), created with
 //! /dev/net/tun ioctls inside the container namespace; never `ip tuntap`.
 
+use crate::attach::{self, Addressing};
 use crate::cni::error::Context;
 use crate::cni::hint;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::iface::{self, Addressing};
+use crate::kernel::tun::{TapSpec, create_tap};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, LinkKind};
-use crate::netlink::tun::{TapSpec, create_tap};
 use crate::quote::quoted;
 use serde::Deserialize;
 
@@ -154,7 +154,7 @@ fn make_tap(
             })?;
             sock.set_link(link.index, Change::Master(Some(br.index)))?;
         }
-        iface::set_arp_notify(&mut sock, link.index);
+        attach::set_arp_notify(&mut sock, link.index);
         Ok(())
     })();
     if let Err(e) = configured {
@@ -168,8 +168,8 @@ fn make_tap(
 fn checked(inv: &Invocation) -> CniResult<(Keys, Option<u32>, Option<[u8; 6]>)> {
     let k: Keys = inv.conf.plugin_keys()?;
     crate::cni::config::link_name_key("bridge", &k.bridge)?;
-    let mtu = iface::optional_mtu(k.mtu)?;
-    let mac = iface::requested_mac(inv, k.mac.clone())?;
+    let mtu = attach::optional_mtu(k.mtu)?;
+    let mac = attach::requested_mac(inv, k.mac.clone())?;
     Ok((k, mtu, mac))
 }
 
@@ -188,12 +188,12 @@ impl Plugin for Tap {
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let (k, mtu, mac) = checked(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         if !k.selinux_context.is_empty() {
             selinux_label_refused(&k.selinux_context)?;
         }
         let ifname = inv.env.ifname.as_str();
-        let tmp = iface::random_name("tap")?;
+        let tmp = attach::random_name("tap")?;
         // Owner and group both set: the reference's netlink path (vnet header);
         // otherwise what its `ip tuntap add` path creates (no packet info).
         let both = k.owner.is_some() && k.group.is_some();
@@ -206,24 +206,24 @@ impl Plugin for Tap {
             group: k.group,
         };
         let link = ns.run(|| make_tap(&spec, ifname, mtu, mac, &k.bridge))??;
-        iface::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: false })
+        attach::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: false })
     }
 
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
-        iface::del_single(inv)
+        attach::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        iface::check_single(inv, Some(LinkKind::Tun)).map(drop)
+        attach::check_single(inv, Some(LinkKind::Tun)).map(drop)
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }
 

@@ -1,8 +1,8 @@
 //! vlan: an 802.1q interface on a master, created straight into the container.
 
+use crate::attach::{self, Addressing};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface::{self, Addressing};
 use crate::netlink::link::{Kind, Link, LinkKind, NewLink};
 use serde::Deserialize;
 
@@ -48,9 +48,9 @@ fn checked(inv: &Invocation) -> CniResult<(Keys, u16)> {
 impl Conf {
     fn load(inv: &Invocation) -> CniResult<Conf> {
         let (k, id) = checked(inv)?;
-        let master = iface::find_master(inv, &k.master, k.link_in_container)?;
+        let master = attach::find_master(inv, &k.master, k.link_in_container)?;
         Ok(Conf {
-            mtu: iface::mtu_within_master(k.mtu, &master)?,
+            mtu: attach::mtu_within_master(k.mtu, &master)?,
             master,
             id,
             link_in_container: k.link_in_container,
@@ -74,14 +74,14 @@ impl Plugin for Vlan {
     fn validate(&self, inv: &Invocation) -> CniResult<()> {
         let (k, _) = checked(inv)?;
         crate::cni::config::link_name_key("master", &k.master)?;
-        iface::optional_mtu(k.mtu)?;
+        attach::optional_mtu(k.mtu)?;
         needs_ipam(inv)
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
         let conf = Conf::load(inv)?;
         needs_ipam(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let mut spec = NewLink::new(
             "",
@@ -91,19 +91,19 @@ impl Plugin for Vlan {
             },
         );
         spec.mtu = conf.mtu;
-        let link = iface::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
-        iface::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: true })
+        let link = attach::create_in_container(&ns, spec, ifname, conf.link_in_container)?;
+        attach::finish_single(inv, &ns, &link, false, Addressing::Ipam { required: true })
     }
 
     /// Unlike the reference, DEL does not need the master to exist.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
         let _: Keys = inv.conf.plugin_keys()?;
-        iface::del_single(inv)
+        attach::del_single(inv)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
-        let link = iface::check_single(inv, Some(LinkKind::Vlan))?;
+        let link = attach::check_single(inv, Some(LinkKind::Vlan))?;
         if link.vlan_id() != Some(conf.id) {
             return Err(Error::internal(format!(
                 "container vlan id does not match the config's {}",
@@ -114,10 +114,10 @@ impl Plugin for Vlan {
     }
 
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        iface::gc_ipam(inv)
+        attach::gc_ipam(inv)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
-        iface::status_ipam(inv)
+        attach::status_ipam(inv)
     }
 }

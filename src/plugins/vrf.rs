@@ -2,10 +2,10 @@
 //! use with the first free table), keeping its IPv6 addresses and routes.
 //! Its output is prevResult.
 
+use crate::attach;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::iface;
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{Change, Kind, Link, LinkKind, NewLink};
@@ -130,7 +130,7 @@ impl Plugin for Vrf {
             .conf
             .container_prev_result()?
             .unwrap_or_else(NetResult::new);
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             let mut sock = Socket::open()?;
@@ -185,7 +185,7 @@ impl Plugin for Vrf {
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let k = load(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             let mut sock = Socket::open()?;

@@ -419,7 +419,7 @@ fn the_link_kind_rule_flags_each_shape() {
     for line in [
         "    if link.kind == \"veth\" {",
         "        .filter(|l| l.kind != \"bridge\")",
-        "    iface::check_single(inv, Some(\"macvlan\"))?;",
+        "    attach::check_single(inv, Some(\"macvlan\"))?;",
         "const STACK: [&str; 2] = [\"macvlan\", \"macvtap\"];",
     ] {
         assert!(compares_a_link_kind_as_a_string(line), "{line}");

@@ -9,8 +9,8 @@
 
 use crate::harness;
 
-use cni_multi::runtime::cache::Cache;
-use cni_multi::runtime::{Attachment, Runtime, RuntimeConf, conf};
+use cni_multi::libcni::cache::Cache;
+use cni_multi::libcni::{Attachment, Runtime, RuntimeConf, conf};
 use harness::{Call, Netns, PinnedNetns, TempDir, enter_test_host, plugin_dir, run_in};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};

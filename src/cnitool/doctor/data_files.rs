@@ -109,7 +109,7 @@ pub fn find_records(node: &Node, out: &mut Vec<Finding>) -> Result<()> {
 
 fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
     let name = path.file_name()?.to_string_lossy().into_owned();
-    let (id, ifname, net) = crate::plugins::attachments::record_owner(&name)?;
+    let (id, ifname, net) = crate::attach::records::record_owner(&name)?;
     let recorded = read(path);
     // A long ID's token: the record holds the whole ID.
     let id =
@@ -123,8 +123,7 @@ fn record(node: &Node, path: &Path, found: &[Finding]) -> Option<Object> {
             let e = &node.attachments[i].entry;
             e.container_id == id
                 && e.ifname == ifname
-                && net
-                    .is_none_or(|h| crate::plugins::attachments::network_hash(&e.network_name) == h)
+                && net.is_none_or(|h| crate::attach::records::network_hash(&e.network_name) == h)
         })
         .collect();
     let network = match candidates.first() {

@@ -9,7 +9,7 @@ use super::Finding;
 use super::engine::{self, Label, Named, Object, Owner};
 use super::node::Node;
 use crate::cni::env::Command;
-use crate::daemons::dhcp::state;
+use crate::dhcp::daemon::state;
 use crate::dhcp::protocol::default_state_dir;
 use anyhow::Result;
 use std::collections::BTreeSet;

@@ -48,7 +48,7 @@ impl Named {
     }
 
     /// The attachment a cache entry is of.
-    pub fn of(e: &crate::runtime::cache::Entry) -> Named {
+    pub fn of(e: &crate::libcni::cache::Entry) -> Named {
         Named::new(&e.network_name, &e.container_id, &e.ifname)
     }
 

@@ -5,11 +5,11 @@
 
 use super::engine::Named;
 use super::namespaces::Census;
+use crate::libcni::cache::{Cache, Entry, Scanned};
+use crate::libcni::conf::{self, NetworkList, PluginConf};
+use crate::libcni::{Runtime, RuntimeConf};
 use crate::netns::vantage::{self, Mounts, Seen};
 use crate::plugins::footprint::Footprint;
-use crate::runtime::cache::{Cache, Entry, Scanned};
-use crate::runtime::conf::{self, NetworkList, PluginConf};
-use crate::runtime::{Runtime, RuntimeConf};
 use anyhow::{Context, Result};
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};

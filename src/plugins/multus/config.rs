@@ -5,9 +5,9 @@
 use super::log::{Level, Logger};
 use crate::cni::config::absolute_path;
 use crate::cni::{CniResult, Error, Invocation};
+use crate::libcni::Runtime;
+use crate::libcni::cache::Cache;
 use crate::quote::quoted;
-use crate::runtime::Runtime;
-use crate::runtime::cache::Cache;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -6,11 +6,11 @@
 
 use super::delegates::Delegate;
 use crate::cni::{CniResult, Error};
+use crate::libcni::cache::{Cache, Cached};
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::route::{RT_TABLE_MAIN, Route};
 use crate::netns::NetNs;
-use crate::runtime::cache::{Cache, Cached};
 use ipnet::IpNet;
 use serde_json::{Value, json};
 use std::net::IpAddr;

@@ -1,7 +1,7 @@
 //! multus: a Multus-compatible delegating plugin (the Kubernetes Network
 //! Attachment Definition spec). ADD attaches the cluster default network, then
 //! each network the pod's `k8s.v1.cni.cncf.io/networks` annotation selects,
-//! each through its own plugin chain with libcni's semantics (`runtime`, its
+//! each through its own plugin chain with libcni's semantics (`crate::libcni`, its
 //! results cached under `cniDir`), and prints the default network's result;
 //! the network-status goes to `<cniDir>/<containerID>.status`. DEL replays the
 //! delegate list cached at ADD. Where Multus asks the API server, this reads
@@ -28,11 +28,11 @@ pub use status::status_path;
 
 use crate::cni::result::{NetResult, Versioned};
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
+use crate::libcni::cache::Cached;
+use crate::libcni::{Attachment, Runtime, RuntimeConf};
 use crate::netlink::Socket;
 use crate::netns::NetNs;
 use crate::quote::quoted;
-use crate::runtime::cache::Cached;
-use crate::runtime::{Attachment, Runtime, RuntimeConf};
 use annotations::Verb;
 use config::{Conf, K8sArgs};
 use delegates::{Delegate, LoadError};

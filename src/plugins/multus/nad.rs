@@ -7,7 +7,7 @@
 
 use crate::cni::result::go_escape;
 use crate::cni::{CniResult, Code, Error};
-use crate::runtime::conf;
+use crate::libcni::conf;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

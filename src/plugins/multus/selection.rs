@@ -116,9 +116,9 @@ impl Call<'_> {
         })?;
         if path.extension().is_some_and(|x| x == "conflist") {
             // A list file takes `<dir>/<name>/*.conf` too, as libcni loads it.
-            let list = crate::runtime::conf::list_from_bytes(&bytes, &path)?;
+            let list = crate::libcni::conf::list_from_bytes(&bytes, &path)?;
             let dir = path.parent().unwrap_or(Path::new("/"));
-            let list = crate::runtime::conf::with_extra_plugins(list, dir)?;
+            let list = crate::libcni::conf::with_extra_plugins(list, dir)?;
             let mut obj: serde_json::Map<String, Value> = crate::cni::json::from_slice(&bytes)
                 .map_err(|e| Error::caused_by(Code::Decode, format!("error loading {net}"), e))?;
             obj.insert(

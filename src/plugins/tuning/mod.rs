@@ -4,13 +4,14 @@
 
 pub mod pattern;
 
+use crate::attach;
 use crate::cni::config::Attachment;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::iface;
+use crate::kernel::sysctl;
+use crate::netlink::Socket;
 use crate::netlink::link::{Change, Link, parse_mac};
-use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
 use crate::quote::quoted;
 use pattern::Pattern;
@@ -358,7 +359,7 @@ impl Plugin for Tuning {
         let conf = Conf::load(inv)?;
         check_allowlist(&conf, &inv.env.ifname)?;
         let mut result = prev(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.as_str();
         let original = ns.run(|| -> CniResult<Link> {
             for (key, path, value) in &conf.sysctls {
@@ -443,7 +444,7 @@ impl Plugin for Tuning {
     fn check(&self, inv: &Invocation) -> CniResult<()> {
         let conf = Conf::load(inv)?;
         prev(inv)?;
-        let ns = iface::open_netns(&inv.env.netns)?;
+        let ns = attach::open_netns(&inv.env.netns)?;
         let ifname = inv.env.ifname.clone();
         ns.run(move || -> CniResult<()> {
             for (key, path, value) in &conf.sysctls {

@@ -1,7 +1,7 @@
 //! The daemon's command line: the reference's flags (Go's `flag` syntax:
 //! `-name value`, `-name=value`, `--name`, bare `-broadcast`) plus `-statedir`.
 
-use crate::daemons::goflags::{go_to_gnu, parse_go_bool, parse_go_duration};
+use crate::goflags::{go_to_gnu, parse_go_bool, parse_go_duration};
 use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;

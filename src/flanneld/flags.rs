@@ -3,7 +3,7 @@
 //! on the command line (`--etcd-endpoints` <- `FLANNELD_ETCD_ENDPOINTS`),
 //! empty values ignored, as flannel's flagutil applies them.
 
-use crate::daemons::goflags::{go_to_gnu, parse_go_bool};
+use crate::goflags::{go_to_gnu, parse_go_bool};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -1,7 +1,7 @@
 //! tap devices: created through /dev/net/tun ioctls (the kernel refuses
 //! RTM_NEWLINK for kind "tun"), made persistent, then handled as links.
 
-use super::Error;
+use crate::netlink::Error;
 use crate::quote::quoted;
 use nix::errno::Errno;
 use nix::libc;
@@ -34,7 +34,7 @@ pub struct TapSpec {
 }
 
 /// Creates a persistent tap in the calling thread's namespace.
-pub fn create_tap(spec: &TapSpec) -> super::Result<()> {
+pub fn create_tap(spec: &TapSpec) -> crate::netlink::Result<()> {
     if spec.name.is_empty() || spec.name.len() >= libc::IFNAMSIZ {
         return Err(Error::os(
             format!("invalid tap name {}", quoted(&spec.name)),

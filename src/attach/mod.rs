@@ -1,4 +1,7 @@
-//! What every main plugin does with interfaces, on the netlink layer.
+//! What plugins share to attach a container to a network: its interface made,
+//! addressed, checked and deleted (on the netlink layer), and the record a
+//! chained plugin keeps of each attachment. A plugin's own steps stay in its
+//! file under `plugins/`.
 //!
 //! - `veth`: veth pairs between container and host, random link names.
 //! - `address`: the reference's ConfigureIface (addresses, routes, DAD wait),
@@ -7,9 +10,12 @@
 //! - `single`: what the one-interface plugins (macvlan, ipvlan, vlan, dummy, tap,
 //!   host-device) share: create/configure/DEL/CHECK, master lookup, MTU, MAC.
 //! - `result`: result interfaces for links, IPAM's addresses taken into a result.
+//! - `records`: what firewall and portmap record of each attachment at ADD,
+//!   so GC (which is handed only container IDs and interfaces) finds its rules.
 
 mod address;
 mod container;
+pub mod records;
 mod result;
 mod single;
 mod veth;

@@ -70,9 +70,9 @@ impl From<crate::netns::Error> for Error {
     }
 }
 
-impl From<crate::netlink::sysctl::Error> for Error {
-    fn from(e: crate::netlink::sysctl::Error) -> Self {
-        use crate::netlink::sysctl::Error as Sysctl;
+impl From<crate::kernel::sysctl::Error> for Error {
+    fn from(e: crate::kernel::sysctl::Error) -> Self {
+        use crate::kernel::sysctl::Error as Sysctl;
         let hint = match &e {
             Sysctl::Set { source, .. } => io_hint(source, Doing::Network),
             Sysctl::InvalidKey(_) | Sysctl::Get { .. } => None,

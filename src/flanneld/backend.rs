@@ -205,9 +205,9 @@ impl DataPath {
         if local.is_ipv6() {
             // Router advertisements on the overlay must not add addresses or
             // routes of their own (flannel sets the same).
-            let key = crate::netlink::sysctl::conf_key("ipv6", &name, "accept_ra");
-            if crate::netlink::sysctl::get(&key).is_ok_and(|v| v.trim() != "0") {
-                crate::netlink::sysctl::set(&key, "0")
+            let key = crate::kernel::sysctl::conf_key("ipv6", &name, "accept_ra");
+            if crate::kernel::sysctl::get(&key).is_ok_and(|v| v.trim() != "0") {
+                crate::kernel::sysctl::set(&key, "0")
                     .with_context(|| format!("setting {name}'s accept_ra to 0"))?;
             }
         }

@@ -113,7 +113,7 @@ pub fn read_previous(path: &Path) -> Result<Previous, PreviousError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::daemons::flanneld::config;
+    use crate::flanneld::config;
 
     fn config(text: &str) -> NetworkConfig {
         config::parse(text.as_bytes()).expect("config")

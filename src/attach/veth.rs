@@ -3,8 +3,9 @@
 use crate::cni::error::Context;
 use crate::cni::hint;
 use crate::cni::{CniResult, Error};
+use crate::kernel::sysctl;
+use crate::netlink::Socket;
 use crate::netlink::link::{Change, Kind, Link, NewLink};
-use crate::netlink::{Socket, sysctl};
 use crate::netns::NetNs;
 use nix::libc;
 use std::io::Read;

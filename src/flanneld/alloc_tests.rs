@@ -1,6 +1,6 @@
 use super::*;
-use crate::daemons::flanneld::config;
-use crate::daemons::flanneld::lease::{VxlanData, subnet_key};
+use crate::flanneld::config;
+use crate::flanneld::lease::{VxlanData, subnet_key};
 
 fn conf(text: &str) -> NetworkConfig {
     config::parse(text.as_bytes()).expect("config")

@@ -1,4 +1,4 @@
-//! A CNI runtime with libcni's semantics: build each plugin's stdin, run the
+//! libcni, as Go's libcni runs networks: build each plugin's stdin, run the
 //! list in order (DEL in reverse), chain results, keep libcni's result cache,
 //! GC stale attachments, STATUS. `cnitool` is a thin front end over this, and
 //! delegating plugins (multus) run their networks through it: it sits below
@@ -176,8 +176,26 @@ pub fn convert_result(value: &Value, to_version: &str) -> CniResult<Value> {
 }
 
 /// Wraps a plugin's error as libcni does, keeping its code.
-fn wrap(e: Error, plugin: &PluginConf, list: &NetworkList, verb: &str) -> Error {
+fn wrap(e: Error, plugin: &PluginConf, list: &NetworkList, command: Command) -> Error {
+    let verb = match command {
+        Command::Add => "add",
+        Command::Del => "delete",
+        Command::Check => "check",
+        Command::Gc => "gc",
+        Command::Status => "status",
+        Command::Version => "version",
+    };
     e.context(format!("plugin {} failed ({verb})", describe(plugin, list)))
+}
+
+/// Which implementation of a plugin's type runs one verb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Implementation {
+    /// The one CNI_PATH finds, as for the whole list.
+    OnCniPath,
+    /// This binary's, whatever CNI_PATH holds (a CHECK that reads another
+    /// implementation's rules as its own would).
+    Ours,
 }
 
 impl Runtime {
@@ -203,13 +221,13 @@ impl Runtime {
             let stdin = stdin_for(plugin, list, prev.as_ref(), Some(&rt.capability_args), &[]);
             let out = self
                 .run(plugin, Command::Add, rt, &stdin)
-                .map_err(|e| wrap(e, plugin, list, "add"))?;
+                .map_err(|e| wrap(e, plugin, list, Command::Add))?;
             let value = result_value(
                 &out.unwrap_or_default(),
                 &list.cni_version,
                 &plugin.plugin_type,
             )
-            .map_err(|e| wrap(e, plugin, list, "add"))?;
+            .map_err(|e| wrap(e, plugin, list, Command::Add))?;
             prev = value.or(prev);
         }
         let result = match &prev {
@@ -273,15 +291,14 @@ impl Runtime {
         for plugin in &list.plugins {
             let stdin = stdin_for(plugin, list, Some(&cached), Some(&rt.capability_args), &[]);
             self.run(plugin, Command::Check, rt, &stdin)
-                .map_err(|e| wrap(e, plugin, list, "check"))?;
+                .map_err(|e| wrap(e, plugin, list, Command::Check))?;
         }
         Ok(())
     }
 
-    /// One plugin of the list alone (CHECK, or ADD to repair its state) with
-    /// `prev` as prevResult, built as for the whole list; the cache is untouched.
-    /// `ours`: this binary's plugin of that type runs, not CNI_PATH's (a
-    /// CHECK that reads another implementation's rules as ours would).
+    /// One plugin of the list alone (CHECK, ADD to repair its state, DEL to
+    /// undo that repair) with `prev` as prevResult, built as for the whole
+    /// list, run by `implementation`; the cache is untouched.
     pub fn plugin_verb(
         &self,
         list: &NetworkList,
@@ -289,25 +306,21 @@ impl Runtime {
         command: Command,
         rt: &RuntimeConf,
         prev: &Value,
-        ours: bool,
+        implementation: Implementation,
     ) -> CniResult<()> {
         rt.validate(&list.name)?;
         let prev = convert_result(prev, &list.cni_version)?;
         let stdin = stdin_for(plugin, list, Some(&prev), Some(&rt.capability_args), &[]);
-        let verb = if command == Command::Add {
-            "add"
-        } else {
-            "check"
+        let ran = match implementation {
+            Implementation::Ours => {
+                let args = rt.cmd_args(&self.cni_path);
+                Delegate::new(&plugin.plugin_type, &args, &stdin)?
+                    .in_process(self.plugins)
+                    .invoke_ours(command)
+            }
+            Implementation::OnCniPath => self.run(plugin, command, rt, &stdin),
         };
-        let ran = if ours {
-            let args = rt.cmd_args(&self.cni_path);
-            Delegate::new(&plugin.plugin_type, &args, &stdin)?
-                .in_process(self.plugins)
-                .invoke_ours(command)
-        } else {
-            self.run(plugin, command, rt, &stdin)
-        };
-        ran.map_err(|e| wrap(e, plugin, list, verb))?;
+        ran.map_err(|e| wrap(e, plugin, list, command))?;
         Ok(())
     }
 
@@ -330,7 +343,7 @@ impl Runtime {
         for plugin in list.plugins.iter().rev() {
             let stdin = stdin_for(plugin, list, prev.as_ref(), Some(&rt.capability_args), &[]);
             self.run(plugin, Command::Del, rt, &stdin)
-                .map_err(|e| wrap(e, plugin, list, "delete"))?;
+                .map_err(|e| wrap(e, plugin, list, Command::Del))?;
         }
         self.cache.remove(&list.name, &rt.container_id, &rt.ifname)
     }
@@ -372,7 +385,7 @@ impl Runtime {
             for plugin in &list.plugins {
                 let stdin = stdin_for(plugin, list, None, None, &extra);
                 if let Err(e) = self.run(plugin, Command::Gc, &RuntimeConf::default(), &stdin) {
-                    errors.push(wrap(e, plugin, list, "gc").msg);
+                    errors.push(wrap(e, plugin, list, Command::Gc).msg);
                 }
             }
         }
@@ -392,7 +405,7 @@ impl Runtime {
         for plugin in &list.plugins {
             let stdin = stdin_for(plugin, list, None, None, &[]);
             self.run(plugin, Command::Status, &RuntimeConf::default(), &stdin)
-                .map_err(|e| wrap(e, plugin, list, "status"))?;
+                .map_err(|e| wrap(e, plugin, list, Command::Status))?;
         }
         Ok(())
     }
@@ -482,6 +495,51 @@ mod tests {
             serde_json::from_slice(&stdin_for(&p, &list, None, Some(&Map::new()), &[]))
                 .expect("json");
         assert_eq!(stdin["runtimeConfig"], json!({"static": 1}));
+    }
+
+    /// A failed plugin verb names that verb (DEL is "delete"), not CHECK's.
+    #[test]
+    fn a_plugin_verb_names_its_own_verb() {
+        let dir = PathBuf::from("/nonexistent");
+        let runtime = Runtime {
+            cni_path: vec![dir.clone()],
+            cache: Cache::new(&dir),
+            plugins: crate::cni::no_plugins,
+        };
+        let list = NetworkList {
+            name: "n".into(),
+            cni_version: "1.0.0".into(),
+            disable_check: false,
+            disable_gc: false,
+            plugins: Vec::new(),
+            bytes: Vec::new(),
+            source: PathBuf::new(),
+        };
+        let absent = plugin(json!({"type": "no-such-plugin"}));
+        let rt = RuntimeConf {
+            container_id: "c".into(),
+            netns: "/run/netns/x".into(),
+            ifname: "eth0".into(),
+            ..RuntimeConf::default()
+        };
+        let prev = json!({"cniVersion": "1.0.0"});
+        for (command, verb) in [
+            (Command::Add, "(add)"),
+            (Command::Del, "(delete)"),
+            (Command::Check, "(check)"),
+        ] {
+            let e = runtime
+                .plugin_verb(
+                    &list,
+                    &absent,
+                    command,
+                    &rt,
+                    &prev,
+                    Implementation::OnCniPath,
+                )
+                .expect_err("no such plugin");
+            assert!(e.msg.contains(verb), "{command:?}: {}", e.msg);
+        }
     }
 
     #[test]
