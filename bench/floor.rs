@@ -12,8 +12,8 @@
 pub mod nft;
 
 use super::{Bench, Driver, Impl, Res, concurrent, mean_took, ms, percentile};
-use cni_multi::netlink::link::{Change, IPV4_DEVCONF_ARP_NOTIFY, Kind, NewLink};
 use cni_multi::kernel::sysctl;
+use cni_multi::netlink::link::{Change, IPV4_DEVCONF_ARP_NOTIFY, Kind, NewLink};
 use cni_multi::netlink::{Socket, conntrack, tc};
 use cni_multi::netns::NetNs;
 use ipnet::{IpNet, Ipv4Net};

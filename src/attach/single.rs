@@ -9,6 +9,7 @@ use super::result::{adopt_ipam_result, result_interface};
 use super::veth::random_name;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
+use crate::cni::hint;
 use crate::cni::{CniResult, Error, Invocation, NetResult};
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
@@ -248,8 +249,13 @@ pub fn find_master(inv: &Invocation, name: &str, in_container: bool) -> CniResul
         if name.is_empty() {
             return default_route_link(&mut sock);
         }
-        sock.link_by_name(name)
-            .with_context(|| format!("failed to lookup master {name}", name = quoted(&name)))
+        sock.link_by_name(name).map_err(|e| {
+            let missing = e.is_not_found().then(|| hint::missing_link("master"));
+            Error::from(e).with_hint(missing).context(format!(
+                "failed to lookup master {name}",
+                name = quoted(&name)
+            ))
+        })
     };
     if in_container {
         open_netns(&inv.env.netns)?.run(lookup)?

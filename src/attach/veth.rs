@@ -1,6 +1,7 @@
 //! Veth pairs between the container and the host, and random link names.
 
 use crate::cni::error::Context;
+use crate::cni::hint;
 use crate::cni::{CniResult, Error};
 use crate::kernel::sysctl;
 use crate::netlink::Socket;
@@ -44,7 +45,8 @@ pub fn setup_veth(
         if sock.link_by_name(ifname).is_ok() {
             return Err(Error::internal(format!(
                 "container veth name provided ({ifname}) already exists"
-            )));
+            ))
+            .with_hint(Some(hint::link_exists(ifname))));
         }
         for _ in 0..10 {
             let peer = random_name("veth")?;

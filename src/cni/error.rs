@@ -1,5 +1,6 @@
 //! CNI errors: the spec's codes and the JSON the runtime reads on stdout.
 
+use super::hint;
 use serde::Serialize;
 use std::fmt;
 use std::sync::Arc;
@@ -85,6 +86,15 @@ impl Error {
     pub fn with_details(mut self, details: impl Into<String>) -> Self {
         self.details = details.into();
         self
+    }
+
+    /// `hint` (what the user can do, `cni::hint`) as the details, where there
+    /// is one: the message stays what failed, in the reference's words.
+    pub fn with_hint(self, hint: Option<String>) -> Self {
+        match hint {
+            Some(hint) if self.details.is_empty() => self.with_details(hint),
+            _ => self,
+        }
     }
 
     /// An untyped failure: code 999, like the reference's plain Go errors.
@@ -173,10 +183,16 @@ impl From<anyhow::Error> for Error {
     }
 }
 
-/// io errors become 999 (the reference's plain errors), keeping the io::Error.
+/// io errors become 999 (the reference's plain errors), keeping the io::Error;
+/// a user denied a file is told to run as root.
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Self {
-        Error::internal(e.to_string()).with_source(e)
+        let hint = e
+            .raw_os_error()
+            .and_then(|errno| hint::for_errno(errno, hint::Doing::Files, hint::running_as_root()));
+        Error::internal(e.to_string())
+            .with_hint(hint)
+            .with_source(e)
     }
 }
 
@@ -212,15 +228,42 @@ mod tests {
 
     #[test]
     fn context_keeps_the_cause_as_source() {
-        let io = std::io::Error::from_raw_os_error(17);
+        let io = std::io::Error::from_raw_os_error(nix::libc::EEXIST);
+        let cause = io.to_string();
         let e = Err::<(), _>(io)
             .context("failed to create \"x\"")
             .unwrap_err();
         assert_eq!(e.code, 999);
-        assert_eq!(e.msg, "failed to create \"x\": File exists (os error 17)");
+        assert_eq!(e.msg, format!("failed to create \"x\": {cause}"));
         let source = std::error::Error::source(&e).expect("a source");
-        assert_eq!(source.to_string(), "File exists (os error 17)");
+        assert_eq!(source.to_string(), cause);
         // The source is not part of the JSON.
         assert!(!e.to_json().contains("source"));
+    }
+
+    /// The hint goes into the details: the message, which runtimes and the
+    /// reference's tests read, stays the sentence of what failed; context
+    /// keeps the hint, and details already there are not replaced.
+    #[test]
+    fn a_hint_is_the_details_and_the_message_stays_the_sentence() {
+        let exists = || {
+            hint::for_errno(
+                nix::libc::EEXIST,
+                hint::Doing::Link("eth0"),
+                hint::running_as_root(),
+            )
+        };
+        let e = Error::internal("create macvlan link \"eth0\": File exists")
+            .with_hint(exists())
+            .context("failed to create macvlan");
+        assert_eq!(
+            e.to_json(),
+            "{\n    \"code\": 999,\n    \"msg\": \"failed to create macvlan: create macvlan link \
+             \\\"eth0\\\": File exists\",\n    \"details\": \"a link named \\\"eth0\\\" already \
+             exists in that namespace: choose another interface name, or delete the stale link\"\n}"
+        );
+        let keyed = Error::invalid_config("bad").with_details("key master");
+        assert_eq!(keyed.with_hint(exists()).details, "key master");
+        assert_eq!(Error::internal("x").with_hint(None).details, "");
     }
 }

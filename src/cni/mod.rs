@@ -8,6 +8,7 @@ pub mod deleting;
 pub mod dispatch;
 pub mod env;
 pub mod error;
+pub mod hint;
 pub mod json;
 pub mod result;
 pub mod stub;

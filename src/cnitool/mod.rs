@@ -198,11 +198,15 @@ pub fn main(args: Vec<OsString>) -> i32 {
 }
 
 /// The error and its causes, "what: cause: cause", each cause once: a CNI
-/// error's message already carries its layer error's text.
+/// error's message already carries its layer error's text, and a layer's
+/// text its errno's words.
 fn report(e: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in e.chain() {
-        let part = cause.to_string();
+        let part = match cause.downcast_ref::<nix::errno::Errno>() {
+            Some(errno) => errno.desc().to_string(),
+            None => cause.to_string(),
+        };
         if text.is_empty() {
             text = part;
         } else if !text.contains(&part) {
@@ -479,22 +483,25 @@ mod tests {
         assert!(parse_cap_args("[1]").is_err());
     }
 
+    /// A CNI error's message already carries its cause's text; its details
+    /// (a hint) end the report.
     #[test]
     fn a_report_names_each_cause_once() {
-        let io = std::io::Error::from_raw_os_error(17);
-        let cni = crate::cni::Error::from(io).context("failed to create \"x\"");
+        use crate::cni::hint::{Doing, for_errno};
+        let netlink =
+            crate::netlink::Error::os("create veth link \"x\"", nix::errno::Errno::EEXIST)
+                .about(crate::netlink::Object::Link("x".into()));
+        let cni = crate::cni::Error::from(netlink).context("failed to make veth pair");
         let e = anyhow::Error::new(cni);
+        let hint = for_errno(nix::libc::EEXIST, Doing::Link("x"), true).unwrap_or_default();
         assert_eq!(
             report(&e),
-            "failed to create \"x\": File exists (os error 17)"
+            format!("failed to make veth pair: create veth link \"x\": File exists; {hint}")
         );
-        let e = Err::<(), _>(std::io::Error::from_raw_os_error(2))
-            .context("invalid netns path")
-            .unwrap_err();
-        assert_eq!(
-            report(&e),
-            "invalid netns path: No such file or directory (os error 2)"
-        );
+        let io = std::io::Error::from_raw_os_error(nix::libc::ENOENT);
+        let cause = io.to_string();
+        let e = Err::<(), _>(io).context("invalid netns path").unwrap_err();
+        assert_eq!(report(&e), format!("invalid netns path: {cause}"));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use super::uapi::if_addr::{IFA_ADDRESS, IFA_BROADCAST, IFA_FLAGS, IFA_LOCAL};
 pub use super::uapi::if_addr::{IFA_F_DADFAILED, IFA_F_NODAD, IFA_F_TENTATIVE};
 use super::uapi::socket::{AF_INET, AF_INET6};
 use super::wire::{self, Body};
-use super::{Error, Result, Socket};
+use super::{Error, Object, Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
@@ -142,6 +142,7 @@ impl Socket {
             NlmF::CREATE | NlmF::EXCL,
             Buffer::from(body.into_bytes()),
         )
+        .map_err(|e| e.about(Object::Address))
     }
 
     pub fn del_address(&mut self, index: u32, addr: IpNet) -> Result<()> {

@@ -17,19 +17,13 @@
 use super::Result;
 use super::nfnl::NfSocket;
 use super::uapi::nfnetlink::NFNL_SUBSYS_CTNETLINK;
+use super::uapi::nfnetlink_conntrack::{
+    CTA_FILTER, CTA_FILTER_ORIG_FLAGS, CTA_PROTO_DST_PORT, CTA_PROTO_NUM, CTA_TUPLE_ORIG,
+    CTA_TUPLE_PROTO, CTA_ZONE, IPCTNL_MSG_CT_DELETE, IPCTNL_MSG_CT_GET,
+};
 use super::wire::{self, Body};
 use nix::libc;
 
-// linux/netfilter/nfnetlink_conntrack.h
-const IPCTNL_MSG_CT_GET: u16 = 1;
-const IPCTNL_MSG_CT_DELETE: u16 = 2;
-const CTA_TUPLE_ORIG: u16 = 1;
-const CTA_ZONE: u16 = 18;
-const CTA_FILTER: u16 = 25;
-const CTA_TUPLE_PROTO: u16 = 2;
-const CTA_PROTO_NUM: u16 = 1;
-const CTA_PROTO_DST_PORT: u16 = 3;
-const CTA_FILTER_ORIG_FLAGS: u16 = 1;
 // Not in a uapi header: the kernel's net/netfilter/nf_internals.h (stable ABI).
 const CTA_FILTER_F_CTA_PROTO_NUM: u32 = 1 << 3;
 const CTA_FILTER_F_CTA_PROTO_DST_PORT: u32 = 1 << 5;

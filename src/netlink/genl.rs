@@ -3,18 +3,16 @@
 //! written here, as for nfnetlink.
 
 use super::headers::GenlMsgHdr;
+use super::uapi::genetlink::{
+    CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME, CTRL_CMD_GETFAMILY, GENL_ID_CTRL,
+};
+use super::uapi::netlink::{NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 use super::wire::{self, Body};
 use super::{Channel, Error, Result};
 use crate::quote::quoted;
 use neli::consts::socket::NlFamily;
 use nix::libc;
 
-// linux/genetlink.h
-const GENL_ID_CTRL: u16 = 0x10;
-const CTRL_CMD_GETFAMILY: u8 = 3;
-const CTRL_ATTR_FAMILY_ID: u16 = 1;
-const CTRL_ATTR_FAMILY_NAME: u16 = 2;
-use super::uapi::netlink::{NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST};
 const RECV_LEN: usize = 32 * 1024;
 
 /// `header` and the attributes.

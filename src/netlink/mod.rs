@@ -39,6 +39,7 @@ use neli::utils::Groups;
 use nix::libc;
 use std::fmt;
 use std::os::fd::AsRawFd;
+use uapi::netlink::NLMSG_MIN_TYPE;
 use wire::{NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR};
 
 /// A failed netlink operation: what was tried, the kernel's errno and its text.
@@ -49,8 +50,25 @@ pub struct Error {
     pub errno: i32,
     pub extack: Option<String>,
     pub detail: String,
+    /// What the operation acted on, where the errno alone does not say what
+    /// a user can do about it (an EEXIST of a link name, of an address, of a route).
+    pub object: Object,
     /// The errno as an error value, for `source()`.
     cause: Option<nix::errno::Errno>,
+}
+
+/// What a failed operation acted on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Object {
+    /// The link of this name: created, or another renamed to it.
+    Link(String),
+    /// An address added to a link.
+    Address,
+    /// A route added.
+    Route,
+    /// Anything else.
+    #[default]
+    Other,
 }
 
 impl Error {
@@ -60,8 +78,14 @@ impl Error {
             errno: 0,
             extack: None,
             detail: detail.to_string(),
+            object: Object::Other,
             cause: None,
         }
+    }
+
+    /// This error, about `object`.
+    pub fn about(self, object: Object) -> Self {
+        Error { object, ..self }
     }
 
     /// A failed system call of this layer (an ioctl, opening a device), with
@@ -208,14 +232,17 @@ impl Channel {
     }
 }
 
-/// An error reply as our `Error`.
+/// An error reply as our `Error`: the errno's text as the C library words it
+/// ("File exists"), without Rust's "(os error 17)".
 fn kernel_error(op: &str, errno: i32, extack: Option<String>) -> Error {
+    let cause = nix::errno::Errno::from_raw(errno);
     Error {
         op: op.to_string(),
         errno,
         extack,
-        detail: std::io::Error::from_raw_os_error(errno).to_string(),
-        cause: Some(nix::errno::Errno::from_raw(errno)),
+        detail: cause.desc().to_string(),
+        object: Object::Other,
+        cause: Some(cause),
     }
 }
 
@@ -294,7 +321,7 @@ impl Socket {
                         return finish(op, interrupted, replies);
                     }
                     // NOOP / OVERRUN: control messages, not replies.
-                    ty if ty < 0x10 => {}
+                    ty if ty < NLMSG_MIN_TYPE => {}
                     _ => replies.push(Buffer::from(msg.payload)),
                 }
             }

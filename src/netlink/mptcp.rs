@@ -3,40 +3,31 @@
 //! per-namespace limits. Message building is pure and tested byte for byte.
 
 use super::genl::GenlSocket;
+pub use super::uapi::mptcp::{
+    MPTCP_PM_ADDR_FLAG_BACKUP, MPTCP_PM_ADDR_FLAG_FULLMESH, MPTCP_PM_ADDR_FLAG_SIGNAL,
+    MPTCP_PM_ADDR_FLAG_SUBFLOW,
+};
+use super::uapi::mptcp_pm::{
+    MPTCP_PM_ADDR_ATTR_ADDR4, MPTCP_PM_ADDR_ATTR_ADDR6, MPTCP_PM_ADDR_ATTR_FAMILY,
+    MPTCP_PM_ADDR_ATTR_FLAGS, MPTCP_PM_ADDR_ATTR_ID, MPTCP_PM_ADDR_ATTR_IF_IDX, MPTCP_PM_ATTR_ADDR,
+    MPTCP_PM_ATTR_RCV_ADD_ADDRS, MPTCP_PM_ATTR_SUBFLOWS, MPTCP_PM_CMD_ADD_ADDR,
+    MPTCP_PM_CMD_DEL_ADDR, MPTCP_PM_CMD_GET_ADDR, MPTCP_PM_CMD_GET_LIMITS, MPTCP_PM_CMD_SET_LIMITS,
+    MPTCP_PM_NAME, MPTCP_PM_VER,
+};
 use super::uapi::socket::{AF_INET, AF_INET6};
 use super::wire::{self, Body, NESTED};
 use super::{Error, Result};
 use std::net::IpAddr;
 
-// linux/mptcp_pm.h
-const MPTCP_PM_NAME: &str = "mptcp_pm";
-const MPTCP_PM_VER: u8 = 1;
-const CMD_ADD_ADDR: u8 = 1;
-const CMD_DEL_ADDR: u8 = 2;
-const CMD_GET_ADDR: u8 = 3;
-const CMD_SET_LIMITS: u8 = 5;
-const CMD_GET_LIMITS: u8 = 6;
-const ATTR_ADDR: u16 = 1;
-const ATTR_RCV_ADD_ADDRS: u16 = 2;
-const ATTR_SUBFLOWS: u16 = 3;
-const ADDR_ATTR_FAMILY: u16 = 1;
-const ADDR_ATTR_ID: u16 = 2;
-const ADDR_ATTR_ADDR4: u16 = 3;
-const ADDR_ATTR_ADDR6: u16 = 4;
-const ADDR_ATTR_FLAGS: u16 = 6;
-const ADDR_ATTR_IF_IDX: u16 = 7;
-pub const FLAG_SIGNAL: u32 = 1 << 0;
-pub const FLAG_SUBFLOW: u32 = 1 << 1;
-pub const FLAG_BACKUP: u32 = 1 << 2;
-pub const FLAG_FULLMESH: u32 = 1 << 3;
 /// The flags an endpoint can be given (the kernel sets others itself).
 pub const FLAGS: [(&str, u32); 4] = [
-    ("signal", FLAG_SIGNAL),
-    ("subflow", FLAG_SUBFLOW),
-    ("backup", FLAG_BACKUP),
-    ("fullmesh", FLAG_FULLMESH),
+    ("signal", MPTCP_PM_ADDR_FLAG_SIGNAL),
+    ("subflow", MPTCP_PM_ADDR_FLAG_SUBFLOW),
+    ("backup", MPTCP_PM_ADDR_FLAG_BACKUP),
+    ("fullmesh", MPTCP_PM_ADDR_FLAG_FULLMESH),
 ];
-/// The kernel's bound on both limits (MPTCP_PM_ADDR_MAX).
+/// The kernel's bound on both limits: MPTCP_PM_ADDR_MAX, not in a uapi
+/// header (net/mptcp/protocol.h).
 pub const LIMIT_MAX: u32 = 8;
 
 /// One path-manager endpoint.
@@ -60,23 +51,23 @@ pub struct Limits {
 /// ADD_ADDR's (and DEL_ADDR's) attributes for an endpoint.
 pub fn endpoint_attrs(e: &Endpoint) -> Vec<u8> {
     Body::default()
-        .nest(ATTR_ADDR | NESTED, |b| {
+        .nest(MPTCP_PM_ATTR_ADDR | NESTED, |b| {
             let b = match e.address {
-                IpAddr::V4(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET.into()),
-                IpAddr::V6(_) => b.u16(ADDR_ATTR_FAMILY, AF_INET6.into()),
+                IpAddr::V4(_) => b.u16(MPTCP_PM_ADDR_ATTR_FAMILY, AF_INET.into()),
+                IpAddr::V6(_) => b.u16(MPTCP_PM_ADDR_ATTR_FAMILY, AF_INET6.into()),
             };
             let b = if e.id != 0 {
-                b.u8(ADDR_ATTR_ID, e.id)
+                b.u8(MPTCP_PM_ADDR_ATTR_ID, e.id)
             } else {
                 b
             };
             let b = match e.address {
-                IpAddr::V4(_) => b.ip(ADDR_ATTR_ADDR4, e.address),
-                IpAddr::V6(_) => b.ip(ADDR_ATTR_ADDR6, e.address),
+                IpAddr::V4(_) => b.ip(MPTCP_PM_ADDR_ATTR_ADDR4, e.address),
+                IpAddr::V6(_) => b.ip(MPTCP_PM_ADDR_ATTR_ADDR6, e.address),
             };
-            let b = b.u32(ADDR_ATTR_FLAGS, e.flags);
+            let b = b.u32(MPTCP_PM_ADDR_ATTR_FLAGS, e.flags);
             if e.ifindex != 0 {
-                b.attr(ADDR_ATTR_IF_IDX, &e.ifindex.to_ne_bytes())
+                b.attr(MPTCP_PM_ADDR_ATTR_IF_IDX, &e.ifindex.to_ne_bytes())
             } else {
                 b
             }
@@ -87,26 +78,26 @@ pub fn endpoint_attrs(e: &Endpoint) -> Vec<u8> {
 /// SET_LIMITS' attributes.
 pub fn limits_attrs(l: Limits) -> Vec<u8> {
     Body::default()
-        .u32(ATTR_RCV_ADD_ADDRS, l.add_addr_accepted)
-        .u32(ATTR_SUBFLOWS, l.subflows)
+        .u32(MPTCP_PM_ATTR_RCV_ADD_ADDRS, l.add_addr_accepted)
+        .u32(MPTCP_PM_ATTR_SUBFLOWS, l.subflows)
         .into_bytes()
 }
 
 /// An endpoint of a GET_ADDR reply.
 pub fn parse_endpoint(attrs: &[u8]) -> Option<Endpoint> {
-    let addr = wire::find(attrs, ATTR_ADDR)?;
-    let address = wire::find(addr, ADDR_ATTR_ADDR4)
-        .or_else(|| wire::find(addr, ADDR_ATTR_ADDR6))
+    let addr = wire::find(attrs, MPTCP_PM_ATTR_ADDR)?;
+    let address = wire::find(addr, MPTCP_PM_ADDR_ATTR_ADDR4)
+        .or_else(|| wire::find(addr, MPTCP_PM_ADDR_ATTR_ADDR6))
         .and_then(wire::as_ip)?;
     Some(Endpoint {
-        id: wire::find(addr, ADDR_ATTR_ID)
+        id: wire::find(addr, MPTCP_PM_ADDR_ATTR_ID)
             .and_then(|p| p.first().copied())
             .unwrap_or(0),
         address,
-        flags: wire::find(addr, ADDR_ATTR_FLAGS)
+        flags: wire::find(addr, MPTCP_PM_ADDR_ATTR_FLAGS)
             .and_then(wire::as_u32)
             .unwrap_or(0),
-        ifindex: wire::find(addr, ADDR_ATTR_IF_IDX)
+        ifindex: wire::find(addr, MPTCP_PM_ADDR_ATTR_IF_IDX)
             .and_then(wire::as_u32)
             .map_or(0, u32::cast_signed),
     })
@@ -122,31 +113,40 @@ impl PathManager {
     }
 
     pub fn endpoints(&mut self) -> Result<Vec<Endpoint>> {
-        let replies = self.0.dump(CMD_GET_ADDR, &[], "list MPTCP endpoints")?;
+        let replies = self
+            .0
+            .dump(MPTCP_PM_CMD_GET_ADDR, &[], "list MPTCP endpoints")?;
         Ok(replies.iter().filter_map(|r| parse_endpoint(r)).collect())
     }
 
     pub fn add(&mut self, e: &Endpoint) -> Result<()> {
         let op = format!("add MPTCP endpoint {}", e.address);
-        self.0.request(CMD_ADD_ADDR, &endpoint_attrs(e), &op)?;
+        self.0
+            .request(MPTCP_PM_CMD_ADD_ADDR, &endpoint_attrs(e), &op)?;
         Ok(())
     }
 
     /// Deletes an endpoint by its id (and address).
     pub fn del(&mut self, e: &Endpoint) -> Result<()> {
         let op = format!("delete MPTCP endpoint {}", e.address);
-        self.0.request(CMD_DEL_ADDR, &endpoint_attrs(e), &op)?;
+        self.0
+            .request(MPTCP_PM_CMD_DEL_ADDR, &endpoint_attrs(e), &op)?;
         Ok(())
     }
 
     pub fn limits(&mut self) -> Result<Limits> {
-        let replies = self.0.request(CMD_GET_LIMITS, &[], "read MPTCP limits")?;
+        let replies = self
+            .0
+            .request(MPTCP_PM_CMD_GET_LIMITS, &[], "read MPTCP limits")?;
         let get = |ty| {
             replies
                 .iter()
                 .find_map(|r| wire::find(r, ty).and_then(wire::as_u32))
         };
-        match (get(ATTR_SUBFLOWS), get(ATTR_RCV_ADD_ADDRS)) {
+        match (
+            get(MPTCP_PM_ATTR_SUBFLOWS),
+            get(MPTCP_PM_ATTR_RCV_ADD_ADDRS),
+        ) {
             (Some(subflows), Some(add_addr_accepted)) => Ok(Limits {
                 subflows,
                 add_addr_accepted,
@@ -156,8 +156,11 @@ impl PathManager {
     }
 
     pub fn set_limits(&mut self, l: Limits) -> Result<()> {
-        self.0
-            .request(CMD_SET_LIMITS, &limits_attrs(l), "set MPTCP limits")?;
+        self.0.request(
+            MPTCP_PM_CMD_SET_LIMITS,
+            &limits_attrs(l),
+            "set MPTCP limits",
+        )?;
         Ok(())
     }
 }
@@ -171,12 +174,12 @@ mod tests {
         let e = Endpoint {
             id: 0,
             address: "10.1.2.3".parse().expect("ip"),
-            flags: FLAG_SIGNAL | FLAG_BACKUP,
+            flags: MPTCP_PM_ADDR_FLAG_SIGNAL | MPTCP_PM_ADDR_FLAG_BACKUP,
             ifindex: 2,
         };
         #[rustfmt::skip]
         let want: Vec<u8> = vec![
-            36, 0, 1, 0x80,             // ATTR_ADDR, nested
+            36, 0, 1, 0x80,             // MPTCP_PM_ATTR_ADDR, nested
             6, 0, 1, 0, 2, 0, 0, 0,     // family AF_INET
             8, 0, 3, 0, 10, 1, 2, 3,    // addr4
             8, 0, 6, 0, 5, 0, 0, 0,     // flags
@@ -190,7 +193,7 @@ mod tests {
         let v6 = Endpoint {
             id: 3,
             address: "fd00::1".parse().expect("ip"),
-            flags: FLAG_SUBFLOW,
+            flags: MPTCP_PM_ADDR_FLAG_SUBFLOW,
             ifindex: 0,
         };
         let bytes = endpoint_attrs(&v6);

@@ -4,25 +4,19 @@
 
 use super::Socket;
 use super::addr::Family;
+use super::uapi::netconf::{NETCONFA_FORWARDING, NETCONFA_IFINDEX, NETCONFA_IFINDEX_ALL};
+use super::uapi::rtnetlink::RTM_GETNETCONF;
 use super::wire::{self, Body};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 
-// linux/rtnetlink.h
-const RTM_GETNETCONF: u16 = 82;
-// linux/netconf.h
-const NETCONFA_IFINDEX: u16 = 1;
-const NETCONFA_FORWARDING: u16 = 2;
-/// NETCONFA_IFINDEX_ALL: the namespace-wide `all` settings.
-const IFINDEX_ALL: i32 = -1;
-
 impl Socket {
     /// `net.ipv4.ip_forward` / `net.ipv6.conf.all.forwarding` of the socket's
     /// namespace; None when the kernel does not say (the family is off).
     pub fn forwarding(&mut self, family: Family) -> super::Result<Option<bool>> {
-        let body =
-            Body::new(&[family.af(), 0, 0, 0]).u32(NETCONFA_IFINDEX, IFINDEX_ALL.cast_unsigned());
+        let body = Body::new(&[family.af(), 0, 0, 0])
+            .u32(NETCONFA_IFINDEX, NETCONFA_IFINDEX_ALL.cast_unsigned());
         let replies = self.get(
             "get netconf",
             Rtm::from(RTM_GETNETCONF),

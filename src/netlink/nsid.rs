@@ -1,6 +1,7 @@
 //! Namespace IDs: the number this namespace gives a peer namespace, as it
 //! appears in IFLA_LINK_NETNSID of links whose other end lives there.
 
+use super::uapi::net_namespace::{NETNSA_FD, NETNSA_NSID, NETNSA_NSID_NOT_ASSIGNED};
 use super::wire::{self, Body};
 use super::{Error, Result, Socket};
 use neli::consts::nl::NlmF;
@@ -8,13 +9,8 @@ use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
 use std::os::fd::RawFd;
 
-// linux/net_namespace.h
-const NETNSA_NSID: u16 = 1;
-const NETNSA_FD: u16 = 3;
 /// struct rtgenmsg (one byte, family) padded to the attribute alignment.
 const RTGENMSG_LEN: usize = 4;
-/// NETNSA_NSID_NOT_ASSIGNED.
-const NOT_ASSIGNED: i32 = -1;
 
 impl Socket {
     /// The ID this socket's namespace has for the namespace open as `ns_fd`;
@@ -33,7 +29,7 @@ impl Socket {
             .iter()
             .find_map(|r| nsid_of_reply(r.as_ref()))
             .ok_or_else(|| Error::local(op, "reply without NETNSA_NSID"))?;
-        Ok((id != NOT_ASSIGNED).then_some(id))
+        Ok((id != NETNSA_NSID_NOT_ASSIGNED).then_some(id))
     }
 }
 
@@ -54,9 +50,9 @@ mod tests {
             .into_bytes();
         assert_eq!(nsid_of_reply(&reply), Some(3));
         let none = Body::new(&[0u8; RTGENMSG_LEN])
-            .u32(NETNSA_NSID, NOT_ASSIGNED.cast_unsigned())
+            .u32(NETNSA_NSID, NETNSA_NSID_NOT_ASSIGNED.cast_unsigned())
             .into_bytes();
-        assert_eq!(nsid_of_reply(&none), Some(NOT_ASSIGNED));
+        assert_eq!(nsid_of_reply(&none), Some(NETNSA_NSID_NOT_ASSIGNED));
         assert_eq!(nsid_of_reply(&[0, 0]), None);
     }
 }

@@ -9,7 +9,7 @@ use super::uapi::rtnetlink::{
 };
 use super::uapi::socket::AF_INET;
 use super::wire::{self, Body};
-use super::{Request, Result, Socket};
+use super::{Object, Request, Result, Socket};
 use ipnet::IpNet;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
@@ -163,6 +163,7 @@ impl Socket {
             flags,
             Buffer::from(route.body(true).into_bytes()),
         )
+        .map_err(|e| e.about(Object::Route))
     }
 
     /// Replaces (or creates) a route.

@@ -2,43 +2,43 @@
 //! match-all filter with a mirred egress redirect that bandwidth uses.
 
 use super::headers::TcMsg;
+use super::uapi::if_ether::{ETH_P_ALL, ETH_P_IP, ETH_P_IPV6};
+use super::uapi::pkt_cls::{
+    TC_ACT_STOLEN, TC_U32_TERMINAL, TCA_ACT_KIND, TCA_ACT_OPTIONS, TCA_U32_ACT, TCA_U32_CLASSID,
+    TCA_U32_SEL,
+};
+use super::uapi::pkt_sched::{
+    TC_H_INGRESS, TC_H_MAJ_MASK, TC_H_MIN_INGRESS, TC_H_ROOT, TC_HTB_PROTOVER, TCA_HTB_CEIL64,
+    TCA_HTB_INIT, TCA_HTB_PARMS, TCA_HTB_RATE64, TCA_TBF_PARMS, TCA_TBF_RATE64,
+};
 use super::uapi::rtnetlink::{TCA_KIND, TCA_OPTIONS};
+use super::uapi::tc_mirred::{TCA_EGRESS_REDIR, TCA_MIRRED_PARMS};
 use super::wire::{self, Body};
 use super::{Result, Socket};
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
 use neli::types::Buffer;
-// linux/pkt_sched.h
-const TCA_TBF_PARMS: u16 = 1;
-const TCA_TBF_RATE64: u16 = 4;
-const TCA_HTB_PARMS: u16 = 1;
-const TCA_HTB_INIT: u16 = 2;
-const TCA_HTB_RATE64: u16 = 6;
-const TCA_HTB_CEIL64: u16 = 7;
-// linux/pkt_cls.h
-const TCA_U32_CLASSID: u16 = 1;
-const TCA_U32_SEL: u16 = 5;
-const TCA_U32_ACT: u16 = 7;
-const TC_U32_TERMINAL: u8 = 1;
-const TCA_ACT_KIND: u16 = 1;
-const TCA_ACT_OPTIONS: u16 = 2;
-const TC_ACT_STOLEN: i32 = 4;
-// linux/tc_act/tc_mirred.h
-const TCA_MIRRED_PARMS: u16 = 2;
-const TCA_EGRESS_REDIR: i32 = 1;
-// linux/if_ether.h
-const ETH_P_ALL: u16 = 0x0003;
-const ETH_P_IP: u16 = 0x0800;
-const ETH_P_IPV6: u16 = 0x86DD;
 
-// linux/pkt_sched.h: TC_H_ROOT, TC_H_INGRESS
-pub const HANDLE_ROOT: u32 = 0xFFFF_FFFF;
-pub const HANDLE_INGRESS: u32 = 0xFFFF_FFF1;
+/// The ingress qdisc's own handle, `ffff:` (the kernel takes no other).
+const INGRESS_QDISC: u32 = TC_H_INGRESS & TC_H_MAJ_MASK;
 /// TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS): names the ingress filters of an
 /// ingress qdisc as of clsact's ingress side.
-const PARENT_INGRESS_FILTERS: u32 = 0xFFFF_FFF2;
+const PARENT_INGRESS_FILTERS: u32 = INGRESS_QDISC | TC_H_MIN_INGRESS;
 /// Offset of `ifindex` in struct tc_mirred (tc_gen, then eaction).
 const MIRRED_IFINDEX: usize = 24;
+/// A filter's actions are nested by their order, the first at 1.
+const FIRST_ACTION: u16 = 1;
+/// struct tc_htb_glob's `rate2quantum`: iproute2's default.
+const HTB_RATE2QUANTUM: u32 = 10;
+/// Where a subnet filter's keys look: the source and destination address in
+/// struct iphdr (linux/ip.h) and struct ipv6hdr (linux/ipv6.h).
+const IPV4_SADDR_AT: i32 = 12;
+const IPV4_DADDR_AT: i32 = 16;
+const IPV6_SADDR_AT: i32 = 8;
+const IPV6_DADDR_AT: i32 = 24;
+/// Subnet filters' priorities: one per family.
+const SUBNET_PRIO_V4: u32 = 16;
+const SUBNET_PRIO_V6: u32 = 17;
 /// iproute2's TIME_UNITS_PER_SEC (tc_core.h), not a kernel header.
 pub const TIME_UNITS_PER_SEC: f64 = 1_000_000.0;
 
@@ -107,7 +107,7 @@ impl Socket {
             &TcMsg {
                 index,
                 handle: make_handle(1, 0),
-                parent: HANDLE_ROOT,
+                parent: TC_H_ROOT,
                 ..TcMsg::default()
             }
             .bytes(),
@@ -134,8 +134,8 @@ impl Socket {
         let body = Body::new(
             &TcMsg {
                 index,
-                handle: make_handle(0xffff, 0),
-                parent: HANDLE_INGRESS,
+                handle: INGRESS_QDISC,
+                parent: TC_H_INGRESS,
                 ..TcMsg::default()
             }
             .bytes(),
@@ -165,7 +165,7 @@ impl Socket {
         let body = Body::new(
             &TcMsg {
                 index,
-                parent: make_handle(0xffff, 0),
+                parent: INGRESS_QDISC,
                 info,
                 ..TcMsg::default()
             }
@@ -176,7 +176,7 @@ impl Socket {
             o.u32(TCA_U32_CLASSID, make_handle(1, 1))
                 .attr(TCA_U32_SEL, &sel)
                 .nest(TCA_U32_ACT, |acts| {
-                    acts.nest(1, |a| {
+                    acts.nest(FIRST_ACTION, |a| {
                         a.str(TCA_ACT_KIND, "mirred")
                             .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
                     })
@@ -194,14 +194,20 @@ impl Socket {
     pub fn add_htb(&mut self, index: u32, default_minor: u16) -> Result<()> {
         let op = format!("add htb qdisc on link {index}");
         let mut glob = Vec::with_capacity(20);
-        for v in [3u32, 10, u32::from(default_minor), 0, 0] {
+        for v in [
+            TC_HTB_PROTOVER,
+            HTB_RATE2QUANTUM,
+            u32::from(default_minor),
+            0,
+            0,
+        ] {
             glob.extend_from_slice(&v.to_ne_bytes());
         }
         let body = Body::new(
             &TcMsg {
                 index,
                 handle: make_handle(1, 0),
-                parent: HANDLE_ROOT,
+                parent: TC_H_ROOT,
                 ..TcMsg::default()
             }
             .bytes(),
@@ -268,7 +274,7 @@ impl Socket {
             ipnet::IpNet::V4(v4) => (
                 vec![(u32::from(v4.netmask()), u32::from(v4.network()))],
                 ETH_P_IP,
-                if source { 12 } else { 16 },
+                if source { IPV4_SADDR_AT } else { IPV4_DADDR_AT },
             ),
             ipnet::IpNet::V6(v6) => {
                 let mask = u128::from(v6.netmask());
@@ -281,7 +287,8 @@ impl Socket {
                     })
                     .filter(|(m, _)| *m != 0)
                     .collect();
-                (words, ETH_P_IPV6, if source { 8 } else { 24 })
+                let at = if source { IPV6_SADDR_AT } else { IPV6_DADDR_AT };
+                (words, ETH_P_IPV6, at)
             }
         };
         let nkeys = words.len().max(1);
@@ -298,7 +305,11 @@ impl Socket {
             sel.extend_from_slice(&i32::to_ne_bytes(off));
             sel.extend_from_slice(&0i32.to_ne_bytes());
         }
-        let prio: u32 = if proto == ETH_P_IP { 16 } else { 17 };
+        let prio = if proto == ETH_P_IP {
+            SUBNET_PRIO_V4
+        } else {
+            SUBNET_PRIO_V6
+        };
         let info = (prio << 16) | u32::from(proto.to_be());
         let body = Body::new(
             &TcMsg {
@@ -326,9 +337,9 @@ impl Socket {
     pub fn del_qdisc(&mut self, index: u32, ingress: bool) -> Result<()> {
         let op = format!("delete qdisc of link {index}");
         let (handle, parent) = if ingress {
-            (make_handle(0xffff, 0), HANDLE_INGRESS)
+            (INGRESS_QDISC, TC_H_INGRESS)
         } else {
-            (0, HANDLE_ROOT)
+            (0, TC_H_ROOT)
         };
         let body = Body::new(
             &TcMsg {
@@ -352,7 +363,7 @@ impl Socket {
     /// (a node with 1,000 pods has 1,000 veths).
     pub fn qdiscs(&mut self, index: u32) -> Result<Vec<Qdisc>> {
         let mut out = Vec::new();
-        for parent in [HANDLE_ROOT, HANDLE_INGRESS] {
+        for parent in [TC_H_ROOT, TC_H_INGRESS] {
             let body = Body::new(
                 &TcMsg {
                     index,
@@ -490,7 +501,7 @@ mod tests {
                 &TcMsg {
                     index,
                     handle: 0x800,
-                    parent: make_handle(0xffff, 0),
+                    parent: INGRESS_QDISC,
                     ..TcMsg::default()
                 }
                 .bytes(),
@@ -500,7 +511,7 @@ mod tests {
                 o.u32(TCA_U32_CLASSID, make_handle(1, 1))
                     .attr(TCA_U32_SEL, &[0u8; 32])
                     .nest(TCA_U32_ACT, |acts| {
-                        acts.nest(1, |a| {
+                        acts.nest(FIRST_ACTION, |a| {
                             a.str(TCA_ACT_KIND, "mirred")
                                 .nest(TCA_ACT_OPTIONS, |m| m.attr(TCA_MIRRED_PARMS, &mirred))
                         })
@@ -527,7 +538,8 @@ mod tests {
     #[test]
     fn handles_and_headers() {
         assert_eq!(make_handle(1, 0), 0x0001_0000);
-        assert_eq!(make_handle(0xffff, 0), 0xffff_0000);
+        assert_eq!(INGRESS_QDISC, 0xffff_0000);
+        assert_eq!(PARENT_INGRESS_FILTERS, 0xffff_fff2);
         assert!(tick_in_usec() > 0.0);
     }
 }

@@ -158,7 +158,7 @@ pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = Received<'_>> {
     })
 }
 
-use super::uapi::netlink::NLM_F_CAPPED;
+use super::uapi::netlink::{NLM_F_CAPPED, NLMSGERR_ATTR_MSG};
 
 /// An NLMSG_ERROR (or NLMSG_DONE) message: errno (positive; 0 = success) and
 /// the extended-ACK text.
@@ -180,7 +180,9 @@ pub fn error_of(msg: &Received) -> (i32, Option<String>) {
         HDR_LEN.max(align4(orig_len).min(payload.len().saturating_sub(4)))
     };
     let tlvs = payload.get(4 + echoed..).unwrap_or_default();
-    let text = find(tlvs, 1).map(as_str).filter(|s| !s.is_empty());
+    let text = find(tlvs, NLMSGERR_ATTR_MSG)
+        .map(as_str)
+        .filter(|s| !s.is_empty());
     // -errno; a malformed (positive or i32::MIN) code still reads as a failure.
     (i32::try_from(code.unsigned_abs()).unwrap_or(i32::MAX), text)
 }

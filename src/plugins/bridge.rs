@@ -1,20 +1,20 @@
 //! bridge: a veth pair per container, the host end enslaved to a Linux bridge
 //! (created on first use), addresses from IPAM, the bridge optionally the gateway.
 
+use crate::attach;
 use crate::cni::delegate::{Delegate, Rollback};
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult, Route as ResultRoute};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::attach;
+use crate::kernel::sysctl;
 use crate::netfilter::Kernel;
 use crate::netfilter::macspoof;
 use crate::netfilter::masq::Masquerade;
+use crate::netlink::Socket;
 use crate::netlink::addr::Family;
 use crate::netlink::link::{
     Change, Kind, Link, LinkKind, NewLink, OPER_UP, PortFlags, VlanFlags, format_mac,
 };
-use crate::kernel::sysctl;
-use crate::netlink::Socket;
 use crate::netns::NetNs;
 use crate::quote::quoted;
 use ipnet::IpNet;

@@ -8,8 +8,8 @@
 
 use super::entry::{Entry, Files, Repair};
 use crate::cni::json::map_field;
-use crate::netfilter::masq::Masquerade;
 use crate::libcni::conf::PluginConf;
+use crate::netfilter::masq::Masquerade;
 use ipnet::IpNet;
 use serde_json::{Map, Value};
 use std::path::PathBuf;

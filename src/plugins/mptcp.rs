@@ -12,7 +12,8 @@ use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::netlink::Socket;
 use crate::netlink::mptcp::{
-    Endpoint, FLAG_FULLMESH, FLAG_SIGNAL, FLAGS, LIMIT_MAX, Limits, PathManager,
+    Endpoint, FLAGS, LIMIT_MAX, Limits, MPTCP_PM_ADDR_FLAG_FULLMESH, MPTCP_PM_ADDR_FLAG_SIGNAL,
+    PathManager,
 };
 use crate::netns::NetNs;
 use crate::quote::quoted;
@@ -143,7 +144,7 @@ fn flags(names: &[String]) -> CniResult<u32> {
         bits |= bit;
     }
     // The kernel refuses the pair.
-    if bits & FLAG_SIGNAL != 0 && bits & FLAG_FULLMESH != 0 {
+    if bits & MPTCP_PM_ADDR_FLAG_SIGNAL != 0 && bits & MPTCP_PM_ADDR_FLAG_FULLMESH != 0 {
         return Err(Error::invalid_config(
             "mptcp: an endpoint cannot be both signal and fullmesh",
         ));

@@ -2,11 +2,11 @@
 //! reaches everything through the gateway on the host end, the host reaches the
 //! container through a /32 (/128) route.
 
+use crate::attach;
 use crate::cni::delegate::Delegate;
 use crate::cni::error::Context;
 use crate::cni::result::{Dns, NetResult};
 use crate::cni::{CniResult, Error, Invocation, Plugin};
-use crate::attach;
 use crate::netfilter::Kernel;
 use crate::netfilter::masq::Masquerade;
 use crate::netlink::Socket;

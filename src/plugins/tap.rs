@@ -3,6 +3,7 @@
 
 use crate::attach::{self, Addressing};
 use crate::cni::error::Context;
+use crate::cni::hint;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
 use crate::kernel::tun::{TapSpec, create_tap};
@@ -134,7 +135,8 @@ fn make_tap(
     if sock.link_by_name(ifname).is_ok() {
         return Err(Error::internal(format!(
             "container interface name provided ({ifname}) already exists"
-        )));
+        ))
+        .with_hint(Some(hint::link_exists(ifname))));
     }
     create_tap(spec).context("failed to create tap")?;
     let link = sock.link_by_name(&spec.name)?;

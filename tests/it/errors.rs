@@ -1,16 +1,17 @@
 //! Errors keep their cause: the kernel's errno text and a file's path reach the
-//! CNI error the runtime reads.
+//! CNI error the runtime reads, and where the user can act the details say how.
 
 use crate::harness;
 
 use harness::{Call, Netns, enter_test_host, plugin_dir, run_in};
 use serde_json::json;
 
-/// A link created twice: the kernel's EEXIST, with its text and number and
-/// the operation and link it was for, reaches the CNI error (code 999 as in
-/// the reference) through the netlink layer's error.
+/// A link created twice: the kernel's EEXIST reaches the CNI error (code 999
+/// as in the reference) as a sentence naming the operation and the link, in
+/// the C library's words (no Rust "(os error N)"), with the errno kept as the
+/// cause and what to do about it in the details.
 #[test]
-fn an_eexist_from_the_kernel_reaches_the_message_with_its_errno_text() {
+fn an_eexist_from_the_kernel_reaches_the_error_with_what_to_do() {
     use cni_multi::netlink::Socket;
     use cni_multi::netlink::link::{Kind, NewLink};
     enter_test_host();
@@ -27,11 +28,8 @@ fn an_eexist_from_the_kernel_reaches_the_message_with_its_errno_text() {
     assert_eq!(e.errno, nix::libc::EEXIST);
     let cni: cni_multi::cni::Error = e.into();
     assert_eq!(cni.code, 999);
-    assert!(cni.msg.contains("File exists (os error 17)"), "{cni}");
-    assert!(
-        cni.msg.contains("create veth link \"veth-eexist\""),
-        "{cni}"
-    );
+    assert_eq!(cni.msg, "create veth link \"veth-eexist\": File exists");
+    assert_eq!(cni.details, link_in_use("veth-eexist"));
     // The chain is kept: CNI error -> netlink error -> the errno itself.
     let netlink = std::error::Error::source(&cni).expect("the netlink error");
     assert!(netlink.to_string().contains("veth-eexist"), "{netlink}");
@@ -41,6 +39,101 @@ fn an_eexist_from_the_kernel_reaches_the_message_with_its_errno_text() {
         Some(&nix::errno::Errno::EEXIST)
     );
     let _ = run_in(None, "ip", &["link", "del", "veth-eexist"]);
+}
+
+/// The hint a taken link name gets, word for word.
+fn link_in_use(name: &str) -> String {
+    format!(
+        "a link named \"{name}\" already exists in that namespace: choose another interface \
+         name, or delete the stale link"
+    )
+}
+
+/// An ADD whose interface name is taken in the container (a link an earlier
+/// ADD left): the plugin's binary answers with the reference's message and,
+/// in the details, what to do; it leaves nothing behind. macvlan meets the
+/// kernel's EEXIST renaming its new link; bridge finds the name taken first.
+#[test]
+fn an_add_whose_interface_name_is_taken_says_what_to_do() {
+    enter_test_host();
+    let bin = plugin_dir();
+    run_in(
+        None,
+        "ip",
+        &[
+            "link",
+            "add",
+            "hint-master",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "hint-peer",
+        ],
+    );
+    let ipam = json!({"type": "static", "addresses": [{"address": "10.96.9.2/24"}]});
+    let cases = [
+        (
+            json!({"type": "macvlan", "master": "hint-master", "ipam": ipam}),
+            "failed to rename macvlan to \"eth0\": ",
+        ),
+        (
+            json!({"type": "bridge", "bridge": "hint-br0", "ipam": ipam}),
+            "container veth name provided (eth0) already exists",
+        ),
+    ];
+    for (mut conf, msg) in cases {
+        let plugin = conf["type"].as_str().unwrap_or_default().to_string();
+        conf["cniVersion"] = json!("1.0.0");
+        conf["name"] = json!("hints");
+        let ns = Netns::new();
+        ns.sh(
+            "ip",
+            &[
+                "link",
+                "add",
+                "eth0",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "stale-peer",
+            ],
+        );
+        let before = ns.sh("ip", &["-o", "link"]);
+        let e = Call::new(&plugin, "ADD", ns.path(), &conf.to_string())
+            .path(&bin)
+            .run()
+            .err(999);
+        let text = e["msg"].as_str().unwrap_or_default();
+        assert!(text.starts_with(msg), "{plugin}: {e}");
+        assert!(!text.contains("os error"), "{plugin}: {e}");
+        assert_eq!(e["details"], link_in_use("eth0"), "{plugin}: {e}");
+        assert_eq!(ns.sh("ip", &["-o", "link"]), before, "{plugin} left a link");
+    }
+}
+
+/// A master that is not there: the reference's message, and in the details
+/// which key to fix.
+#[test]
+fn a_missing_master_names_the_key_to_fix() {
+    enter_test_host();
+    let bin = plugin_dir();
+    let ns = Netns::new();
+    let conf = json!({"cniVersion": "1.0.0", "name": "hints", "type": "macvlan",
+        "master": "no-such0", "ipam": {}});
+    let e = Call::new("macvlan", "ADD", ns.path(), &conf.to_string())
+        .path(&bin)
+        .run()
+        .err(999);
+    assert_eq!(
+        e["msg"],
+        "failed to lookup master \"no-such0\": get link \"no-such0\": No such device"
+    );
+    assert_eq!(
+        e["details"],
+        "the config's master must name an existing link (`ip link` lists them)"
+    );
 }
 
 /// A file the config names that does not exist: the error names its path.

@@ -387,6 +387,33 @@ fn no_link_kind_is_compared_as_a_string_outside_the_netlink_parser() {
     );
 }
 
+/// Inside the netlink layer a link kind's name is spelled once, in
+/// `LinkKind`'s table (`link/kind.rs`), which creating a link and reading one
+/// back both use.
+#[test]
+fn the_netlink_layer_spells_each_link_kind_once() {
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/netlink/link/kind.rs");
+    let mut found = Vec::new();
+    for p in src("src/netlink").into_iter().filter(|p| *p != table) {
+        let text = std::fs::read_to_string(&p).expect("read");
+        for (i, line) in production(&p, &text).lines().enumerate() {
+            let code = line.trim_start();
+            if !code.starts_with("//")
+                && LINK_KINDS
+                    .iter()
+                    .any(|k| code.contains(&format!("\"{k}\"")))
+            {
+                found.push(format!("{}:{}: {}", p.display(), i + 1, code));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "link kind names spelled outside LinkKind's table:\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn the_link_kind_rule_flags_each_shape() {
     for line in [

@@ -17,13 +17,13 @@ use super::Finding;
 use super::engine::Named;
 use super::node::{Cached, Node, State};
 use crate::cni::env::Command;
+use crate::libcni::conf::{NetworkList, PluginConf};
+use crate::libcni::{Implementation, RuntimeConf};
 use crate::netfilter::iptables::{Flavour, Saved};
 use crate::netfilter::masq::{self, Masquerade, Plan};
 use crate::netfilter::{Backend, Choice, Family, Kernel, chain_name};
 use crate::plugins::Repair;
 use crate::plugins::footprint::Footprint;
-use crate::libcni::{Implementation, RuntimeConf};
-use crate::libcni::conf::{NetworkList, PluginConf};
 use anyhow::Result;
 use ipnet::IpNet;
 use serde_json::Value;
@@ -201,12 +201,24 @@ fn repair(node: &Node, i: usize, j: usize, cached: Fingerprint) -> Result<bool> 
     if check(node, a, list, plugin, result).is_ok() {
         return Ok(true);
     }
-    node.runtime
-        .plugin_verb(list, plugin, Command::Add, &rt, result, Implementation::OnCniPath)?;
+    node.runtime.plugin_verb(
+        list,
+        plugin,
+        Command::Add,
+        &rt,
+        result,
+        Implementation::OnCniPath,
+    )?;
     if !cached.holds(a) {
         // A DEL began while we added: what we added would outlive it.
-        node.runtime
-            .plugin_verb(list, plugin, Command::Del, &rt, result, Implementation::OnCniPath)?;
+        node.runtime.plugin_verb(
+            list,
+            plugin,
+            Command::Del,
+            &rt,
+            result,
+            Implementation::OnCniPath,
+        )?;
         return Ok(false);
     }
     Ok(check(node, a, list, plugin, result).is_ok())
@@ -222,8 +234,14 @@ fn check(
     let rt = RuntimeConf::of_cached(&a.entry, &a.netns);
     // Our CHECK reads the rules the reference writes as its own (and does not
     // share the reference portmap's CHECK failing every IPv4-only pod).
-    node.runtime
-        .plugin_verb(list, plugin, Command::Check, &rt, result, Implementation::Ours)
+    node.runtime.plugin_verb(
+        list,
+        plugin,
+        Command::Check,
+        &rt,
+        result,
+        Implementation::Ours,
+    )
 }
 
 /// Whether masquerading's backend is left to the host's tools (which the

@@ -3,15 +3,13 @@
 
 use super::wire;
 use crate::netlink::headers::IfInfoMsg;
+use crate::netlink::uapi::netlink::{NLM_F_ACK, NLM_F_REQUEST};
+use crate::netlink::uapi::rtnetlink::RTM_DELLINK;
+use crate::netlink::uapi::sockios::SIOCGSKNS;
 use nix::libc;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-// linux/sockios.h
-/// SIOCGSKNS: a descriptor of the namespace a socket lives in.
-const SIOCGSKNS: libc::c_ulong = 0x894c;
-use crate::netlink::uapi::netlink::{NLM_F_ACK, NLM_F_REQUEST};
-use crate::netlink::uapi::rtnetlink::RTM_DELLINK;
 const SEQ: u32 = 1;
 
 pub enum Report {

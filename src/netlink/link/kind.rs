@@ -33,43 +33,46 @@ pub enum LinkKind {
     Other(String),
 }
 
+/// The kernel's name of each kind (IFLA_INFO_KIND), spelled here only: both
+/// ways (`name`, `parse`) and the kinds links are created as read this table.
+static NAMES: [(LinkKind, &str); 12] = [
+    (LinkKind::Device, ""),
+    (LinkKind::Veth, "veth"),
+    (LinkKind::Bridge, "bridge"),
+    (LinkKind::Macvlan, "macvlan"),
+    (LinkKind::Macvtap, "macvtap"),
+    (LinkKind::Ipvlan, "ipvlan"),
+    (LinkKind::Vlan, "vlan"),
+    (LinkKind::Dummy, "dummy"),
+    (LinkKind::Vrf, "vrf"),
+    (LinkKind::Ifb, "ifb"),
+    (LinkKind::Vxlan, "vxlan"),
+    (LinkKind::Tun, "tun"),
+];
+
 impl LinkKind {
     /// The kernel's name (IFLA_INFO_KIND); empty for `Device`.
     pub fn name(&self) -> &str {
         match self {
-            LinkKind::Device => "",
-            LinkKind::Veth => "veth",
-            LinkKind::Bridge => "bridge",
-            LinkKind::Macvlan => "macvlan",
-            LinkKind::Macvtap => "macvtap",
-            LinkKind::Ipvlan => "ipvlan",
-            LinkKind::Vlan => "vlan",
-            LinkKind::Dummy => "dummy",
-            LinkKind::Vrf => "vrf",
-            LinkKind::Ifb => "ifb",
-            LinkKind::Vxlan => "vxlan",
-            LinkKind::Tun => "tun",
             LinkKind::Other(name) => name,
+            kind => kind.known_name(),
         }
+    }
+
+    /// The name of a kind of the table; empty for `Other`, which has its own.
+    pub(super) fn known_name(&self) -> &'static str {
+        NAMES
+            .iter()
+            .find(|(kind, _)| kind == self)
+            .map_or("", |(_, name)| name)
     }
 
     /// The kind the kernel calls `name` (empty: `Device`).
     pub fn parse(name: &str) -> LinkKind {
-        match name {
-            "" => LinkKind::Device,
-            "veth" => LinkKind::Veth,
-            "bridge" => LinkKind::Bridge,
-            "macvlan" => LinkKind::Macvlan,
-            "macvtap" => LinkKind::Macvtap,
-            "ipvlan" => LinkKind::Ipvlan,
-            "vlan" => LinkKind::Vlan,
-            "dummy" => LinkKind::Dummy,
-            "vrf" => LinkKind::Vrf,
-            "ifb" => LinkKind::Ifb,
-            "vxlan" => LinkKind::Vxlan,
-            "tun" => LinkKind::Tun,
-            other => LinkKind::Other(other.to_string()),
-        }
+        NAMES.iter().find(|(_, known)| *known == name).map_or_else(
+            || LinkKind::Other(name.to_string()),
+            |(kind, _)| kind.clone(),
+        )
     }
 }
 
@@ -172,22 +175,11 @@ mod tests {
 
     #[test]
     fn kinds_read_back_by_name_and_unknown_ones_keep_it() {
-        for kind in [
-            LinkKind::Device,
-            LinkKind::Veth,
-            LinkKind::Bridge,
-            LinkKind::Macvlan,
-            LinkKind::Macvtap,
-            LinkKind::Ipvlan,
-            LinkKind::Vlan,
-            LinkKind::Dummy,
-            LinkKind::Vrf,
-            LinkKind::Ifb,
-            LinkKind::Vxlan,
-            LinkKind::Tun,
-        ] {
-            assert_eq!(LinkKind::parse(kind.name()), kind);
+        for (kind, name) in &NAMES {
+            assert_eq!(kind.name(), *name);
+            assert_eq!(LinkKind::parse(name), *kind);
         }
+        assert_eq!(LinkKind::parse("macvlan"), LinkKind::Macvlan);
         let geneve = LinkKind::parse("geneve");
         assert_eq!(geneve, LinkKind::Other("geneve".into()));
         assert_eq!(

@@ -2,7 +2,7 @@
 
 use super::headers::IfInfoMsg;
 use super::wire::{self, Body, NESTED};
-use super::{Error, Request, Result, Socket};
+use super::{Error, Object, Request, Result, Socket};
 use crate::quote::quoted;
 use neli::consts::nl::NlmF;
 use neli::consts::rtnl::Rtm;
@@ -229,18 +229,24 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn name(&self) -> &'static str {
+    /// The kind of link this makes, as a dump reads it back.
+    pub fn link_kind(&self) -> LinkKind {
         match self {
-            Kind::Veth { .. } => "veth",
-            Kind::Bridge { .. } => "bridge",
-            Kind::Macvlan { .. } => "macvlan",
-            Kind::Ipvlan { .. } => "ipvlan",
-            Kind::Vlan { .. } => "vlan",
-            Kind::Dummy => "dummy",
-            Kind::Vrf { .. } => "vrf",
-            Kind::Ifb => "ifb",
-            Kind::Vxlan(_) => "vxlan",
+            Kind::Veth { .. } => LinkKind::Veth,
+            Kind::Bridge { .. } => LinkKind::Bridge,
+            Kind::Macvlan { .. } => LinkKind::Macvlan,
+            Kind::Ipvlan { .. } => LinkKind::Ipvlan,
+            Kind::Vlan { .. } => LinkKind::Vlan,
+            Kind::Dummy => LinkKind::Dummy,
+            Kind::Vrf { .. } => LinkKind::Vrf,
+            Kind::Ifb => LinkKind::Ifb,
+            Kind::Vxlan(_) => LinkKind::Vxlan,
         }
+    }
+
+    /// Its IFLA_INFO_KIND, from `LinkKind`'s one table of names.
+    pub fn name(&self) -> &'static str {
+        self.link_kind().known_name()
     }
 
     fn parent(&self) -> Option<u32> {
@@ -278,14 +284,9 @@ impl NewLink {
     }
 }
 
+/// A lookup that found no link: ENODEV, as the kernel answers a GET by name.
 fn not_found(op: String) -> Error {
-    Error {
-        op,
-        errno: libc::ENODEV,
-        extack: None,
-        detail: "no such device".into(),
-        cause: Some(nix::errno::Errno::ENODEV),
-    }
+    super::kernel_error(&op, libc::ENODEV, None)
 }
 
 impl Socket {
@@ -329,6 +330,7 @@ impl Socket {
     pub fn create_link(&mut self, spec: &NewLink) -> Result<()> {
         let op = format!("create {} link {}", spec.kind.name(), quoted(&spec.name));
         self.apply(&op, &new_link_request(spec))
+            .map_err(|e| e.about(Object::Link(spec.name.clone())))
     }
 }
 
@@ -467,6 +469,10 @@ impl Socket {
             }
             .bytes()
         };
+        let renamed_to = match change {
+            Change::Name(name) => Some(name.to_string()),
+            _ => None,
+        };
         let body = match change {
             Change::Up(on) => Body::new(&flag(IFF_UP, on)),
             Change::Promisc(on) => Body::new(&flag(IFF_PROMISC, on)),
@@ -502,6 +508,10 @@ impl Socket {
             NlmF::empty(),
             Buffer::from(body.into_bytes()),
         )
+        .map_err(|e| match renamed_to {
+            Some(name) => e.about(Object::Link(name)),
+            None => e,
+        })
     }
 
     /// Sets which link-local groups (01-80-C2-00-00-0X, bit X) bridge
@@ -516,7 +526,7 @@ impl Socket {
             .bytes(),
         )
         .nest(IFLA_LINKINFO, |i| {
-            i.str(IFLA_INFO_KIND, "bridge")
+            i.str(IFLA_INFO_KIND, LinkKind::Bridge.name())
                 .nest(IFLA_INFO_DATA, |d| bridge_data(d, false, Some(mask)))
         });
         self.change(

@@ -261,3 +261,34 @@ fn an_ipv6_gbp_vxlan_link_is_iproute2s_request() {
     let link = Link::parse(&iproute2[16..]).expect("parsed");
     assert_eq!(link.vxlan(), Some(vxlan));
 }
+
+/// A link is created with the kind name a dump of it reads back: one
+/// spelling, `LinkKind`'s.
+#[test]
+fn a_created_kind_reads_back_as_its_link_kind() {
+    let kinds = [
+        Kind::Veth {
+            peer: "p".into(),
+            peer_netns: None,
+        },
+        Kind::Bridge {
+            vlan_filtering: false,
+            group_fwd_mask: None,
+        },
+        Kind::Macvlan {
+            parent: 1,
+            mode: MACVLAN_MODE_BRIDGE,
+            bc_queue_len: None,
+        },
+        Kind::Ipvlan { parent: 1, mode: 0 },
+        Kind::Vlan { parent: 1, id: 7 },
+        Kind::Dummy,
+        Kind::Vrf { table: 10 },
+        Kind::Ifb,
+        Kind::Vxlan(VxlanInfo::new(1, None, None, 0)),
+    ];
+    for kind in kinds {
+        assert!(!kind.name().is_empty(), "{kind:?}");
+        assert_eq!(LinkKind::parse(kind.name()), kind.link_kind(), "{kind:?}");
+    }
+}

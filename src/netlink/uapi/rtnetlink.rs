@@ -4,6 +4,8 @@
 pub const RTEXT_FILTER_BRVLAN: u32 = 2;
 
 pub const RTM_DELLINK: u16 = 17;
+/// A namespace's or link's IP settings (linux/netconf.h); neli's `Rtm` has no name for it.
+pub const RTM_GETNETCONF: u16 = 82;
 
 // Route attributes and metrics
 pub const RTA_DST: u16 = 1;
