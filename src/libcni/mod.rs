@@ -462,13 +462,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn runtime_config_is_replaced_only_by_supplied_enabled_capabilities() {
-        let caps: Map<String, Value> = serde_json::from_value(json!({
-            "portMappings": [{"hostPort": 80}], "mac": "aa", "bandwidth": {"x": 1}
-        }))
-        .expect("caps");
-        let list = NetworkList {
+    /// A list named "n" at 1.0.0 without plugins.
+    fn empty_list() -> NetworkList {
+        NetworkList {
             name: "n".into(),
             cni_version: "1.0.0".into(),
             disable_check: false,
@@ -476,7 +472,16 @@ mod tests {
             plugins: Vec::new(),
             bytes: Vec::new(),
             source: PathBuf::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn runtime_config_is_replaced_only_by_supplied_enabled_capabilities() {
+        let caps: Map<String, Value> = serde_json::from_value(json!({
+            "portMappings": [{"hostPort": 80}], "mac": "aa", "bandwidth": {"x": 1}
+        }))
+        .expect("caps");
+        let list = empty_list();
         let p = plugin(json!({
             "type": "portmap", "name": "old", "cniVersion": "0.3.1",
             "capabilities": {"portMappings": true, "mac": false, "ips": true},
@@ -506,15 +511,7 @@ mod tests {
             cache: Cache::new(&dir),
             plugins: crate::cni::no_plugins,
         };
-        let list = NetworkList {
-            name: "n".into(),
-            cni_version: "1.0.0".into(),
-            disable_check: false,
-            disable_gc: false,
-            plugins: Vec::new(),
-            bytes: Vec::new(),
-            source: PathBuf::new(),
-        };
+        let list = empty_list();
         let absent = plugin(json!({"type": "no-such-plugin"}));
         let rt = RuntimeConf {
             container_id: "c".into(),
