@@ -234,7 +234,9 @@ run_manifest() {
     [ "$rc" = 0 ] || { echo "$out"; return 1; }
 }
 
-running() { cri status "$1" | grep -qx 'state CONTAINER_RUNNING'; }
+# grep reads cri.py's whole output (no -q): under pipefail, a grep that exits at
+# the first match fails the pipeline when cri.py's next print meets EPIPE.
+running() { cri status "$1" | grep -x 'state CONTAINER_RUNNING' >/dev/null; }
 
 # install_pod MANIFEST LOGNAME [options]: the pod runs: its init container
 # `install` exited 0, then its container `pause` runs.
@@ -247,7 +249,7 @@ install_pod() {
         echo "want an init container install and a container pause, got: ${!MPOD[*]}"
         return 1
     fi
-    cri status "$INIT_CID" | grep -qx 'exit 0' || { echo "install: $(cri status "$INIT_CID" | tr '\n' ' ')"; return 1; }
+    cri status "$INIT_CID" | grep -x 'exit 0' >/dev/null || { echo "install: $(cri status "$INIT_CID" | tr '\n' ' ')"; return 1; }
     retry 10 running "$PAUSE_CID" || { echo "pause: $(cri status "$PAUSE_CID" | tr '\n' ' ')"; return 1; }
 }
 rm_install() {
@@ -353,7 +355,7 @@ install_again() {
     before=$(find "$bin_dir" "$conf_dir" -type f -exec sha256sum {} + | sort)
     rm_install || return 1
     install_pod "$install_manifest" install-again || return 1
-    cri log "$INIT_CID" --stream stdout | grep -qx 'cni-multi install: nothing to change in /host/opt/cni/bin' ||
+    cri log "$INIT_CID" --stream stdout | grep -x 'cni-multi install: nothing to change in /host/opt/cni/bin' >/dev/null ||
         { echo "install: $(cri log "$INIT_CID" | grep -v ': unchanged$' | tail -n 5 | tr '\n' ' ')"; return 1; }
     [ "$before" = "$(find "$bin_dir" "$conf_dir" -type f -exec sha256sum {} + | sort)" ] || { echo "the node's files changed"; return 1; }
     left_alone && conf_installed
@@ -671,7 +673,7 @@ rm_doctor() {
     [ -z "$DOCTOR_SID" ] || cri rm-pod "$DOCTOR_SID" || return 1
     DOCTOR_SID="" DOCTOR_CID=""
 }
-exited() { cri status "$1" | grep -qx 'state CONTAINER_EXITED'; }
+exited() { cri status "$1" | grep -x 'state CONTAINER_EXITED' >/dev/null; }
 finished() { exited "$1" || reported "$1"; }
 # A run's report: its table's header, or "no stale CNI state found" (stdout).
 reported() { cri log "$1" --stream stdout | grep -Eq '^KIND |no stale CNI state found'; }
@@ -712,7 +714,7 @@ doctor_fixes_dead() {
     retry 60 finished "$DOCTOR_CID" || { echo "no report in 60 s: $(cri log "$DOCTOR_CID" | tail -n 5 | tr '\n' ' ')"; return 1; }
     retry 10 settled "$DOCTOR_CID" || true
     cri log "$DOCTOR_CID" >"$d/doctor.out"
-    cri status "$DOCTOR_CID" | grep -qx 'state CONTAINER_RUNNING' ||
+    cri status "$DOCTOR_CID" | grep -x 'state CONTAINER_RUNNING' >/dev/null ||
         { echo "the --every loop ended: $(cri status "$DOCTOR_CID" | tr '\n' ' '); log: $(tail -n 20 "$d/doctor.out")"; return 1; }
     rows=$(rows_of "$d/doctor.out")
     [ -n "$rows" ] || { echo "no finding: $(cat "$d/doctor.out")"; return 1; }
