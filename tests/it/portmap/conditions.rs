@@ -26,7 +26,7 @@ fn nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded() {
         "a source outside the condition's network is not forwarded"
     );
     assert_eq!(
-        tcp_fetch(None, &format!("{ip}:80")).as_deref(),
+        tcp_fetch_soon(None, &format!("{ip}:80"), 10).as_deref(),
         Some("hello"),
         "the server answers directly"
     );
@@ -44,7 +44,7 @@ fn nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded() {
         format!("ip saddr 192.0.2.0/24 iifname \"to-client\" tcp dport 8080 dnat to {ip}:80");
     assert!(rules.contains(&expected), "missing {expected}\n{rules}");
     assert_eq!(
-        tcp_fetch(Some(client.path()), "192.0.2.1:8080").as_deref(),
+        tcp_fetch_soon(Some(client.path()), "192.0.2.1:8080", 10).as_deref(),
         Some("hello"),
         "a source inside, on the named interface, is forwarded"
     );
