@@ -1,7 +1,9 @@
 //! Pure parsing, and the client against in-process fake servers on the
 //! loopback (ephemeral ports): broken, hostile and slow replies.
 
-use super::http::{self, Body, Chunk, Framing, MAX_MESSAGE, parse_frame, parse_head, ws_frame};
+use super::http::{self, Body, Chunk, Framing, MAX_MESSAGE, parse_head};
+use super::transport::Endpoint;
+use super::websocket::{parse_frame, ws_frame};
 use super::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -229,9 +231,9 @@ fn websocket_frames_round_trip_and_bounds() {
 
 #[test]
 fn endpoints_parse_and_bad_configs_are_refused() {
-    let ep = http::Endpoint::parse("https://[fd00::1]:2380/").expect("v6");
+    let ep = Endpoint::parse("https://[fd00::1]:2380/").expect("v6");
     assert_eq!((ep.host.as_str(), ep.port, ep.tls), ("fd00::1", 2380, true));
-    let ep = http::Endpoint::parse("http://etcd").expect("default port");
+    let ep = Endpoint::parse("http://etcd").expect("default port");
     assert_eq!((ep.port, ep.tls), (2379, false));
     for bad in [
         "127.0.0.1:2379",
@@ -240,7 +242,7 @@ fn endpoints_parse_and_bad_configs_are_refused() {
         "http://a:99999",
         "http://u@h:1",
     ] {
-        assert!(http::Endpoint::parse(bad).is_err(), "{bad}");
+        assert!(Endpoint::parse(bad).is_err(), "{bad}");
     }
     let config = |f: fn(&mut Config)| {
         let mut c = Config::default();
@@ -269,7 +271,7 @@ fn endpoints_parse_and_bad_configs_are_refused() {
 fn loopback_conn() -> (http::Conn, TcpStream) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
-    let ep = http::Endpoint::parse(&url).expect("endpoint");
+    let ep = Endpoint::parse(&url).expect("endpoint");
     let conn = http::Conn::open(&ep, None, Duration::from_secs(2)).expect("connect");
     (conn, listener.accept().expect("accept").0)
 }

@@ -33,7 +33,9 @@
 
 mod http;
 mod tls;
+mod transport;
 mod watch;
+mod websocket;
 pub mod wire;
 
 #[cfg(test)]
@@ -42,7 +44,7 @@ mod client_tests;
 pub use watch::{Event, EventKind, Watch, WatchMsg};
 pub use wire::{KeyValue, prefix_end};
 
-use http::{Conn, Endpoint};
+use http::Conn;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
@@ -50,6 +52,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use transport::Endpoint;
 
 /// What the client connects to and how.
 #[derive(Debug, Clone)]

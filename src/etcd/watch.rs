@@ -2,6 +2,7 @@
 //! request; see the module above), one JSON message per event batch.
 
 use super::http::{self, Body, Conn, Got};
+use super::websocket;
 use super::{Client, Error, KeyValue, Result, stream_error, wire};
 use std::io;
 use std::time::{Duration, Instant};
@@ -111,14 +112,14 @@ impl Client {
             let opened =
                 Conn::open(ep, self.inner.tls.as_ref(), self.inner.timeout).and_then(|mut conn| {
                     let request = match token {
-                        None => http::upgrade(ep, "/v3/watch"),
+                        None => websocket::upgrade(ep, "/v3/watch"),
                         Some(t) => http::post(ep, "/v3/watch", create, Some(t)),
                     };
                     conn.send(&request, deadline)?;
                     let head = conn.head(deadline)?;
                     let mode = match (token, head.status) {
                         (None, 101) => {
-                            conn.send(&http::ws_frame(1, create), deadline)?;
+                            conn.send(&websocket::ws_frame(1, create), deadline)?;
                             Mode::WebSocket { partial: None }
                         }
                         (Some(_), 200) => Mode::Lines {
@@ -184,7 +185,7 @@ impl Watch {
     pub fn request_progress(&mut self) -> Result<bool> {
         match self.mode {
             Mode::WebSocket { .. } => {
-                let frame = http::ws_frame(1, br#"{"progress_request":{}}"#);
+                let frame = websocket::ws_frame(1, br#"{"progress_request":{}}"#);
                 self.conn.send(&frame, Instant::now() + self.timeout)?;
                 Ok(true)
             }
