@@ -11,6 +11,7 @@
 
 mod annotations;
 mod config;
+mod delegate_cache;
 mod delegates;
 mod devices;
 mod devinfo;
@@ -22,7 +23,7 @@ mod status;
 
 pub use config::DEFAULT_CNI_DIR;
 pub(crate) use config::Keys;
-pub use delegates::cached_container;
+pub use delegate_cache::cached_container;
 pub use devinfo::{DEVICE_INFO_DIR, device_info_owner};
 pub use status::status_path;
 
@@ -35,7 +36,8 @@ use crate::netns::NetNs;
 use crate::quote::quoted;
 use annotations::Verb;
 use config::{Conf, K8sArgs};
-use delegates::{Delegate, LoadError};
+use delegate_cache::LoadError;
+use delegates::Delegate;
 use nad::NadIndex;
 use serde_json::Value;
 use std::cell::OnceCell;
@@ -116,8 +118,8 @@ impl<'a> Call<'a> {
         self.ready_for_add()?;
         let (delegates, ifnames) = self.plan()?;
         let container_id = &self.inv.env.container_id;
-        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
-        delegates::save(&cache_file, container_id, &delegates)
+        let cache_file = delegate_cache::cache_path(&self.s.cni_dir, container_id);
+        delegate_cache::save(&cache_file, container_id, &delegates)
             .map_err(self.cmd_err("error saving the delegates"))?;
         let (result, statuses) = self.attach_all(&delegates, &ifnames, &cache_file)?;
         status::write(&self.s.cni_dir, container_id, &statuses)?;
@@ -298,7 +300,7 @@ impl<'a> Call<'a> {
     fn del(&self) -> CniResult<()> {
         self.warn_unready_on_del()?;
         let container_id = &self.inv.env.container_id;
-        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
+        let cache_file = delegate_cache::cache_path(&self.s.cni_dir, container_id);
         let status_file = status::status_path(&self.s.cni_dir, container_id);
         let Some((mut delegates, from_cache)) = self.delegates_to_delete(&cache_file)? else {
             // Nothing cached and no pod to read: nothing is known to delete,
@@ -358,7 +360,7 @@ impl<'a> Call<'a> {
     /// The delegates DEL runs and whether they came from the cache: the
     /// cached list, else the pod's annotations as at ADD. None: neither.
     fn delegates_to_delete(&self, cache_file: &Path) -> CniResult<Option<(Vec<Delegate>, bool)>> {
-        let bad = match delegates::load(cache_file, &self.s.cni_version) {
+        let bad = match delegate_cache::load(cache_file, &self.s.cni_version) {
             Ok(Some(d)) => return Ok(Some((d, true))),
             Err(LoadError::Read(e)) => return Err(e),
             Ok(None) => None,
@@ -398,8 +400,8 @@ impl<'a> Call<'a> {
     /// CHECK of every cached delegate, in order.
     fn check(&self) -> CniResult<()> {
         let inv = self.inv;
-        let cache_file = delegates::cache_path(&self.s.cni_dir, &inv.env.container_id);
-        let delegates = match delegates::load(&cache_file, &self.s.cni_version) {
+        let cache_file = delegate_cache::cache_path(&self.s.cni_dir, &inv.env.container_id);
+        let delegates = match delegate_cache::load(&cache_file, &self.s.cni_version) {
             Ok(Some(d)) => d,
             Ok(None) => {
                 return Err(Error::internal(format!(
@@ -474,8 +476,8 @@ impl<'a> Call<'a> {
     /// DEL of a pod known only by its cached delegate list: each attachment
     /// with the netns, CNI_ARGS and capabilities its cached result recorded.
     fn del_stale(&self, container_id: &str) -> CniResult<()> {
-        let cache_file = delegates::cache_path(&self.s.cni_dir, container_id);
-        let delegates = match delegates::load(&cache_file, &self.s.cni_version) {
+        let cache_file = delegate_cache::cache_path(&self.s.cni_dir, container_id);
+        let delegates = match delegate_cache::load(&cache_file, &self.s.cni_version) {
             Ok(Some(d)) => d,
             Ok(None) => return Ok(()),
             Err(LoadError::Read(e)) => return Err(e),
@@ -643,7 +645,7 @@ fn cached_containers(cni_dir: &Path) -> CniResult<Vec<String>> {
             let name = e.file_name().to_str().map(String::from)?;
             if crate::files::is_id_token(&name) {
                 // A long ID's list: the ID is inside.
-                return delegates::cached_container(&e.path());
+                return delegate_cache::cached_container(&e.path());
             }
             (crate::cni::env::is_valid_name(&name) && !name.ends_with(".status")).then_some(name)
         })
