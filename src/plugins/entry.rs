@@ -49,7 +49,7 @@ pub enum Files {
     /// `<containerID>@<ifname>[@<network hash>].json` per attachment
     /// (`attach::records::record_owner`).
     Records,
-    /// tuning's backups, `<containerID>_<ifname>.json` (`tuning::backup_file`).
+    /// tuning's backups, `<containerID>_<ifname>.json` (`tuning::backup::backup_file`).
     Backups,
     /// flannel's saved delegate configs, `<containerID>` naming their
     /// network inside (`flannel::saved_network`).

@@ -25,7 +25,7 @@ use super::Finding;
 use super::engine::{self, Label, Named, Object, Owner};
 use super::node::{Node, entries};
 use crate::plugins::flannel::saved_network;
-use crate::plugins::tuning::{backup_container, backup_file, backup_network, is_backup};
+use crate::plugins::tuning::backup::{backup_container, backup_file, backup_network, is_backup};
 use anyhow::{Context, Result};
 use std::path::Path;
 
