@@ -1,4 +1,7 @@
 use super::*;
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::SocketAddr;
+use std::path::PathBuf;
 
 #[test]
 fn bus_addresses_give_their_sockets_in_order() {
