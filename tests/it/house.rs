@@ -471,3 +471,75 @@ fn the_thread_local_rule_sees_declarations_not_comments() {
     ));
     assert!(!declares_a_thread_local("    // no thread_local! here"));
 }
+
+/// Where a module's unit tests live: a file of their own beside it
+/// (`tests.rs` for a `mod.rs`, `<file>_tests.rs` for `<file>.rs`).
+fn is_test_file(p: &Path) -> bool {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    name == "tests.rs" || name.ends_with("_tests.rs")
+}
+
+/// The lines of a production file that hold unit tests inline: a
+/// `#[cfg(test)]` module with a body, or a `#[test]` function.
+fn inline_tests(text: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut cfg_test = false;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim();
+        if code == "#[test]" {
+            found.push(i + 1);
+        }
+        if code == "#[cfg(test)]" {
+            cfg_test = true;
+            continue;
+        }
+        if code.starts_with("#[") || code.starts_with("///") {
+            continue;
+        }
+        let item = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| code.strip_prefix(v))
+            .unwrap_or(code);
+        if cfg_test && item.starts_with("mod ") && item.ends_with('{') {
+            found.push(i + 1);
+        }
+        cfg_test = false;
+    }
+    found
+}
+
+#[test]
+fn no_inline_unit_test_module_under_src() {
+    let mut found = Vec::new();
+    for p in src("src").into_iter().filter(|p| !is_test_file(p)) {
+        let text = std::fs::read_to_string(&p).expect("read");
+        for line in inline_tests(&text) {
+            found.push(format!("{}:{line}", p.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "unit tests inline: a module's tests go in a file beside it (`<file>_tests.rs`, \
+         declared at the file's end as `#[cfg(test)] #[path = \"<file>_tests.rs\"] mod tests;`, \
+         or `tests.rs` with `#[cfg(test)] mod tests;` for a mod.rs):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_inline_test_rule_sees_each_shape() {
+    let inline = "fn f() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn t() {}\n}\n";
+    assert_eq!(inline_tests(inline), [4, 5]);
+    let shapes = "#[cfg(test)]\n#[allow(dead_code)]\npub(crate) mod helpers {\n}\n\
+                  /// doc\n#[test]\nfn loose() {}\n";
+    assert_eq!(inline_tests(shapes), [3, 6]);
+    let declared = "fn f() {}\n\n#[cfg(test)]\n#[path = \"f_tests.rs\"]\nmod tests;\n\
+                    #[cfg(test)]\npub(crate) fn golden() {}\n";
+    assert!(inline_tests(declared).is_empty());
+    assert!(is_test_file(Path::new("src/a/b_tests.rs")));
+    assert!(is_test_file(Path::new("src/a/tests.rs")));
+    assert!(!is_test_file(Path::new("src/a/contests.rs")));
+}
