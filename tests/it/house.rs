@@ -1,6 +1,7 @@
 //! The house rules a reader relies on, checked: no source file over 700
-//! lines, and every plugin verb (ADD, DEL, CHECK, GC, STATUS) short enough to
-//! read as a list of named steps.
+//! lines, every plugin verb (ADD, DEL, CHECK, GC, STATUS) short enough to
+//! read as a list of named steps, and unit tests in a file beside their
+//! module, never inline.
 
 use std::path::{Path, PathBuf};
 
