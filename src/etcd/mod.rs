@@ -38,9 +38,6 @@ mod watch;
 mod websocket;
 pub mod wire;
 
-#[cfg(test)]
-mod client_tests;
-
 pub use watch::{Event, EventKind, Watch, WatchMsg};
 pub use wire::{KeyValue, prefix_end};
 
@@ -518,3 +515,6 @@ impl Client {
             .ttl)
     }
 }
+
+#[cfg(test)]
+mod tests;
