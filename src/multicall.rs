@@ -9,6 +9,7 @@ mod table_tests;
 
 use crate::cni::dispatch;
 use crate::plugins::{self, Entry, PLUGINS};
+use crate::quote::quoted;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::Path;
@@ -88,7 +89,8 @@ pub fn main_with_args(args: Vec<OsString>) -> i32 {
         }
         Some(name) => {
             eprintln!(
-                "{BINARY}: unknown plugin or command {name:?}\nplugins: {}\nrun '{BINARY} --help' for usage",
+                "{BINARY}: unknown plugin or command {}\nplugins: {}\nrun '{BINARY} --help' for usage",
+                quoted(&name),
                 names(PLUGINS).join(", ")
             );
             2

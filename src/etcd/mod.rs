@@ -41,6 +41,7 @@ pub mod wire;
 pub use watch::{Event, EventKind, Watch, WatchMsg};
 pub use wire::{KeyValue, prefix_end};
 
+use crate::quote::quoted;
 use http::Conn;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -126,7 +127,7 @@ impl Error {
     }
 
     fn status(endpoint: &str, status: u16, body: &[u8]) -> Error {
-        let parsed: wire::ErrorBody = serde_json::from_slice(body).unwrap_or_default();
+        let parsed: wire::ErrorBody = crate::cni::json::from_slice(body).unwrap_or_default();
         let message = match (parsed.message.is_empty(), parsed.error.is_empty()) {
             (false, _) => parsed.message,
             (true, false) => parsed.error,
@@ -223,9 +224,9 @@ pub struct Client {
 }
 
 fn parse<T: DeserializeOwned>(endpoint: &str, body: &[u8]) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| Error::Protocol {
+    crate::cni::json::from_slice(body).map_err(|e| Error::Protocol {
         endpoint: endpoint.to_string(),
-        what: format!("reply {:.120?}: {e}", http::lossy(body)),
+        what: format!("reply {:.120}: {e}", quoted(&http::lossy(body))),
     })
 }
 
@@ -374,7 +375,7 @@ impl Client {
                 if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
                     return Err(Error::Protocol {
                         endpoint,
-                        what: format!("an auth token that cannot be a header: {t:.80?}"),
+                        what: format!("an auth token that cannot be a header: {:.80}", quoted(&t)),
                     });
                 }
                 Some(t)
@@ -486,7 +487,7 @@ impl Client {
         if !r.error.is_empty() || r.id == 0 {
             return Err(Error::Protocol {
                 endpoint,
-                what: format!("no lease granted: {:?}", r.error),
+                what: format!("no lease granted: {}", quoted(&r.error)),
             });
         }
         Ok((r.id, r.ttl))
