@@ -78,6 +78,53 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Whether a file under src/ holds tests only (`tests.rs`, `<file>_tests.rs`).
+pub(crate) fn is_test_file(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base == "tests.rs" || base.ends_with("_tests.rs")
+}
+
+/// A production file's text without its `#[cfg(test)]` items (the test
+/// module's declaration, a test-only helper), each blanked from the attribute
+/// to the end of its item (its `;`, or the brace closing it at its own
+/// indentation), so that what follows one is still read and line numbers hold.
+pub(crate) fn without_test_items(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "#[cfg(test)]" {
+            out.push_str(lines[i]);
+            out.push('\n');
+            i += 1;
+            continue;
+        }
+        let mut item = i + 1;
+        while lines
+            .get(item)
+            .is_some_and(|l| l.trim_start().starts_with("#[") || l.trim_start().starts_with("///"))
+        {
+            item += 1;
+        }
+        let end = match lines.get(item) {
+            None => lines.len() - 1,
+            Some(l) if l.trim_end().ends_with(';') || l.trim_end().ends_with('}') => item,
+            Some(l) => {
+                let indent = l.len() - l.trim_start().len();
+                lines[item..]
+                    .iter()
+                    .position(|c| {
+                        c.len() - c.trim_start().len() == indent && matches!(c.trim(), "}" | "};")
+                    })
+                    .map_or(lines.len() - 1, |k| item + k)
+            }
+        };
+        out.push_str(&"\n".repeat(end + 1 - i));
+        i = end + 1;
+    }
+    out
+}
+
 #[test]
 fn dependencies_point_down_only() {
     let src = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
@@ -87,7 +134,7 @@ fn dependencies_point_down_only() {
     for file in files {
         let rel = file.strip_prefix(&src).expect("under src");
         let name = rel.to_string_lossy();
-        if name.ends_with("_tests.rs") || name == "lib.rs" || name == "main.rs" {
+        if is_test_file(&name) || name == "lib.rs" || name == "main.rs" {
             continue;
         }
         let top = rel
@@ -105,8 +152,8 @@ fn dependencies_point_down_only() {
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("source");
-        let production = text.split("#[cfg(test)]").next().unwrap_or("");
-        for used in crate_paths(production) {
+        let production = without_test_items(&text);
+        for used in crate_paths(&production) {
             match layer(&used) {
                 _ if used == top => {}
                 Some(l) if l < own => {}
@@ -119,6 +166,17 @@ fn dependencies_point_down_only() {
         }
     }
     assert!(wrong.is_empty(), "layering:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn test_items_are_cut_and_what_follows_them_is_kept() {
+    let text = "use a;\n#[cfg(test)]\nmod tests;\nfn f() {\n    #[cfg(test)]\n    pub(crate) fn g() {\n        crate::x();\n    }\n    crate::y();\n}\n#[cfg(test)]\n#[path = \"b_tests.rs\"]\nmod tests {\n    crate::z();\n}\nfn h() {}\n";
+    let kept = without_test_items(text);
+    assert_eq!(kept.lines().count(), text.lines().count());
+    assert_eq!(crate_paths(&kept), ["y"]);
+    assert!(kept.contains("fn h() {}"));
+    assert!(is_test_file("a/tests.rs") && is_test_file("a/b_tests.rs"));
+    assert!(!is_test_file("a/contests.rs"));
 }
 
 #[test]
@@ -139,12 +197,11 @@ fn production_sources() -> Vec<(String, String)> {
         .into_iter()
         .filter_map(|file| {
             let name = file.strip_prefix(&src).ok()?.to_string_lossy().into_owned();
-            if name.ends_with("_tests.rs") {
+            if is_test_file(&name) {
                 return None;
             }
             let text = std::fs::read_to_string(&file).ok()?;
-            let production = text.split("#[cfg(test)]").next().unwrap_or("").to_string();
-            Some((name, production))
+            Some((name, without_test_items(&text)))
         })
         .collect()
 }

@@ -126,18 +126,50 @@ fn literal_end(text: &str) -> usize {
     text.len()
 }
 
-/// Production code: a file's text before its `#[cfg(test)]` module (unit
-/// tests come last), nothing of a `*tests.rs` file.
+/// Production code: a file's text without its `#[cfg(test)]` items (the
+/// test module's declaration, test-only helpers), nothing of a `*tests.rs` file.
 fn production(p: &Path, text: &str) -> String {
     if p.file_name()
         .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
     {
         return String::new();
     }
-    text.split("#[cfg(test)]")
-        .next()
-        .unwrap_or_default()
-        .to_string()
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "#[cfg(test)]" {
+            out.push_str(lines[i]);
+            out.push('\n');
+            i += 1;
+            continue;
+        }
+        // The item under the attribute (after its other attributes), to its
+        // `;` or the brace that closes it at its own indentation, blanked.
+        let mut item = i + 1;
+        while lines
+            .get(item)
+            .is_some_and(|l| l.trim_start().starts_with("#[") || l.trim_start().starts_with("///"))
+        {
+            item += 1;
+        }
+        let end = match lines.get(item) {
+            None => lines.len() - 1,
+            Some(l) if l.trim_end().ends_with(';') || l.trim_end().ends_with('}') => item,
+            Some(l) => {
+                let indent = l.len() - l.trim_start().len();
+                lines[item..]
+                    .iter()
+                    .position(|c| {
+                        c.len() - c.trim_start().len() == indent && matches!(c.trim(), "}" | "};")
+                    })
+                    .map_or(lines.len() - 1, |k| item + k)
+            }
+        };
+        out.push_str(&"\n".repeat(end + 1 - i));
+        i = end + 1;
+    }
+    out
 }
 
 /// The longest run of string literals naming a table entry that stand in a
@@ -285,7 +317,7 @@ fn debug_placeholders(literal: &str) -> Vec<&str> {
 
 /// No text a user reads shows a value's Debug form (`Some(1)`, `Rule {
 /// family: V4, .. }`, `Iptables`): no string literal in the production code
-/// under src/ (a file's text before its `#[cfg(test)]`, no `*tests.rs`) holds
+/// under src/ (its `#[cfg(test)]` items cut, no `*tests.rs`) holds
 /// a `{…:?}` placeholder, whichever macro or constructor it is handed to
 /// (`format!`, `write!`, `bail!`, `anyhow!`, `eprintln!`, `Error::…`). A value
 /// gets a `Display`; a name or path is shown with `quote::quoted` (the one
