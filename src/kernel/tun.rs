@@ -82,9 +82,5 @@ pub fn create_tap(spec: &TapSpec) -> crate::netlink::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn ifreq_has_the_c_size() {
-        assert_eq!(std::mem::size_of::<super::IfReq>(), 40);
-    }
-}
+#[path = "tun_tests.rs"]
+mod tests;

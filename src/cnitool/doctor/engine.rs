@@ -270,12 +270,5 @@ fn fix(node: &Node, o: &Object) -> Result<bool> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nobody_is_named_by_default() {
-        assert_eq!(Named::nobody(), Named::new("", "", ""));
-        assert_eq!(Named::new("n", "c", "i").container_id, "c");
-    }
-}
+#[path = "engine_tests.rs"]
+mod tests;
