@@ -16,11 +16,8 @@ fn netfilter_errors_keep_their_codes_text_and_cause() {
         path: netfilter::LOCK_PATH.into(),
         source: std::io::Error::from_raw_os_error(13),
     });
-    assert_eq!(
-        (e.code, e.msg.as_str()),
-        (999, "Permission denied (os error 13)")
-    );
-    // The chain: CNI error -> netfilter error -> io error.
+    assert_eq!((e.code, e.msg.as_str()), (999, "Permission denied"));
+    // The chain: CNI error -> netfilter error -> io error, whose errno is kept.
     let io = e.source().and_then(|nf| nf.source()).expect("the io error");
     assert_eq!(io.to_string(), "Permission denied (os error 13)");
 }

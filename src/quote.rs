@@ -68,6 +68,37 @@ impl fmt::Display for Took {
     }
 }
 
+/// `text` without the " (os error N)" Rust's `io::Error` appends to the C
+/// library's words ("Not a directory (os error 20)" reads "Not a directory").
+/// Error texts reach users through CNI errors and cnitool, which apply it;
+/// the errno itself stays in the error's `source()`. Linear in the text.
+pub fn without_os_error_numbers(text: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = " (os error ";
+    if !text.contains(MARK) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let closed = digits > 0 && after.as_bytes().get(digits) == Some(&b')');
+        let end = if closed {
+            at + MARK.len() + digits + 1
+        } else {
+            at + MARK.len()
+        };
+        if closed {
+            out.push_str(&rest[..at]);
+        } else {
+            out.push_str(&rest[..end]);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 #[path = "quote_tests.rs"]
 mod tests;

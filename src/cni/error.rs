@@ -49,10 +49,12 @@ impl Eq for Error {}
 pub type CniResult<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// `msg` as the user reads it: the C library's words for an errno,
+    /// without Rust's " (os error N)".
     pub fn new(code: Code, msg: impl Into<String>) -> Self {
         Error {
             code: code as u32,
-            msg: msg.into(),
+            msg: plain(msg.into()),
             details: String::new(),
             source: None,
         }
@@ -84,7 +86,7 @@ impl Error {
     }
 
     pub fn with_details(mut self, details: impl Into<String>) -> Self {
-        self.details = details.into();
+        self.details = plain(details.into());
         self
     }
 
@@ -116,7 +118,7 @@ impl Error {
 
     /// Prefix the message with what was being done, keeping code and details.
     pub fn context(mut self, what: impl fmt::Display) -> Self {
-        self.msg = format!("{what}: {}", self.msg);
+        self.msg = plain(format!("{what}: {}", self.msg));
         self
     }
 
@@ -124,6 +126,14 @@ impl Error {
     /// no `cniVersion`, no trailing newline.
     pub fn to_json(&self) -> String {
         crate::cni::result::to_pretty_json(self)
+    }
+}
+
+/// `text` without Rust's " (os error N)" (`quote::without_os_error_numbers`).
+fn plain(text: String) -> String {
+    match crate::quote::without_os_error_numbers(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(cut) => cut,
     }
 }
 

@@ -205,7 +205,7 @@ fn report(e: &anyhow::Error) -> String {
     for cause in e.chain() {
         let part = match cause.downcast_ref::<nix::errno::Errno>() {
             Some(errno) => errno.desc().to_string(),
-            None => cause.to_string(),
+            None => crate::quote::without_os_error_numbers(&cause.to_string()).into_owned(),
         };
         if text.is_empty() {
             text = part;

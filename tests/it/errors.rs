@@ -154,3 +154,22 @@ fn a_missing_file_error_names_its_path() {
     assert!(msg.contains("No such file or directory"), "{msg}");
     let _ = std::fs::remove_dir_all("/run/cni-multi-test-errors2");
 }
+
+/// A file error reaches the CNI error in the C library's words, without
+/// Rust's "(os error N)": host-local's store under a regular file.
+#[test]
+fn a_file_error_reads_as_the_c_library_words_it() {
+    enter_test_host();
+    let dir = harness::TempDir::new("errtext");
+    let file = dir.0.join("file");
+    std::fs::write(&file, "").expect("write");
+    let conf = json!({"cniVersion": "1.0.0", "name": "errtext", "type": "host-local",
+        "ipam": {"type": "host-local", "subnet": "10.99.7.0/24", "dataDir": file.join("store")}});
+    let ns = Netns::new();
+    let e = Call::new("host-local", "ADD", ns.path(), &conf.to_string())
+        .run()
+        .err(999);
+    let msg = e["msg"].as_str().unwrap_or_default();
+    assert!(msg.contains("Not a directory"), "{e}");
+    assert!(!msg.contains("os error"), "{e}");
+}
