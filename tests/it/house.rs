@@ -576,3 +576,80 @@ fn the_inline_test_rule_sees_each_shape() {
     assert!(is_test_file(Path::new("src/a/tests.rs")));
     assert!(!is_test_file(Path::new("src/a/contests.rs")));
 }
+
+/// A kernel constant the line defines outside `netlink::uapi` (a netlink,
+/// netfilter or nf_tables name given a number), or a netlink attribute
+/// written by its bare number: `.attr(2, …)`, `.nest(3 | NESTED, …)`.
+fn unnamed_kernel_constant(line: &str) -> bool {
+    let code = line.trim_start();
+    if code.starts_with("//") {
+        return false;
+    }
+    let defines = code
+        .split_once("const ")
+        .map(|(_, rest)| rest)
+        .is_some_and(|rest| {
+            [
+                "NFTA_", "NFT_", "NF_", "NFPROTO_", "NFNL_", "IFLA_", "RTA_", "TCA_", "IFA_",
+            ]
+            .iter()
+            .any(|p| rest.starts_with(p))
+                && rest.contains(" = ")
+        });
+    // The netlink writer's calls take the attribute type first: a number
+    // followed by `,` or `| NESTED` (a one-argument `.u32(0)` is a value).
+    let bare = [
+        ".attr(", ".nest(", ".str(", ".ip(", ".u32(", ".u16(", ".u8(",
+    ]
+    .iter()
+    .any(|call| {
+        code.match_indices(call).any(|(at, _)| {
+            let arg = code[at + call.len()..].trim_start();
+            let digits = arg.bytes().take_while(u8::is_ascii_digit).count();
+            let after = arg[digits..].trim_start();
+            digits > 0 && (after.starts_with(',') || after.starts_with('|'))
+        })
+    });
+    defines || bare
+}
+
+/// Kernel constants are named once, in `src/netlink/uapi/` (one module per
+/// header): no netlink or netfilter constant defined elsewhere, no attribute
+/// written by its number.
+#[test]
+fn kernel_constants_are_named_in_uapi_only() {
+    let mut found = Vec::new();
+    for p in src("src") {
+        if p.components().any(|c| c.as_os_str() == "uapi") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("read");
+        for (i, line) in production(&p, &text).lines().enumerate() {
+            if unnamed_kernel_constant(line) {
+                found.push(format!("{}:{}: {}", p.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "kernel constants outside src/netlink/uapi/ (name them there, cite the header):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_kernel_constant_rule_sees_each_shape() {
+    assert!(unnamed_kernel_constant("const NFTA_EXPR_NAME: u16 = 1;"));
+    assert!(unnamed_kernel_constant(
+        "    pub(crate) const NFT_MSG_GETRULE: u16 = 7;"
+    ));
+    assert!(unnamed_kernel_constant("            .attr(2, &be32(1))"));
+    assert!(unnamed_kernel_constant("        .nest(3 | NESTED, |_| x)"));
+    assert!(!unnamed_kernel_constant(
+        "            .attr(NFTA_CMP_OP, &be32(op))"
+    ));
+    assert!(!unnamed_kernel_constant("// const NFT_X: u32 = 1;"));
+    assert!(!unnamed_kernel_constant("use uapi::nf_tables::NFT_REG_1;"));
+    assert!(unnamed_kernel_constant("        .u32(3, mtu)"));
+    assert!(!unnamed_kernel_constant("    w.u32(0); // a D-Bus value"));
+}

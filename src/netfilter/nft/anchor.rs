@@ -19,9 +19,6 @@
 
 use super::*;
 
-// linux/netfilter/nf_tables.h
-const NFTA_CHAIN_HANDLE: u16 = 2;
-
 /// How many rules after an anchor are looked at, at most.
 const MAX_ANCHORED: u64 = 4096;
 

@@ -125,7 +125,7 @@ pub fn parse_conditions(conditions: &[String], family: Family) -> Result<Vec<Exp
                 let key = if keyword == "iifname" {
                     NFT_META_IIFNAME
                 } else {
-                    META_OIFNAME
+                    NFT_META_OIFNAME
                 };
                 out.extend(iface_match(key, &mut it, &refuse)?);
             }
@@ -133,14 +133,14 @@ pub fn parse_conditions(conditions: &[String], family: Family) -> Result<Vec<Exp
                 let key = it.next();
                 match key.filter(|k| !k.quoted).map(|k| k.text.as_str()) {
                     Some("iifname") => out.extend(iface_match(NFT_META_IIFNAME, &mut it, &refuse)?),
-                    Some("oifname") => out.extend(iface_match(META_OIFNAME, &mut it, &refuse)?),
+                    Some("oifname") => out.extend(iface_match(NFT_META_OIFNAME, &mut it, &refuse)?),
                     Some("l4proto") => {
                         let eq = equal(&mut it);
                         let value = it.next();
                         let proto = value
                             .and_then(|v| protocol_number(&v.text))
                             .ok_or_else(|| refuse(value, "expected a protocol name or number"))?;
-                        out.push(meta_load(META_L4PROTO));
+                        out.push(meta_load(NFT_META_L4PROTO));
                         out.push(cmp(eq, &[proto]));
                     }
                     Some("mark") => {
@@ -149,7 +149,7 @@ pub fn parse_conditions(conditions: &[String], family: Family) -> Result<Vec<Exp
                         let mark = value
                             .and_then(|v| parse_u32(&v.text))
                             .ok_or_else(|| refuse(value, "expected a 32-bit mark"))?;
-                        out.push(meta_load(META_MARK));
+                        out.push(meta_load(NFT_META_MARK));
                         out.push(cmp(eq, &mark.to_ne_bytes()));
                     }
                     _ => {
@@ -171,7 +171,7 @@ pub fn parse_conditions(conditions: &[String], family: Family) -> Result<Vec<Exp
                 let port = value
                     .and_then(|v| v.text.parse::<u16>().ok())
                     .ok_or_else(|| refuse(value, "expected a port number"))?;
-                out.push(meta_load(META_L4PROTO));
+                out.push(meta_load(NFT_META_L4PROTO));
                 out.push(cmp(true, &[protocol_number(keyword).unwrap_or(6)]));
                 out.push(transport_load(offset, 2));
                 out.push(cmp(eq, &port.to_be_bytes()));

@@ -144,9 +144,6 @@ pub fn saddr_match(attrs: &[u8]) -> Option<IpAddr> {
 /// xtables `match` expression named `comment` whose info is the
 /// NUL-terminated `xt_comment_info` (public for the fuzz targets).
 pub fn xt_comment(attrs: &[u8]) -> Option<String> {
-    // linux/netfilter/nf_tables.h
-    const NFTA_MATCH_NAME: u16 = 1;
-    const NFTA_MATCH_INFO: u16 = 3;
     expressions(attrs).find_map(|(name, data)| {
         let matched = wire::find(data, NFTA_MATCH_NAME).map(wire::as_str);
         if name != "match" || matched.as_deref() != Some("comment") {

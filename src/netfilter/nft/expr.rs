@@ -1,6 +1,7 @@
 //! nf_tables expressions, built as `nft` sends them.
 
 use super::*;
+use crate::netlink::uapi::nf_nat::NF_NAT_RANGE_PROTO_SPECIFIED;
 
 /// One expression: name and its attributes.
 #[derive(Debug, Clone)]
@@ -41,10 +42,10 @@ pub(super) fn load_addr(field: Field, v6: bool) -> Expr {
     expr(
         "payload",
         Body::default()
-            .attr(1, &be32(REG_1)) // DREG
-            .attr(2, &be32(1)) // BASE network header
-            .attr(3, &be32(offset))
-            .attr(4, &be32(len)),
+            .attr(NFTA_PAYLOAD_DREG, &be32(NFT_REG_1))
+            .attr(NFTA_PAYLOAD_BASE, &be32(NFT_PAYLOAD_NETWORK_HEADER))
+            .attr(NFTA_PAYLOAD_OFFSET, &be32(offset))
+            .attr(NFTA_PAYLOAD_LEN, &be32(len)),
     )
 }
 
@@ -53,9 +54,12 @@ pub(crate) fn cmp(op_eq: bool, value: &[u8]) -> Expr {
     expr(
         "cmp",
         Body::default()
-            .attr(1, &be32(REG_1))
-            .attr(2, &be32(if op_eq { 0 } else { 1 }))
-            .nest(3 | NESTED, |_| data_value(&value)),
+            .attr(NFTA_CMP_SREG, &be32(NFT_REG_1))
+            .attr(
+                NFTA_CMP_OP,
+                &be32(if op_eq { NFT_CMP_EQ } else { NFT_CMP_NEQ }),
+            )
+            .nest(NFTA_CMP_DATA | NESTED, |_| data_value(&value)),
     )
 }
 
@@ -65,11 +69,11 @@ pub(crate) fn bitwise_mask(len: u32, mask: &[u8]) -> Expr {
     expr(
         "bitwise",
         Body::default()
-            .attr(1, &be32(REG_1))
-            .attr(2, &be32(REG_1))
-            .attr(3, &be32(len))
-            .nest(4 | NESTED, |_| data_value(&mask))
-            .nest(5 | NESTED, |_| data_value(&zero)),
+            .attr(NFTA_BITWISE_SREG, &be32(NFT_REG_1))
+            .attr(NFTA_BITWISE_DREG, &be32(NFT_REG_1))
+            .attr(NFTA_BITWISE_LEN, &be32(len))
+            .nest(NFTA_BITWISE_MASK | NESTED, |_| data_value(&mask))
+            .nest(NFTA_BITWISE_XOR | NESTED, |_| data_value(&zero)),
     )
 }
 
@@ -94,7 +98,7 @@ pub fn match_nfproto(v6: bool) -> Vec<Expr> {
         expr(
             "meta",
             Body::default()
-                .attr(NFTA_META_DREG, &be32(REG_1))
+                .attr(NFTA_META_DREG, &be32(NFT_REG_1))
                 .attr(NFTA_META_KEY, &be32(NFT_META_NFPROTO)),
         ),
         cmp(true, &[if v6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 }]),
@@ -104,7 +108,7 @@ pub fn match_nfproto(v6: bool) -> Vec<Expr> {
 /// `<proto> dport <port>`.
 pub fn match_dport(protocol: u8, port: u16) -> Vec<Expr> {
     vec![
-        meta_load(META_L4PROTO),
+        meta_load(NFT_META_L4PROTO),
         cmp(true, &[protocol]),
         transport_load(2, 2),
         cmp(true, &port.to_be_bytes()),
@@ -117,11 +121,11 @@ pub fn match_fib_daddr_local() -> Vec<Expr> {
         expr(
             "fib",
             Body::default()
-                .attr(1, &be32(REG_1))
-                .attr(2, &be32(3)) // result: address type
-                .attr(3, &be32(2)), // flags: daddr
+                .attr(NFTA_FIB_DREG, &be32(NFT_REG_1))
+                .attr(NFTA_FIB_RESULT, &be32(NFT_FIB_RESULT_ADDRTYPE))
+                .attr(NFTA_FIB_FLAGS, &be32(NFTA_FIB_F_DADDR)),
         ),
-        cmp(true, &RTN_LOCAL.to_ne_bytes()),
+        cmp(true, &u32::from(RTN_LOCAL).to_ne_bytes()),
     ]
 }
 
@@ -130,8 +134,8 @@ pub(super) fn verdict(code: i32, chain: Option<&str>) -> Expr {
     expr(
         "immediate",
         Body::default()
-            .attr(1, &be32(REG_VERDICT))
-            .nest(2 | NESTED, |d| {
+            .attr(NFTA_IMMEDIATE_DREG, &be32(NFT_REG_VERDICT))
+            .nest(NFTA_IMMEDIATE_DATA | NESTED, |d| {
                 d.nest(NFTA_DATA_VERDICT | NESTED, |v| {
                     let v = v.attr(NFTA_VERDICT_CODE, &(code as u32).to_be_bytes());
                     match &chain {
@@ -156,10 +160,10 @@ pub fn match_ether_saddr(mac: [u8; 6]) -> Vec<Expr> {
         expr(
             "payload",
             Body::default()
-                .attr(1, &be32(REG_1))
-                .attr(2, &be32(0)) // BASE link-layer header
-                .attr(3, &be32(6))
-                .attr(4, &be32(6)),
+                .attr(NFTA_PAYLOAD_DREG, &be32(NFT_REG_1))
+                .attr(NFTA_PAYLOAD_BASE, &be32(NFT_PAYLOAD_LL_HEADER))
+                .attr(NFTA_PAYLOAD_OFFSET, &be32(6)) // after the destination
+                .attr(NFTA_PAYLOAD_LEN, &be32(6)),
         ),
         cmp(true, &mac),
     ]
@@ -167,13 +171,15 @@ pub fn match_ether_saddr(mac: [u8; 6]) -> Vec<Expr> {
 
 /// `ct state established,related`.
 pub fn match_ct_established_related() -> Vec<Expr> {
-    // linux/netfilter/nf_conntrack_common.h: NF_CT_STATE_BIT(IP_CT_*)
-    const ESTABLISHED: u32 = 1 << 1;
-    const RELATED: u32 = 1 << 2;
+    use crate::netlink::uapi::nf_conntrack_common::{
+        NF_CT_STATE_ESTABLISHED_BIT as ESTABLISHED, NF_CT_STATE_RELATED_BIT as RELATED,
+    };
     vec![
         expr(
             "ct",
-            Body::default().attr(1, &be32(REG_1)).attr(2, &be32(0)),
+            Body::default()
+                .attr(NFTA_CT_DREG, &be32(NFT_REG_1))
+                .attr(NFTA_CT_KEY, &be32(NFT_CT_STATE)),
         ),
         bitwise_mask(4, &(ESTABLISHED | RELATED).to_ne_bytes()),
         cmp(false, &0u32.to_ne_bytes()),
@@ -216,31 +222,28 @@ pub fn dnat(ip: IpAddr, port: u16) -> Vec<Expr> {
         expr(
             "immediate",
             Body::default()
-                .attr(1, &be32(REG_1))
-                .nest(2 | NESTED, |_| data_value(&addr)),
+                .attr(NFTA_IMMEDIATE_DREG, &be32(NFT_REG_1))
+                .nest(NFTA_IMMEDIATE_DATA | NESTED, |_| data_value(&addr)),
         ),
         expr(
             "immediate",
             Body::default()
-                .attr(1, &be32(REG_2))
-                .nest(2 | NESTED, |_| data_value(&port.to_be_bytes())),
+                .attr(NFTA_IMMEDIATE_DREG, &be32(NFT_REG_2))
+                .nest(NFTA_IMMEDIATE_DATA | NESTED, |_| {
+                    data_value(&port.to_be_bytes())
+                }),
         ),
         expr(
             "nat",
             Body::default()
-                .attr(1, &be32(1)) // DNAT
-                .attr(2, &be32(u32::from(family)))
-                .attr(3, &be32(REG_1))
-                .attr(5, &be32(REG_2))
-                .attr(7, &be32(2)), // NF_NAT_RANGE_PROTO_SPECIFIED
+                .attr(NFTA_NAT_TYPE, &be32(NFT_NAT_DNAT))
+                .attr(NFTA_NAT_FAMILY, &be32(u32::from(family)))
+                .attr(NFTA_NAT_REG_ADDR_MIN, &be32(NFT_REG_1))
+                .attr(NFTA_NAT_REG_PROTO_MIN, &be32(NFT_REG_2))
+                .attr(NFTA_NAT_FLAGS, &be32(NF_NAT_RANGE_PROTO_SPECIFIED)),
         ),
     ]
 }
-
-// linux/netfilter/nf_tables.h: NFT_META_*
-pub(crate) const META_MARK: u32 = 3;
-pub(crate) const META_OIFNAME: u32 = 7;
-pub(crate) const META_L4PROTO: u32 = 16;
 
 /// A meta key loaded into register 1 (attributes in the order `nft` sends them).
 pub(crate) fn meta_load(key: u32) -> Expr {
@@ -248,7 +251,7 @@ pub(crate) fn meta_load(key: u32) -> Expr {
         "meta",
         Body::default()
             .attr(NFTA_META_KEY, &be32(key))
-            .attr(NFTA_META_DREG, &be32(REG_1)),
+            .attr(NFTA_META_DREG, &be32(NFT_REG_1)),
     )
 }
 
@@ -256,9 +259,9 @@ pub(crate) fn transport_load(offset: u32, len: u32) -> Expr {
     expr(
         "payload",
         Body::default()
-            .attr(1, &be32(REG_1))
-            .attr(2, &be32(2)) // BASE transport header
-            .attr(3, &be32(offset))
-            .attr(4, &be32(len)),
+            .attr(NFTA_PAYLOAD_DREG, &be32(NFT_REG_1))
+            .attr(NFTA_PAYLOAD_BASE, &be32(NFT_PAYLOAD_TRANSPORT_HEADER))
+            .attr(NFTA_PAYLOAD_OFFSET, &be32(offset))
+            .attr(NFTA_PAYLOAD_LEN, &be32(len)),
     )
 }

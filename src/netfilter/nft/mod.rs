@@ -4,8 +4,7 @@
 //! fib, immediate, nat, masq), `conditions` (portmap's nft-syntax conditions
 //! parsed into expressions), `tx` (transactions), `dump` (reading tables and
 //! rules back), `anchor` (one attachment's rules in shared chains, found
-//! without reading the chains). The constants are `linux/netfilter/nf_tables.h`'s unless
-//! a comment names another header.
+//! without reading the chains). The kernel's constants are in `netlink::uapi`.
 
 use super::Result;
 
@@ -25,66 +24,26 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 pub use tx::*;
 
-use crate::netlink::uapi::nf_tables::{
-    NFT_META_IIFNAME, NFT_META_NFPROTO, NFTA_META_DREG, NFTA_META_KEY,
+// Kernel constants come from `netlink::uapi`, one module per header; the
+// rule builders' own names for hooks and priorities are aliases of them.
+use crate::netlink::uapi::if_flags::IFNAMSIZ;
+use crate::netlink::uapi::netfilter::{NF_ACCEPT, NF_DROP};
+pub use crate::netlink::uapi::netfilter::{
+    NF_INET_FORWARD as HOOK_FORWARD, NF_INET_LOCAL_OUT as HOOK_OUTPUT,
+    NF_INET_POST_ROUTING as HOOK_POSTROUTING, NF_INET_PRE_ROUTING as HOOK_PREROUTING,
+    NFPROTO_BRIDGE, NFPROTO_INET, NFPROTO_IPV4, NFPROTO_IPV6,
 };
+pub use crate::netlink::uapi::netfilter_ipv4::{
+    NF_IP_PRI_FILTER as PRIO_FILTER, NF_IP_PRI_NAT_DST as PRIO_DSTNAT,
+    NF_IP_PRI_NAT_SRC as PRIO_SRCNAT,
+};
+pub(crate) use crate::netlink::uapi::nf_tables::*;
 pub(crate) use crate::netlink::uapi::nfnetlink::NFNL_SUBSYS_NFTABLES;
-// linux/netfilter/nf_tables.h
-const NFT_MSG_NEWTABLE: u16 = 0;
-const NFT_MSG_DELTABLE: u16 = 2;
-const NFT_MSG_NEWCHAIN: u16 = 3;
-const NFT_MSG_GETCHAIN: u16 = 4;
-const NFT_MSG_DELCHAIN: u16 = 5;
-const NFT_MSG_NEWRULE: u16 = 6;
-pub(crate) const NFT_MSG_GETRULE: u16 = 7;
-const NFT_MSG_DELRULE: u16 = 8;
-const NFT_MSG_GETSET: u16 = 10;
+use crate::netlink::uapi::rtnetlink::RTN_LOCAL;
 
-// linux/netfilter/nf_tables.h
-const NFTA_TABLE_NAME: u16 = 1;
-const NFTA_TABLE_FLAGS: u16 = 2;
-const NFTA_TABLE_USERDATA: u16 = 6;
-const NFTA_CHAIN_TABLE: u16 = 1;
-const NFTA_CHAIN_NAME: u16 = 3;
-const NFTA_CHAIN_HOOK: u16 = 4;
-const NFTA_CHAIN_POLICY: u16 = 5;
-const NFTA_CHAIN_USE: u16 = 6;
-const NFTA_CHAIN_TYPE: u16 = 7;
-const NFTA_HOOK_HOOKNUM: u16 = 1;
-const NFTA_HOOK_PRIORITY: u16 = 2;
-pub(crate) const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_SET_TABLE: u16 = 1;
-pub(crate) const NFTA_RULE_CHAIN: u16 = 2;
-pub(crate) const NFTA_RULE_HANDLE: u16 = 3;
-pub(crate) const NFTA_RULE_EXPRESSIONS: u16 = 4;
-pub(crate) const NFTA_RULE_USERDATA: u16 = 7;
-pub(crate) const NFTA_LIST_ELEM: u16 = 1;
-pub(crate) const NFTA_EXPR_NAME: u16 = 1;
-pub(crate) const NFTA_EXPR_DATA: u16 = 2;
-pub(crate) const NFTA_DATA_VALUE: u16 = 1;
-pub(crate) const NFTA_DATA_VERDICT: u16 = 2;
-pub(crate) const NFTA_VERDICT_CODE: u16 = 1;
-pub(crate) const NFTA_VERDICT_CHAIN: u16 = 2;
 // libnftnl/udata.h (NFTNL_UDATA_*_COMMENT), not a kernel header.
 /// Comments live in userdata as TLV type 0 (tables and rules alike).
 const UDATA_COMMENT: u8 = 0;
-
-// linux/netfilter/nf_tables.h: NFT_REG_*
-const REG_VERDICT: u32 = 0;
-const REG_1: u32 = 1;
-const REG_2: u32 = 2;
-
-// linux/netfilter/nf_tables.h
-const NFTA_CMP_DATA: u16 = 3;
-// linux/if.h
-/// Interface names are compared as the kernel stores them: NUL-padded to IFNAMSIZ.
-const IFNAMSIZ: usize = 16;
-
-// linux/netfilter.h
-pub const NFPROTO_INET: u8 = 1;
-pub const NFPROTO_IPV4: u8 = 2;
-pub const NFPROTO_BRIDGE: u8 = 7;
-pub const NFPROTO_IPV6: u8 = 10;
 
 /// The nfnetlink family (NFPROTO_*) of an address family's tables.
 pub fn nfproto(family: crate::netlink::addr::Family) -> u8 {
@@ -93,26 +52,6 @@ pub fn nfproto(family: crate::netlink::addr::Family) -> u8 {
         crate::netlink::addr::Family::V6 => NFPROTO_IPV6,
     }
 }
-
-// linux/netfilter.h: NF_INET_*
-pub const HOOK_PREROUTING: u32 = 0;
-pub const HOOK_FORWARD: u32 = 2;
-pub const HOOK_OUTPUT: u32 = 3;
-pub const HOOK_POSTROUTING: u32 = 4;
-// linux/netfilter_ipv4.h: NF_IP_PRI_FILTER, NF_IP_PRI_NAT_DST, NF_IP_PRI_NAT_SRC
-pub const PRIO_FILTER: i32 = 0;
-pub const PRIO_DSTNAT: i32 = -100;
-pub const PRIO_SRCNAT: i32 = 100;
-
-// linux/rtnetlink.h
-const RTN_LOCAL: u32 = 2;
-// linux/netfilter.h
-const NF_DROP: i32 = 0;
-const NF_ACCEPT: i32 = 1;
-// linux/netfilter/nf_tables.h
-const NFT_JUMP: i32 = -3;
-const NFT_GOTO: i32 = -4;
-const NFT_RETURN: i32 = -5;
 
 fn be32(v: u32) -> [u8; 4] {
     v.to_be_bytes()

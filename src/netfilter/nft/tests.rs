@@ -185,7 +185,7 @@ fn conditions_encode_as_nft_does() {
     assert_eq!(joined.len(), 5);
     // The exact bytes of one expression: name, then the nested data.
     let bytes = {
-        let e = meta_load(META_L4PROTO);
+        let e = meta_load(NFT_META_L4PROTO);
         Body::default()
             .str(NFTA_EXPR_NAME, e.name)
             .attr(NFTA_EXPR_DATA | NESTED, &e.data.into_bytes())

@@ -13,32 +13,14 @@ use crate::netfilter::{Error, Family, Result};
 use crate::netlink::nfnl::{NLM_F_APPEND, NLM_F_CREATE, NLM_F_ECHO, NLM_F_EXCL, NfMsg, NfSocket};
 use crate::netlink::wire::{Body, NESTED};
 
-// linux/netfilter/nf_tables.h
-const NFT_MSG_NEWTABLE: u16 = 0;
-const NFT_MSG_NEWCHAIN: u16 = 3;
-const NFT_MSG_DELCHAIN: u16 = 5;
-const NFT_MSG_NEWRULE: u16 = 6;
-const NFT_MSG_DELRULE: u16 = 8;
-const NFTA_TABLE_NAME: u16 = 1;
-const NFTA_CHAIN_TABLE: u16 = 1;
-const NFTA_CHAIN_NAME: u16 = 3;
-const NFTA_CHAIN_HOOK: u16 = 4;
-const NFTA_CHAIN_POLICY: u16 = 5;
-const NFTA_CHAIN_TYPE: u16 = 7;
-const NFTA_HOOK_HOOKNUM: u16 = 1;
-const NFTA_HOOK_PRIORITY: u16 = 2;
-const NFTA_RULE_TABLE: u16 = 1;
-const NFTA_RULE_CHAIN: u16 = 2;
-const NFTA_RULE_HANDLE: u16 = 3;
-const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_RULE_COMPAT: u16 = 5;
-const NFTA_RULE_COMPAT_PROTO: u16 = 1;
-const NFTA_RULE_COMPAT_FLAGS: u16 = 2;
-const NFTA_LIST_ELEM: u16 = 1;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
-// linux/netfilter.h
-const NF_ACCEPT: u32 = 1;
+use crate::netlink::uapi::netfilter::NF_ACCEPT;
+use crate::netlink::uapi::nf_tables::{
+    NFT_MSG_DELCHAIN, NFT_MSG_DELRULE, NFT_MSG_NEWCHAIN, NFT_MSG_NEWRULE, NFT_MSG_NEWTABLE,
+    NFTA_CHAIN_HOOK, NFTA_CHAIN_NAME, NFTA_CHAIN_POLICY, NFTA_CHAIN_TABLE, NFTA_CHAIN_TYPE,
+    NFTA_EXPR_DATA, NFTA_EXPR_NAME, NFTA_HOOK_HOOKNUM, NFTA_HOOK_PRIORITY, NFTA_LIST_ELEM,
+    NFTA_RULE_CHAIN, NFTA_RULE_COMPAT, NFTA_RULE_COMPAT_FLAGS, NFTA_RULE_COMPAT_PROTO,
+    NFTA_RULE_EXPRESSIONS, NFTA_RULE_HANDLE, NFTA_RULE_TABLE, NFTA_TABLE_NAME,
+};
 
 /// The changes of one operation to one table of one family.
 #[derive(Debug)]

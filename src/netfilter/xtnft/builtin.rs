@@ -7,8 +7,7 @@ use crate::netfilter::nft::{
     PRIO_SRCNAT,
 };
 
-// linux/netfilter.h: NF_INET_LOCAL_IN
-const HOOK_INPUT: u32 = 1;
+use crate::netlink::uapi::netfilter::NF_INET_LOCAL_IN as HOOK_INPUT;
 
 /// The (type, hook, priority) of built-in `chain` of iptables' `table`; None
 /// when it is not one (a user chain).

@@ -4,33 +4,30 @@
 
 use super::rule::{Match, Proto, Rule, Target};
 use super::xt;
-use crate::netfilter::nft::{
-    self, Expr, META_L4PROTO, META_MARK, META_OIFNAME, bitwise_mask, cmp, expr, meta_load,
-    transport_load,
-};
+use crate::netfilter::nft::{self, Expr, bitwise_mask, cmp, expr, meta_load, transport_load};
 use crate::netfilter::{Error, Family, Result};
 use crate::netlink::wire::Body;
 use crate::quote::quoted;
 use ipnet::IpNet;
 
-// linux/netfilter/nf_tables.h: NFT_META_IIFNAME
-const META_IIFNAME: u32 = 6;
-// linux/if.h
-const IFNAMSIZ: usize = 16;
-// linux/netfilter/nf_tables.h: NFT_PAYLOAD_NETWORK_HEADER
-const NETWORK_HEADER: u32 = 1;
+use crate::netlink::uapi::if_flags::IFNAMSIZ;
+use crate::netlink::uapi::nf_tables::{
+    NFT_META_IIFNAME, NFT_META_L4PROTO, NFT_META_MARK, NFT_META_OIFNAME,
+    NFT_PAYLOAD_NETWORK_HEADER, NFT_REG_1, NFTA_COUNTER_BYTES, NFTA_COUNTER_PACKETS,
+    NFTA_PAYLOAD_BASE, NFTA_PAYLOAD_DREG, NFTA_PAYLOAD_LEN, NFTA_PAYLOAD_OFFSET,
+};
 
 /// The expressions of `rule` in `family`'s tables, as iptables-nft 1.8 sends them.
 pub fn expressions(rule: &Rule, family: Family) -> Result<Vec<Expr>> {
     let mut out = Vec::new();
     if let Some((name, negated)) = &rule.in_iface {
-        iface(&mut out, META_IIFNAME, name, *negated)?;
+        iface(&mut out, NFT_META_IIFNAME, name, *negated)?;
     }
     if let Some((name, negated)) = &rule.out_iface {
-        iface(&mut out, META_OIFNAME, name, *negated)?;
+        iface(&mut out, NFT_META_OIFNAME, name, *negated)?;
     }
     if let Some(proto) = rule.proto {
-        out.push(meta_load(META_L4PROTO));
+        out.push(meta_load(NFT_META_L4PROTO));
         out.push(cmp(true, &[proto.number()]));
     }
     // ip saddr/daddr and ip6 saddr/daddr: offset in the header, length.
@@ -103,7 +100,7 @@ fn address(
     let whole = mask.iter().take_while(|b| **b == 0xff).count();
     let bitwise = whole < mask.len() && mask[whole] != 0;
     let len = if bitwise { mask.len() } else { whole };
-    out.push(payload(NETWORK_HEADER, offset, len as u32));
+    out.push(payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len as u32));
     if bitwise {
         out.push(bitwise_mask(len as u32, &mask));
     }
@@ -115,10 +112,10 @@ fn payload(base: u32, offset: u32, len: u32) -> Expr {
     expr(
         "payload",
         Body::default()
-            .attr(1, &1u32.to_be_bytes()) // DREG: register 1
-            .attr(2, &base.to_be_bytes())
-            .attr(3, &offset.to_be_bytes())
-            .attr(4, &len.to_be_bytes()),
+            .attr(NFTA_PAYLOAD_DREG, &NFT_REG_1.to_be_bytes())
+            .attr(NFTA_PAYLOAD_BASE, &base.to_be_bytes())
+            .attr(NFTA_PAYLOAD_OFFSET, &offset.to_be_bytes())
+            .attr(NFTA_PAYLOAD_LEN, &len.to_be_bytes()),
     )
 }
 
@@ -132,7 +129,7 @@ fn matching(out: &mut Vec<Expr>, m: &Match, proto: Option<Proto>) -> Result<()> 
         Match::DstLocal => out.push(xt::addrtype::dst_local()),
         // meta mark, masked unless the mask is whole, compared.
         Match::Mark { value, mask } => {
-            out.push(meta_load(META_MARK));
+            out.push(meta_load(NFT_META_MARK));
             if *mask != u32::MAX {
                 out.push(bitwise_mask(4, &mask.to_ne_bytes()));
             }
@@ -159,8 +156,8 @@ fn counter() -> Expr {
     expr(
         "counter",
         Body::default()
-            .attr(1, &0u64.to_be_bytes()) // bytes
-            .attr(2, &0u64.to_be_bytes()), // packets
+            .attr(NFTA_COUNTER_BYTES, &0u64.to_be_bytes())
+            .attr(NFTA_COUNTER_PACKETS, &0u64.to_be_bytes()),
     )
 }
 

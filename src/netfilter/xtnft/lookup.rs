@@ -12,10 +12,8 @@ use crate::netfilter::nft::{
 };
 use crate::netfilter::{Family, Result};
 use crate::netlink::nfnl::NfSocket;
+use crate::netlink::uapi::nf_tables::{NFTA_BITWISE_OP, NFTA_DATA_VERDICT};
 use crate::netlink::wire::{self, Body};
-
-// linux/netfilter/nf_tables.h
-const NFTA_BITWISE_OP: u16 = 6;
 
 /// The use count of `chain` (its own rules plus the rules that jump to it),
 /// looked up by name; None when the chain (or its table) does not exist.
@@ -140,7 +138,6 @@ fn canonical(name: &str, data: &[u8]) -> Vec<u8> {
 
 /// An `NFTA_DATA_*` nest: a value, or a verdict (a nest of code and chain).
 fn canonical_data(data: &[u8]) -> Vec<u8> {
-    const NFTA_DATA_VERDICT: u16 = 2;
     let mut body = Body::default();
     for (ty, payload) in wire::attrs(data) {
         body = if ty == NFTA_DATA_VERDICT {

@@ -22,30 +22,14 @@ use crate::netlink::wire::{self, Body};
 use ipnet::IpNet;
 use std::net::IpAddr;
 
-// linux/netfilter/nf_tables.h: meta, cmp, bitwise, payload, immediate, match/target attributes
-const META_KEY: u16 = 2;
-const CMP_OP: u16 = 2;
-const CMP_DATA: u16 = 3;
-const BITWISE_MASK: u16 = 4;
-const PAYLOAD_BASE: u16 = 2;
-const PAYLOAD_OFFSET: u16 = 3;
-const IMMEDIATE_DATA: u16 = 2;
-const XT_NAME: u16 = 1;
-const XT_INFO: u16 = 3;
-// NFT_META_*
-const META_MARK: u32 = 3;
-const META_IIFNAME: u32 = 6;
-const META_OIFNAME: u32 = 7;
-const META_L4PROTO: u32 = 16;
-// NFT_CMP_EQ, NFT_PAYLOAD_NETWORK_HEADER, NFT_PAYLOAD_TRANSPORT_HEADER
-const CMP_EQ: u32 = 0;
-const NETWORK_HEADER: u32 = 1;
-const TRANSPORT_HEADER: u32 = 2;
-// linux/netfilter.h NF_DROP, NF_ACCEPT; nf_tables.h NFT_JUMP, NFT_RETURN
-const NF_DROP: i32 = 0;
-const NF_ACCEPT: i32 = 1;
-const NFT_JUMP: i32 = -3;
-const NFT_RETURN: i32 = -5;
+use crate::netlink::uapi::netfilter::{NF_ACCEPT, NF_DROP};
+// NFTA_MATCH_* and NFTA_TARGET_* are numbered alike.
+use crate::netlink::uapi::nf_tables::{
+    NFT_CMP_EQ, NFT_JUMP, NFT_META_IIFNAME, NFT_META_L4PROTO, NFT_META_MARK, NFT_META_OIFNAME,
+    NFT_PAYLOAD_NETWORK_HEADER, NFT_PAYLOAD_TRANSPORT_HEADER, NFT_RETURN, NFTA_BITWISE_MASK,
+    NFTA_CMP_DATA, NFTA_CMP_OP, NFTA_IMMEDIATE_DATA, NFTA_MATCH_INFO as XT_INFO,
+    NFTA_MATCH_NAME as XT_NAME, NFTA_META_KEY, NFTA_PAYLOAD_BASE, NFTA_PAYLOAD_OFFSET,
+};
 
 /// `table` of `family` as `iptables-save -t TABLE` would show it; None when
 /// a rule of ours (in or into a `CNI-` chain) has a shape not printed here.
@@ -112,15 +96,17 @@ fn cmp(expr: Option<&(String, &[u8])>) -> Option<(bool, Vec<u8>)> {
     if name != "cmp" {
         return None;
     }
-    let value = wire::find(wire::find(data, CMP_DATA)?, NFTA_DATA_VALUE)?;
-    Some((be32(data, CMP_OP)? == CMP_EQ, value.to_vec()))
+    let value = wire::find(wire::find(data, NFTA_CMP_DATA)?, NFTA_DATA_VALUE)?;
+    Some((be32(data, NFTA_CMP_OP)? == NFT_CMP_EQ, value.to_vec()))
 }
 
 /// A bitwise's mask, when `expr` is one.
 fn bitwise(expr: Option<&(String, &[u8])>) -> Option<Vec<u8>> {
     let (name, data) = expr?;
     (name == "bitwise")
-        .then(|| wire::find(wire::find(data, BITWISE_MASK)?, NFTA_DATA_VALUE).map(<[u8]>::to_vec))
+        .then(|| {
+            wire::find(wire::find(data, NFTA_BITWISE_MASK)?, NFTA_DATA_VALUE).map(<[u8]>::to_vec)
+        })
         .flatten()
 }
 
@@ -161,8 +147,8 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
     let mut i = 0;
     while let Some((name, data)) = exprs.get(i) {
         match name.as_str() {
-            "meta" => match be32(data, META_KEY)? {
-                key @ (META_IIFNAME | META_OIFNAME) => {
+            "meta" => match be32(data, NFTA_META_KEY)? {
+                key @ (NFT_META_IIFNAME | NFT_META_OIFNAME) => {
                     let (eq, value) = cmp(exprs.get(i + 1))?;
                     i += 1;
                     let name = match value.strip_suffix(&[0]) {
@@ -170,13 +156,13 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                         None => format!("{}+", String::from_utf8(value).ok()?),
                     };
                     let iface = Some((name, !eq));
-                    if key == META_IIFNAME {
+                    if key == NFT_META_IIFNAME {
                         rule.in_iface = iface;
                     } else {
                         rule.out_iface = iface;
                     }
                 }
-                META_L4PROTO => {
+                NFT_META_L4PROTO => {
                     let (eq, value) = cmp(exprs.get(i + 1))?;
                     i += 1;
                     rule.proto = match (eq, value.as_slice()) {
@@ -186,7 +172,7 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                         _ => return None,
                     };
                 }
-                META_MARK => {
+                NFT_META_MARK => {
                     let mask = bitwise(exprs.get(i + 1));
                     i += usize::from(mask.is_some());
                     let (eq, value) = cmp(exprs.get(i + 1))?;
@@ -201,10 +187,10 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                 _ => return None,
             },
             "payload" => {
-                let base = be32(data, PAYLOAD_BASE)?;
-                let offset = be32(data, PAYLOAD_OFFSET)?;
+                let base = be32(data, NFTA_PAYLOAD_BASE)?;
+                let offset = be32(data, NFTA_PAYLOAD_OFFSET)?;
                 match base {
-                    NETWORK_HEADER if offset == src_at || offset == dst_at => {
+                    NFT_PAYLOAD_NETWORK_HEADER if offset == src_at || offset == dst_at => {
                         let mask = bitwise(exprs.get(i + 1));
                         i += usize::from(mask.is_some());
                         let (eq, value) = cmp(exprs.get(i + 1))?;
@@ -221,7 +207,7 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                             rule.dst = field;
                         }
                     }
-                    TRANSPORT_HEADER if offset == 2 => {
+                    NFT_PAYLOAD_TRANSPORT_HEADER if offset == 2 => {
                         let (eq, value) = cmp(exprs.get(i + 1))?;
                         i += 1;
                         let port: [u8; 2] = value.as_slice().try_into().ok()?;
@@ -254,7 +240,8 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                 rule.matches.push(m);
             }
             "immediate" => {
-                let verdict = wire::find(wire::find(data, IMMEDIATE_DATA)?, NFTA_DATA_VERDICT)?;
+                let verdict =
+                    wire::find(wire::find(data, NFTA_IMMEDIATE_DATA)?, NFTA_DATA_VERDICT)?;
                 let code = be32(verdict, NFTA_VERDICT_CODE)? as i32;
                 target = Some(match code {
                     NF_ACCEPT => Target::Accept,

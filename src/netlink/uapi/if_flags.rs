@@ -1,4 +1,8 @@
-//! From linux/if.h: a link's flags (ifinfomsg's `flags`) and operational state.
+//! From linux/if.h: a link's flags (ifinfomsg's `flags`) and operational state,
+//! and the size of a name.
+
+/// A link name's buffer, its NUL included.
+pub const IFNAMSIZ: usize = 16;
 
 pub const IFF_UP: u32 = 0x1;
 pub const IFF_PROMISC: u32 = 0x100;

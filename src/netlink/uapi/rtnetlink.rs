@@ -23,6 +23,7 @@ pub const RT_SCOPE_LINK: u8 = 253;
 pub const RT_SCOPE_HOST: u8 = 254;
 pub const RTPROT_BOOT: u8 = 3;
 pub const RTN_UNICAST: u8 = 1;
+pub const RTN_LOCAL: u8 = 2;
 /// RTNH_F_ONLINK (rtm_flags): the gateway is on the link, whatever its addresses.
 pub const RTNH_F_ONLINK: u32 = 4;
 

@@ -3,12 +3,15 @@
 
 use super::matching;
 use crate::netfilter::nft::Expr;
+use crate::netlink::uapi::nf_conntrack_common::{
+    NF_CT_STATE_ESTABLISHED_BIT, NF_CT_STATE_RELATED_BIT,
+};
 
 // linux/netfilter/xt_conntrack.h
 const XT_CONNTRACK_STATE: u16 = 1 << 0;
-// XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), ..._BIT(IP_CT_RELATED)
-const ESTABLISHED: u16 = 1 << 1;
-const RELATED: u16 = 1 << 2;
+// XT_CONNTRACK_STATE_BIT(IP_CT_*): the state mask is 16 bits wide here.
+const ESTABLISHED: u16 = NF_CT_STATE_ESTABLISHED_BIT as u16;
+const RELATED: u16 = NF_CT_STATE_RELATED_BIT as u16;
 
 pub fn related_established() -> Expr {
     // Eight `nf_inet_addr`s (addresses and masks of the four tuples),

@@ -5,9 +5,7 @@ use super::target;
 use crate::netfilter::nft::Expr;
 use std::net::IpAddr;
 
-// linux/netfilter/nf_nat.h
-const NF_NAT_RANGE_MAP_IPS: u32 = 1 << 0;
-const NF_NAT_RANGE_PROTO_SPECIFIED: u32 = 1 << 1;
+use crate::netlink::uapi::nf_nat::{NF_NAT_RANGE_MAP_IPS, NF_NAT_RANGE_PROTO_SPECIFIED};
 
 pub fn expr(addr: IpAddr, port: u16) -> Expr {
     let mut inet = [0u8; 16];

@@ -16,10 +16,10 @@ pub mod sctp;
 use crate::netfilter::nft::{Expr, expr};
 use crate::netlink::wire::Body;
 
-// linux/netfilter/nf_tables.h: NFTA_MATCH_* and NFTA_TARGET_* alike.
-const NFTA_XT_NAME: u16 = 1;
-const NFTA_XT_REV: u16 = 2;
-const NFTA_XT_INFO: u16 = 3;
+// NFTA_MATCH_* and NFTA_TARGET_* are numbered alike.
+use crate::netlink::uapi::nf_tables::{
+    NFTA_MATCH_INFO as NFTA_XT_INFO, NFTA_MATCH_NAME as NFTA_XT_NAME, NFTA_MATCH_REV as NFTA_XT_REV,
+};
 
 /// `info` zero-padded to XT_ALIGN (8 bytes), as iptables allocates it.
 fn aligned(mut info: Vec<u8>) -> Vec<u8> {
