@@ -137,7 +137,7 @@ pub(super) fn verdict(code: i32, chain: Option<&str>) -> Expr {
             .attr(NFTA_IMMEDIATE_DREG, &be32(NFT_REG_VERDICT))
             .nest(NFTA_IMMEDIATE_DATA | NESTED, |d| {
                 d.nest(NFTA_DATA_VERDICT | NESTED, |v| {
-                    let v = v.attr(NFTA_VERDICT_CODE, &(code as u32).to_be_bytes());
+                    let v = v.attr(NFTA_VERDICT_CODE, &code.to_be_bytes());
                     match &chain {
                         Some(c) => v.str(NFTA_VERDICT_CHAIN, c),
                         None => v,
@@ -181,7 +181,7 @@ pub fn match_ct_established_related() -> Vec<Expr> {
                 .attr(NFTA_CT_DREG, &be32(NFT_REG_1))
                 .attr(NFTA_CT_KEY, &be32(NFT_CT_STATE)),
         ),
-        bitwise_mask(4, &(ESTABLISHED | RELATED).to_ne_bytes()),
+        bitwise_mask(4, &u32::from(ESTABLISHED | RELATED).to_ne_bytes()),
         cmp(false, &0u32.to_ne_bytes()),
     ]
 }

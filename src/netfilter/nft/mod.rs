@@ -5,6 +5,14 @@
 //! parsed into expressions), `tx` (transactions), `dump` (reading tables and
 //! rules back), `anchor` (one attachment's rules in shared chains, found
 //! without reading the chains). The kernel's constants are in `netlink::uapi`.
+// nf_tables messages mix u8/u16/u32/i32 fields: a silent `as` could truncate
+// or wrap a value on its way to the kernel, so each conversion says what it does.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
 
 use super::Result;
 
@@ -60,8 +68,10 @@ fn be32(v: u32) -> [u8; 4] {
 fn udata_comment(comment: &str) -> Vec<u8> {
     let mut text = comment.as_bytes().to_vec();
     text.push(0);
-    text.truncate(255);
-    let mut out = vec![UDATA_COMMENT, text.len() as u8];
+    text.truncate(usize::from(u8::MAX));
+    // At most 255 bytes after the cut, so the length fits its byte.
+    let len = u8::try_from(text.len()).unwrap_or(u8::MAX);
+    let mut out = vec![UDATA_COMMENT, len];
     out.extend_from_slice(&text);
     out
 }

@@ -79,7 +79,7 @@ impl Tx {
             .attr(NFTA_CHAIN_POLICY, &(NF_ACCEPT as u32).to_be_bytes())
             .nest(NFTA_CHAIN_HOOK | NESTED, |h| {
                 h.attr(NFTA_HOOK_HOOKNUM, &be32(hook))
-                    .attr(NFTA_HOOK_PRIORITY, &(priority as u32).to_be_bytes())
+                    .attr(NFTA_HOOK_PRIORITY, &priority.to_be_bytes())
             })
             .into_bytes();
         self.push(
@@ -121,7 +121,7 @@ impl Tx {
             body = body
                 .nest(NFTA_CHAIN_HOOK | NESTED, |h| {
                     h.attr(NFTA_HOOK_HOOKNUM, &be32(hook))
-                        .attr(NFTA_HOOK_PRIORITY, &(priority as u32).to_be_bytes())
+                        .attr(NFTA_HOOK_PRIORITY, &priority.to_be_bytes())
                 })
                 .str(NFTA_CHAIN_TYPE, kind);
         }

@@ -100,9 +100,11 @@ fn address(
     let whole = mask.iter().take_while(|b| **b == 0xff).count();
     let bitwise = whole < mask.len() && mask[whole] != 0;
     let len = if bitwise { mask.len() } else { whole };
-    out.push(payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len as u32));
+    // An address is 4 or 16 bytes.
+    let len32 = u32::try_from(len).unwrap_or(u32::MAX);
+    out.push(payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len32));
     if bitwise {
-        out.push(bitwise_mask(len as u32, &mask));
+        out.push(bitwise_mask(len32, &mask));
     }
     out.push(cmp(!negated, &data[..len]));
     Ok(())

@@ -17,6 +17,14 @@
 //! transaction per operation), `lookup` (chains by name, the rules of one
 //! chain, one rule by handle, and whether a rule read back is a given one),
 //! `save` (a whole table read back as `iptables-save` prints it).
+// nf_tables messages mix u8/u16/u32/i32 fields: a silent `as` could truncate
+// or wrap a value on its way to the kernel, so each conversion says what it does.
+#![warn(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_possible_wrap,
+    clippy::cast_lossless
+)]
 
 mod batch;
 mod builtin;

@@ -197,7 +197,7 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
                         i += 1;
                         let prefix = match &mask {
                             Some(m) => m.iter().map(|b| b.count_ones()).sum::<u32>(),
-                            None => 8 * value.len() as u32,
+                            None => 8 * u32::try_from(value.len()).ok()?,
                         };
                         let net = IpNet::new(addr(family, &value)?, u8::try_from(prefix).ok()?);
                         let field = Some((net.ok()?, !eq));
@@ -242,7 +242,7 @@ fn decode(attrs: &[u8], family: Family) -> Option<Rule> {
             "immediate" => {
                 let verdict =
                     wire::find(wire::find(data, NFTA_IMMEDIATE_DATA)?, NFTA_DATA_VERDICT)?;
-                let code = be32(verdict, NFTA_VERDICT_CODE)? as i32;
+                let code = be32(verdict, NFTA_VERDICT_CODE)?.cast_signed();
                 target = Some(match code {
                     NF_ACCEPT => Target::Accept,
                     NF_DROP => Target::Drop,

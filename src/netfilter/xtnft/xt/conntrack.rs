@@ -9,9 +9,9 @@ use crate::netlink::uapi::nf_conntrack_common::{
 
 // linux/netfilter/xt_conntrack.h
 const XT_CONNTRACK_STATE: u16 = 1 << 0;
-// XT_CONNTRACK_STATE_BIT(IP_CT_*): the state mask is 16 bits wide here.
-const ESTABLISHED: u16 = NF_CT_STATE_ESTABLISHED_BIT as u16;
-const RELATED: u16 = NF_CT_STATE_RELATED_BIT as u16;
+// XT_CONNTRACK_STATE_BIT(IP_CT_*)
+const ESTABLISHED: u16 = NF_CT_STATE_ESTABLISHED_BIT;
+const RELATED: u16 = NF_CT_STATE_RELATED_BIT;
 
 pub fn related_established() -> Expr {
     // Eight `nf_inet_addr`s (addresses and masks of the four tuples),

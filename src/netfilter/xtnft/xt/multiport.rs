@@ -16,7 +16,9 @@ pub fn expr(ports: &[u16]) -> Result<Expr> {
         )));
     }
     // flags, count, ports[15] (host order), pflags[15], invert
-    let mut info = vec![XT_MULTIPORT_DESTINATION, ports.len() as u8];
+    // At most XT_MULTI_PORTS (15), checked above.
+    let count = u8::try_from(ports.len()).unwrap_or(u8::MAX);
+    let mut info = vec![XT_MULTIPORT_DESTINATION, count];
     let mut all = [0u16; XT_MULTI_PORTS];
     all[..ports.len()].copy_from_slice(ports);
     for p in all {
