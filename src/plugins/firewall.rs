@@ -1,13 +1,15 @@
 //! firewall (chained): lets the container's addresses through FORWARD in the
 //! reference's `CNI-FORWARD` chain, with an admin chain and optional bridge
 //! isolation; or, with firewalld (chosen, or found running), makes them
-//! sources of a firewalld zone. Its output is prevResult, unchanged.
+//! sources of a firewalld zone. Its output is prevResult, unchanged. Each
+//! verb hands its work as a `firewall::Op` to an [`Apply`] (`Kernel` on a
+//! node).
 
 use crate::attach::records::{self, Split};
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::netfilter::Backend;
-use crate::netfilter::firewall::{self as rules, IngressPolicy, Plan, Target, firewalld};
+use crate::netfilter::firewall::{self as rules, IngressPolicy, Op, Plan, Target, firewalld};
+use crate::netfilter::{Apply, Backend, Choice, Kernel};
 use crate::quote::quoted;
 use ipnet::IpNet;
 use serde::Deserialize;
@@ -133,11 +135,11 @@ impl Conf {
 
     /// The configured target, else the reference's choice: firewalld when it
     /// owns its name on the system bus, else our rules' detected backend.
-    fn target(&self) -> CniResult<Target> {
+    fn target(&self, nf: &dyn Apply) -> CniResult<Target> {
         match self.target {
             Some(t) => Ok(t),
-            None if firewalld::running() => Ok(Target::Firewalld),
-            None => Ok(Target::Rules(Backend::detect()?)),
+            None if nf.firewalld() => Ok(Target::Firewalld),
+            None => Ok(Target::Rules(Choice::Detect.backend(nf)?)),
         }
     }
 
@@ -146,18 +148,19 @@ impl Conf {
     /// ones need iptables).
     fn on_target(
         &self,
+        nf: &dyn Apply,
         target: Target,
-        op: impl Fn(Target) -> crate::netfilter::Result<()>,
-    ) -> crate::netfilter::Result<()> {
-        op(target).or_else(|e| {
+        op: &Op,
+    ) -> crate::netfilter::Result<Vec<rules::Remembered>> {
+        nf.firewall(target, op).or_else(|e| {
             let instead = match target {
                 Target::Rules(b) if self.target.is_none() && self.policy == IngressPolicy::Open => {
-                    Backend::instead(None, b, &e)
+                    Choice::Detect.instead(nf, b, &e)
                 }
                 _ => None,
             };
             match instead {
-                Some(other) => op(Target::Rules(other)),
+                Some(other) => nf.firewall(Target::Rules(other), op),
                 None => Err(e),
             }
         })
@@ -166,11 +169,11 @@ impl Conf {
     /// What DEL (and GC) cleans: with `backend` set, that backend's work;
     /// unset, whatever detection could have chosen at ADD: firewalld's sources
     /// when it runs, and the rules of each backend usable here.
-    fn del_targets(&self) -> (bool, Vec<Backend>) {
+    fn del_targets(&self, nf: &dyn Apply) -> (bool, Vec<Backend>) {
         match self.target {
             Some(Target::Firewalld) => (true, Vec::new()),
-            Some(Target::Rules(b)) => (false, Backend::for_del(Some(b))),
-            None => (firewalld::running(), Backend::for_del(None)),
+            Some(Target::Rules(b)) => (false, Choice::Configured(b).for_del(nf)),
+            None => (nf.firewalld(), Choice::Detect.for_del(nf)),
         }
     }
 }
@@ -215,123 +218,19 @@ impl Plugin for Firewall {
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let conf = Conf::load(inv)?;
-        let prev = prev(inv)?;
-        let ips = addresses(&prev);
-        if ips.is_empty() {
-            return Ok(prev);
-        }
-        let bridge = host_bridge(&prev, conf.policy)?;
-        let target = conf.target()?;
-        if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
-            return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
-        }
-        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
-        // An earlier record: a repeated ADD (its rules looked for, first at
-        // their remembered handles); an unreadable one counts as earlier.
-        let known = match records::read(&dir, inv) {
-            Ok(None) => rules::Known {
-                fresh: true,
-                handles: Vec::new(),
-            },
-            Ok(Some(r)) => rules::Known {
-                fresh: false,
-                handles: r.handles,
-            },
-            Err(_) => rules::Known::default(),
-        };
-        // Before any rule, so that GC finds what a failed ADD left.
-        records::write(&dir, inv, &ips)?;
-        let plan = conf.plan(inv, ips, bridge);
-        let remembered = std::cell::RefCell::new(Vec::new());
-        conf.on_target(target, |t| {
-            *remembered.borrow_mut() = rules::add_known(t, &plan, &known)?;
-            Ok(())
-        })?;
-        let remembered = remembered.into_inner();
-        if !remembered.is_empty() {
-            records::write_handles(&dir, inv, &plan.addresses, &remembered)?;
-        }
-        Ok(prev)
+        add(inv, &Kernel)
     }
 
-    /// Undoes ADD in each target `Conf::del_targets` names, then drops the
-    /// attachment's record.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let Some(conf) = del_conf(inv)? else {
-            return Ok(());
-        };
-        let (zone_sources, backends) = conf.del_targets();
-        // Only the nftables rules are found without prevResult's addresses.
-        let ips = if zone_sources || backends.contains(&Backend::IPTABLES) {
-            inv.conf
-                .container_prev_result()?
-                .map(|prev| addresses(&prev))
-                .unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        let plan = conf.plan(inv, ips, String::new());
-        let remembered = remembered(inv);
-        if zone_sources {
-            rules::del(Target::Firewalld, &plan)?;
-        }
-        for backend in backends {
-            if backend == Backend::Nftables {
-                // An unreadable dataDir leaves it unknown: as if recorded.
-                let recorded = records::data_dir(inv, DEFAULT_DATA_DIR)
-                    .map_or(true, |dir| records::exists(&dir, inv));
-                rules::del_nftables(&plan, recorded)?;
-            } else {
-                rules::del_known(Target::Rules(backend), &plan, &remembered)?;
-            }
-        }
-        // A dataDir ADD would refuse means ADD recorded nothing.
-        if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
-            records::remove(&dir, inv)?;
-        }
-        Ok(())
+        del(inv, &Kernel)
     }
 
-    /// Removes, as DEL does in the same targets, the rules of this network's
-    /// recorded attachments not in the valid list, then their records.
-    /// Attachments ADD did not record (the reference's) are left alone.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        let Some(valid) = inv.conf.valid_attachments()? else {
-            return Ok(());
-        };
-        let Some(conf) = del_conf(inv)? else {
-            return Ok(());
-        };
-        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
-        let split = Split::read(&dir, "firewall", inv.conf.name(), &valid)?;
-        if split.stale.is_empty() {
-            return Ok(());
-        }
-        let (zone_sources, backends) = conf.del_targets();
-        if zone_sources {
-            rules::gc(Target::Firewalld, &gc_plans(&conf, &split, false))?;
-        }
-        for backend in backends {
-            // nftables rules name the container, not the attachment.
-            let by_container = backend == Backend::Nftables;
-            rules::gc(
-                Target::Rules(backend),
-                &gc_plans(&conf, &split, by_container),
-            )?;
-        }
-        split.remove_stale()?;
-        Ok(())
+        gc(inv, &Kernel)
     }
 
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let conf = Conf::load(inv)?;
-        let ips = addresses(&prev(inv)?);
-        let plan = conf.plan(inv, ips, String::new());
-        let remembered = remembered(inv);
-        Ok(conf.on_target(conf.target()?, |t| {
-            rules::check_known(t, &plan, &remembered)
-        })?)
+        check(inv, &Kernel)
     }
 
     fn status(&self, inv: &Invocation) -> CniResult<()> {
@@ -355,6 +254,128 @@ impl Plugin for Firewall {
     }
 }
 
+fn add(inv: &Invocation, nf: &dyn Apply) -> CniResult<NetResult> {
+    let conf = Conf::load(inv)?;
+    let prev = prev(inv)?;
+    let ips = addresses(&prev);
+    if ips.is_empty() {
+        return Ok(prev);
+    }
+    let bridge = host_bridge(&prev, conf.policy)?;
+    let target = conf.target(nf)?;
+    if target == Target::Rules(Backend::Nftables) && conf.policy != IngressPolicy::Open {
+        return Err(Error::invalid_config(POLICY_NEEDS_IPTABLES));
+    }
+    let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
+    // An earlier record: a repeated ADD (its rules looked for, first at
+    // their remembered handles); an unreadable one counts as earlier.
+    let known = match records::read(&dir, inv) {
+        Ok(None) => rules::Known {
+            fresh: true,
+            handles: Vec::new(),
+        },
+        Ok(Some(r)) => rules::Known {
+            fresh: false,
+            handles: r.handles,
+        },
+        Err(_) => rules::Known::default(),
+    };
+    // Before any rule, so that GC finds what a failed ADD left.
+    records::write(&dir, inv, &ips)?;
+    let plan = conf.plan(inv, ips, bridge);
+    let op = Op::Add {
+        plan: plan.clone(),
+        known,
+    };
+    let remembered = conf.on_target(nf, target, &op)?;
+    if !remembered.is_empty() {
+        records::write_handles(&dir, inv, &plan.addresses, &remembered)?;
+    }
+    Ok(prev)
+}
+
+/// Undoes ADD in each target `Conf::del_targets` names, then drops the
+/// attachment's record.
+fn del(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    let Some(conf) = del_conf(inv)? else {
+        return Ok(());
+    };
+    let (zone_sources, backends) = conf.del_targets(nf);
+    // Only the nftables rules are found without prevResult's addresses.
+    let ips = if zone_sources || backends.contains(&Backend::IPTABLES) {
+        inv.conf
+            .container_prev_result()?
+            .map(|prev| addresses(&prev))
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let plan = conf.plan(inv, ips, String::new());
+    let handles = remembered(inv);
+    let op = |recorded| Op::Del {
+        plan: plan.clone(),
+        handles: handles.clone(),
+        recorded,
+    };
+    if zone_sources {
+        nf.firewall(Target::Firewalld, &op(true))?;
+    }
+    for backend in backends {
+        // An unreadable dataDir leaves it unknown: as if recorded (only
+        // nftables asks).
+        let recorded = backend != Backend::Nftables
+            || records::data_dir(inv, DEFAULT_DATA_DIR)
+                .map_or(true, |dir| records::exists(&dir, inv));
+        nf.firewall(Target::Rules(backend), &op(recorded))?;
+    }
+    // A dataDir ADD would refuse means ADD recorded nothing.
+    if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
+        records::remove(&dir, inv)?;
+    }
+    Ok(())
+}
+
+/// Removes, as DEL does in the same targets, the rules of this network's
+/// recorded attachments not in the valid list, then their records.
+/// Attachments ADD did not record (the reference's) are left alone.
+fn gc(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    let Some(valid) = inv.conf.valid_attachments()? else {
+        return Ok(());
+    };
+    let Some(conf) = del_conf(inv)? else {
+        return Ok(());
+    };
+    let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
+    let split = Split::read(&dir, "firewall", inv.conf.name(), &valid)?;
+    if split.stale.is_empty() {
+        return Ok(());
+    }
+    let (zone_sources, backends) = conf.del_targets(nf);
+    if zone_sources {
+        let stale = gc_plans(&conf, &split, false);
+        nf.firewall(Target::Firewalld, &Op::Gc { stale })?;
+    }
+    for backend in backends {
+        // nftables rules name the container, not the attachment.
+        let by_container = backend == Backend::Nftables;
+        let stale = gc_plans(&conf, &split, by_container);
+        nf.firewall(Target::Rules(backend), &Op::Gc { stale })?;
+    }
+    split.remove_stale()?;
+    Ok(())
+}
+
+fn check(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    let conf = Conf::load(inv)?;
+    let ips = addresses(&prev(inv)?);
+    let op = Op::Check {
+        plan: conf.plan(inv, ips, String::new()),
+        handles: remembered(inv),
+    };
+    conf.on_target(nf, conf.target(nf)?, &op)?;
+    Ok(())
+}
+
 /// The handles ADD remembered (checked before use; none is fine).
 fn remembered(inv: &Invocation) -> Vec<rules::Remembered> {
     records::data_dir(inv, DEFAULT_DATA_DIR)
@@ -363,3 +384,7 @@ fn remembered(inv: &Invocation) -> Vec<rules::Remembered> {
         .map(|r| r.handles)
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+#[path = "firewall_tests.rs"]
+mod tests;

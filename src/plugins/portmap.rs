@@ -1,14 +1,15 @@
 //! portmap (chained): forwards host ports to the container with DNAT, with
 //! masquerading for hairpin and localhost, in the reference's iptables chains
-//! or nftables table. Its output is prevResult, unchanged.
+//! or nftables table. Its output is prevResult, unchanged. Each verb hands
+//! its rules as a `portmap::Op` to an [`Apply`] (`Kernel` on a node).
 
 use crate::attach::records::{self, Split};
 use crate::cni::capabilities::PortMapping;
 use crate::cni::error::Context;
 use crate::cni::result::NetResult;
 use crate::cni::{CniResult, Code, Error, Invocation, Plugin};
-use crate::netfilter::portmap::{self as rules, Mapping, Plan, Target};
-use crate::netfilter::{Backend, Family, Flavour};
+use crate::netfilter::portmap::{Mapping, Op, Plan, Target};
+use crate::netfilter::{Apply, Backend, Choice, Family, Kernel};
 use crate::netlink::Socket;
 use crate::netlink::link::{Change, IPV4_DEVCONF_ROUTE_LOCALNET};
 use crate::quote::quoted;
@@ -60,12 +61,12 @@ struct Conf {
 }
 
 impl Conf {
-    fn load(inv: &Invocation, mappings: Mappings) -> CniResult<Conf> {
-        validate(inv, inv.conf.plugin_keys()?, mappings)
+    fn load(inv: &Invocation, mappings: Mappings, nf: &dyn Apply) -> CniResult<Conf> {
+        validate(inv, inv.conf.plugin_keys()?, mappings, nf)
     }
 }
 
-fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
+fn validate(inv: &Invocation, k: Keys, mappings: Mappings, nf: &dyn Apply) -> CniResult<Conf> {
     let mark_bit = k.mark_masq_bit.unwrap_or(13);
     if !(0..=31).contains(&mark_bit) {
         return Err(Error::invalid_config(format!(
@@ -185,7 +186,7 @@ fn validate(inv: &Invocation, k: Keys, mappings: Mappings) -> CniResult<Conf> {
         Some(b) => b,
         // Nothing to map: no need to probe (DEL probes on its own).
         None if mappings.is_empty() => Backend::IPTABLES,
-        None => Backend::detect()?,
+        None => Choice::Detect.backend(nf)?,
     };
     let plan = Plan {
         network: inv.conf.name().to_string(),
@@ -245,12 +246,12 @@ struct Validated {
 
 /// Every check ADD makes before it changes anything, in one place for ADD and
 /// CHECK: a CHECK must not pass a config its ADD would refuse.
-fn validated(inv: &Invocation) -> CniResult<Validated> {
+fn validated(inv: &Invocation, nf: &dyn Apply) -> CniResult<Validated> {
     let Conf {
         mut plan,
         backend,
         configured,
-    } = Conf::load(inv, Mappings::Required)?;
+    } = Conf::load(inv, Mappings::Required, nf)?;
     let prev = prev_result(inv)?;
     let targets = targets(&prev, &inv.env.ifname);
     plan.targets = targets.clone();
@@ -273,124 +274,23 @@ fn validated(inv: &Invocation) -> CniResult<Validated> {
 
 impl Plugin for Portmap {
     fn validate(&self, inv: &Invocation) -> CniResult<()> {
-        Conf::load(inv, Mappings::Required).map(drop)
+        Conf::load(inv, Mappings::Required, &Kernel).map(drop)
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {
-        let Validated {
-            plan,
-            backend,
-            configured,
-            prev,
-            targets,
-        } = validated(inv)?;
-        if plan.mappings.is_empty() {
-            return Ok(prev);
-        }
-        if let Err(e) = add_rules(inv, backend, &plan, &targets)? {
-            match Backend::instead(configured, backend, &e) {
-                Some(other) => add_rules(inv, other, &plan, &targets)??,
-                None => return Err(e.into()),
-            }
-        }
-        let _ = flush_udp_conntrack(&plan, &targets);
-        if plan.snat {
-            // Let localhost-sourced traffic leave towards the container.
-            for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
-                enable_route_localnet(t.address.addr())?;
-            }
-        }
-        Ok(prev)
+        add(inv, &Kernel)
     }
 
-    /// Found by chain name: the mappings need not be given again. When they
-    /// are (runtimes send them on DEL too), the entry rules are deleted by the
-    /// specs ADD wrote, with no `iptables-save`.
     fn del(&self, inv: &Invocation) -> CniResult<()> {
-        let Conf {
-            mut plan,
-            configured,
-            ..
-        } = Conf::load(inv, Mappings::Required).or_else(|_| Conf::load(inv, Mappings::Ignored))?;
-        // Without prevResult (or its addresses) both families are cleaned.
-        if let Some(prev) = inv.conf.container_prev_result()? {
-            plan.targets = targets(&prev, &inv.env.ifname);
-        }
-        // Without a configured backend both are cleaned: detection may have
-        // chosen either at ADD time.
-        let iptables = configured != Some(Backend::Nftables);
-        let nftables = configured != Some(Backend::IPTABLES);
-        if iptables && Flavour::Default.usable(Family::V4) {
-            rules::del(Backend::IPTABLES, &plan)?;
-        }
-        if nftables && crate::netlink::nfnl::available() {
-            // An unreadable dataDir leaves it unknown: as if recorded.
-            let recorded = records::data_dir(inv, DEFAULT_DATA_DIR)
-                .map_or(true, |dir| records::exists(&dir, inv));
-            rules::del_nftables(&plan, recorded)?;
-        }
-        // After the rules: a packet in between would make a new entry with the
-        // old translation. A host port taken over by a new pod would keep
-        // sending to this one until the entries expire.
-        if let Err(e) = flush_udp_conntrack(&plan, &plan.targets) {
-            eprintln!("portmap: stale UDP conntrack entries may remain: {e}");
-        }
-        // A dataDir ADD would refuse means ADD recorded nothing.
-        if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
-            records::remove(&dir, inv)?;
-        }
-        Ok(())
+        del(inv, &Kernel)
     }
 
-    /// Refuses what ADD refuses, with the same error (`validated`), then
-    /// looks for the rules ADD writes.
     fn check(&self, inv: &Invocation) -> CniResult<()> {
-        let Validated {
-            plan,
-            backend,
-            configured,
-            ..
-        } = validated(inv)?;
-        if plan.mappings.is_empty() {
-            return Ok(());
-        }
-        rules::check(backend, &plan).or_else(|e| {
-            match Backend::instead(configured, backend, &e) {
-                Some(other) => rules::check(other, &plan),
-                None => Err(e),
-            }
-        })?;
-        Ok(())
+        check(inv, &Kernel)
     }
 
-    /// iptables rules name their network and container: GC finds this
-    /// network's there. nftables rules name only the container (as the
-    /// reference's): GC removes those of the attachments ADD recorded for this
-    /// network, then the records.
     fn gc(&self, inv: &Invocation) -> CniResult<()> {
-        // Without a valid list nothing is known to be stale.
-        let Some(valid) = inv.conf.valid_attachments()? else {
-            return Ok(());
-        };
-        let keep: Vec<String> = valid.iter().map(|a| a.container_id.clone()).collect();
-        if Flavour::Default.usable(Family::V4) {
-            rules::gc(Backend::IPTABLES, inv.conf.name(), &keep, &[])?;
-        }
-        let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
-        let split = Split::read(&dir, "portmap", inv.conf.name(), &valid)?;
-        if split.stale.is_empty() || !crate::netlink::nfnl::available() {
-            return Ok(());
-        }
-        // The container's rules stay while another attachment of it is recorded.
-        let stale: Vec<String> = split
-            .stale
-            .iter()
-            .map(|(_, r)| r.container_id.clone())
-            .filter(|id| !split.container_live(id))
-            .collect();
-        rules::gc(Backend::Nftables, inv.conf.name(), &keep, &stale)?;
-        split.remove_stale()?;
-        Ok(())
+        gc(inv, &Kernel)
     }
 
     fn status(&self, _inv: &Invocation) -> CniResult<()> {
@@ -400,11 +300,150 @@ impl Plugin for Portmap {
     }
 }
 
+fn add(inv: &Invocation, nf: &dyn Apply) -> CniResult<NetResult> {
+    let Validated {
+        plan,
+        backend,
+        configured,
+        prev,
+        targets,
+    } = validated(inv, nf)?;
+    if plan.mappings.is_empty() {
+        return Ok(prev);
+    }
+    if let Err(e) = add_rules(inv, nf, backend, &plan, &targets)? {
+        match Choice::from(configured).instead(nf, backend, &e) {
+            Some(other) => add_rules(inv, nf, other, &plan, &targets)??,
+            None => return Err(e.into()),
+        }
+    }
+    let _ = flush_udp_conntrack(&plan, &targets);
+    if plan.snat {
+        // Let localhost-sourced traffic leave towards the container.
+        for t in targets.iter().filter(|t| t.address.addr().is_ipv4()) {
+            enable_route_localnet(t.address.addr())?;
+        }
+    }
+    Ok(prev)
+}
+
+/// Found by chain name: the mappings need not be given again. When they
+/// are (runtimes send them on DEL too), the entry rules are deleted by the
+/// specs ADD wrote, with no `iptables-save`.
+fn del(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    let Conf {
+        mut plan,
+        configured,
+        ..
+    } = Conf::load(inv, Mappings::Required, nf)
+        .or_else(|_| Conf::load(inv, Mappings::Ignored, nf))?;
+    // Without prevResult (or its addresses) both families are cleaned.
+    if let Some(prev) = inv.conf.container_prev_result()? {
+        plan.targets = targets(&prev, &inv.env.ifname);
+    }
+    // Without a configured backend both are cleaned: detection may have
+    // chosen either at ADD time.
+    let iptables = configured != Some(Backend::Nftables);
+    let nftables = configured != Some(Backend::IPTABLES);
+    if iptables && nf.installed(Backend::IPTABLES) {
+        let op = Op::Del {
+            plan: plan.clone(),
+            recorded: true,
+        };
+        nf.portmap(Backend::IPTABLES, &op)?;
+    }
+    if nftables && nf.installed(Backend::Nftables) {
+        // An unreadable dataDir leaves it unknown: as if recorded.
+        let recorded =
+            records::data_dir(inv, DEFAULT_DATA_DIR).map_or(true, |dir| records::exists(&dir, inv));
+        let op = Op::Del {
+            plan: plan.clone(),
+            recorded,
+        };
+        nf.portmap(Backend::Nftables, &op)?;
+    }
+    // After the rules: a packet in between would make a new entry with the
+    // old translation. A host port taken over by a new pod would keep
+    // sending to this one until the entries expire.
+    if let Err(e) = flush_udp_conntrack(&plan, &plan.targets) {
+        eprintln!("portmap: stale UDP conntrack entries may remain: {e}");
+    }
+    // A dataDir ADD would refuse means ADD recorded nothing.
+    if let Ok(dir) = records::data_dir(inv, DEFAULT_DATA_DIR) {
+        records::remove(&dir, inv)?;
+    }
+    Ok(())
+}
+
+/// Refuses what ADD refuses, with the same error (`validated`), then
+/// looks for the rules ADD writes.
+fn check(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    let Validated {
+        plan,
+        backend,
+        configured,
+        ..
+    } = validated(inv, nf)?;
+    if plan.mappings.is_empty() {
+        return Ok(());
+    }
+    let op = Op::Check(plan);
+    nf.portmap(backend, &op).or_else(|e| {
+        match Choice::from(configured).instead(nf, backend, &e) {
+            Some(other) => nf.portmap(other, &op),
+            None => Err(e),
+        }
+    })?;
+    Ok(())
+}
+
+/// iptables rules name their network and container: GC finds this
+/// network's there. nftables rules name only the container (as the
+/// reference's): GC removes those of the attachments ADD recorded for this
+/// network, then the records.
+fn gc(inv: &Invocation, nf: &dyn Apply) -> CniResult<()> {
+    // Without a valid list nothing is known to be stale.
+    let Some(valid) = inv.conf.valid_attachments()? else {
+        return Ok(());
+    };
+    let keep: Vec<String> = valid.iter().map(|a| a.container_id.clone()).collect();
+    let network = inv.conf.name().to_string();
+    if nf.installed(Backend::IPTABLES) {
+        let op = Op::Gc {
+            network: network.clone(),
+            keep: keep.clone(),
+            stale: Vec::new(),
+        };
+        nf.portmap(Backend::IPTABLES, &op)?;
+    }
+    let dir = records::data_dir(inv, DEFAULT_DATA_DIR)?;
+    let split = Split::read(&dir, "portmap", inv.conf.name(), &valid)?;
+    if split.stale.is_empty() || !nf.installed(Backend::Nftables) {
+        return Ok(());
+    }
+    // The container's rules stay while another attachment of it is recorded.
+    let stale: Vec<String> = split
+        .stale
+        .iter()
+        .map(|(_, r)| r.container_id.clone())
+        .filter(|id| !split.container_live(id))
+        .collect();
+    let op = Op::Gc {
+        network,
+        keep,
+        stale,
+    };
+    nf.portmap(Backend::Nftables, &op)?;
+    split.remove_stale()?;
+    Ok(())
+}
+
 /// ADD's rules in one backend, the attachment recorded first with nftables
 /// (so that GC finds what a failed ADD left); the rules' own failure is the
 /// inner error, for the caller to try the other backend.
 fn add_rules(
     inv: &Invocation,
+    nf: &dyn Apply,
     backend: Backend,
     plan: &Plan,
     targets: &[Target],
@@ -413,7 +452,7 @@ fn add_rules(
         let ips: Vec<_> = targets.iter().map(|t| t.address).collect();
         records::write(&records::data_dir(inv, DEFAULT_DATA_DIR)?, inv, &ips)?;
     }
-    Ok(rules::add(backend, plan))
+    Ok(nf.portmap(backend, &Op::Add(plan.clone())))
 }
 
 /// UDP flows to a newly mapped port that started before the mapping keep their
@@ -458,3 +497,7 @@ fn enable_route_localnet(ip: IpAddr) -> CniResult<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "portmap_tests.rs"]
+mod tests;

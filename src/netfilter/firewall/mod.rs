@@ -2,7 +2,8 @@
 //! (`iptables.rs`, the reference's), the firewalld form (`firewalld.rs`, the
 //! reference's, over D-Bus) and the nftables form (`nftables.rs`). The verbs
 //! `add`, `del`, `check` and `gc` of a [`Plan`] for a [`Target`] are here, and
-//! only here is the netfilter lock taken.
+//! only here is the netfilter lock taken. The plugin hands each as an [`Op`]
+//! to an [`crate::netfilter::Apply`] (on a node, [`run`]).
 
 pub mod firewalld;
 pub mod iptables;
@@ -23,7 +24,7 @@ pub enum Target {
 }
 
 /// Everything one container's rules depend on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub container_id: String,
     pub addresses: Vec<IpNet>,
@@ -42,13 +43,54 @@ pub struct Plan {
 pub type Remembered = (std::net::IpAddr, [u64; 2]);
 
 /// What the caller remembers of an attachment's earlier ADD.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Known {
     /// No earlier ADD of this attachment (it had no record): ADD appends its
     /// rules without looking for them in CNI-FORWARD.
     pub fresh: bool,
     /// Handles remembered at that ADD (checked before use).
     pub handles: Vec<Remembered>,
+}
+
+/// One firewall operation, as data: what [`crate::netfilter::Apply::firewall`]
+/// is handed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// [`add_known`]: its output, the handles to remember.
+    Add { plan: Plan, known: Known },
+    /// [`del_known`] at the handles remembered; with nftables,
+    /// [`del_nftables`] told whether ADD `recorded` the attachment.
+    Del {
+        plan: Plan,
+        handles: Vec<Remembered>,
+        recorded: bool,
+    },
+    /// [`check_known`] at the handles remembered.
+    Check {
+        plan: Plan,
+        handles: Vec<Remembered>,
+    },
+    /// [`gc`] of the `stale` plans.
+    Gc { stale: Vec<Plan> },
+}
+
+/// Runs `op` on `target` on this node (what [`crate::netfilter::Kernel`]
+/// does): the handles to remember of an ADD over iptables-nft, else none.
+pub fn run(target: Target, op: &Op) -> Result<Vec<Remembered>> {
+    match op {
+        Op::Add { plan, known } => add_known(target, plan, known),
+        Op::Del {
+            plan,
+            handles,
+            recorded,
+        } => match target {
+            Target::Rules(Backend::Nftables) => del_nftables(plan, *recorded),
+            _ => del_known(target, plan, handles),
+        }
+        .map(|()| Vec::new()),
+        Op::Check { plan, handles } => check_known(target, plan, handles).map(|()| Vec::new()),
+        Op::Gc { stale } => gc(target, stale).map(|()| Vec::new()),
+    }
 }
 
 /// ADD: the addresses let through. With firewalld, the isolation stages are

@@ -2,7 +2,8 @@
 //! iptables form (the reference's `CNI-HOSTPORT-*` / `CNI-DN-<hash>` chains,
 //! `iptables.rs`) and the nftables form (`ip[6] cni_hostport`, `nftables.rs`).
 //! The verbs `add`, `del`, `check` and `gc` of a [`Plan`] for a [`Backend`]
-//! are here, and only here is the netfilter lock taken.
+//! are here, and only here is the netfilter lock taken. The plugin hands
+//! each as an [`Op`] to an [`crate::netfilter::Apply`] (on a node, [`run`]).
 
 pub mod iptables;
 pub mod nftables;
@@ -10,6 +11,42 @@ pub mod xtnft;
 
 use crate::netfilter::{Backend, Family, Result, lock};
 use std::net::IpAddr;
+
+/// One portmap operation, as data: what [`crate::netfilter::Apply::portmap`]
+/// is handed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// [`add`].
+    Add(Plan),
+    /// [`del`]; with nftables, [`del_nftables`] told whether ADD `recorded`
+    /// the attachment (iptables does not ask).
+    Del { plan: Plan, recorded: bool },
+    /// [`check`].
+    Check(Plan),
+    /// [`gc`].
+    Gc {
+        network: String,
+        keep: Vec<String>,
+        stale: Vec<String>,
+    },
+}
+
+/// Runs `op` in `backend` on this node (what [`crate::netfilter::Kernel`] does).
+pub fn run(backend: Backend, op: &Op) -> Result<()> {
+    match op {
+        Op::Add(plan) => add(backend, plan),
+        Op::Del { plan, recorded } => match backend {
+            Backend::Iptables(_) => del(backend, plan),
+            Backend::Nftables => del_nftables(plan, *recorded),
+        },
+        Op::Check(plan) => check(backend, plan),
+        Op::Gc {
+            network,
+            keep,
+            stale,
+        } => gc(backend, network, keep, stale),
+    }
+}
 
 /// ADD: the plan's mappings to each of its targets.
 pub fn add(backend: Backend, plan: &Plan) -> Result<()> {
@@ -69,7 +106,7 @@ pub struct Mapping {
 }
 
 /// Everything one container's rules depend on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub network: String,
     pub container_id: String,
@@ -136,7 +173,7 @@ impl Plan {
 }
 
 /// The container address as `ip/prefix` (as allocated) and as a DNAT target.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     pub address: ipnet::IpNet,
 }
