@@ -52,35 +52,19 @@ fn group_fwd_mask_range_and_restricted_groups() {
 
 mod masquerading {
     use super::*;
-    use crate::cni::env::{CmdArgs, Command};
+    use crate::cni::env::Command;
     use crate::netfilter::apply::Fake;
     use crate::netfilter::masq::{Op, Plan};
     use crate::netfilter::{Backend, Choice};
     use crate::plugins::masquerade;
 
     fn invocation(command: Command, keys: serde_json::Value) -> Invocation {
-        let mut conf = serde_json::json!({
+        let conf = serde_json::json!({
             "cniVersion": "1.0.0", "name": "mynet", "type": "bridge", "isGateway": true,
             "ipam": {"type": "host-local", "subnet": "10.88.0.0/16"},
             "prevResult": {"cniVersion": "1.0.0", "ips": [{"address": "10.88.0.5/16"}]},
         });
-        for (k, v) in keys.as_object().into_iter().flatten() {
-            conf[k] = v.clone();
-        }
-        Invocation {
-            command,
-            env: CmdArgs {
-                container_id: "ctr1".into(),
-                netns: "/run/netns/x".into(),
-                ifname: "eth0".into(),
-                args: String::new(),
-                path: Vec::new(),
-                netns_override: false,
-            },
-            conf: crate::cni::NetConf::parse(conf.to_string().as_bytes()).expect("conf"),
-            cni_args: Default::default(),
-            plugins: crate::cni::no_plugins,
-        }
+        crate::plugins::test_support::invocation(command, "ctr1", conf, keys)
     }
 
     fn plan(addresses: &[&str]) -> Plan {

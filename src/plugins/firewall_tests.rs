@@ -2,33 +2,10 @@
 //! with no root, no rules and no firewalld.
 
 use super::*;
-use crate::cni::env::{CmdArgs, Command};
+use crate::cni::env::Command;
 use crate::netfilter::apply::Fake;
 use crate::netfilter::firewall::{Known, Remembered};
-use std::path::PathBuf;
-
-/// A dataDir of its own for each test, removed when it ends.
-struct DataDir(PathBuf);
-
-impl DataDir {
-    fn new(tag: &str) -> DataDir {
-        let d =
-            std::env::temp_dir().join(format!("cni-multi-firewall-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        DataDir(d)
-    }
-
-    fn records(&self) -> usize {
-        std::fs::read_dir(&self.0).map_or(0, |d| d.count())
-    }
-}
-
-impl Drop for DataDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::plugins::test_support::{self, DataDir};
 
 /// Each container's address: `ctr1` has 10.88.0.1, `ctr2` 10.88.0.2.
 fn address(id: &str) -> IpNet {
@@ -37,7 +14,7 @@ fn address(id: &str) -> IpNet {
 }
 
 fn invocation(command: Command, id: &str, dir: &DataDir, keys: serde_json::Value) -> Invocation {
-    let mut conf = serde_json::json!({
+    let conf = serde_json::json!({
         "cniVersion": "1.0.0", "name": "mynet", "type": "firewall",
         "dataDir": dir.0,
         "prevResult": {
@@ -46,23 +23,7 @@ fn invocation(command: Command, id: &str, dir: &DataDir, keys: serde_json::Value
             "ips": [{"address": address(id).to_string(), "interface": 1}],
         },
     });
-    for (k, v) in keys.as_object().into_iter().flatten() {
-        conf[k] = v.clone();
-    }
-    Invocation {
-        command,
-        env: CmdArgs {
-            container_id: id.into(),
-            netns: "/run/netns/x".into(),
-            ifname: "eth0".into(),
-            args: String::new(),
-            path: Vec::new(),
-            netns_override: false,
-        },
-        conf: crate::cni::NetConf::parse(conf.to_string().as_bytes()).expect("conf"),
-        cni_args: Default::default(),
-        plugins: crate::cni::no_plugins,
-    }
+    test_support::invocation(command, id, conf, keys)
 }
 
 /// The container's plan: ADD names the bridge, DEL, CHECK and GC do not.
@@ -106,7 +67,7 @@ fn add_hands_one_add_to_its_target() {
         ("", Target::Firewalld, true),
         ("", IPT, false),
     ] {
-        let dir = DataDir::new("add");
+        let dir = DataDir::new("firewall-add");
         let nf = Fake {
             firewalld,
             ..Fake::with(&BOTH)
@@ -126,7 +87,7 @@ fn add_hands_one_add_to_its_target() {
 /// hand them back.
 #[test]
 fn handles_from_add_come_back_to_check_and_del() {
-    let dir = DataDir::new("handles");
+    let dir = DataDir::new("firewall-handles");
     let handles: Vec<Remembered> = vec![(address("ctr1").addr(), [7, 8])];
     let nf = Fake {
         handles: handles.clone(),
@@ -173,7 +134,7 @@ fn handles_from_add_come_back_to_check_and_del() {
 /// whether ADD recorded the attachment, and alone it needs no addresses.
 #[test]
 fn del_cleans_each_usable_target_and_skips_the_others() {
-    let dir = DataDir::new("del");
+    let dir = DataDir::new("firewall-del");
     let detect = serde_json::json!({});
     let nf = Fake {
         firewalld: true,
@@ -208,7 +169,7 @@ fn del_cleans_each_usable_target_and_skips_the_others() {
 /// was only detected, ADD goes to nftables instead.
 #[test]
 fn a_failing_add_is_a_cni_error_or_goes_to_nftables() {
-    let dir = DataDir::new("fail");
+    let dir = DataDir::new("firewall-fail");
     let broken = || Fake {
         broken: Some(Backend::IPTABLES),
         ..Fake::with(&BOTH)
@@ -220,7 +181,7 @@ fn a_failing_add_is_a_cni_error_or_goes_to_nftables() {
     assert!(e.msg.contains("iptables-save -t nat"), "{}", e.msg);
     assert_eq!(nf.firewall_applied(), [(IPT, add_op(fresh()))]);
     assert_eq!(dir.records(), 1, "the record stays for GC");
-    let dir = DataDir::new("fail-detect");
+    let dir = DataDir::new("firewall-fail-detect");
     let nf = broken();
     let detect = serde_json::json!({});
     add(&invocation(Command::Add, "ctr1", &dir, detect), &nf).expect("ADD");
@@ -234,7 +195,7 @@ fn a_failing_add_is_a_cni_error_or_goes_to_nftables() {
 /// valid list, then drops their records.
 #[test]
 fn gc_hands_the_stale_attachments() {
-    let dir = DataDir::new("gc");
+    let dir = DataDir::new("firewall-gc");
     let detect = serde_json::json!({});
     for id in ["ctr1", "ctr2"] {
         let nf = Fake::with(&BOTH);

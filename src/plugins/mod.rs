@@ -339,4 +339,6 @@ fn tuning_keys(conf: &crate::cni::NetConf) -> usize {
 }
 
 #[cfg(test)]
+mod test_support;
+#[cfg(test)]
 mod tests;

@@ -3,35 +3,12 @@
 //! ADD and DEL touch neither conntrack nor sysctls of the host.
 
 use super::*;
-use crate::cni::env::{CmdArgs, Command};
+use crate::cni::env::Command;
 use crate::netfilter::apply::Fake;
-use std::path::PathBuf;
-
-/// A dataDir of its own for each test, removed when it ends.
-struct DataDir(PathBuf);
-
-impl DataDir {
-    fn new(tag: &str) -> DataDir {
-        let d =
-            std::env::temp_dir().join(format!("cni-multi-portmap-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("temp dir");
-        DataDir(d)
-    }
-
-    fn records(&self) -> usize {
-        std::fs::read_dir(&self.0).map_or(0, |d| d.count())
-    }
-}
-
-impl Drop for DataDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::plugins::test_support::{self, DataDir};
 
 fn invocation(command: Command, id: &str, dir: &DataDir, keys: serde_json::Value) -> Invocation {
-    let mut conf = serde_json::json!({
+    let conf = serde_json::json!({
         "cniVersion": "1.0.0", "name": "mynet", "type": "portmap", "snat": false,
         "dataDir": dir.0,
         "runtimeConfig": {"portMappings": [
@@ -43,23 +20,7 @@ fn invocation(command: Command, id: &str, dir: &DataDir, keys: serde_json::Value
             "ips": [{"address": "10.88.0.5/16", "interface": 0}],
         },
     });
-    for (k, v) in keys.as_object().into_iter().flatten() {
-        conf[k] = v.clone();
-    }
-    Invocation {
-        command,
-        env: CmdArgs {
-            container_id: id.into(),
-            netns: "/run/netns/x".into(),
-            ifname: "eth0".into(),
-            args: String::new(),
-            path: Vec::new(),
-            netns_override: false,
-        },
-        conf: crate::cni::NetConf::parse(conf.to_string().as_bytes()).expect("conf"),
-        cni_args: Default::default(),
-        plugins: crate::cni::no_plugins,
-    }
+    test_support::invocation(command, id, conf, keys)
 }
 
 /// The plan the invocation's ADD writes (and its DEL removes).
@@ -107,7 +68,7 @@ fn add_hands_one_add_to_its_backend() {
         );
         assert_eq!(dir.records(), records, "{value}");
     }
-    let dir = DataDir::new("add-detect");
+    let dir = DataDir::new("portmap-add-detect");
     for (usable, backend) in [
         (&BOTH[..], Backend::IPTABLES),
         (&BOTH[1..], Backend::Nftables),
@@ -130,7 +91,7 @@ fn add_hands_one_add_to_its_backend() {
 /// that backend is cleaned. The record goes.
 #[test]
 fn del_cleans_each_installed_backend_and_skips_the_others() {
-    let dir = DataDir::new("del");
+    let dir = DataDir::new("portmap-del");
     let nf = Fake::with(&BOTH);
     let nft = serde_json::json!({"backend": "nftables"});
     add(&invocation(Command::Add, "ctr1", &dir, nft), &nf).expect("ADD");
@@ -166,7 +127,7 @@ fn del_cleans_each_installed_backend_and_skips_the_others() {
 /// does the same.
 #[test]
 fn a_failing_add_is_a_cni_error_or_goes_to_nftables() {
-    let dir = DataDir::new("fail");
+    let dir = DataDir::new("portmap-fail");
     let broken = || Fake {
         broken: Some(Backend::IPTABLES),
         ..Fake::with(&BOTH)
@@ -200,7 +161,7 @@ fn a_failing_add_is_a_cni_error_or_goes_to_nftables() {
 /// not kept; their records go.
 #[test]
 fn gc_hands_the_stale_attachments() {
-    let dir = DataDir::new("gc");
+    let dir = DataDir::new("portmap-gc");
     let nft = serde_json::json!({"backend": "nftables"});
     for id in ["ctr1", "ctr2"] {
         let nf = Fake::with(&BOTH);
