@@ -224,26 +224,14 @@ mod masquerading {
 /// reference reads them.
 #[test]
 fn keys_decide_role_hairpin_and_container() {
-    use crate::cni::env::CmdArgs;
     let load = |keys: serde_json::Value| {
-        let mut conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
-        for (k, v) in keys.as_object().into_iter().flatten() {
-            conf[k] = v.clone();
-        }
-        let inv = Invocation {
-            command: crate::cni::env::Command::Add,
-            env: CmdArgs {
-                container_id: "c".into(),
-                netns: "/run/netns/x".into(),
-                ifname: "eth0".into(),
-                args: String::new(),
-                path: Vec::new(),
-                netns_override: false,
-            },
-            conf: crate::cni::NetConf::parse(conf.to_string().as_bytes()).expect("conf"),
-            cni_args: Default::default(),
-            plugins: crate::cni::no_plugins,
-        };
+        let conf = serde_json::json!({"cniVersion": "1.0.0", "name": "n", "type": "bridge"});
+        let inv = crate::plugins::test_support::invocation(
+            crate::cni::env::Command::Add,
+            "c",
+            conf,
+            keys,
+        );
         Conf::load(&inv).map_err(|e| e.msg)
     };
     let role = |keys| load(keys).map(|c| c.role);
