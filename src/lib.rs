@@ -27,3 +27,5 @@ pub mod quote;
 #[cfg(test)]
 #[path = "layering_tests.rs"]
 mod layering_tests;
+#[cfg(test)]
+mod source_scan;

@@ -242,13 +242,13 @@ fn no_json_decoding_outside_the_go_compatible_reader() {
             }
             let name = path.to_string_lossy().into_owned();
             if !name.ends_with(".rs")
-                || crate::layering_tests::is_test_file(&name)
+                || crate::source_scan::is_test_file(&name)
                 || name.ends_with("cni/json.rs")
             {
                 continue;
             }
             let text = std::fs::read_to_string(&path).expect("source");
-            let production = crate::layering_tests::without_test_items(&text);
+            let production = crate::source_scan::without_test_items(&text);
             for (i, line) in production.lines().enumerate() {
                 if ["serde_json::from_", "serde_json::Deserializer"]
                     .iter()

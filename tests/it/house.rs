@@ -3,6 +3,9 @@
 //! read as a list of named steps, and unit tests in a file beside their
 //! module, never inline.
 
+#[path = "../../src/source_scan.rs"]
+mod source_scan;
+
 use std::path::{Path, PathBuf};
 
 const MAX_FILE_LINES: usize = 700;
@@ -127,49 +130,12 @@ fn literal_end(text: &str) -> usize {
 }
 
 /// Production code: a file's text without its `#[cfg(test)]` items (the
-/// test module's declaration, test-only helpers), nothing of a `*tests.rs` file.
+/// test module's declaration, test-only helpers), nothing of a test file.
 fn production(p: &Path, text: &str) -> String {
-    if p.file_name()
-        .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
-    {
+    if is_test_file(p) {
         return String::new();
     }
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i].trim() != "#[cfg(test)]" {
-            out.push_str(lines[i]);
-            out.push('\n');
-            i += 1;
-            continue;
-        }
-        // The item under the attribute (after its other attributes), to its
-        // `;` or the brace that closes it at its own indentation, blanked.
-        let mut item = i + 1;
-        while lines
-            .get(item)
-            .is_some_and(|l| l.trim_start().starts_with("#[") || l.trim_start().starts_with("///"))
-        {
-            item += 1;
-        }
-        let end = match lines.get(item) {
-            None => lines.len() - 1,
-            Some(l) if l.trim_end().ends_with(';') || l.trim_end().ends_with('}') => item,
-            Some(l) => {
-                let indent = l.len() - l.trim_start().len();
-                lines[item..]
-                    .iter()
-                    .position(|c| {
-                        c.len() - c.trim_start().len() == indent && matches!(c.trim(), "}" | "};")
-                    })
-                    .map_or(lines.len() - 1, |k| item + k)
-            }
-        };
-        out.push_str(&"\n".repeat(end + 1 - i));
-        i = end + 1;
-    }
-    out
+    source_scan::without_test_items(text)
 }
 
 /// The longest run of string literals naming a table entry that stand in a
@@ -508,11 +474,7 @@ fn the_thread_local_rule_sees_declarations_not_comments() {
 /// Where a module's unit tests live: a file of their own beside it
 /// (`tests.rs` for a `mod.rs`, `<file>_tests.rs` for `<file>.rs`).
 fn is_test_file(p: &Path) -> bool {
-    let name = p
-        .file_name()
-        .map(|n| n.to_string_lossy())
-        .unwrap_or_default();
-    name == "tests.rs" || name.ends_with("_tests.rs")
+    source_scan::is_test_file(&p.to_string_lossy())
 }
 
 /// The lines of a production file that hold unit tests inline: a
