@@ -523,8 +523,9 @@ impl<'a> Node<'a> {
     /// What of a live pod is gone: items of its ADD, its links, its gateway.
     pub fn lost(&self, pod: &Pod, now: &BTreeSet<String>) -> Vec<String> {
         let mut lost: Vec<String> = pod.items.difference(now).cloned().collect();
-        if pod.sh("ip", &["-o", "link"]) != pod.links {
-            lost.push(format!("its links, once {}", pod.links));
+        let links = pod.sh("ip", &["-o", "link"]);
+        if links != pod.links {
+            lost.push(format!("its links, once {}, now {links}", pod.links));
         }
         if self.ping && !pod.gateway().is_some_and(|gw| pings(&pod.path, &gw)) {
             lost.push("its gateway".into());
