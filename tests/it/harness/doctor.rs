@@ -497,7 +497,7 @@ impl<'a> Node<'a> {
             let before = self.snapshot();
             let mut pod = self.pod(self.pin_live, &self.maker.clone());
             pod.items = self.snapshot().difference(&before).cloned().collect();
-            pod.links = pod.sh("ip", &["-o", "link"]);
+            pod.links = links_of(&pod);
             if self.client.is_some() {
                 let reply: &'static str = Box::leak(format!("live-{}", pod.k).into_boxed_str());
                 tcp_server(&pod.path, 80, reply);
@@ -523,7 +523,7 @@ impl<'a> Node<'a> {
     /// What of a live pod is gone: items of its ADD, its links, its gateway.
     pub fn lost(&self, pod: &Pod, now: &BTreeSet<String>) -> Vec<String> {
         let mut lost: Vec<String> = pod.items.difference(now).cloned().collect();
-        let links = pod.sh("ip", &["-o", "link"]);
+        let links = links_of(pod);
         if links != pod.links {
             lost.push(format!("its links, once {}, now {links}", pod.links));
         }
@@ -1006,4 +1006,22 @@ fn names(finding: &Value, item: &str) -> bool {
         };
     }
     false
+}
+
+/// A pod's links as `ip -o link` lists them, without their operational
+/// state: the kernel's link watcher moves a new link (a macvlan, say) from
+/// UNKNOWN to UP up to a second after ADD returns, which is no harm done.
+fn links_of(pod: &Pod) -> String {
+    let links = pod.sh("ip", &["-o", "link"]);
+    links
+        .lines()
+        .map(|line| {
+            let mut words: Vec<&str> = line.split(' ').collect();
+            if let Some(i) = words.iter().position(|w| *w == "state") {
+                words.drain(i..(i + 2).min(words.len()));
+            }
+            words.join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

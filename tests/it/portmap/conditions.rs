@@ -43,10 +43,20 @@ fn nft_conditions_are_encoded_and_only_matching_traffic_is_forwarded() {
     let expected =
         format!("ip saddr 192.0.2.0/24 iifname \"to-client\" tcp dport 8080 dnat to {ip}:80");
     assert!(rules.contains(&expected), "missing {expected}\n{rules}");
+    // The first container had this address: the host may still hold a
+    // reachable neighbour entry naming its MAC, and the new container's
+    // gratuitous ARP (arp_notify on link up) can be lost while its host end
+    // is still joining the bridge.
+    run_in(None, "ip", &["neigh", "flush", "dev", "cni-pm0"]);
+    let got = tcp_fetch_soon(Some(client.path()), "192.0.2.1:8080", 10);
     assert_eq!(
-        tcp_fetch_soon(Some(client.path()), "192.0.2.1:8080", 10).as_deref(),
+        got.as_deref(),
         Some("hello"),
-        "a source inside, on the named interface, is forwarded"
+        "a source inside, on the named interface, is forwarded to {ip}\n\
+         neighbours: {}\ncontainer links: {}\nbridge fdb: {}",
+        run_in(None, "ip", &["neigh", "show", "dev", "cni-pm0"]),
+        ns.sh("ip", &["-o", "link"]),
+        run_in(None, "bridge", &["fdb", "show", "br", "cni-pm0"]),
     );
     assert_eq!(
         tcp_fetch(None, "192.0.2.1:8080"),
