@@ -74,8 +74,12 @@ impl Apply for Kernel {
 /// A netfilter that records what it is asked to apply, for unit tests.
 #[cfg(test)]
 pub struct Fake {
-    /// The backends `usable` (and `installed`) says are.
+    /// The backends `usable` says are.
     pub usable: Vec<Backend>,
+    /// The backends `installed` says are (`with` makes them the usable ones;
+    /// iptables' tools can be installed while its `nat` table is another
+    /// nftables user's).
+    pub installed: Vec<Backend>,
     /// A backend whose every operation fails as iptables does on a kernel
     /// without its tables (what `Choice::instead` looks for).
     pub broken: Option<Backend>,
@@ -95,6 +99,7 @@ impl Fake {
     pub fn with(usable: &[Backend]) -> Fake {
         Fake {
             usable: usable.to_vec(),
+            installed: usable.to_vec(),
             broken: None,
             firewalld: false,
             handles: Vec::new(),
@@ -154,7 +159,7 @@ impl Apply for Fake {
     }
 
     fn installed(&self, backend: Backend) -> bool {
-        self.usable.contains(&backend)
+        self.installed.contains(&backend)
     }
 
     fn firewalld(&self) -> bool {

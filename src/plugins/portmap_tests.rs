@@ -121,6 +121,38 @@ fn del_cleans_each_installed_backend_and_skips_the_others() {
     assert_eq!(nf.portmap_applied(), [(Backend::IPTABLES, del_op(true))]);
 }
 
+/// iptables' tools installed while its `nat` table cannot take our rules
+/// (another nftables user's): ADD goes to nftables, yet DEL still cleans
+/// iptables too, where the reference or an ADD before may have written.
+#[test]
+fn del_cleans_iptables_where_installed_though_not_usable() {
+    let dir = DataDir::new("portmap-installed");
+    let node = || Fake {
+        installed: BOTH.to_vec(),
+        ..Fake::with(&BOTH[1..])
+    };
+    let detect = serde_json::json!({});
+    let nf = node();
+    add(&invocation(Command::Add, "ctr1", &dir, detect.clone()), &nf).expect("ADD");
+    assert_eq!(
+        nf.portmap_applied(),
+        [(Backend::Nftables, Op::Add(plan("ctr1")))]
+    );
+    let nf = node();
+    del(&invocation(Command::Del, "ctr1", &dir, detect), &nf).expect("DEL");
+    let del_op = |recorded| Op::Del {
+        plan: plan("ctr1"),
+        recorded,
+    };
+    assert_eq!(
+        nf.portmap_applied(),
+        [
+            (Backend::IPTABLES, del_op(true)),
+            (Backend::Nftables, del_op(true)),
+        ]
+    );
+}
+
 /// A backend that fails ADD is a CNI error when it was configured (nothing
 /// else is tried, nothing rolled back: portmap's ADD writes one batch);
 /// where iptables was only detected, ADD goes to nftables instead. CHECK
