@@ -68,6 +68,13 @@ impl fmt::Display for Took {
     }
 }
 
+/// One line of a daemon's log (dhcp, flanneld): `who: msg`, with the C
+/// library's words as CNI errors have them (no " (os error N)").
+pub fn log_line(who: &str, msg: impl fmt::Display) -> String {
+    let text = msg.to_string();
+    format!("{who}: {}", without_os_error_numbers(&text))
+}
+
 /// `text` without the " (os error N)" Rust's `io::Error` appends to the C
 /// library's words ("Not a directory (os error 20)" reads "Not a directory").
 /// Error texts reach users through CNI errors and cnitool, which apply it;

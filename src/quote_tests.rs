@@ -38,3 +38,12 @@ fn os_error_numbers_are_cut_and_the_rest_is_kept() {
         std::borrow::Cow::Borrowed(_)
     ));
 }
+
+#[test]
+fn a_daemons_log_line_reads_the_c_library_words() {
+    let e = std::io::Error::from_raw_os_error(20);
+    assert_eq!(
+        log_line("flanneld", format_args!("writing /run/x: {e}")),
+        "flanneld: writing /run/x: Not a directory"
+    );
+}

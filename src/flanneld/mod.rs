@@ -59,5 +59,6 @@ pub fn main(args: Vec<OsString>) -> i32 {
 
 pub(crate) fn log(msg: impl std::fmt::Display) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "flanneld: {msg}");
+    let line = crate::quote::log_line("flanneld", msg);
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }

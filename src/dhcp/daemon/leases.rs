@@ -31,7 +31,8 @@ const RELEASE_WAIT: Duration = Duration::from_secs(3);
 /// stderr must not take a keeper or the signal thread down.
 pub fn log(msg: impl std::fmt::Display) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "dhcp daemon: {msg}");
+    let line = crate::quote::log_line("dhcp daemon", msg);
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// A lock whose holder panicked is still usable: every critical section below
