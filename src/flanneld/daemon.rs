@@ -33,7 +33,12 @@ pub fn run(flags: Flags) -> Result<i32> {
     let Some(config) = config else { return Ok(0) };
 
     let mut sock = crate::netlink::Socket::open().context("netlink")?;
-    let ext = iface::choose(&mut sock, &flags.iface, flags.public_ip)?;
+    let ext = iface::choose(
+        &mut sock,
+        &flags.iface,
+        flags.iface_can_reach,
+        flags.public_ip,
+    )?;
     log(format!(
         "using interface {} (address {}, public address {}): {}",
         ext.link.name, ext.iface_ip, ext.public_ip, ext.reason

@@ -42,6 +42,10 @@ pub struct Flags {
     /// Interface to use (IP or name) for inter-host communication; repeatable, first usable wins
     #[arg(long, value_name = "IFACE")]
     pub iface: Vec<String>,
+    /// Use the interface the kernel would route to this IP on (as `ip route
+    /// get IP`), when no --iface is usable
+    #[arg(long, value_name = "IP")]
+    pub iface_can_reach: Option<std::net::IpAddr>,
     /// IP accessible by other nodes for inter-host communication
     #[arg(long, value_name = "IP")]
     pub public_ip: Option<std::net::Ipv4Addr>,
@@ -92,6 +96,7 @@ const VALUED: &[&str] = &[
     "etcd-username",
     "etcd-password",
     "iface",
+    "iface-can-reach",
     "public-ip",
     "public-ipv6",
     "subnet-file",

@@ -65,3 +65,13 @@ fn environment_fills_flags_not_given() {
     assert_eq!(f.iface, ["eth0", "eth1"]);
     assert_eq!(f.public_ip, None, "empty values are ignored");
 }
+
+#[test]
+fn iface_can_reach_from_flags_or_environment() {
+    let f = parse(&["-iface-can-reach=10.0.0.9"], &[]).expect("flags");
+    assert_eq!(f.iface_can_reach, Some("10.0.0.9".parse().expect("ip")));
+    let env = [("FLANNELD_IFACE_CAN_REACH", "10.0.0.7")];
+    let f = parse(&[], &env).expect("flags");
+    assert_eq!(f.iface_can_reach, Some("10.0.0.7".parse().expect("ip")));
+    assert!(parse(&["-iface-can-reach", "eth0"], &[]).is_err());
+}

@@ -1,6 +1,7 @@
 //! Which interface carries traffic between nodes, and which address other
 //! nodes reach us on: each `--iface` (a name or one of its addresses) in
-//! order, else the interface of the default route, as flanneld chooses.
+//! order, then the interface of the route to `--iface-can-reach`; with
+//! neither given, the interface of the default route, as flanneld chooses.
 
 use crate::netlink::Socket;
 use crate::netlink::addr::Family;
@@ -20,21 +21,32 @@ pub struct External {
     pub reason: String,
 }
 
-/// Picks the external interface: `wanted` are the `--iface` values.
+/// Picks the external interface: `wanted` are the `--iface` values,
+/// `can_reach` the `--iface-can-reach` address.
 pub fn choose(
     sock: &mut Socket,
     wanted: &[String],
+    can_reach: Option<IpAddr>,
     public_ip: Option<Ipv4Addr>,
 ) -> Result<External> {
     let mut tried = Vec::new();
     for want in wanted {
         match by_name_or_ip(sock, want) {
             Ok((link, ip)) => return Ok(external(link, ip, public_ip, format!("--iface {want}"))),
-            Err(e) => tried.push(format!("{want}: {e:#}")),
+            Err(e) => tried.push(format!("--iface {want}: {e:#}")),
         }
     }
-    if !wanted.is_empty() {
-        bail!("no --iface is usable ({})", tried.join("; "));
+    if let Some(target) = can_reach {
+        match towards(sock, target) {
+            Ok((link, ip)) => {
+                let reason = format!("the route to --iface-can-reach {target}");
+                return Ok(external(link, ip, public_ip, reason));
+            }
+            Err(e) => tried.push(format!("--iface-can-reach {target}: {e:#}")),
+        }
+    }
+    if !tried.is_empty() {
+        bail!("no interface asked for is usable ({})", tried.join("; "));
     }
     let index = default_route_oif(sock)?;
     let link = sock
@@ -75,6 +87,26 @@ fn by_name_or_ip(sock: &mut Socket, want: &str) -> Result<(Link, Ipv4Addr)> {
     }
     let link = sock.link_by_name(want).context("no such interface")?;
     let ip = first_ipv4(sock, &link)?;
+    Ok((link, ip))
+}
+
+/// The interface the kernel would send to `target` on (`ip route get`), and
+/// the route's IPv4 source address, else the interface's first usable one.
+fn towards(sock: &mut Socket, target: IpAddr) -> Result<(Link, Ipv4Addr)> {
+    let route = sock
+        .route_get(target)
+        .context("asking the kernel for the route")?
+        .ok_or_else(|| anyhow!("no route reaches it"))?;
+    let index = route
+        .oif
+        .ok_or_else(|| anyhow!("its route names no interface"))?;
+    let link = sock
+        .link_by_index(index)
+        .with_context(|| format!("the route's interface {index}"))?;
+    let ip = match route.src {
+        Some(IpAddr::V4(src)) => src,
+        _ => first_ipv4(sock, &link)?,
+    };
     Ok((link, ip))
 }
 

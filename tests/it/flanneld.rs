@@ -681,3 +681,34 @@ fn out_of_subnets_probes_and_sigterm() {
     assert_eq!(c.leases(), before, "the lease stays after SIGTERM");
     assert_talk(&pa, &pb, 8080);
 }
+
+/// `--iface-can-reach`: with no `--iface` usable, flanneld takes the
+/// interface the kernel routes that address on (not the default route's) and
+/// advertises the route's source address in its lease.
+#[test]
+#[ignore = "flanneld lane: make test-flanneld"]
+fn iface_can_reach_picks_the_interface_of_the_route_to_it() {
+    let c = Cluster::new(VXLAN);
+    let a = Node::new(&c.underlay, "a");
+    let peer = harness::Netns::new();
+    let veth = [
+        "link", "add", "reach0", "type", "veth", "peer", "name", "p0",
+    ];
+    a.sh("ip", &[&veth[..], &["netns", peer.path()]].concat());
+    a.sh("ip", &["addr", "add", "10.251.7.1/24", "dev", "reach0"]);
+    a.sh("ip", &["link", "set", "reach0", "up"]);
+    peer.sh("ip", &["addr", "add", "10.251.7.2/24", "dev", "p0"]);
+    peer.sh("ip", &["link", "set", "p0", "up"]);
+    let args = ["--iface", "nosuch0", "--iface-can-reach", "10.251.7.2"];
+    let mut d = a.flanneld(&c.etcd.endpoints(), &args);
+    wait_subnet(&a, &mut d);
+    let log = d.log();
+    assert!(
+        log.contains("using interface reach0 (address 10.251.7.1")
+            && log.contains("the route to --iface-can-reach 10.251.7.2"),
+        "{log}"
+    );
+    let leases = c.leases();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].1["PublicIP"], "10.251.7.1", "{leases:?}");
+}
