@@ -65,6 +65,16 @@ pub trait Plugin: Sync {
     fn delegates_ipam(&self) -> bool {
         false
     }
+    /// The configs ADD builds and hands whole to another plugin (flannel's
+    /// delegate), as far as the config alone builds them, each with the key
+    /// of ours it comes from: `cnitool validate` checks them as that plugin
+    /// reads them. None where the config cannot build one (validate says why).
+    fn handed_on(
+        &self,
+        _inv: &Invocation,
+    ) -> Vec<(&'static str, serde_json::Map<String, serde_json::Value>)> {
+        Vec::new()
+    }
     fn gc(&self, _inv: &Invocation) -> CniResult<()> {
         Ok(())
     }

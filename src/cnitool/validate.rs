@@ -108,9 +108,26 @@ impl NetworkReport {
 
     /// A plugin's error: its key (the details of a decoding error) apart.
     fn push_error(&mut self, plugin: (&str, Option<usize>), e: &crate::cni::Error) {
+        self.push_error_within(plugin, e, "");
+    }
+
+    /// The same for a config handed on from our key `within`: its key is
+    /// named under that one.
+    fn push_error_within(
+        &mut self,
+        plugin: (&str, Option<usize>),
+        e: &crate::cni::Error,
+        within: &str,
+    ) {
         match crate::cni::config::error_key(e) {
+            Some(key) if !within.is_empty() => self.push(
+                Level::Error,
+                plugin,
+                &format!("{within}.{key}"),
+                e.msg.clone(),
+            ),
             Some(key) => self.push(Level::Error, plugin, key, e.msg.clone()),
-            None => self.push(Level::Error, plugin, "", e.to_string()),
+            None => self.push(Level::Error, plugin, within, e.to_string()),
         }
     }
 
@@ -387,7 +404,8 @@ fn list_keys(list: &NetworkList, r: &mut NetworkReport) {
 
 /// The plugin's own validation of its config as it would receive it, with
 /// its IPAM plugin's, every decoding recorded: errors, and the keys neither
-/// reads. Returns what was found of the IPAM plugin.
+/// reads; then the same of each config it hands on whole (flannel's
+/// delegate). Returns what was found of the IPAM plugin.
 fn plugin_keys(
     s: &Settings,
     list: &NetworkList,
@@ -396,32 +414,12 @@ fn plugin_keys(
     wanted: &str,
     r: &mut NetworkReport,
 ) -> Option<Box<PluginReport>> {
-    let at = (info.name, Some(i));
     let stdin = crate::libcni::stdin_for(&list.plugins[i], list, None, None, &[]);
+    let at = (info.name, Some(i));
     let recorder = Arc::new(Recorder::default());
-    let env = CmdArgs {
-        container_id: "cnitool-validate".into(),
-        netns: String::new(),
-        ifname: "eth0".into(),
-        args: String::new(),
-        path: s.runtime.cni_path.clone(),
-        netns_override: false,
-    };
-    let prepared = crate::cni::dispatch::prepare_recorded(
-        info,
-        s.runtime.plugins,
-        Command::Add,
-        env,
-        &stdin,
-        Some(recorder.clone()),
-    );
-    let inv = match prepared {
-        Ok(inv) => inv,
-        Err(e) => {
-            r.push_error(at, &e);
-            unknown_keys(&recorder, info.name, None, i, r);
-            return None;
-        }
+    let Some(inv) = prepared(s, info, &stdin, &recorder, at, "", r) else {
+        unknown_keys(&recorder, info.name, None, i, "", r);
+        return None;
     };
     if let Err(e) = info.plugin.validate(&inv) {
         r.push_error(at, &e);
@@ -467,31 +465,110 @@ fn plugin_keys(
         .as_deref()
         .filter(|q| q.keys_checked)
         .map(|q| q.plugin_type.as_str());
-    unknown_keys(&recorder, info.name, checked_ipam, i, r);
+    unknown_keys(&recorder, info.name, checked_ipam, i, "", r);
+    for (key, conf) in info.plugin.handed_on(&inv) {
+        handed_on_keys(s, &conf, key, i, r);
+    }
     ipam
 }
 
+/// The invocation `info`'s ADD would get from `stdin`, its decoding recorded
+/// by `recorder`; None (with the error reported, under our key `within` for
+/// a config handed on) when the config is refused.
+fn prepared(
+    s: &Settings,
+    info: &'static PluginInfo,
+    stdin: &[u8],
+    recorder: &Arc<Recorder>,
+    at: (&str, Option<usize>),
+    within: &str,
+    r: &mut NetworkReport,
+) -> Option<crate::cni::Invocation> {
+    let env = CmdArgs {
+        container_id: "cnitool-validate".into(),
+        netns: String::new(),
+        ifname: "eth0".into(),
+        args: String::new(),
+        path: s.runtime.cni_path.clone(),
+        netns_override: false,
+    };
+    let prepared = crate::cni::dispatch::prepare_recorded(
+        info,
+        s.runtime.plugins,
+        Command::Add,
+        env,
+        stdin,
+        Some(recorder.clone()),
+    );
+    prepared
+        .map_err(|e| r.push_error_within(at, &e, within))
+        .ok()
+}
+
+/// A config the plugin at `i` hands on whole from its key `key` (flannel's
+/// `delegate`), checked as its own plugin reads it: that plugin's errors,
+/// and the keys neither it nor its IPAM plugin reads, named `key.<name>`
+/// (those under `ipam` are the plugin's own `ipam`, named as they are). The
+/// IPAM plugin's errors are not reported: its ranges come from the node at
+/// ADD time (flannel's subnet.env), not from the config.
+fn handed_on_keys(
+    s: &Settings,
+    conf: &Map<String, Value>,
+    key: &str,
+    i: usize,
+    r: &mut NetworkReport,
+) {
+    let plugin_type = conf.get("type").and_then(Value::as_str).unwrap_or_default();
+    let Some(info) = crate::plugins::lookup(plugin_type) else {
+        return;
+    };
+    let at = (info.name, Some(i));
+    let stdin = Value::Object(conf.clone()).to_string().into_bytes();
+    let recorder = Arc::new(Recorder::default());
+    let Some(inv) = prepared(s, info, &stdin, &recorder, at, key, r) else {
+        unknown_keys(&recorder, info.name, None, i, key, r);
+        return;
+    };
+    if let Err(e) = info.plugin.validate(&inv) {
+        r.push_error_within(at, &e, key);
+    }
+    let mut checked_ipam = None;
+    if info.plugin.delegates_ipam()
+        && let Some(ipam_info) = inv.conf.ipam_type().and_then(crate::plugins::lookup)
+    {
+        let _ = ipam_info.plugin.validate(&inv);
+        checked_ipam = Some(ipam_info.name);
+    }
+    unknown_keys(&recorder, info.name, checked_ipam, i, key, r);
+}
+
 /// Warnings for the keys no decoding knew, each with the nearest known key;
-/// those under `ipam` belong to the IPAM plugin when it was checked.
+/// those under `ipam` belong to the IPAM plugin when it was checked. Outside
+/// `ipam`, a config handed on from our key `within` names its keys under it.
 fn unknown_keys(
     recorder: &Recorder,
     plugin: &str,
     ipam: Option<&str>,
     i: usize,
+    within: &str,
     r: &mut NetworkReport,
 ) {
     for u in recorder.unknown_keys() {
+        let under_ipam = u.at == "ipam" || u.at.starts_with("ipam.") || u.at.starts_with("ipam[");
         let owner = match ipam {
-            Some(t) if u.at == "ipam" || u.at.starts_with("ipam.") || u.at.starts_with("ipam[") => {
-                t
-            }
+            Some(t) if under_ipam => t,
             _ => plugin,
+        };
+        let key = if within.is_empty() || under_ipam {
+            u.path()
+        } else {
+            format!("{within}.{}", u.path())
         };
         r.findings.push(Finding {
             level: Level::Warning,
             plugin: owner.to_string(),
             index: Some(i),
-            key: u.path(),
+            key,
             message: format!("unknown key: {owner} does not read it"),
             suggestion: nearest(&u.key, &u.known),
         });

@@ -38,6 +38,20 @@ pub struct SubnetEnv {
     pub ipmasq: bool,
 }
 
+impl SubnetEnv {
+    /// One with nothing in it: the node's is flanneld's, not the config's.
+    fn unknown() -> SubnetEnv {
+        SubnetEnv {
+            networks: Vec::new(),
+            subnet: None,
+            ipv6_networks: Vec::new(),
+            ipv6_subnet: None,
+            mtu: 0,
+            ipmasq: false,
+        }
+    }
+}
+
 fn parse_nets(value: &str, key: &str) -> CniResult<Vec<IpNet>> {
     let mut out: Vec<IpNet> = Vec::new();
     for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -261,15 +275,14 @@ impl Plugin for Flannel {
         let k: Keys = inv.conf.plugin_keys()?;
         path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
         path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
-        let env = SubnetEnv {
-            networks: Vec::new(),
-            subnet: None,
-            ipv6_networks: Vec::new(),
-            ipv6_subnet: None,
-            mtu: 0,
-            ipmasq: false,
-        };
-        delegate_config(&inv.conf.raw, &env).map(drop)
+        delegate_config(&inv.conf.raw, &SubnetEnv::unknown()).map(drop)
+    }
+
+    /// The delegate, built against an empty subnet.env as `validate` builds it.
+    fn handed_on(&self, inv: &Invocation) -> Vec<(&'static str, Map<String, Value>)> {
+        delegate_config(&inv.conf.raw, &SubnetEnv::unknown())
+            .map(|d| vec![("delegate", d)])
+            .unwrap_or_default()
     }
 
     fn add(&self, inv: &Invocation) -> CniResult<NetResult> {

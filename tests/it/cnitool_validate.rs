@@ -163,3 +163,60 @@ fn good_configs_exit_zero() {
     );
     assert_eq!(v["networks"].as_array().map(Vec::len), Some(7));
 }
+
+/// flannel's `delegate` is checked as its plugin reads it: a misspelled key
+/// there (which bridge would ignore) is named `delegate.<key>` with bridge's
+/// nearest key, and a wrong type is bridge's error; the IPAM keys flannel
+/// passes on are host-local's. A good delegate gives nothing.
+#[test]
+fn flannels_delegate_is_checked_as_its_plugin_reads_it() {
+    enter_test_host();
+    let rt = Runtime::new("validate-flannel");
+    let flannel = |delegate: Value| {
+        json!({"cniVersion": "1.0.0", "name": "cbr0", "plugins": [
+            {"type": "flannel", "delegate": delegate,
+             "ipam": {"routes": [{"dst": "10.0.0.0/8"}], "gatewy": "x"}}]})
+    };
+    rt.write_list(
+        "10-flannel.conflist",
+        &flannel(json!({"hairpinMode": true, "isDefaultGatway": true})),
+    );
+    let out = validate(&rt, &[]);
+    assert_eq!(out.status, 0, "{out:?}");
+    for line in [
+        "WARN\tbridge\tdelegate.isDefaultGatway: unknown key: bridge does not read it (did you mean \"isDefaultGateway\"?)",
+        "WARN\thost-local\tipam.gatewy: unknown key: host-local does not read it (did you mean \"gateway\"?)",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l.starts_with(line)),
+            "no line {line:?} in {out:?}"
+        );
+    }
+    assert!(
+        out.stdout
+            .ends_with("1 network checked: 0 errors, 2 warnings\n"),
+        "{out:?}"
+    );
+    rt.write_list(
+        "10-flannel.conflist",
+        &flannel(json!({"hairpinMode": "yes"})),
+    );
+    let out = validate(&rt, &[]);
+    assert_eq!(out.status, 1, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "FAIL\tbridge\tdelegate.hairpinMode: failed to load netconf: json: cannot unmarshal string"
+        ),
+        "{out:?}"
+    );
+    let good = json!({"cniVersion": "1.0.0", "name": "cbr0", "plugins": [
+        {"type": "flannel", "delegate": {"hairpinMode": true, "isDefaultGateway": true}}]});
+    rt.write_list("10-flannel.conflist", &good);
+    let out = validate(&rt, &[]);
+    assert_eq!(out.status, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .ends_with("1 network checked: 0 errors, 0 warnings\n"),
+        "{out:?}"
+    );
+}
