@@ -27,8 +27,9 @@ pub(crate) struct Keys {
     delegate: Option<Map<String, Value>>,
 }
 
-/// What flanneld wrote.
-#[derive(Debug, Clone, PartialEq)]
+/// What flanneld wrote (the default: nothing, as validate builds the
+/// delegate: the node's file is flanneld's, not the config's).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SubnetEnv {
     pub networks: Vec<IpNet>,
     pub subnet: Option<IpNet>,
@@ -36,20 +37,6 @@ pub struct SubnetEnv {
     pub ipv6_subnet: Option<IpNet>,
     pub mtu: u32,
     pub ipmasq: bool,
-}
-
-impl SubnetEnv {
-    /// One with nothing in it: the node's is flanneld's, not the config's.
-    fn unknown() -> SubnetEnv {
-        SubnetEnv {
-            networks: Vec::new(),
-            subnet: None,
-            ipv6_networks: Vec::new(),
-            ipv6_subnet: None,
-            mtu: 0,
-            ipmasq: false,
-        }
-    }
 }
 
 fn parse_nets(value: &str, key: &str) -> CniResult<Vec<IpNet>> {
@@ -69,14 +56,7 @@ fn parse_nets(value: &str, key: &str) -> CniResult<Vec<IpNet>> {
 /// Parses subnet.env: `KEY=VALUE` lines split on the first `=`. A bad file is
 /// a plain error (999), as the reference's.
 pub fn parse_subnet_env(text: &str, source: &str) -> CniResult<SubnetEnv> {
-    let mut env = SubnetEnv {
-        networks: Vec::new(),
-        subnet: None,
-        ipv6_networks: Vec::new(),
-        ipv6_subnet: None,
-        mtu: 0,
-        ipmasq: false,
-    };
+    let mut env = SubnetEnv::default();
     let (mut have_mtu, mut have_masq) = (false, false);
     for line in text.lines() {
         let Some((key, value)) = line.split_once('=') else {
@@ -275,12 +255,12 @@ impl Plugin for Flannel {
         let k: Keys = inv.conf.plugin_keys()?;
         path_setting(Some(&k.subnet_file), DEFAULT_SUBNET_FILE, "subnetFile")?;
         path_setting(Some(&k.data_dir), DEFAULT_DATA_DIR, "dataDir")?;
-        delegate_config(&inv.conf.raw, &SubnetEnv::unknown()).map(drop)
+        delegate_config(&inv.conf.raw, &SubnetEnv::default()).map(drop)
     }
 
     /// The delegate, built against an empty subnet.env as `validate` builds it.
     fn handed_on(&self, inv: &Invocation) -> Vec<(&'static str, Map<String, Value>)> {
-        delegate_config(&inv.conf.raw, &SubnetEnv::unknown())
+        delegate_config(&inv.conf.raw, &SubnetEnv::default())
             .map(|d| vec![("delegate", d)])
             .unwrap_or_default()
     }
